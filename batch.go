@@ -1,0 +1,86 @@
+package pipebench
+
+import "time"
+
+// Header is one name/value pair a driver sends with a batch (an HTTP header,
+// a gRPC metadata entry, a NATS header).
+type Header struct {
+	Name  string
+	Value string
+}
+
+// Batch is what one send carries: Count items numbered Seq..Seq+Count-1,
+// built by a Generator and sent by a Driver.
+//
+// A Batch is owned by the goroutine that sends it; a Driver must not keep a
+// reference to Body or Data after Send returns.
+type Batch struct {
+	// Seq is the sequence number of the first item. Sequence numbers start
+	// at 1 and increase by one per item across the whole run, so the sink
+	// can tell loss, duplicates and reordering apart.
+	Seq uint64
+	// Count is the number of items carried (events, spans, points, records).
+	Count int
+	// Scheduled is when the pacer said this batch was due.
+	Scheduled time.Time
+	// Key is an optional routing key (a NATS subject suffix, a Kafka key).
+	Key string
+	// ContentType is the media type of Body, if Body is set.
+	ContentType string
+	// Headers are per-batch headers chosen by the generator (sequence
+	// number, CloudEvents binary-mode attributes).
+	Headers []Header
+	// Body is the encoded payload, for drivers that send bytes.
+	Body []byte
+	// Data is a structured payload, for drivers that encode themselves
+	// (for example a ptrace.Traces for the OTLP drivers).
+	Data any
+}
+
+// Class is the outcome class of one send.
+type Class uint8
+
+// The outcome classes. Their String forms are the `errors{class}` labels.
+const (
+	ClassOK      Class = iota // accepted by the system under test
+	ClassRefused              // refused on purpose: backpressure, 429, 503, RESOURCE_EXHAUSTED
+	ClassTimeout              // no answer in time
+	ClassError                // anything else: connection refused, protocol error, 4xx/5xx
+	ClassDropped              // never started: max_in_flight was reached when it was due
+	numClasses
+)
+
+// NumClasses is the number of outcome classes, for arrays indexed by Class.
+const NumClasses = int(numClasses)
+
+var classNames = [...]string{"ok", "refused", "timeout", "error", "dropped"}
+
+// String returns the class label: ok, refused, timeout, error, dropped.
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return "unknown"
+}
+
+// Outcome is the result of one Driver.Send: a measurement, never a Go error.
+type Outcome struct {
+	Class Class
+	// Code is the protocol's status: an HTTP status, a gRPC code, 0 when
+	// there was none (connection refused, timeout).
+	Code int
+	// Detail is a short reason for a failure ("connection refused",
+	// "503 Service Unavailable"), empty on success. Keep it to a handful
+	// of distinct strings: the recorder counts them.
+	Detail string
+}
+
+// Sample is one send as the runner measured it.
+type Sample struct {
+	Scheduled time.Time // due time from the pacer
+	Started   time.Time // when Send was called
+	Ended     time.Time // when Send returned
+	Count     int       // items in the batch
+	Bytes     int       // encoded size, when known
+	Outcome   Outcome
+}

@@ -1,0 +1,181 @@
+package pipebench
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Generator builds what to send. It does no I/O.
+//
+// Next must be safe for concurrent use: the runner calls it from every sender
+// goroutine. Sequence numbers are handed out by the runner.
+type Generator interface {
+	// Next returns the batch carrying items seq..seq+count-1, due at at.
+	// It embeds seq and a send timestamp in every item so a sink can match
+	// the arrival.
+	Next(seq uint64, count int, at time.Time) Batch
+}
+
+// GeneratorFunc adapts a function to Generator.
+type GeneratorFunc func(seq uint64, count int, at time.Time) Batch
+
+// Next calls f.
+func (f GeneratorFunc) Next(seq uint64, count int, at time.Time) Batch { return f(seq, count, at) }
+
+// Releaser is the optional ability of a Generator to take back a batch's
+// buffers once the driver is done with them.
+type Releaser interface {
+	Release(b *Batch)
+}
+
+// Driver sends batches over one protocol.
+//
+// Start is called once before any Send; Send is called concurrently from many
+// goroutines; Shutdown once after the last Send returned.
+type Driver interface {
+	Start(ctx context.Context) error
+	// Send sends b and classifies what happened. It never panics and never
+	// returns a Go error: a failed send is a measurement.
+	Send(ctx context.Context, b *Batch) Outcome
+	Shutdown(ctx context.Context) error
+}
+
+// Arrivals is where a Sink reports what reached it. Implementations are safe
+// for concurrent use.
+type Arrivals interface {
+	// Arrive records one item with sequence number seq that was sent at
+	// sent and arrived at at.
+	Arrive(seq uint64, sent, at time.Time)
+	// Faulted records n items in a request the sink answered with an
+	// injected fault (so not delivered; the pipeline should retry them).
+	Faulted(n int)
+	// Unmatched records n items that carried no sequence number.
+	Unmatched(n int)
+}
+
+// Sink is a test backend the pipeline exports to.
+//
+// Start begins serving and returns once Endpoint is valid; Shutdown stops
+// it and waits for in-flight requests.
+type Sink interface {
+	Start(ctx context.Context, rec Arrivals) error
+	// Endpoint is the address the pipeline exports to, such as
+	// "http://127.0.0.1:4318" or "127.0.0.1:4317".
+	Endpoint() string
+	Shutdown(ctx context.Context) error
+}
+
+// FaultSetter is the optional ability of a Sink to inject faults. The runner
+// calls SetFaults at the start of every phase with that phase's policy.
+type FaultSetter interface {
+	SetFaults(p FaultPolicy, phaseStart time.Time)
+}
+
+// MetricKind tells how a Point's value behaves over time.
+type MetricKind uint8
+
+// The kinds of Points.
+const (
+	KindGauge   MetricKind = iota // a level: queue size, memory
+	KindCounter                   // a monotonic total: accepted items, CPU seconds
+)
+
+// Point is one observed value.
+type Point struct {
+	Name   string
+	Labels map[string]string
+	Kind   MetricKind
+	At     time.Time
+	Value  float64
+}
+
+// Observer samples the state of the pipeline (a Prometheus endpoint, a
+// process, a NATS server). Observe is called from one goroutine at a time,
+// every interval; an error is recorded and the run goes on.
+type Observer interface {
+	Observe(ctx context.Context, at time.Time) ([]Point, error)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(ctx context.Context, at time.Time) ([]Point, error)
+
+// Observe calls f.
+func (f ObserverFunc) Observe(ctx context.Context, at time.Time) ([]Point, error) { return f(ctx, at) }
+
+// Instance is one running process of a system under test.
+type Instance struct {
+	Name       string // "collector-0"
+	PID        int    // 0 when unknown
+	MetricsURL string // its own Prometheus endpoint, if it has one
+}
+
+// SUT is an embedded system under test, started by the runner for the
+// zero-setup default and for tests.
+type SUT interface {
+	// Start starts the system, exporting to env.Target (the sink's
+	// endpoint), and returns once Endpoint is ready to receive.
+	Start(ctx context.Context) error
+	// Endpoint is where drivers send.
+	Endpoint() string
+	// Instances lists its processes, for observers.
+	Instances() []Instance
+	Shutdown(ctx context.Context) error
+}
+
+// Reporter renders a Result. It only formats: every number comes from r.
+type Reporter interface {
+	Report(w io.Writer, r *Result) error
+}
+
+// ReporterFunc adapts a function to Reporter.
+type ReporterFunc func(w io.Writer, r *Result) error
+
+// Report calls f.
+func (f ReporterFunc) Report(w io.Writer, r *Result) error { return f(w, r) }
+
+// RunID identifies a saved run in a Store.
+type RunID string
+
+// RunFilter selects runs from a Store. Zero fields match everything.
+type RunFilter struct {
+	Scenario string
+	Version  string
+	Since    time.Time
+	Until    time.Time
+	Limit    int
+}
+
+// RunSummary is one line of run history.
+type RunSummary struct {
+	ID       RunID
+	Scenario string
+	Version  string
+	Status   Status
+	Started  time.Time
+	Duration time.Duration
+}
+
+// Store keeps the history of Results.
+type Store interface {
+	Save(ctx context.Context, r *Result) (RunID, error)
+	Runs(ctx context.Context, f RunFilter) ([]RunSummary, error)
+	Run(ctx context.Context, id RunID) (*Result, error)
+	Close() error
+}
+
+// Env is what the runner gives a factory besides the component's own
+// configuration.
+type Env struct {
+	// Target is the endpoint the runner resolved for this component: for
+	// a Driver, the embedded SUT's endpoint (used when the driver's own
+	// configuration names none); for a SUT, the sink's endpoint.
+	Target string
+	// Instances are the SUT's processes, for observers.
+	Instances []Instance
+	// Dir is a scratch directory owned by the run, removed after it.
+	Dir string
+	// Logger receives the component's diagnostics; never nil.
+	Logger *slog.Logger
+}

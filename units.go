@@ -1,0 +1,162 @@
+package pipebench
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Duration is a time.Duration that reads and writes itself as text ("90s",
+// "10m", "48h", "1m30s") in YAML and JSON. The zero value means "not set".
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats d the way time.Duration does, without trailing zero units
+// ("10m" rather than "10m0s").
+func (d Duration) String() string { return FormatDuration(time.Duration(d)) }
+
+// FormatDuration prints d compactly: "10m" rather than "10m0s", "1h30m"
+// rather than "1h30m0s". Sub-second durations keep time.Duration's format.
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// ParseDuration reads a duration such as "90s", "10m", "48h", "1.5s" or
+// "250ms". A bare number is refused: the unit must be explicit.
+func ParseDuration(s string) (Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("empty duration: write it with a unit, like 90s, 10m or 48h")
+	}
+	if strings.HasSuffix(s, "d") {
+		n, err := strconv.ParseFloat(strings.TrimSuffix(s, "d"), 64)
+		if err == nil && n >= 0 {
+			return Duration(time.Duration(n * 24 * float64(time.Hour))), nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return 0, fmt.Errorf("duration %q has no unit: write %ss, %sm or %sh", s, s, s, s)
+		}
+		return 0, fmt.Errorf("duration %q is not valid: write it like 90s, 10m, 48h or 1m30s", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("duration %q is negative", s)
+	}
+	return Duration(d), nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// Rate is a rate in items per second. It reads and writes itself as text:
+// "500/s", "30000/min", "2/ms", "0.5/s", "72000/h". A bare number is items per
+// second.
+type Rate float64
+
+// PerSecond returns r as a float64 count per second.
+func (r Rate) PerSecond() float64 { return float64(r) }
+
+// String formats r as "N/s" with no more digits than needed.
+func (r Rate) String() string {
+	return strconv.FormatFloat(float64(r), 'f', -1, 64) + "/s"
+}
+
+// ParseRate reads a rate such as "500/s", "30000/min", "2/ms", "10/h" or a
+// bare number of items per second.
+func ParseRate(s string) (Rate, error) {
+	s = strings.TrimSpace(s)
+	num, unit, found := strings.Cut(s, "/")
+	num = strings.TrimSpace(num)
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+		return 0, fmt.Errorf("rate %q is not valid: write it like 500/s, 30000/min or 2/ms", s)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("rate %q is negative", s)
+	}
+	if !found {
+		return Rate(n), nil
+	}
+	var per float64
+	switch strings.TrimSpace(unit) {
+	case "s", "sec", "second":
+		per = 1
+	case "ms":
+		per = 1e-3
+	case "us", "µs":
+		per = 1e-6
+	case "min", "m", "minute":
+		per = 60
+	case "h", "hour":
+		per = 3600
+	default:
+		return 0, fmt.Errorf("rate %q has unknown unit %q: use /s, /ms, /min or /h", s, unit)
+	}
+	return Rate(n / per), nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (r *Rate) UnmarshalText(b []byte) error {
+	v, err := ParseRate(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
+// UnmarshalJSON accepts both the text form ("500/s") and a bare JSON number.
+func (r *Rate) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := json.Unmarshal(b, &f); err == nil {
+		*r = Rate(f)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("rate must be a string like \"500/s\" or a number")
+	}
+	return r.UnmarshalText([]byte(s))
+}
+
+// UnmarshalJSON accepts the text form ("10s") and a bare number of
+// nanoseconds, which is how time.Duration marshals.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var n int64
+	if err := json.Unmarshal(b, &n); err == nil {
+		*d = Duration(n)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"10s\"")
+	}
+	return d.UnmarshalText([]byte(s))
+}
