@@ -160,3 +160,25 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	return d.UnmarshalText([]byte(s))
 }
+
+// Secret is a string that never appears in any output: its String, text and
+// JSON forms are "***". Use it for header values, passwords and tokens in
+// configuration; call Reveal where the real value is needed.
+type Secret string
+
+// Reveal returns the real value.
+func (s Secret) Reveal() string { return string(s) }
+
+// String returns "***" (or "" when empty).
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "***"
+}
+
+// MarshalText returns "***" so that secrets never reach a file or a log.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads the real value.
+func (s *Secret) UnmarshalText(b []byte) error { *s = Secret(b); return nil }
