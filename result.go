@@ -46,15 +46,18 @@ type Manifest struct {
 	Version string `json:"version,omitempty"`
 	// Case names the test case within a comparison ("single pipeline",
 	// "backpressure"); defaults to the scenario name.
-	Case      string            `json:"case,omitempty"`
-	Labels    map[string]string `json:"labels,omitempty"`
-	Target    string            `json:"target,omitempty"` // driver name and endpoint
-	Started   time.Time         `json:"started"`
-	Ended     time.Time         `json:"ended"`
-	Host      string            `json:"host,omitempty"`
-	GoVersion string            `json:"go_version,omitempty"`
-	Args      []string          `json:"args,omitempty"`
-	Status    Status            `json:"status"`
+	Case   string            `json:"case,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Target string            `json:"target,omitempty"` // driver name and endpoint
+	// Item names one item in singular ("span", "metric point", "log
+	// record", "event"); reports use it in column headers.
+	Item      string    `json:"item,omitempty"`
+	Started   time.Time `json:"started"`
+	Ended     time.Time `json:"ended"`
+	Host      string    `json:"host,omitempty"`
+	GoVersion string    `json:"go_version,omitempty"`
+	Args      []string  `json:"args,omitempty"`
+	Status    Status    `json:"status"`
 	// Reasons explain an invalid, aborted or failed run in plain words.
 	Reasons []string `json:"reasons,omitempty"`
 }
