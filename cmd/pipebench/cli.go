@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipebench/pipebench"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// app carries what every command needs.
+type app struct {
+	ctx    context.Context
+	stdout io.Writer
+	stderr io.Writer
+	reg    *pipebench.Registry
+}
+
+// execute runs the command line and returns the process exit code.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	reg, err := newRegistry()
+	if err != nil {
+		fmt.Fprintf(stderr, "pipebench: %v\n", err)
+		return pipebench.ExitFailure
+	}
+	a := &app{ctx: ctx, stdout: stdout, stderr: stderr, reg: reg}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err = root.ExecuteContext(ctx)
+	if err == nil {
+		return pipebench.ExitOK
+	}
+	var quiet *silentExit
+	if errors.As(err, &quiet) {
+		return quiet.code
+	}
+	printError(stderr, err)
+	code := pipebench.ExitCode(err)
+	if code == pipebench.ExitFailure && isUsage(err) {
+		code = pipebench.ExitUsage
+	}
+	return code
+}
+
+// silentExit carries an exit code whose message was already printed.
+type silentExit struct{ code int }
+
+func (s *silentExit) Error() string { return fmt.Sprintf("exit %d", s.code) }
+
+// isUsage recognises cobra's own usage errors (unknown flag, wrong number
+// of arguments, unknown command).
+func isUsage(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"unknown flag", "unknown command", "unknown shorthand", "accepts ", "requires ", "invalid argument", "flag needs an argument"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// printError writes err for a person: the message, then a hint if it has
+// one.
+func printError(w io.Writer, err error) {
+	fmt.Fprintf(w, "pipebench: %s\n", err.Error())
+	var pe *pipebench.Error
+	if errors.As(err, &pe) && pe.Hint != "" {
+		fmt.Fprintf(w, "  hint: %s\n", pe.Hint)
+	}
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "pipebench",
+		Short: "Load, burst, backpressure, soak and limit tests for event and telemetry pipelines",
+		Long: `pipebench runs reproducible load tests against event and telemetry pipelines
+(OpenTelemetry Collector gateways, HTTP/CloudEvents gateways, NATS, gRPC ingest) and ends
+every run with a KPI table: sent, accepted, exported and delivered rates, queue sizes,
+memory and CPU per instance, latency percentiles, loss and duplicates.
+
+Start with:  pipebench run            (a built-in quickstart, no setup)
+Exit codes:  0 passed, 1 pipebench failed, 2 bad usage or scenario,
+             98 run invalid (generator could not hold the rate), 99 thresholds failed`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.AddCommand(a.runCommand(), a.validateCommand(), a.planCommand(), a.sinkCommand(),
+		a.schemaCommand(), a.reportCommand())
+	return root
+}

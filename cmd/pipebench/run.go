@@ -1,0 +1,203 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/examples"
+	"github.com/pipebench/pipebench/report"
+	"github.com/pipebench/pipebench/runner"
+)
+
+type runFlags struct {
+	out        string
+	format     string
+	duration   time.Duration
+	sutVersion string
+	quiet      bool
+	verbose    bool
+	list       bool
+}
+
+func (a *app) runCommand() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [scenario.yaml | builtin:NAME]",
+		Short: "Run a scenario and print its KPI table (no argument: the built-in quickstart)",
+		Example: `  pipebench run                                 # built-in quickstart, no setup
+  pipebench run examples/burst.yaml --out result.json
+  pipebench run builtin:quickstart --format md --duration 30s
+  pipebench run --list`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.list {
+				return a.listBuiltins()
+			}
+			ref := defaultScenario
+			if len(args) == 1 {
+				ref = args[0]
+			}
+			return a.run(ref, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.out, "out", "o", "", "write the Result (JSON) to this file, atomically")
+	fl.StringVarP(&f.format, "format", "f", "text", "report printed at the end: "+strings.Join(report.Names(), ", "))
+	fl.DurationVar(&f.duration, "duration", 0, "scale every phase so the load lasts this long in total (keeps the shape)")
+	fl.StringVar(&f.sutVersion, "sut-version", "", "version label of the system under test (overrides the scenario's `version`)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress display")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
+	fl.BoolVar(&f.list, "list", false, "list the built-in scenarios")
+	return cmd
+}
+
+func (a *app) listBuiltins() error {
+	names := examples.Names()
+	sort.Strings(names)
+	for _, n := range names {
+		desc := ""
+		if data, err := fs.ReadFile(examples.FS, n+".yaml"); err == nil {
+			if sc, err := a.loadScenarioBytes(n, data); err == nil {
+				desc = sc.Description
+			}
+		}
+		fmt.Fprintf(a.stdout, "builtin:%-32s %s\n", n, firstLine(desc))
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+func (a *app) run(ref string, f runFlags) error {
+	rep, ok := report.Lookup(f.format)
+	if !ok {
+		return pipebench.UsageError(fmt.Sprintf("unknown --format %q", f.format), "valid formats: "+strings.Join(report.Names(), ", "), nil)
+	}
+	sc, err := a.loadScenario(ref)
+	if err != nil {
+		return err
+	}
+	plan, err := compile(sc, f.duration, f.sutVersion)
+	if err != nil {
+		return err
+	}
+	if f.out != "" {
+		// Find out now, not after a 2-day soak, that the result cannot be
+		// written.
+		if err := checkWritable(f.out); err != nil {
+			return pipebench.UsageError(fmt.Sprintf("cannot write --out %s", f.out), "choose a writable path", err)
+		}
+	}
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	var prog *progress
+	if !f.quiet {
+		prog = newProgress(a.stderr, plan)
+		fmt.Fprintf(a.stderr, "pipebench %s: %s (%d phases, %s of load, %s items)\n", version, sc.Name,
+			len(plan.Phases), pipebench.FormatDuration(plan.Duration()), groupDigits(float64(plan.Items())))
+	}
+	params := runner.Params{
+		Scenario: sc, Plan: plan, Registry: a.reg, Logger: logger,
+		ToolVersion: version, Args: os.Args,
+	}
+	if prog != nil {
+		params.Progress = prog.update
+	}
+	res, runErr := runner.Run(a.ctx, params)
+	if prog != nil {
+		prog.done()
+	}
+	if res == nil {
+		return runErr
+	}
+	// What was measured is kept whatever happens next.
+	if f.out != "" {
+		if err := writeResult(f.out, res); err != nil {
+			printError(a.stderr, err)
+			return &silentExit{code: pipebench.ExitFailure}
+		}
+	}
+	if err := rep.Report(a.stdout, res); err != nil {
+		return fmt.Errorf("render the %s report: %w", f.format, err)
+	}
+	if f.out != "" && !f.quiet {
+		fmt.Fprintf(a.stderr, "result written to %s\n", f.out)
+	}
+	if runErr != nil {
+		printError(a.stderr, runErr)
+		return &silentExit{code: pipebench.ExitCode(runErr)}
+	}
+	return &silentExit{code: exitFor(res)}
+}
+
+// exitFor maps a finished run's status to the exit code.
+func exitFor(res *pipebench.Result) int {
+	switch res.Manifest.Status {
+	case pipebench.StatusPassed:
+		return pipebench.ExitOK
+	case pipebench.StatusFailed:
+		return pipebench.ExitThresholds
+	case pipebench.StatusInvalid:
+		return pipebench.ExitInvalid
+	default:
+		return pipebench.ExitFailure
+	}
+}
+
+func checkWritable(path string) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".pipebench-check-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// writeResult writes the Result as JSON to path atomically: a temporary
+// file in the same folder, synced, then renamed over path.
+func writeResult(path string, res *pipebench.Result) error {
+	rep, _ := report.Lookup("json")
+	return writeAtomic(path, func(w io.Writer) error { return rep.Report(w, res) })
+}
+
+func writeAtomic(path string, write func(io.Writer) error) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/kpi"
+	httpsink "github.com/pipebench/pipebench/sink/http"
+)
+
+type sinkFlags struct {
+	listen     string
+	path       string
+	errorRatio float64
+	status     int
+	latency    string
+	rateLimit  string
+	outages    []string
+	seed       uint64
+	every      time.Duration
+}
+
+func (a *app) sinkCommand() *cobra.Command {
+	var f sinkFlags
+	cmd := &cobra.Command{
+		Use:   "sink",
+		Short: "Run the HTTP test backend on its own, with fault injection, for pipelines that run elsewhere",
+		Example: `  pipebench sink --listen 127.0.0.1:9000
+  pipebench sink --listen 127.0.0.1:9000 --error-ratio 0.7 --error-status 503
+  pipebench sink --latency uniform:1ms:20ms --rate-limit 500/s --outage 30s:20s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return a.sink(f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:9000", "address to listen on")
+	fl.StringVar(&f.path, "path", "/", "path to accept events on (/ accepts any path)")
+	fl.Float64Var(&f.errorRatio, "error-ratio", 0, "fraction of requests (0..1) answered with --error-status")
+	fl.IntVar(&f.status, "error-status", 503, "HTTP status of injected errors (429, 500, 502, 503, 504)")
+	fl.StringVar(&f.latency, "latency", "", "added latency: 5ms | uniform:MIN:MAX | normal:MEAN:STDDEV | exponential:MEAN")
+	fl.StringVar(&f.rateLimit, "rate-limit", "", "accept at most this rate (e.g. 500/s); above it answer 429")
+	fl.StringSliceVar(&f.outages, "outage", nil, "outage window START:DURATION from start-up, answering --error-status (repeatable)")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the fault decisions")
+	fl.DurationVar(&f.every, "every", 5*time.Second, "print counts this often")
+	return cmd
+}
+
+func (a *app) sink(f sinkFlags) error {
+	pol, err := f.policy()
+	if err != nil {
+		return err
+	}
+	arr := kpi.NewArrivals(1, nil)
+	arr.StartPhase(0, 0)
+	s, err := httpsink.New(httpsink.Params{Listen: f.listen, Path: f.path, Faults: pol, Seed: f.seed, Arrivals: arr})
+	if err != nil {
+		return pipebench.UsageError("cannot start the sink", "check --listen", err)
+	}
+	if err := s.Start(a.ctx, arr); err != nil {
+		return pipebench.UsageError(fmt.Sprintf("cannot listen on %s", f.listen), "choose a free address with --listen", err)
+	}
+	fmt.Fprintf(a.stdout, "sink listening on %s (metrics at %s/metrics); Ctrl-C to stop\n", s.Endpoint(), strings.TrimSuffix(s.Endpoint(), strings.TrimPrefix(f.path, "/")))
+	t := time.NewTicker(f.every)
+	defer t.Stop()
+	var last uint64
+	lastAt := time.Now()
+	print := func() {
+		d := arr.Delivered()
+		faulted, unmatched := arr.Totals()
+		st := arr.Stats(0, ^uint64(0))
+		rate := float64(d-last) / time.Since(lastAt).Seconds()
+		last, lastAt = d, time.Now()
+		fmt.Fprintf(a.stdout, "delivered %d (%.0f/s)  faulted %d  unmatched %d  duplicates %d  reordered %d\n",
+			d, rate, faulted, unmatched, st.Duplicates, st.Reordered)
+	}
+	for {
+		select {
+		case <-a.ctx.Done():
+			print()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return s.Shutdown(ctx)
+		case <-t.C:
+			print()
+		}
+	}
+}
+
+// policy turns the fault flags into a FaultPolicy.
+func (f sinkFlags) policy() (pipebench.FaultPolicy, error) {
+	p := pipebench.FaultPolicy{ErrorRatio: f.errorRatio, ErrorStatus: f.status}
+	if f.errorRatio < 0 || f.errorRatio > 1 {
+		return p, pipebench.UsageError(fmt.Sprintf("--error-ratio %v is outside 0..1", f.errorRatio), "0.7 answers 70% of requests with --error-status", nil)
+	}
+	switch f.status {
+	case 429, 500, 502, 503, 504:
+	default:
+		return p, pipebench.UsageError(fmt.Sprintf("--error-status %d is not allowed", f.status), "use 429, 500, 502, 503 or 504", nil)
+	}
+	if f.latency != "" {
+		l, err := parseLatency(f.latency)
+		if err != nil {
+			return p, pipebench.UsageError("--latency "+f.latency+" is not valid", "write 5ms, uniform:1ms:9ms, normal:10ms:2ms or exponential:10ms", err)
+		}
+		p.Latency = l
+	}
+	if f.rateLimit != "" {
+		r, err := pipebench.ParseRate(f.rateLimit)
+		if err != nil {
+			return p, pipebench.UsageError("--rate-limit is not valid", "", err)
+		}
+		p.RateLimit = r
+	}
+	for _, o := range f.outages {
+		start, dur, ok := strings.Cut(o, ":")
+		s, err1 := pipebench.ParseDuration(start)
+		d, err2 := pipebench.ParseDuration(dur)
+		if !ok || err1 != nil || err2 != nil {
+			return p, pipebench.UsageError(fmt.Sprintf("--outage %q is not valid", o), "write START:DURATION, like 30s:20s", nil)
+		}
+		p.Outages = append(p.Outages, pipebench.Window{Start: s, Duration: d})
+	}
+	return p, nil
+}
+
+func parseLatency(s string) (*pipebench.LatencyDist, error) {
+	parts := strings.Split(s, ":")
+	durs := make([]pipebench.Duration, 0, 2)
+	for _, p := range parts[1:] {
+		d, err := pipebench.ParseDuration(p)
+		if err != nil {
+			return nil, err
+		}
+		durs = append(durs, d)
+	}
+	switch {
+	case len(parts) == 1:
+		d, err := pipebench.ParseDuration(s)
+		if err != nil {
+			return nil, err
+		}
+		return &pipebench.LatencyDist{Kind: "fixed", Fixed: d}, nil
+	case parts[0] == "uniform" && len(durs) == 2:
+		return &pipebench.LatencyDist{Kind: "uniform", Min: durs[0], Max: durs[1]}, nil
+	case parts[0] == "normal" && len(durs) == 2:
+		return &pipebench.LatencyDist{Kind: "normal", Mean: durs[0], StdDev: durs[1]}, nil
+	case parts[0] == "exponential" && len(durs) == 1:
+		return &pipebench.LatencyDist{Kind: "exponential", Mean: durs[0]}, nil
+	}
+	return nil, fmt.Errorf("unknown latency form %s (%d values)", strconv.Quote(parts[0]), len(durs))
+}

@@ -1,0 +1,166 @@
+package kpi
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/pipebench/pipebench"
+)
+
+// Quantiles are the latency quantiles every phase reports, with the suffix
+// used in KPI names.
+var Quantiles = []struct {
+	Suffix string
+	Q      float64
+}{
+	{"p50", 50}, {"p75", 75}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9},
+}
+
+// PhaseInput is everything known about one phase once it is over.
+type PhaseInput struct {
+	Name       string
+	Started    time.Time
+	Ended      time.Time
+	TargetRate float64 // planned items per second over the phase
+	Sends      SendStats
+	// Arrivals is nil when the run has no sink.
+	Arrivals *ArrivalStats
+	Faulted  uint64
+}
+
+// Build computes the KPIs of one phase from its samples, its arrivals and
+// the series observed during the run (only the points inside the phase's
+// window are used).
+func Build(in PhaseInput, series []pipebench.Series) pipebench.PhaseResult {
+	p := pipebench.PhaseResult{Name: in.Name, Started: in.Started, Ended: in.Ended}
+	secs := in.Ended.Sub(in.Started).Seconds()
+	rate := func(n uint64) float64 {
+		if secs <= 0 {
+			return 0
+		}
+		return float64(n) / secs
+	}
+	add := func(name string, v float64, u pipebench.Unit, labels ...string) {
+		k := pipebench.KPI{Name: name, Value: v, Unit: u}
+		if len(labels) > 0 {
+			k.Labels = map[string]string{}
+			for i := 0; i+1 < len(labels); i += 2 {
+				k.Labels[labels[i]] = labels[i+1]
+			}
+		}
+		p.KPIs = append(p.KPIs, k)
+	}
+	s := in.Sends
+	var sent uint64
+	for c := pipebench.ClassOK; c < pipebench.ClassDropped; c++ {
+		sent += s.Items[c]
+	}
+	accepted := s.Items[pipebench.ClassOK]
+	add("target_rate", in.TargetRate, pipebench.UnitPerSecond)
+	add("sent_rate", rate(sent), pipebench.UnitPerSecond)
+	add("accepted_rate", rate(accepted), pipebench.UnitPerSecond)
+	add("sent", float64(sent), pipebench.UnitCount)
+	add("accepted", float64(accepted), pipebench.UnitCount)
+	add("dropped", float64(s.Items[pipebench.ClassDropped]), pipebench.UnitCount)
+	for _, c := range []pipebench.Class{pipebench.ClassRefused, pipebench.ClassTimeout, pipebench.ClassError} {
+		add("errors", float64(s.Items[c]), pipebench.UnitCount, "class", c.String())
+	}
+	if s.Latency != nil && s.Latency.TotalCount() > 0 {
+		addQuantiles(add, "latency", s.Latency)
+		addQuantiles(add, "service_time", s.Service)
+		add("schedule_lag.p99", ms(s.Lag.ValueAtQuantile(99)), pipebench.UnitMillis)
+		add("schedule_lag.max", ms(s.Lag.Max()), pipebench.UnitMillis)
+	}
+	if a := in.Arrivals; a != nil {
+		add("delivered_rate", rate(a.Delivered), pipebench.UnitPerSecond)
+		add("delivered", float64(a.Delivered), pipebench.UnitCount)
+		if a.E2E != nil && a.E2E.TotalCount() > 0 {
+			for _, q := range []struct {
+				s string
+				q float64
+			}{{"p50", 50}, {"p90", 90}, {"p99", 99}} {
+				add("e2e_latency."+q.s, ms(a.E2E.ValueAtQuantile(q.q)), pipebench.UnitMillis)
+			}
+			add("e2e_latency.max", ms(a.E2E.Max()), pipebench.UnitMillis)
+		}
+		add("lost", float64(a.Lost), pipebench.UnitCount)
+		add("duplicates", float64(a.Duplicates), pipebench.UnitCount)
+		add("reordered", float64(a.Reordered), pipebench.UnitCount)
+		add("faulted", float64(in.Faulted), pipebench.UnitCount)
+	}
+	p.KPIs = append(p.KPIs, ObservedKPIs(series, in.Started, in.Ended)...)
+	return p
+}
+
+func addQuantiles(add func(string, float64, pipebench.Unit, ...string), name string, h *hdrhistogram.Histogram) {
+	for _, q := range Quantiles {
+		add(name+"."+q.Suffix, ms(h.ValueAtQuantile(q.Q)), pipebench.UnitMillis)
+	}
+	add(name+".max", ms(h.Max()), pipebench.UnitMillis)
+	add(name+".mean", h.Mean()/1000, pipebench.UnitMillis)
+}
+
+// ms converts µs to milliseconds.
+func ms(us int64) float64 { return float64(us) / 1000 }
+
+// ObservedKPIs computes the pipeline KPIs of a window [from, to] from the
+// series observers produced (after Derive): series whose name ends in
+// "_rate" or is "cpu_cores" give their mean over the window; "memory_mb"
+// gives its max; any other gauge gives NAME.max and NAME.last. Series the
+// runner writes itself (target_rate, sent_rate, ...) are skipped: their KPIs
+// come from exact counts.
+func ObservedKPIs(series []pipebench.Series, from, to time.Time) []pipebench.KPI {
+	var out []pipebench.KPI
+	for _, s := range series {
+		if runnerSeries[s.Name] || isHistogramPart(s.Name) {
+			continue
+		}
+		var pts []pipebench.TimeValue
+		for _, tv := range s.Points {
+			if !tv.T.Before(from) && !tv.T.After(to) {
+				pts = append(pts, tv)
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(s.Name, "_rate") || s.Name == "cpu_cores":
+			out = append(out, pipebench.KPI{Name: s.Name, Labels: s.Labels, Value: mean(pts), Unit: s.Unit})
+		case s.Name == "memory_mb":
+			out = append(out, pipebench.KPI{Name: s.Name, Labels: s.Labels, Value: maxOf(pts), Unit: s.Unit})
+		default:
+			out = append(out,
+				pipebench.KPI{Name: s.Name + ".max", Labels: s.Labels, Value: maxOf(pts), Unit: s.Unit},
+				pipebench.KPI{Name: s.Name + ".last", Labels: s.Labels, Value: pts[len(pts)-1].V, Unit: s.Unit})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out
+}
+
+// runnerSeries are the series the runner derives from its own counts.
+var runnerSeries = map[string]bool{
+	"target_rate": true, "sent_rate": true, "accepted_rate": true, "delivered_rate": true,
+	"backlog": true, "schedule_lag_ms": true, "in_flight": true,
+}
+
+func mean(pts []pipebench.TimeValue) float64 {
+	var s float64
+	for _, p := range pts {
+		s += p.V
+	}
+	return s / float64(len(pts))
+}
+
+func maxOf(pts []pipebench.TimeValue) float64 {
+	m := math.Inf(-1)
+	for _, p := range pts {
+		m = math.Max(m, p.V)
+	}
+	return m
+}

@@ -1,0 +1,311 @@
+package kpi
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/pipebench/pipebench"
+)
+
+// Latency histograms hold microseconds from 1 µs to 1 hour with 3
+// significant digits.
+const (
+	histMin    = 1
+	histMax    = int64(time.Hour / time.Microsecond)
+	histDigits = 3
+)
+
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigits) }
+
+func micros(d time.Duration) int64 {
+	us := d.Microseconds()
+	if us < histMin {
+		us = histMin
+	}
+	if us > histMax {
+		us = histMax
+	}
+	return us
+}
+
+// Live holds counters of one phase that can be read while the run goes on.
+// All fields are updated atomically.
+type Live struct {
+	Sent      atomic.Uint64 // items whose send started
+	Accepted  atomic.Uint64 // items answered ok
+	Failed    atomic.Uint64 // items answered with any failure class
+	Dropped   atomic.Uint64 // items never started (max_in_flight reached)
+	InFlight  atomic.Int64  // sends started, not yet answered
+	MaxLagUS  atomic.Int64  // largest schedule lag seen since the last reset, µs
+	Delivered atomic.Uint64 // unique items arrived at the sink
+}
+
+// SendStats is what a phase's sends added up to.
+type SendStats struct {
+	Batches [pipebench.NumClasses]uint64 // sends by outcome class
+	Items   [pipebench.NumClasses]uint64 // items by outcome class
+	Bytes   uint64
+	Details map[string]uint64 // failure details ("503", "timeout")
+	// Latency is measured from the scheduled time (coordinated-omission
+	// corrected), Service from the actual start, Lag from scheduled to
+	// start; all in µs.
+	Latency, Service, Lag *hdrhistogram.Histogram
+}
+
+// Recorder collects the samples of one run, phase by phase. Record is safe
+// for concurrent use. Phases are numbered from 0 in plan order.
+type Recorder struct {
+	mu     sync.Mutex
+	phases []*SendStats
+	live   []*Live
+}
+
+// NewRecorder returns a recorder for n phases.
+func NewRecorder(n int) *Recorder {
+	r := &Recorder{phases: make([]*SendStats, n), live: make([]*Live, n)}
+	for i := range r.phases {
+		r.phases[i] = &SendStats{
+			Details: map[string]uint64{},
+			Latency: newHist(), Service: newHist(), Lag: newHist(),
+		}
+		r.live[i] = &Live{}
+	}
+	return r
+}
+
+// Live returns the live counters of phase i.
+func (r *Recorder) Live(i int) *Live { return r.live[i] }
+
+// Started notes that a send of n items of phase i starts now, lag after it
+// was due.
+func (r *Recorder) Started(i, n int, lag time.Duration) {
+	l := r.live[i]
+	l.Sent.Add(uint64(n))
+	l.InFlight.Add(1)
+	us := lag.Microseconds()
+	for {
+		cur := l.MaxLagUS.Load()
+		if us <= cur || l.MaxLagUS.CompareAndSwap(cur, us) {
+			break
+		}
+	}
+}
+
+// Record adds a finished send of phase i. Call Started first.
+func (r *Recorder) Record(i int, s pipebench.Sample) {
+	l := r.live[i]
+	l.InFlight.Add(-1)
+	if s.Outcome.Class == pipebench.ClassOK {
+		l.Accepted.Add(uint64(s.Count))
+	} else {
+		l.Failed.Add(uint64(s.Count))
+	}
+	r.mu.Lock()
+	p := r.phases[i]
+	c := s.Outcome.Class
+	p.Batches[c]++
+	p.Items[c] += uint64(s.Count)
+	p.Bytes += uint64(s.Bytes)
+	if c != pipebench.ClassOK && s.Outcome.Detail != "" && len(p.Details) < 64 {
+		p.Details[s.Outcome.Detail]++
+	}
+	p.Latency.RecordValue(micros(s.Ended.Sub(s.Scheduled)))
+	p.Service.RecordValue(micros(s.Ended.Sub(s.Started)))
+	p.Lag.RecordValue(micros(s.Started.Sub(s.Scheduled)))
+	r.mu.Unlock()
+}
+
+// Dropped counts a send of n items of phase i that never started because
+// max_in_flight was reached.
+func (r *Recorder) Dropped(i, n int) {
+	r.live[i].Dropped.Add(uint64(n))
+	r.mu.Lock()
+	r.phases[i].Batches[pipebench.ClassDropped]++
+	r.phases[i].Items[pipebench.ClassDropped] += uint64(n)
+	r.mu.Unlock()
+}
+
+// Stats returns a copy of phase i's statistics so far.
+func (r *Recorder) Stats(i int) SendStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.phases[i]
+	out := *p
+	out.Details = make(map[string]uint64, len(p.Details))
+	for k, v := range p.Details {
+		out.Details[k] = v
+	}
+	out.Latency = hdrhistogram.Import(p.Latency.Export())
+	out.Service = hdrhistogram.Import(p.Service.Export())
+	out.Lag = hdrhistogram.Import(p.Lag.Export())
+	return out
+}
+
+// Arrivals records what reached the sink and which sends were accepted, and
+// matches the two: end-to-end latency, duplicates, reordering and, at the
+// end, loss. It implements pipebench.Arrivals and is safe for concurrent
+// use. Memory is bounded by SeqSet's chunking and the histograms, never one
+// entry per item.
+type Arrivals struct {
+	mu        sync.Mutex
+	starts    []uint64 // first sequence number of each phase, ascending
+	phases    []*arrivalPhase
+	accepted  *SeqSet
+	arrived   *SeqSet
+	maxSeq    uint64
+	faulted   atomic.Uint64
+	unmatched atomic.Uint64
+	// OnDeliver, if set, is called with the phase of each unique arrival.
+	live []*Live
+}
+
+type arrivalPhase struct {
+	delivered  uint64
+	duplicates uint64
+	reordered  uint64
+	e2e        *hdrhistogram.Histogram
+	last       time.Time
+}
+
+var _ pipebench.Arrivals = (*Arrivals)(nil)
+
+// NewArrivals returns an arrival recorder for n phases; live, if not nil,
+// gets each phase's Delivered counter updated.
+func NewArrivals(n int, live func(i int) *Live) *Arrivals {
+	a := &Arrivals{accepted: NewSeqSet(), arrived: NewSeqSet(), phases: make([]*arrivalPhase, n)}
+	for i := range a.phases {
+		a.phases[i] = &arrivalPhase{e2e: newHist()}
+	}
+	if live != nil {
+		for i := 0; i < n; i++ {
+			a.live = append(a.live, live(i))
+		}
+	}
+	return a
+}
+
+// StartPhase declares that phase i's sequence numbers begin at first. Call
+// it before the phase's first send, in phase order.
+func (a *Arrivals) StartPhase(i int, first uint64) {
+	a.mu.Lock()
+	for len(a.starts) <= i {
+		a.starts = append(a.starts, first)
+	}
+	a.starts[i] = first
+	a.mu.Unlock()
+}
+
+// phaseOf returns the phase seq was sent in. Call with mu held.
+func (a *Arrivals) phaseOf(seq uint64) int {
+	i := sort.Search(len(a.starts), func(i int) bool { return a.starts[i] > seq }) - 1
+	if i < 0 {
+		i = 0
+	}
+	return i
+}
+
+// Accept records that the send of seq..seq+n-1 was answered ok.
+func (a *Arrivals) Accept(seq uint64, n int) {
+	a.mu.Lock()
+	a.accepted.AddRange(seq, n)
+	a.mu.Unlock()
+}
+
+// Arrive implements pipebench.Arrivals.
+func (a *Arrivals) Arrive(seq uint64, sent, at time.Time) {
+	a.mu.Lock()
+	i := a.phaseOf(seq)
+	p := a.phases[i]
+	if a.arrived.Add(seq) {
+		p.duplicates++
+		a.mu.Unlock()
+		return
+	}
+	p.delivered++
+	if seq < a.maxSeq {
+		p.reordered++
+	} else {
+		a.maxSeq = seq
+	}
+	p.e2e.RecordValue(micros(at.Sub(sent)))
+	if at.After(p.last) {
+		p.last = at
+	}
+	a.mu.Unlock()
+	if i < len(a.live) {
+		a.live[i].Delivered.Add(1)
+	}
+}
+
+// Faulted implements pipebench.Arrivals.
+func (a *Arrivals) Faulted(n int) { a.faulted.Add(uint64(n)) }
+
+// Unmatched implements pipebench.Arrivals.
+func (a *Arrivals) Unmatched(n int) { a.unmatched.Add(uint64(n)) }
+
+// Outstanding returns how many accepted items have not arrived yet.
+func (a *Arrivals) Outstanding() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.arrived.MissingFrom(a.accepted, 0, ^uint64(0))
+}
+
+// Delivered returns the number of unique items that arrived.
+func (a *Arrivals) Delivered() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.arrived.Len()
+}
+
+// ArrivalStats is what reached the sink for one phase's sends.
+type ArrivalStats struct {
+	Delivered, Duplicates, Reordered uint64
+	// Lost counts items accepted by the pipeline that never arrived.
+	Lost uint64
+	// Stray counts items that arrived although their send was not
+	// answered ok (a timeout that still got through, a refused batch the
+	// pipeline delivered anyway).
+	Stray uint64
+	E2E   *hdrhistogram.Histogram // µs
+	Last  time.Time               // last arrival
+}
+
+// Stats returns phase i's arrival statistics; hi is the first sequence
+// number after the phase (the next phase's first, or the run's next seq).
+func (a *Arrivals) Stats(i int, hi uint64) ArrivalStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var lo uint64
+	if i < len(a.starts) {
+		lo = a.starts[i]
+	}
+	p := a.phases[i]
+	return ArrivalStats{
+		Delivered:  p.delivered,
+		Duplicates: p.duplicates,
+		Reordered:  p.reordered,
+		Lost:       a.arrived.MissingFrom(a.accepted, lo, hi),
+		Stray:      a.accepted.MissingFrom(a.arrived, lo, hi),
+		E2E:        hdrhistogram.Import(p.e2e.Export()),
+		Last:       p.last,
+	}
+}
+
+// Totals returns the faulted and unmatched counts of the whole run.
+func (a *Arrivals) Totals() (faulted, unmatched uint64) {
+	return a.faulted.Load(), a.unmatched.Load()
+}
+
+// PhaseStart returns the first sequence number of phase i (0 if unknown).
+func (a *Arrivals) PhaseStart(i int) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if i < len(a.starts) {
+		return a.starts[i]
+	}
+	return 0
+}

@@ -1,0 +1,178 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/kpi"
+)
+
+// observeLoop samples the run's own counters and every observer once per
+// interval until ctx is done. Observers with a longer interval of their own
+// are asked only when it has passed.
+func (r *run) observeLoop(ctx context.Context) {
+	iv := r.interval()
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			r.observeOnce(ctx, now)
+			r.emitProgress(now)
+		}
+	}
+}
+
+// observer state kept between observations.
+type obsState struct {
+	deriver  *kpi.Deriver
+	lastAsk  map[string]time.Time
+	prevAt   time.Time
+	prevSent uint64
+	prevAcc  uint64
+	prevDel  uint64
+	rates    [3]float64 // sent, accepted, delivered over the last interval
+}
+
+func (r *run) obs() *obsState {
+	r.seriesMu.Lock()
+	defer r.seriesMu.Unlock()
+	if r.ostate == nil {
+		r.ostate = &obsState{deriver: kpi.NewDeriver(), lastAsk: map[string]time.Time{}}
+	}
+	return r.ostate
+}
+
+// observeOnce records one point of every series.
+func (r *run) observeOnce(ctx context.Context, now time.Time) {
+	st := r.obs()
+	sent, acc, del := r.totals()
+	var queue float64 = -1
+	var points []pipebench.Point
+	for _, o := range r.c.observers {
+		if last, ok := st.lastAsk[o.name]; ok && now.Sub(last) < o.interval-o.interval/10 {
+			continue
+		}
+		st.lastAsk[o.name] = now
+		octx, cancel := context.WithTimeout(ctx, o.interval)
+		pts, err := o.obs.Observe(octx, now)
+		cancel()
+		if err != nil {
+			r.log.Warn("observer failed", "observer", o.name, "err", err)
+			r.countObserverError(o.name)
+			continue
+		}
+		points = append(points, pts...)
+	}
+	derived := st.deriver.Add(points)
+
+	r.seriesMu.Lock()
+	defer r.seriesMu.Unlock()
+	if !st.prevAt.IsZero() {
+		dt := now.Sub(st.prevAt).Seconds()
+		if dt > 0 {
+			st.rates = [3]float64{float64(sent-st.prevSent) / dt, float64(acc-st.prevAcc) / dt, float64(del-st.prevDel) / dt}
+			r.series.add("sent_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, st.rates[0])
+			r.series.add("accepted_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, st.rates[1])
+			if r.c.sink != nil {
+				r.series.add("delivered_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, st.rates[2])
+			}
+		}
+	}
+	st.prevAt, st.prevSent, st.prevAcc, st.prevDel = now, sent, acc, del
+	r.series.add("target_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, r.targetRate(now))
+	if r.c.sink != nil {
+		backlog := float64(acc) - float64(del)
+		if backlog < 0 {
+			backlog = 0
+		}
+		r.series.add("backlog", nil, pipebench.UnitCount, pipebench.KindGauge, now, backlog)
+	}
+	if i := int(r.phaseIdx.Load()); i >= 0 && i < len(r.plan.Phases) {
+		live := r.rec.Live(i)
+		r.series.add("schedule_lag_ms", nil, pipebench.UnitMillis, pipebench.KindGauge, now, float64(live.MaxLagUS.Swap(0))/1000)
+		r.series.add("in_flight", nil, pipebench.UnitCount, pipebench.KindGauge, now, float64(live.InFlight.Load()))
+	}
+	for _, d := range derived {
+		r.series.add(d.Name, d.Labels, d.Unit, d.Kind, d.At, d.Value)
+		if d.Name == "exporter_queue_size" && d.Value > queue {
+			queue = d.Value
+		}
+	}
+	r.lastQueue.Store(queue)
+}
+
+func (r *run) countObserverError(name string) {
+	r.obsErrors.Add(1)
+}
+
+// totals returns items sent, accepted and delivered so far, all phases.
+func (r *run) totals() (sent, acc, del uint64) {
+	for i := range r.plan.Phases {
+		l := r.rec.Live(i)
+		sent += l.Sent.Load()
+	}
+	acc = r.acceptedN.Load()
+	if r.arr != nil {
+		del = r.arr.Delivered()
+	}
+	return
+}
+
+// targetRate is the rate the plan asks for at now.
+func (r *run) targetRate(now time.Time) float64 {
+	i := int(r.phaseIdx.Load())
+	if i < 0 || i >= len(r.plan.Phases) || r.draining.Load() {
+		return 0
+	}
+	el := now.Sub(r.phaseT0[i])
+	if el > r.plan.Phases[i].Duration.D() {
+		return 0
+	}
+	if r.plan.Phases[i].Profile.Kind == pipebench.ProfileBlast {
+		return 0
+	}
+	return r.pacers[i].RateAt(el)
+}
+
+func (r *run) emitProgress(now time.Time) {
+	if r.p.Progress == nil {
+		return
+	}
+	i := int(r.phaseIdx.Load())
+	pr := Progress{Phases: len(r.plan.Phases), PhaseIndex: i, Draining: r.draining.Load(), Elapsed: now.Sub(r.loadStart)}
+	if i >= 0 && i < len(r.plan.Phases) {
+		ph := r.plan.Phases[i]
+		live := r.rec.Live(i)
+		pr.Phase = ph.Name
+		pr.PhaseElapsed = now.Sub(r.phaseT0[i])
+		pr.PhaseDuration = ph.Duration.D()
+		pr.Sent, pr.Accepted, pr.Failed = live.Sent.Load(), live.Accepted.Load(), live.Failed.Load()
+		pr.Dropped, pr.Delivered, pr.InFlight = live.Dropped.Load(), live.Delivered.Load(), live.InFlight.Load()
+		rem := ph.Duration.D() - pr.PhaseElapsed
+		for _, later := range r.plan.Phases[i+1:] {
+			rem += later.Duration.D()
+		}
+		if rem < 0 {
+			rem = 0
+		}
+		pr.Remaining = rem
+	} else if pr.Draining {
+		pr.Phase = "drain"
+	}
+	pr.TargetRate = r.targetRate(now)
+	r.seriesMu.Lock()
+	if st := r.ostate; st != nil {
+		pr.SentRate, pr.AcceptedRate, pr.DeliveredRate = st.rates[0], st.rates[1], st.rates[2]
+		pr.Backlog = float64(st.prevAcc) - float64(st.prevDel)
+		if pr.Backlog < 0 {
+			pr.Backlog = 0
+		}
+	}
+	r.seriesMu.Unlock()
+	pr.QueueSize = r.lastQueue.Load().(float64)
+	r.p.Progress(pr)
+}

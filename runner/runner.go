@@ -1,0 +1,514 @@
+// Package runner runs a compiled plan: it starts the sink, the embedded
+// system under test, the driver and the observers, paces every phase, drains,
+// and assembles the Result. It knows plug-ins only by their interfaces.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/kpi"
+	"github.com/pipebench/pipebench/scenario"
+	"github.com/pipebench/pipebench/schedule"
+)
+
+// Params is what one run needs.
+type Params struct {
+	Scenario *scenario.Scenario
+	Plan     pipebench.Plan
+	Registry *pipebench.Registry
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+	// Progress, if set, is called from the observation goroutine once per
+	// interval and once at the end of each phase.
+	Progress func(Progress)
+	// ToolVersion and Args go into the Result's manifest.
+	ToolVersion string
+	Args        []string
+	// AbortGrace bounds how long in-flight sends and the drain may take
+	// once the run was stopped by a signal (default 5s).
+	AbortGrace time.Duration
+}
+
+// Progress is a live view of a run, for progress displays.
+type Progress struct {
+	Phase         string
+	PhaseIndex    int
+	Phases        int
+	Draining      bool
+	Elapsed       time.Duration // since the run's load started
+	PhaseElapsed  time.Duration
+	PhaseDuration time.Duration
+	Remaining     time.Duration // planned load time left, drain excluded
+	TargetRate    float64       // items/s the pacer asks for now
+	SentRate      float64       // items/s over the last interval
+	AcceptedRate  float64
+	DeliveredRate float64
+	Sent          uint64 // this phase
+	Accepted      uint64
+	Failed        uint64
+	Dropped       uint64
+	Delivered     uint64 // this phase's items that arrived
+	InFlight      int64
+	Backlog       float64 // accepted, not yet delivered (whole run)
+	QueueSize     float64 // largest exporter_queue_size observed now, -1 when not observed
+}
+
+// components are the plug-ins of one run.
+type components struct {
+	gen       pipebench.Generator
+	drv       pipebench.Driver
+	sink      pipebench.Sink
+	sut       pipebench.SUT
+	observers []namedObserver
+	dir       string
+}
+
+type namedObserver struct {
+	name     string
+	obs      pipebench.Observer
+	interval time.Duration
+}
+
+// Run executes p.Plan. It returns a Result whenever load was started, even
+// when it also returns an error (a failure after measurements began, or an
+// abort: then the Result is marked aborted and is partial). It returns a nil
+// Result only when setting up failed before anything was sent.
+func Run(ctx context.Context, p Params) (*pipebench.Result, error) {
+	if p.Logger == nil {
+		p.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if p.AbortGrace <= 0 {
+		p.AbortGrace = 5 * time.Second
+	}
+	if len(p.Plan.Phases) == 0 {
+		return nil, pipebench.UsageError("the plan has no phases", "add at least one phase to the scenario", nil)
+	}
+	r := &run{p: p, sc: p.Scenario, plan: p.Plan, log: p.Logger}
+	return r.execute(ctx)
+}
+
+// run is the state of one execution.
+type run struct {
+	p    Params
+	sc   *scenario.Scenario
+	plan pipebench.Plan
+	log  *slog.Logger
+	c    components
+
+	rec      *kpi.Recorder
+	arr      *kpi.Arrivals
+	series   *seriesSet
+	seriesMu sync.Mutex
+
+	nextSeq   uint64
+	phaseIdx  atomic.Int32 // current phase, -1 before, len(phases) while draining
+	phaseT0   []time.Time
+	phaseEnd  []time.Time
+	faultedAt []uint64
+	pacers    []*schedule.Pacer
+	loadStart time.Time
+	draining  atomic.Bool
+	acceptedN atomic.Uint64
+	lastQueue atomic.Value // float64
+	ostate    *obsState
+	obsErrors atomic.Uint64
+}
+
+func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {
+	started := time.Now()
+	n := len(r.plan.Phases)
+	r.rec = kpi.NewRecorder(n)
+	r.series = newSeriesSet()
+	r.phaseT0 = make([]time.Time, n)
+	r.phaseEnd = make([]time.Time, n)
+	r.faultedAt = make([]uint64, n)
+	r.pacers = make([]*schedule.Pacer, n)
+	r.phaseIdx.Store(-1)
+	r.lastQueue.Store(float64(-1))
+	for i, ph := range r.plan.Phases {
+		pc, perr := schedule.New(ph)
+		if perr != nil {
+			return nil, pipebench.UsageError(fmt.Sprintf("phase %q cannot be paced", ph.Name), "check its rates and duration", perr)
+		}
+		r.pacers[i] = pc
+	}
+
+	// Components live on their own context: a signal stops the load, not
+	// the sink or the system under test, which must stay up for the drain.
+	compCtx, stopComponents := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopComponents()
+	if err := r.setup(compCtx); err != nil {
+		r.teardown()
+		return nil, err
+	}
+	defer r.teardown()
+
+	obsCtx, stopObs := context.WithCancel(compCtx)
+	obsDone := make(chan struct{})
+	go func() { defer close(obsDone); r.observeLoop(obsCtx) }()
+
+	aborted := r.load(ctx)
+	r.drain(aborted)
+	stopObs()
+	<-obsDone
+	r.observeOnce(context.Background(), time.Now()) // a last point for every series
+
+	res = r.result(started, aborted)
+	if aborted {
+		return res, &pipebench.Error{Code: pipebench.ExitFailure, Msg: "run stopped by a signal; the partial result was kept"}
+	}
+	return res, nil
+}
+
+// setup builds and starts every component: sink first, then the system
+// under test (it exports to the sink), then the driver (it sends to the
+// system under test), then observers (they watch the system under test).
+func (r *run) setup(ctx context.Context) error {
+	reg := r.p.Registry
+	dir, err := os.MkdirTemp("", "pipebench-run-")
+	if err != nil {
+		return fmt.Errorf("create a scratch directory: %w", err)
+	}
+	r.c.dir = dir
+	env := pipebench.Env{Dir: dir, Logger: r.log}
+
+	r.arr = kpi.NewArrivals(len(r.plan.Phases), r.rec.Live)
+	if sc := r.sc.Sink; sc != nil {
+		f, ok := reg.Sinks.Lookup(sc.Type)
+		if !ok {
+			return unknown("sink", sc.Type, reg.Sinks.Names())
+		}
+		sink, err := f.New(sc.Config, env)
+		if err != nil {
+			return startErr("sink", sc.Type, err)
+		}
+		if err := sink.Start(ctx, r.arr); err != nil {
+			return startErr("sink", sc.Type, err)
+		}
+		r.c.sink = sink
+		r.log.Info("sink started", "type", sc.Type, "endpoint", sink.Endpoint())
+	}
+	if sc := r.sc.SUT; sc != nil {
+		f, ok := reg.SUTs.Lookup(sc.Type)
+		if !ok {
+			return unknown("sut", sc.Type, reg.SUTs.Names())
+		}
+		e := env
+		if r.c.sink != nil {
+			e.Target = r.c.sink.Endpoint()
+		}
+		sut, err := f.New(sc.Config, e)
+		if err != nil {
+			return startErr("system under test", sc.Type, err)
+		}
+		if err := sut.Start(ctx); err != nil {
+			return startErr("system under test", sc.Type, err)
+		}
+		r.c.sut = sut
+		r.log.Info("system under test started", "type", sc.Type, "endpoint", sut.Endpoint())
+	}
+	gf, ok := reg.Generators.Lookup(r.sc.Generator.Type)
+	if !ok {
+		return unknown("generator", r.sc.Generator.Type, reg.Generators.Names())
+	}
+	gen, err := gf.New(r.sc.Generator.Config, env)
+	if err != nil {
+		return startErr("generator", r.sc.Generator.Type, err)
+	}
+	r.c.gen = gen
+	df, ok := reg.Drivers.Lookup(r.sc.Target.Type)
+	if !ok {
+		return unknown("driver", r.sc.Target.Type, reg.Drivers.Names())
+	}
+	denv := env
+	if r.c.sut != nil {
+		denv.Target = r.c.sut.Endpoint()
+	}
+	drv, err := df.New(r.sc.Target.Config, denv)
+	if err != nil {
+		return startErr("driver", r.sc.Target.Type, err)
+	}
+	if err := drv.Start(ctx); err != nil {
+		return startErr("driver", r.sc.Target.Type, err)
+	}
+	r.c.drv = drv
+	oenv := env
+	if r.c.sut != nil {
+		oenv.Instances = r.c.sut.Instances()
+	}
+	for _, o := range r.sc.Observers {
+		of, ok := reg.Observers.Lookup(o.Type)
+		if !ok {
+			return unknown("observer", o.Type, reg.Observers.Names())
+		}
+		obs, err := of.New(o.Config, oenv)
+		if err != nil {
+			return startErr("observer", o.Name, err)
+		}
+		iv := o.Interval.D()
+		if iv <= 0 {
+			iv = r.interval()
+		}
+		r.c.observers = append(r.c.observers, namedObserver{name: o.Name, obs: obs, interval: iv})
+	}
+	return nil
+}
+
+func unknown(kind, name string, valid []string) error {
+	return pipebench.UsageError(fmt.Sprintf("unknown %s %q", kind, name), fmt.Sprintf("valid %ss: %v", kind, valid), nil)
+}
+
+func startErr(kind, name string, err error) error {
+	var pe *pipebench.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &pipebench.Error{Code: pipebench.ExitFailure, Msg: fmt.Sprintf("start %s %q", kind, name), Err: err}
+}
+
+// teardown stops the components in reverse order, each bounded.
+func (r *run) teardown() {
+	stop := func(what string, f func(context.Context) error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := f(ctx); err != nil {
+			r.log.Warn("shutdown", "component", what, "err", err)
+		}
+	}
+	if r.c.drv != nil {
+		stop("driver", r.c.drv.Shutdown)
+	}
+	if r.c.sut != nil {
+		stop("system under test", r.c.sut.Shutdown)
+	}
+	if r.c.sink != nil {
+		stop("sink", r.c.sink.Shutdown)
+	}
+	if r.c.dir != "" {
+		os.RemoveAll(r.c.dir)
+	}
+}
+
+func (r *run) interval() time.Duration {
+	if d := r.sc.Interval.D(); d > 0 {
+		return d
+	}
+	return time.Second
+}
+
+// load runs the phases in order. It returns true when ctx was cancelled
+// (a signal) before the plan was done.
+func (r *run) load(ctx context.Context) (aborted bool) {
+	// Sends get their own context: a signal stops new sends at once, and
+	// in-flight ones get AbortGrace to finish.
+	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSends()
+	var wg sync.WaitGroup
+	r.nextSeq = 1
+	r.loadStart = time.Now()
+	for i, ph := range r.plan.Phases {
+		if ctx.Err() != nil {
+			break
+		}
+		r.startPhase(i, ph)
+		if ph.Profile.Kind == pipebench.ProfileBlast {
+			r.blast(ctx, sendCtx, i, ph, &wg)
+		} else {
+			r.paced(ctx, sendCtx, i, ph, &wg)
+		}
+		r.endPhase(i)
+	}
+	aborted = ctx.Err() != nil
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	if aborted {
+		select {
+		case <-done:
+		case <-time.After(r.p.AbortGrace):
+			cancelSends()
+			<-done
+		}
+	} else {
+		<-done
+	}
+	return aborted
+}
+
+func (r *run) startPhase(i int, ph pipebench.PlanPhase) {
+	if fs, ok := r.c.sink.(pipebench.FaultSetter); ok && r.c.sink != nil {
+		fs.SetFaults(ph.Faults, time.Now())
+	}
+	r.arr.StartPhase(i, r.nextSeq)
+	r.phaseT0[i] = time.Now()
+	r.phaseIdx.Store(int32(i))
+	r.log.Info("phase started", "phase", ph.Name, "duration", ph.Duration, "items", ph.Items)
+}
+
+func (r *run) endPhase(i int) {
+	r.phaseEnd[i] = time.Now()
+	f, _ := r.arr.Totals()
+	r.faultedAt[i] = f
+	r.emitProgress(time.Now())
+}
+
+// paced runs an open-model phase: sends start when due, whether or not
+// earlier ones finished, bounded by max_in_flight.
+func (r *run) paced(ctx, sendCtx context.Context, i int, ph pipebench.PlanPhase, wg *sync.WaitGroup) {
+	live := r.rec.Live(i)
+	count := ph.BatchSize
+	if count < 1 {
+		count = 1
+	}
+	maxInFlight := int64(ph.MaxInFlight)
+	if maxInFlight < 1 {
+		maxInFlight = 10000
+	}
+	schedule.Run(ctx, r.pacers[i], r.phaseT0[i], func(n uint64, at time.Time) bool {
+		seq := r.nextSeq
+		r.nextSeq += uint64(count)
+		if live.InFlight.Load() >= maxInFlight {
+			r.rec.Dropped(i, count)
+			return true
+		}
+		r.rec.Started(i, count, time.Since(at))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.send(sendCtx, i, seq, count, at)
+		}()
+		return true
+	})
+	// The phase lasts its planned duration even when the last send is due
+	// earlier (a low rate), so rates divide by the right time.
+	if end := r.phaseT0[i].Add(ph.Duration.D()); ctx.Err() == nil {
+		sleepUntil(ctx, end)
+	}
+}
+
+// blast runs a closed-model phase: Workers senders send Count items in
+// total, each starting its next send when the previous one returns.
+func (r *run) blast(ctx, sendCtx context.Context, i int, ph pipebench.PlanPhase, wg *sync.WaitGroup) {
+	count := ph.BatchSize
+	if count < 1 {
+		count = 1
+	}
+	sends := r.pacers[i].Sends()
+	workers := ph.Profile.Workers
+	if workers < 1 {
+		workers = 1
+	}
+	deadline, cancel := context.WithTimeout(ctx, ph.Duration.D())
+	defer cancel()
+	var next atomic.Uint64
+	base := r.nextSeq
+	r.nextSeq += sends * uint64(count)
+	var bw sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		bw.Add(1)
+		wg.Add(1)
+		go func() {
+			defer bw.Done()
+			defer wg.Done()
+			for deadline.Err() == nil {
+				n := next.Add(1) - 1
+				if n >= sends {
+					return
+				}
+				at := time.Now()
+				r.rec.Started(i, count, 0)
+				r.send(sendCtx, i, base+n*uint64(count), count, at)
+			}
+		}()
+	}
+	bw.Wait()
+}
+
+// send builds, sends and records one batch.
+func (r *run) send(ctx context.Context, i int, seq uint64, count int, at time.Time) {
+	b := r.c.gen.Next(seq, count, at)
+	b.Seq, b.Count, b.Scheduled = seq, count, at
+	started := time.Now()
+	out := r.safeSend(ctx, &b)
+	ended := time.Now()
+	r.rec.Record(i, pipebench.Sample{Scheduled: at, Started: started, Ended: ended, Count: count, Bytes: len(b.Body), Outcome: out})
+	if out.Class == pipebench.ClassOK {
+		r.arr.Accept(seq, count)
+		r.acceptedN.Add(uint64(count))
+	}
+	if rel, ok := r.c.gen.(pipebench.Releaser); ok {
+		rel.Release(&b)
+	}
+}
+
+// safeSend calls the driver and turns a panic into an error outcome, so a
+// bug in one plug-in cannot lose the measurements already made.
+func (r *run) safeSend(ctx context.Context, b *pipebench.Batch) (out pipebench.Outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			buf := make([]byte, 4096)
+			buf = buf[:runtime.Stack(buf, false)]
+			r.log.Error("driver panicked", "panic", v, "stack", string(buf))
+			out = pipebench.Outcome{Class: pipebench.ClassError, Detail: "driver panic"}
+		}
+	}()
+	return r.c.drv.Send(ctx, b)
+}
+
+func sleepUntil(ctx context.Context, t time.Time) {
+	d := time.Until(t)
+	if d <= 0 {
+		return
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+	case <-tm.C:
+	}
+}
+
+// drain waits until everything accepted has arrived at the sink, delivery
+// stopped moving, or the drain time is up. It returns how long it waited
+// until the last delivery.
+func (r *run) drain(aborted bool) {
+	if r.c.sink == nil {
+		return
+	}
+	limit := r.plan.Drain.D()
+	if limit <= 0 {
+		limit = 30 * time.Second
+	}
+	if aborted && limit > r.p.AbortGrace {
+		limit = r.p.AbortGrace
+	}
+	r.draining.Store(true)
+	r.phaseIdx.Store(int32(len(r.plan.Phases)))
+	deadline := time.Now().Add(limit)
+	stallAfter := 10 * r.interval()
+	if stallAfter > limit {
+		stallAfter = limit
+	}
+	last, lastMove := r.arr.Delivered(), time.Now()
+	for time.Now().Before(deadline) {
+		if r.arr.Outstanding() == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+		if d := r.arr.Delivered(); d != last {
+			last, lastMove = d, time.Now()
+		} else if time.Since(lastMove) > stallAfter {
+			r.log.Info("drain stopped: nothing arrived", "for", stallAfter)
+			return
+		}
+	}
+}
