@@ -1,0 +1,176 @@
+package kpi
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+func TestRecorderCountsAndLatencyFromSchedule(t *testing.T) {
+	r := NewRecorder(2)
+	t0 := time.Unix(1000, 0)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				r.Started(1, 10, 0)
+				class := pipebench.ClassOK
+				if i%10 == 0 {
+					class = pipebench.ClassRefused
+				}
+				// Scheduled 5 ms before it started, served in 1 ms.
+				r.Record(1, pipebench.Sample{
+					Scheduled: t0, Started: t0.Add(5 * time.Millisecond), Ended: t0.Add(6 * time.Millisecond),
+					Count: 10, Outcome: pipebench.Outcome{Class: class, Code: 503, Detail: "503"},
+				})
+			}
+		}(g)
+	}
+	wg.Wait()
+	r.Dropped(1, 10)
+	s := r.Stats(1)
+	if got := s.Items[pipebench.ClassOK]; got != 7200 {
+		t.Errorf("ok items = %d, want 7200", got)
+	}
+	if got := s.Items[pipebench.ClassRefused]; got != 800 {
+		t.Errorf("refused items = %d, want 800", got)
+	}
+	if got := s.Items[pipebench.ClassDropped]; got != 10 {
+		t.Errorf("dropped items = %d, want 10", got)
+	}
+	if got := s.Details["503"]; got != 80 {
+		t.Errorf("details[503] = %d, want 80", got)
+	}
+	// Latency counts from the scheduled time (6 ms), service time from the
+	// start (1 ms): coordinated omission corrected.
+	if p50 := s.Latency.ValueAtQuantile(50); p50 < 5990 || p50 > 6010 {
+		t.Errorf("latency p50 = %d µs, want 6000", p50)
+	}
+	if p50 := s.Service.ValueAtQuantile(50); p50 < 995 || p50 > 1005 {
+		t.Errorf("service p50 = %d µs, want 1000", p50)
+	}
+	l := r.Live(1)
+	if l.Sent.Load() != 8000 || l.Accepted.Load() != 7200 || l.Failed.Load() != 800 || l.InFlight.Load() != 0 {
+		t.Errorf("live = sent %d accepted %d failed %d inflight %d", l.Sent.Load(), l.Accepted.Load(), l.Failed.Load(), l.InFlight.Load())
+	}
+	if r.Stats(0).Latency.TotalCount() != 0 {
+		t.Error("phase 0 got samples of phase 1")
+	}
+}
+
+func TestArrivalsLossDuplicatesReorderPerPhase(t *testing.T) {
+	a := NewArrivals(2, nil)
+	a.StartPhase(0, 1)
+	a.StartPhase(1, 101)
+	sent := time.Unix(2000, 0)
+	a.Accept(1, 100)   // phase 0: 1..100
+	a.Accept(101, 100) // phase 1: 101..200
+	for seq := uint64(1); seq <= 200; seq++ {
+		if seq == 50 || seq == 150 || seq == 151 {
+			continue // lost
+		}
+		a.Arrive(seq, sent, sent.Add(20*time.Millisecond))
+	}
+	a.Arrive(10, sent, sent.Add(30*time.Millisecond))  // duplicate in phase 0
+	a.Arrive(300, sent, sent.Add(30*time.Millisecond)) // never accepted: stray
+	a.Faulted(7)
+	s0, s1 := a.Stats(0, 101), a.Stats(1, 201)
+	if s0.Delivered != 99 || s0.Lost != 1 || s0.Duplicates != 1 {
+		t.Errorf("phase 0: delivered %d lost %d dups %d; want 99 1 1", s0.Delivered, s0.Lost, s0.Duplicates)
+	}
+	if s1.Lost != 2 {
+		t.Errorf("phase 1: lost %d, want 2", s1.Lost)
+	}
+	if s1.Delivered != 99 { // 98 of 101..200, plus 300 (seq above the last phase start)
+		t.Errorf("phase 1: delivered %d, want 99", s1.Delivered)
+	}
+	if p := s0.E2E.ValueAtQuantile(50); p < 19900 || p > 20100 {
+		t.Errorf("e2e p50 = %d µs, want 20000", p)
+	}
+	if got := a.Outstanding(); got != 3 {
+		t.Errorf("outstanding = %d, want 3", got)
+	}
+	if f, _ := a.Totals(); f != 7 {
+		t.Errorf("faulted = %d", f)
+	}
+	// Arrival of an earlier seq after a later one counts as reordered.
+	a.Arrive(50, sent, sent.Add(time.Second))
+	if s := a.Stats(0, 101); s.Reordered != 1 || s.Lost != 0 {
+		t.Errorf("after late arrival: reordered %d lost %d; want 1 0", s.Reordered, s.Lost)
+	}
+}
+
+func TestBuildAndObservedKPIs(t *testing.T) {
+	t0 := time.Unix(3000, 0)
+	r := NewRecorder(1)
+	for i := 0; i < 100; i++ {
+		r.Started(0, 1, 0)
+		r.Record(0, pipebench.Sample{Scheduled: t0, Started: t0, Ended: t0.Add(time.Millisecond), Count: 1})
+	}
+	series := []pipebench.Series{
+		{Name: "exporter_queue_size", Labels: map[string]string{"instance": "c-0"}, Points: []pipebench.TimeValue{
+			{T: t0.Add(time.Second), V: 5}, {T: t0.Add(2 * time.Second), V: 50}, {T: t0.Add(3 * time.Second), V: 7},
+			{T: t0.Add(30 * time.Second), V: 999}, // outside the phase
+		}},
+		{Name: "memory_mb", Labels: map[string]string{"instance": "c-0"}, Points: []pipebench.TimeValue{{T: t0.Add(time.Second), V: 120}, {T: t0.Add(2 * time.Second), V: 140}}},
+		{Name: "receiver_accepted_rate", Labels: map[string]string{"instance": "c-0"}, Points: []pipebench.TimeValue{{T: t0.Add(time.Second), V: 90}, {T: t0.Add(2 * time.Second), V: 110}}},
+		{Name: "sent_rate", Points: []pipebench.TimeValue{{T: t0.Add(time.Second), V: 1}}},
+	}
+	p := Build(PhaseInput{Name: "p", Started: t0, Ended: t0.Add(10 * time.Second), TargetRate: 10, Sends: r.Stats(0)}, series)
+	want := map[string]float64{"sent_rate": 10, "accepted_rate": 10, "sent": 100, "target_rate": 10}
+	for k, v := range want {
+		if got, ok := p.Get(k); !ok || got != v {
+			t.Errorf("%s = %v (%v), want %v", k, got, ok, v)
+		}
+	}
+	if got, _ := p.Get("exporter_queue_size.max", "instance", "c-0"); got != 50 {
+		t.Errorf("queue max = %v, want 50", got)
+	}
+	if got, _ := p.Get("exporter_queue_size.last", "instance", "c-0"); got != 7 {
+		t.Errorf("queue last = %v, want 7", got)
+	}
+	if got, _ := p.Get("memory_mb", "instance", "c-0"); got != 140 {
+		t.Errorf("memory_mb = %v, want 140", got)
+	}
+	if got, _ := p.Get("receiver_accepted_rate", "instance", "c-0"); got != 100 {
+		t.Errorf("receiver_accepted_rate = %v, want 100", got)
+	}
+	if _, ok := p.Get("delivered_rate"); ok {
+		t.Error("delivered_rate without a sink")
+	}
+}
+
+func TestDeriverRatesAndUnits(t *testing.T) {
+	d := NewDeriver()
+	t0 := time.Unix(4000, 0)
+	lb := map[string]string{"instance": "x"}
+	pts := func(at time.Time, acc, cpu, rss float64) []pipebench.Point {
+		return []pipebench.Point{
+			{Name: "receiver_accepted", Labels: lb, Kind: pipebench.KindCounter, At: at, Value: acc},
+			{Name: "cpu_seconds", Labels: lb, Kind: pipebench.KindCounter, At: at, Value: cpu},
+			{Name: "memory_rss_bytes", Labels: lb, Kind: pipebench.KindGauge, At: at, Value: rss},
+		}
+	}
+	if out := d.Add(pts(t0, 100, 1, 1<<20)); len(out) != 1 || out[0].Name != "memory_mb" || out[0].Value != 1 {
+		t.Fatalf("first observation: %+v", out)
+	}
+	out := d.Add(pts(t0.Add(2*time.Second), 300, 2, 3<<20))
+	got := map[string]float64{}
+	for _, o := range out {
+		got[o.Name] = o.Value
+	}
+	if got["receiver_accepted_rate"] != 100 || got["cpu_cores"] != 0.5 || got["memory_mb"] != 3 {
+		t.Errorf("derived = %v", got)
+	}
+	// A counter reset (restart) starts over instead of going negative.
+	out = d.Add(pts(t0.Add(3*time.Second), 50, 2.5, 3<<20))
+	for _, o := range out {
+		if o.Name == "receiver_accepted_rate" && o.Value != 50 {
+			t.Errorf("after reset rate = %v, want 50", o.Value)
+		}
+	}
+}
