@@ -255,7 +255,9 @@ func maxSeries(ss []pipebench.Series, name string) float64 {
 	return m
 }
 
-func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3) }
+func newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+}
 
 // newRunID returns a sortable, unique run id: UTC time and 4 random bytes.
 func newRunID(t time.Time) string {

@@ -230,9 +230,13 @@ func (r *run) setup(ctx context.Context) error {
 	if !ok {
 		return unknown("driver", r.sc.Target.Type, reg.Drivers.Names())
 	}
+	// The driver aims at the system under test, or, when there is none,
+	// straight at the sink (a loopback check of pipebench itself).
 	denv := env
 	if r.c.sut != nil {
 		denv.Target = r.c.sut.Endpoint()
+	} else if r.c.sink != nil {
+		denv.Target = r.c.sink.Endpoint()
 	}
 	drv, err := df.New(r.sc.Target.Config, denv)
 	if err != nil {

@@ -1,0 +1,138 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/runner"
+)
+
+// benchRate and benchDuration size BenchmarkOpenModel; override with
+// PIPEBENCH_BENCH_RATE and PIPEBENCH_BENCH_DURATION (e.g. 40000 and 10s; or
+// 5m for the flat-RSS check).
+func benchParams() (int, time.Duration) {
+	rate, dur := 40000, 10*time.Second
+	if v, err := strconv.Atoi(os.Getenv("PIPEBENCH_BENCH_RATE")); err == nil && v > 0 {
+		rate = v
+	}
+	if v, err := time.ParseDuration(os.Getenv("PIPEBENCH_BENCH_DURATION")); err == nil && v > 0 {
+		dur = v
+	}
+	return rate, dur
+}
+
+// BenchmarkOpenModel holds an open-model rate (40,000 requests/s by
+// default) for a while against a trivial fasthttp server on loopback and
+// reports the achieved/target ratio, the generator's CPU (this process's
+// user+sys seconds per second of load, server included), the latency
+// quantiles and the peak RSS. Run it with:
+//
+//	go test -run '^$' -bench OpenModel -benchtime 1x ./runner/
+func BenchmarkOpenModel(b *testing.B) {
+	rate, dur := benchParams()
+	addr := startServerProcess(b)
+	reg := registryB(b)
+	yaml := fmt.Sprintf(`
+name: open-model-bench
+target: {driver: http, url: "http://%s/", connections: 64}
+workload: {generator: event, size: 64}
+phases:
+  - {name: hold, duration: %s, rate: %d/s}
+`, addr, dur, rate)
+	for b.Loop() {
+		sc, plan := parseB(b, reg, yaml)
+		var before, after syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+		start := time.Now()
+		res, err := runner.Run(context.Background(), runner.Params{Scenario: sc, Plan: plan, Registry: reg})
+		wall := time.Since(start).Seconds()
+		syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := &res.Phases[0]
+		sent, _ := p.Get("sent_rate")
+		ok, _ := p.Get("accepted_rate")
+		p50, _ := p.Get("latency.p50")
+		p99, _ := p.Get("latency.p99")
+		cpu := tv(after.Utime) + tv(after.Stime) - tv(before.Utime) - tv(before.Stime)
+		b.ReportMetric(float64(rate), "target/s")
+		b.ReportMetric(sent, "sent/s")
+		b.ReportMetric(ok, "ok/s")
+		b.ReportMetric(sent/float64(rate)*100, "achieved%")
+		b.ReportMetric(cpu/wall, "cpu-cores")
+		b.ReportMetric(p50, "p50-ms")
+		b.ReportMetric(p99, "p99-ms")
+		b.ReportMetric(float64(after.Maxrss)/1024, "maxrss-MB")
+		b.Logf("status %s %v; GOMAXPROCS %d", res.Manifest.Status, res.Manifest.Reasons, runtime.GOMAXPROCS(0))
+	}
+}
+
+// startServerProcess runs a trivial fasthttp server in a child process (this
+// test binary again), so that the benchmark's rusage is the generator's
+// alone. The child exits when its stdin closes.
+func startServerProcess(b *testing.B) string {
+	b.Helper()
+	port := freePort(b)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHTTPServer$")
+	cmd.Env = append(os.Environ(), "PIPEBENCH_HELPER_SERVER="+addr)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+	}
+	b.Fatal("helper server did not start")
+	return ""
+}
+
+func freePort(tb testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestHelperHTTPServer is not a test: it is the benchmark's server process,
+// and skips unless started as one.
+func TestHelperHTTPServer(t *testing.T) {
+	addr := os.Getenv("PIPEBENCH_HELPER_SERVER")
+	if addr == "" {
+		t.Skip("helper process for BenchmarkOpenModel")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(200) }}
+	go srv.Serve(ln)
+	io.Copy(io.Discard, os.Stdin) // until the parent closes stdin
+	srv.Shutdown()
+}
+
+func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+func registryB(b *testing.B) *pipebench.Registry { return registryTB(b) }

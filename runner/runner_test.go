@@ -1,0 +1,200 @@
+package runner_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+	httpdriver "github.com/pipebench/pipebench/driver/http"
+	"github.com/pipebench/pipebench/kpi"
+	"github.com/pipebench/pipebench/payload"
+	"github.com/pipebench/pipebench/runner"
+	"github.com/pipebench/pipebench/scenario"
+	httpsink "github.com/pipebench/pipebench/sink/http"
+	"github.com/pipebench/pipebench/sut/relay"
+)
+
+// registry wires the real HTTP plug-ins: the runner is tested against real
+// servers on loopback, never mocks.
+func registry(t *testing.T) *pipebench.Registry { return registryTB(t) }
+
+func registryTB(t testing.TB) *pipebench.Registry {
+	t.Helper()
+	reg := pipebench.NewRegistry()
+	for _, err := range []error{
+		reg.Generators.Register(payload.EventFactory()),
+		reg.Generators.Register(payload.CloudEventsFactory()),
+		reg.Drivers.Register(httpdriver.Factory()),
+		reg.Sinks.Register(httpsink.Factory()),
+		reg.SUTs.Register(relay.Factory()),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reg
+}
+
+func parse(t *testing.T, reg *pipebench.Registry, yaml string) (*scenario.Scenario, pipebench.Plan) {
+	return parseB(t, reg, yaml)
+}
+
+func parseB(t testing.TB, reg *pipebench.Registry, yaml string) (*scenario.Scenario, pipebench.Plan) {
+	t.Helper()
+	sc, err := scenario.Parse("test.yaml", []byte(yaml), scenario.Params{
+		Registry:       reg,
+		CheckThreshold: func(expr string) error { _, err := kpi.ParseThreshold(expr); return err },
+	})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	plan, err := scenario.Compile(sc)
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	return sc, plan
+}
+
+func get(t *testing.T, p *pipebench.PhaseResult, name string, labels ...string) float64 {
+	t.Helper()
+	v, ok := p.Get(name, labels...)
+	if !ok {
+		t.Fatalf("phase %s has no KPI %s%v; it has %v", p.Name, name, labels, p.KPIs)
+	}
+	return v
+}
+
+// 2,000 events at 1,000/s straight to the sink, which answers every 10th
+// with 503: the Result must hold the exact counts.
+func TestRunExactCountsThroughFaultySink(t *testing.T) {
+	reg := registry(t)
+	sc, plan := parse(t, reg, `
+name: exact-counts
+version: "1.0"
+target:
+  driver: http
+workload:
+  generator: event
+  size: 128
+sink:
+  type: http
+phases:
+  - name: load
+    duration: 2s
+    rate: 1000/s
+    faults:
+      error_ratio: 0.1
+      error_status: 503
+drain: 5s
+thresholds:
+  - "lost == 0"
+`)
+	// No system under test: the driver aims at the sink directly, so the
+	// sink's answers are what the driver sees.
+	res, err := runner.Run(context.Background(), runner.Params{Scenario: sc, Plan: plan, Registry: reg})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if res.Manifest.Status != pipebench.StatusPassed {
+		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	p := &res.Phases[0]
+	for name, want := range map[string]float64{
+		"sent": 2000, "accepted": 1800, "delivered": 1800, "faulted": 200, "lost": 0, "duplicates": 0, "dropped": 0,
+	} {
+		if got := get(t, p, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := get(t, p, "errors", "class", "refused"); got != 200 {
+		t.Errorf("errors{class=refused} = %v, want 200", got)
+	}
+	if got := get(t, p, "sent_rate"); got < 950 || got > 1050 {
+		t.Errorf("sent_rate = %v, want about 1000", got)
+	}
+	if p99 := get(t, p, "latency.p99"); p99 <= 0 || p99 > 1000 {
+		t.Errorf("latency.p99 = %v ms, want a positive latency under a second", p99)
+	}
+	if len(res.Thresholds) != 1 || !res.Thresholds[0].Passed {
+		t.Errorf("thresholds: %+v", res.Thresholds)
+	}
+}
+
+// Through the embedded relay: the sink fails 70% for a phase, the relay
+// retries, and after recovery everything accepted is delivered.
+func TestRunBackpressureThroughRelayLosesNothing(t *testing.T) {
+	reg := registry(t)
+	sc, plan := parse(t, reg, `
+name: relay-backpressure
+target: {driver: http}
+workload: {generator: event, size: 64}
+sut: {type: relay, queue_size: 100000, workers: 8}
+sink: {type: http}
+interval: 250ms
+phases:
+  - {name: steady, duration: 1s, rate: 500/s}
+  - name: backpressure
+    duration: 1s
+    rate: 500/s
+    faults: {error_ratio: 0.7, error_status: 503}
+  - {name: recovery, duration: 1s, rate: 500/s}
+drain: 20s
+`)
+	res, err := runner.Run(context.Background(), runner.Params{Scenario: sc, Plan: plan, Registry: reg})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if res.Total == nil {
+		t.Fatal("no total")
+	}
+	sent := get(t, res.Total, "sent")
+	if sent != 1500 {
+		t.Errorf("sent = %v, want 1500", sent)
+	}
+	if lost := get(t, res.Total, "lost"); lost != 0 {
+		t.Errorf("lost = %v, want 0 (the relay retries until delivered)", lost)
+	}
+	if d := get(t, res.Total, "delivered"); d != get(t, res.Total, "accepted") {
+		t.Errorf("delivered %v != accepted %v", d, get(t, res.Total, "accepted"))
+	}
+	if f := get(t, &res.Phases[1], "faulted"); f == 0 {
+		t.Errorf("the backpressure phase faulted nothing")
+	}
+}
+
+// A cancelled context stops the load and still returns the partial Result.
+func TestRunAbortKeepsPartialResult(t *testing.T) {
+	reg := registry(t)
+	sc, plan := parse(t, reg, `
+name: abort
+target: {driver: http}
+sink: {type: http}
+phases:
+  - {name: long, duration: 60s, rate: 200/s}
+  - {name: never, duration: 10s, rate: 200/s}
+drain: 2s
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err := runner.Run(ctx, runner.Params{Scenario: sc, Plan: plan, Registry: reg, AbortGrace: time.Second})
+	if err == nil {
+		t.Fatal("an aborted run must return an error")
+	}
+	if res == nil {
+		t.Fatal("an aborted run must return its partial result")
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("abort took %v", took)
+	}
+	if res.Manifest.Status != pipebench.StatusAborted {
+		t.Fatalf("status = %s, want aborted", res.Manifest.Status)
+	}
+	if len(res.Phases) != 1 {
+		t.Fatalf("phases in result = %d, want 1", len(res.Phases))
+	}
+	if sent := get(t, &res.Phases[0], "sent"); sent < 100 {
+		t.Errorf("sent = %v, want the ~300 sent before the abort", sent)
+	}
+}
