@@ -2,8 +2,8 @@ package main
 
 import (
 	"github.com/pipebench/pipebench"
-	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
+	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
 	procobs "github.com/pipebench/pipebench/observer/process"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
 	"github.com/pipebench/pipebench/payload"
