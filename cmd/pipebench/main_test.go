@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/sut/otelcol"
+)
+
+// TestMain lets this test binary act as the embedded collector's child
+// process, as the real binary does.
+func TestMain(m *testing.M) {
+	otelcol.MaybeRunChild()
+	os.Exit(m.Run())
+}
+
+func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = execute(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// The README's first command: `pipebench run` with no argument runs the
+// built-in quickstart against an embedded pipeline, end to end.
+func TestQuickstartRunsWithNoArguments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the full quickstart")
+	}
+	out := filepath.Join(t.TempDir(), "result.json")
+	stdout, stderr, code := cli(t, "run", "--quiet", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"sent", "delivered", "p99"} {
+		if !strings.Contains(strings.ToLower(stdout), want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res pipebench.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Manifest.Status != pipebench.StatusPassed || res.Total == nil {
+		t.Fatalf("status %s reasons %v", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	sent, _ := res.Total.Get("sent")
+	lost, _ := res.Total.Get("lost")
+	if sent == 0 || lost != 0 {
+		t.Errorf("sent %v lost %v", sent, lost)
+	}
+}
+
+func TestBadInputsExitWithUsageCode(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("name: x\ntarget: {driver: htp}\nphases: [{name: a, duration: 1s, rtae: 5/s}]\n"), 0o644)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
+		{[]string{"run", bad}, "htp"},
+		{[]string{"validate", bad}, "rtae"},
+		{[]string{"plan", "builtin:nope"}, "no built-in scenario"},
+		{[]string{"run", "--format", "pdf"}, "unknown --format"},
+		{[]string{"run", "--bogus"}, "unknown flag"},
+		{[]string{"sink", "--error-ratio", "2"}, "outside 0..1"},
+		{[]string{"report", filepath.Join(dir, "missing.json")}, "cannot read the result"},
+	}
+	for _, c := range cases {
+		_, stderr, code := cli(t, c.args...)
+		if code != pipebench.ExitUsage {
+			t.Errorf("%v: exit %d, want %d; stderr:\n%s", c.args, code, pipebench.ExitUsage, stderr)
+		}
+		if !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: stderr lacks %q:\n%s", c.args, c.want, stderr)
+		}
+	}
+}
+
+func TestPlanAndValidateSendNothing(t *testing.T) {
+	stdout, stderr, code := cli(t, "plan")
+	if code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "PHASE") || !strings.Contains(stdout, "total:") {
+		t.Errorf("plan output:\n%s", stdout)
+	}
+	stdout, stderr, code = cli(t, "validate", "builtin:quickstart")
+	if code != 0 || !strings.Contains(stdout, "ok") {
+		t.Fatalf("validate: exit %d: %s %s", code, stdout, stderr)
+	}
+	stdout, _, code = cli(t, "schema")
+	if code != 0 || !json.Valid([]byte(stdout)) {
+		t.Fatalf("schema: exit %d, valid JSON %v", code, json.Valid([]byte(stdout)))
+	}
+}
