@@ -1,0 +1,400 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/pipebench/pipebench"
+)
+
+type phaseDefaults struct {
+	maxInFlight int
+	stagger     pipebench.Duration
+	faults      pipebench.FaultPolicy
+}
+
+var phaseKeys = []string{"name", "duration", "rate", "ramp", "steps", "burst", "blast", "stagger", "max_in_flight", "faults"}
+
+// profileKeys are the keys that choose a phase's profile; `rate` with
+// `burst` is the burst profile.
+var profileKeys = []string{"rate", "ramp", "steps", "blast"}
+
+func (d *decoder) defaults(n ast.Node) phaseDefaults {
+	df := phaseDefaults{maxInFlight: DefaultMaxInFlight}
+	fs, _ := d.fields(n, "defaults", []string{"max_in_flight", "stagger", "faults"})
+	for _, f := range fs {
+		switch f.key {
+		case "max_in_flight":
+			if v, ok := d.integer(f, "defaults"); ok {
+				if v < 1 {
+					d.add(f.val, "defaults.max_in_flight", "must be at least 1")
+				}
+				df.maxInFlight = v
+			}
+		case "stagger":
+			df.stagger, _ = d.duration(f.val, "defaults.stagger")
+		case "faults":
+			df.faults = d.faults(f.val, "defaults.faults", 0)
+		}
+	}
+	return df
+}
+
+func (d *decoder) phases(n ast.Node, df phaseDefaults) []Phase {
+	items, ok := d.list(n, "phases")
+	if !ok {
+		return nil
+	}
+	if len(items) == 0 {
+		d.add(n, "phases", "is empty: add at least one phase")
+		return nil
+	}
+	names := map[string]bool{}
+	var out []Phase
+	for i, it := range items {
+		path := fmt.Sprintf("phases[%d]", i)
+		fs, ok := d.fields(it, path, phaseKeys)
+		if !ok {
+			continue
+		}
+		ph := Phase{MaxInFlight: df.maxInFlight, Stagger: df.stagger, Faults: df.faults}
+		byKey := map[string]field{}
+		for _, f := range fs {
+			byKey[f.key] = f
+		}
+		if f, ok := byKey["name"]; ok {
+			ph.Name = d.str(f, path)
+			if names[ph.Name] {
+				d.add(f.val, join(path, "name"), "phase name %q is used twice: names must be unique", ph.Name)
+			}
+			names[ph.Name] = true
+		} else {
+			d.add(it, join(path, "name"), "missing: every phase needs a name")
+		}
+		var chosen []string
+		for _, k := range profileKeys {
+			if _, ok := byKey[k]; ok {
+				chosen = append(chosen, k)
+			}
+		}
+		_, hasBurst := byKey["burst"]
+		switch {
+		case len(chosen) == 0 && hasBurst:
+			d.add(it, path, "has \"burst\" without \"rate\": burst spikes rise above a base rate")
+		case len(chosen) == 0:
+			d.add(it, path, "has no load profile: give one of rate, ramp, steps or blast")
+		case len(chosen) > 1:
+			d.add(it, path, "has both %q and %q: give one profile per phase", chosen[0], chosen[1])
+		}
+		if hasBurst && len(chosen) == 1 && chosen[0] != "rate" {
+			d.add(byKey["burst"].kn, join(path, "burst"), "burst goes with rate, not with %s", chosen[0])
+		}
+		for _, f := range fs {
+			p := join(path, f.key)
+			switch f.key {
+			case "duration":
+				var ok bool
+				if ph.Duration, ok = d.duration(f.val, p); ok && ph.Duration <= 0 {
+					d.add(f.val, p, "must be more than 0")
+				}
+			case "rate":
+				ph.Profile.Kind = pipebench.ProfileConstant
+				ph.Profile.Rate, _ = d.rate(f.val, p)
+			case "ramp":
+				ph.Profile.Kind = pipebench.ProfileRamp
+				rf, _ := d.fields(f.val, p, []string{"from", "to"})
+				got := map[string]bool{}
+				for _, r := range rf {
+					got[r.key] = true
+					v, _ := d.rate(r.val, join(p, r.key))
+					if r.key == "from" {
+						ph.Profile.From = v
+					} else {
+						ph.Profile.To = v
+					}
+				}
+				for _, k := range []string{"from", "to"} {
+					if !got[k] {
+						d.add(f.val, join(p, k), "missing: a ramp needs from and to, like {from: 100/s, to: 1000/s}")
+					}
+				}
+			case "steps":
+				ph.Profile.Kind = pipebench.ProfileSteps
+				steps, _ := d.list(f.val, p)
+				if len(steps) == 0 {
+					d.add(f.val, p, "is empty: give a list of {rate, duration}")
+				}
+				for j, s := range steps {
+					sp := fmt.Sprintf("%s[%d]", p, j)
+					sf, _ := d.fields(s, sp, []string{"rate", "duration"})
+					var st pipebench.Step
+					got := map[string]bool{}
+					for _, x := range sf {
+						got[x.key] = true
+						if x.key == "rate" {
+							st.Rate, _ = d.rate(x.val, join(sp, "rate"))
+						} else {
+							var ok bool
+							if st.Duration, ok = d.duration(x.val, join(sp, "duration")); ok && st.Duration <= 0 {
+								d.add(x.val, join(sp, "duration"), "must be more than 0")
+							}
+						}
+					}
+					for _, k := range []string{"rate", "duration"} {
+						if !got[k] {
+							d.add(s, join(sp, k), "missing: each step needs a rate and a duration")
+						}
+					}
+					ph.Profile.Steps = append(ph.Profile.Steps, st)
+				}
+			case "burst":
+				bf, _ := d.fields(f.val, p, []string{"rate", "for", "every"})
+				b := &pipebench.Burst{}
+				got := map[string]bool{}
+				for _, x := range bf {
+					got[x.key] = true
+					switch x.key {
+					case "rate":
+						b.Rate, _ = d.rate(x.val, join(p, "rate"))
+					case "for":
+						b.For, _ = d.duration(x.val, join(p, "for"))
+					case "every":
+						b.Every, _ = d.duration(x.val, join(p, "every"))
+					}
+				}
+				for _, k := range []string{"rate", "for", "every"} {
+					if !got[k] {
+						d.add(f.val, join(p, k), "missing: a burst needs rate, for and every, like {rate: 2000/s, for: 10s, every: 1m}")
+					}
+				}
+				if got["for"] && got["every"] && (b.For <= 0 || b.For >= b.Every) {
+					d.add(f.val, p, "for (%s) must be more than 0 and less than every (%s)", b.For, b.Every)
+				}
+				ph.Profile.Burst = b
+			case "blast":
+				ph.Profile.Kind = pipebench.ProfileBlast
+				bf, _ := d.fields(f.val, p, []string{"count", "workers"})
+				ph.Profile.Workers = 50
+				for _, x := range bf {
+					v, ok := d.integer(x, p)
+					if ok && v < 1 {
+						d.add(x.val, join(p, x.key), "must be at least 1")
+					}
+					if x.key == "count" {
+						ph.Profile.Count = uint64(max(v, 0))
+					} else {
+						ph.Profile.Workers = v
+					}
+				}
+				if ph.Profile.Count == 0 {
+					d.add(f.val, join(p, "count"), "missing: how many items to send, like {count: 750, workers: 50}")
+				}
+			case "stagger":
+				ph.Stagger, _ = d.duration(f.val, p)
+			case "max_in_flight":
+				if v, ok := d.integer(f, path); ok {
+					if v < 1 {
+						d.add(f.val, p, "must be at least 1")
+					}
+					ph.MaxInFlight = v
+				}
+			}
+		}
+		if ph.Profile.Kind == pipebench.ProfileConstant && ph.Profile.Burst != nil {
+			ph.Profile.Kind = pipebench.ProfileBurst
+			if ph.Profile.Burst.Rate <= ph.Profile.Rate {
+				d.add(byKey["burst"].val, join(path, "burst.rate"), "%s must be above the base rate %s", ph.Profile.Burst.Rate, ph.Profile.Rate)
+			}
+		}
+		_, hasDur := byKey["duration"]
+		switch ph.Profile.Kind {
+		case pipebench.ProfileSteps:
+			if hasDur {
+				d.add(byKey["duration"].kn, join(path, "duration"), "a steps phase lasts as long as its steps: remove duration")
+			}
+			var sum pipebench.Duration
+			for _, s := range ph.Profile.Steps {
+				sum += s.Duration
+			}
+			ph.Duration = sum
+		case pipebench.ProfileBlast:
+			if !hasDur {
+				ph.Duration = DefaultBlastLimit
+			}
+		case "":
+		default:
+			if !hasDur {
+				d.add(it, join(path, "duration"), "missing: how long the phase lasts, like `duration: 10m`")
+			}
+		}
+		if f, ok := byKey["faults"]; ok {
+			ph.Faults = d.faults(f.val, join(path, "faults"), ph.Duration)
+		}
+		out = append(out, ph)
+	}
+	return out
+}
+
+var faultKeys = []string{"error_ratio", "error_status", "latency", "rate_limit", "outages"}
+
+var allowedStatus = map[int]bool{429: true, 500: true, 502: true, 503: true, 504: true}
+
+// faults decodes a fault policy; phaseDur, when known, bounds the outage
+// windows.
+func (d *decoder) faults(n ast.Node, path string, phaseDur pipebench.Duration) pipebench.FaultPolicy {
+	var fp pipebench.FaultPolicy
+	fs, _ := d.fields(n, path, faultKeys)
+	for _, f := range fs {
+		p := join(path, f.key)
+		switch f.key {
+		case "error_ratio":
+			if v, ok := d.float(f, path); ok {
+				if v < 0 || v > 1 {
+					d.add(f.val, p, "%v is outside 0..1: 0.7 answers 70%% of requests with error_status", v)
+				}
+				fp.ErrorRatio = v
+			}
+		case "error_status":
+			if v, ok := d.integer(f, path); ok {
+				if !allowedStatus[v] {
+					d.add(f.val, p, "%d is not allowed: use 429, 500, 502, 503 or 504", v)
+				}
+				fp.ErrorStatus = v
+			}
+		case "latency":
+			fp.Latency = d.latency(f.val, p)
+		case "rate_limit":
+			fp.RateLimit, _ = d.rate(f.val, p)
+		case "outages":
+			items, _ := d.list(f.val, p)
+			for i, it := range items {
+				op := fmt.Sprintf("%s[%d]", p, i)
+				of, _ := d.fields(it, op, []string{"start", "duration"})
+				var w pipebench.Window
+				got := map[string]bool{}
+				for _, x := range of {
+					got[x.key] = true
+					v, _ := d.duration(x.val, join(op, x.key))
+					if x.key == "start" {
+						w.Start = v
+					} else {
+						w.Duration = v
+					}
+				}
+				if !got["duration"] {
+					d.add(it, join(op, "duration"), "missing: an outage needs start and duration, like {start: 10s, duration: 20s}")
+				}
+				if phaseDur > 0 && w.Start+w.Duration > phaseDur {
+					d.add(it, op, "ends at %s, after the phase (%s)", w.Start+w.Duration, phaseDur)
+				}
+				fp.Outages = append(fp.Outages, w)
+			}
+		}
+	}
+	if fp.ErrorStatus == 0 && (fp.ErrorRatio > 0 || len(fp.Outages) > 0) {
+		fp.ErrorStatus = 503
+	}
+	return fp
+}
+
+func (d *decoder) latency(n ast.Node, path string) *pipebench.LatencyDist {
+	switch n.(type) {
+	case *ast.StringNode, *ast.IntegerNode, *ast.FloatNode:
+		v, ok := d.duration(n, path)
+		if !ok {
+			return nil
+		}
+		return &pipebench.LatencyDist{Kind: "fixed", Fixed: v}
+	}
+	fs, ok := d.fields(n, path, []string{"kind", "fixed", "min", "max", "mean", "stddev"})
+	if !ok {
+		return nil
+	}
+	l := &pipebench.LatencyDist{Kind: "fixed"}
+	got := map[string]bool{}
+	for _, f := range fs {
+		got[f.key] = true
+		if f.key == "kind" {
+			l.Kind = d.str(f, path)
+			continue
+		}
+		v, _ := d.duration(f.val, join(path, f.key))
+		switch f.key {
+		case "fixed":
+			l.Fixed = v
+		case "min":
+			l.Min = v
+		case "max":
+			l.Max = v
+		case "mean":
+			l.Mean = v
+		case "stddev":
+			l.StdDev = v
+		}
+	}
+	need := map[string][]string{"fixed": {"fixed"}, "uniform": {"min", "max"}, "normal": {"mean", "stddev"}, "exponential": {"mean"}}
+	keys, ok := need[l.Kind]
+	if !ok {
+		d.add(n, join(path, "kind"), "unknown latency kind %q%s: use fixed, uniform, normal or exponential", l.Kind, didYouMean(l.Kind, []string{"fixed", "uniform", "normal", "exponential"}))
+		return l
+	}
+	for _, k := range keys {
+		if !got[k] {
+			d.add(n, join(path, k), "missing: %s latency needs %s", l.Kind, strings.Join(keys, " and "))
+		}
+	}
+	if l.Kind == "uniform" && l.Max < l.Min {
+		d.add(n, path, "max (%s) is below min (%s)", l.Max, l.Min)
+	}
+	return l
+}
+
+func (d *decoder) thresholds(n ast.Node, phases []Phase) []Threshold {
+	items, _ := d.list(n, "thresholds")
+	var out []Threshold
+	for i, it := range items {
+		path := fmt.Sprintf("thresholds[%d]", i)
+		var t Threshold
+		at := it
+		switch it.(type) {
+		case *ast.MappingNode, *ast.MappingValueNode:
+			fs, _ := d.fields(it, path, []string{"expr", "phase"})
+			for _, f := range fs {
+				if f.key == "expr" {
+					t.Expr, at = d.str(f, path), f.val
+				} else {
+					t.Phase = d.str(f, path)
+					found := false
+					var names []string
+					for _, ph := range phases {
+						names = append(names, ph.Name)
+						found = found || ph.Name == t.Phase
+					}
+					if !found {
+						d.add(f.val, join(path, "phase"), "no phase is named %q%s", t.Phase, didYouMean(t.Phase, names))
+					}
+				}
+			}
+			if t.Expr == "" {
+				d.add(it, join(path, "expr"), "missing: the condition, like \"latency.p99 < 500ms\"")
+				continue
+			}
+		default:
+			s, ok := d.scalar(it, path, "a condition like \"latency.p99 < 500ms\"")
+			if !ok {
+				continue
+			}
+			t.Expr = s
+		}
+		if d.p.CheckThreshold != nil {
+			if err := d.p.CheckThreshold(t.Expr); err != nil {
+				d.add(at, path, "%v", err)
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}

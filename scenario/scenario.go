@@ -1,0 +1,123 @@
+// Package scenario decodes scenario files strictly, applies defaults,
+// validates everything at once with file:line:col and YAML paths, and
+// compiles a scenario into a pipebench.Plan.
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/pipebench/pipebench"
+)
+
+// Component is a plug-in chosen by name with its decoded configuration:
+// Config is the pointer the factory's NewConfig returned, filled in from
+// the YAML (nil when the factory takes no configuration).
+type Component struct {
+	Type   string
+	Config any
+}
+
+// Observer is an observer with its name and observation interval.
+type Observer struct {
+	Name     string
+	Interval pipebench.Duration
+	Component
+}
+
+// Threshold is one threshold expression; Phase "" means every phase.
+type Threshold struct {
+	Expr  string
+	Phase string
+}
+
+// Phase is one phase as written in the scenario, defaults applied.
+type Phase struct {
+	Name        string
+	Duration    pipebench.Duration
+	Profile     pipebench.Profile
+	Stagger     pipebench.Duration
+	MaxInFlight int
+	Faults      pipebench.FaultPolicy
+}
+
+// Scenario is a decoded, validated scenario file.
+type Scenario struct {
+	File        string
+	Name        string
+	Version     string
+	Case        string
+	Description string
+	Labels      map[string]string
+	SUT         *Component
+	Target      Component
+	Generator   Component
+	Batch       int
+	Sink        *Component
+	Observers   []Observer
+	Interval    pipebench.Duration
+	Drain       pipebench.Duration
+	Phases      []Phase
+	Thresholds  []Threshold
+}
+
+// Params is what decoding needs besides the file.
+type Params struct {
+	// Registry gives the valid plug-in names and their configurations.
+	Registry *pipebench.Registry
+	// Env looks up ${VAR}; nil means os.LookupEnv.
+	Env func(string) (string, bool)
+	// CheckThreshold validates a threshold expression; nil accepts any.
+	CheckThreshold func(expr string) error
+}
+
+// Defaults applied when the scenario says nothing.
+const (
+	DefaultMaxInFlight = 10000
+	DefaultBatch       = 1
+	DefaultInterval    = pipebench.Duration(1e9)
+	DefaultDrain       = pipebench.Duration(30e9)
+	DefaultBlastLimit  = pipebench.Duration(600e9)
+	DefaultGenerator   = "event"
+)
+
+// Load reads and decodes the scenario at path ("-" reads standard input).
+func Load(path string, p Params) (*Scenario, error) {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, pipebench.UsageError(fmt.Sprintf("scenario file %s does not exist", path),
+				"give the path of a scenario YAML file, or builtin:NAME (pipebench run --list)", nil)
+		}
+		return nil, pipebench.UsageError(fmt.Sprintf("cannot read scenario %s", path), "", err)
+	}
+	return Parse(path, data, p)
+}
+
+// Parse decodes a scenario held in memory; file names it in messages. The
+// error, if any, wraps an *Errors listing every problem.
+func Parse(file string, data []byte, p Params) (*Scenario, error) {
+	if p.Registry == nil {
+		p.Registry = pipebench.NewRegistry()
+	}
+	if p.Env == nil {
+		p.Env = os.LookupEnv
+	}
+	d := &decoder{file: file, p: p}
+	sc := d.decode(data)
+	if len(d.errs) > 0 {
+		d.errs.sort()
+		errs := d.errs
+		return nil, &errs
+	}
+	return sc, nil
+}
+

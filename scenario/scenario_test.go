@@ -1,0 +1,194 @@
+package scenario
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.want from the decoder's output")
+
+// The configurations below stand in for real plug-ins: the decoder only
+// needs their shape (yaml tags, defaults, Validate), not their behaviour.
+type httpConfig struct {
+	URL         string `yaml:"url"`
+	Connections int    `yaml:"connections"`
+	TLS         struct {
+		CAFile string `yaml:"ca_file"`
+	} `yaml:"tls"`
+}
+
+func (c *httpConfig) Validate() error {
+	if c.Connections < 1 {
+		return fmt.Errorf("connections: must be at least 1")
+	}
+	return nil
+}
+
+type eventConfig struct {
+	Size int `yaml:"size"`
+}
+
+type promConfig struct {
+	URL string `yaml:"url"`
+}
+
+func testRegistry() *pipebench.Registry {
+	reg := pipebench.NewRegistry()
+	reg.Drivers.Register(pipebench.Factory[pipebench.Driver]{Name: "http", NewConfig: func() any { return &httpConfig{Connections: 64} },
+		New: func(any, pipebench.Env) (pipebench.Driver, error) { return nil, nil }})
+	reg.Drivers.Register(pipebench.Factory[pipebench.Driver]{Name: "otlp", New: func(any, pipebench.Env) (pipebench.Driver, error) { return nil, nil }})
+	reg.Generators.Register(pipebench.Factory[pipebench.Generator]{Name: "event", NewConfig: func() any { return &eventConfig{Size: 256} },
+		New: func(any, pipebench.Env) (pipebench.Generator, error) { return nil, nil }})
+	reg.Sinks.Register(pipebench.Factory[pipebench.Sink]{Name: "http", New: func(any, pipebench.Env) (pipebench.Sink, error) { return nil, nil }})
+	reg.SUTs.Register(pipebench.Factory[pipebench.SUT]{Name: "relay", New: func(any, pipebench.Env) (pipebench.SUT, error) { return nil, nil }})
+	reg.Observers.Register(pipebench.Factory[pipebench.Observer]{Name: "prometheus", NewConfig: func() any { return &promConfig{} },
+		New: func(any, pipebench.Env) (pipebench.Observer, error) { return nil, nil }})
+	return reg
+}
+
+// checkThreshold is a small stand-in for kpi.ParseThreshold: it wants three
+// space-separated parts.
+func checkThreshold(expr string) error {
+	if len(strings.Fields(expr)) != 3 {
+		return fmt.Errorf("threshold %q: write it as KPI OP VALUE, like latency.p99 < 500ms", expr)
+	}
+	return nil
+}
+
+func params() Params {
+	return Params{Registry: testRegistry(), CheckThreshold: checkThreshold, Env: func(k string) (string, bool) {
+		if k == "PB_TEST_URL" {
+			return "http://127.0.0.1:9/", true
+		}
+		return "", false
+	}}
+}
+
+func TestValidFull(t *testing.T) {
+	sc, err := Load("testdata/valid-full.yaml", params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Target.Config.(*httpConfig).URL != "http://127.0.0.1:9/" || sc.Target.Config.(*httpConfig).Connections != 8 {
+		t.Errorf("target config = %+v", sc.Target.Config)
+	}
+	if sc.Generator.Config.(*eventConfig).Size != 100 || sc.Batch != 2 {
+		t.Errorf("workload = %+v batch %d", sc.Generator.Config, sc.Batch)
+	}
+	if sc.Observers[0].Interval.D() != 2*time.Second || sc.Observers[0].Name != "prometheus" {
+		t.Errorf("observer = %+v", sc.Observers[0])
+	}
+	bp := sc.Phases[4]
+	if bp.Profile.Rate != 100 || bp.MaxInFlight != 50 || bp.Faults.ErrorStatus != 503 || bp.Faults.Latency.Kind != "uniform" {
+		t.Errorf("bp = %+v", bp)
+	}
+	if sc.Phases[0].MaxInFlight != 500 {
+		t.Errorf("defaults.max_in_flight not applied: %d", sc.Phases[0].MaxInFlight)
+	}
+	if sc.Phases[3].Profile.Kind != pipebench.ProfileBurst {
+		t.Errorf("spikes kind = %s", sc.Phases[3].Profile.Kind)
+	}
+	plan, err := Compile(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// items: warm 1000; ramp (100+300)/2*10 = 2000; stairs 50+100 = 150;
+	// spikes 2*(2s*1000 + 8s*100) = 5600; bp 100/s*10s - stagger 100*2/2
+	// = 900; blast 750. Batch 2 rounds each up to whole sends.
+	want := []uint64{1000, 2000, 150, 5600, 900, 750}
+	for i, w := range want {
+		if got := plan.Phases[i].Items; got != w {
+			t.Errorf("phase %s items = %d, want %d", plan.Phases[i].Name, got, w)
+		}
+	}
+	if plan.Phases[2].Duration.D() != 10*time.Second || plan.Phases[5].Duration != DefaultBlastLimit {
+		t.Errorf("durations: stairs %s blast %s", plan.Phases[2].Duration, plan.Phases[5].Duration)
+	}
+}
+
+// Every testdata/invalid-*.yaml has its exact expected messages in a .want
+// file beside it (regenerate with -update after checking them by eye).
+func TestInvalidFiles(t *testing.T) {
+	files, _ := filepath.Glob("testdata/invalid-*.yaml")
+	sort.Strings(files)
+	if len(files) < 20 {
+		t.Fatalf("only %d invalid cases", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			_, err := Load(f, params())
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if pipebench.ExitCode(err) != pipebench.ExitUsage {
+				t.Errorf("exit code %d, want %d", pipebench.ExitCode(err), pipebench.ExitUsage)
+			}
+			var errs *Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("not an *Errors: %T %v", err, err)
+			}
+			var got strings.Builder
+			for _, p := range *errs {
+				got.WriteString(p.String() + "\n")
+			}
+			wantFile := strings.TrimSuffix(f, ".yaml") + ".want"
+			if *update {
+				os.WriteFile(wantFile, []byte(got.String()), 0o644)
+				return
+			}
+			want, err := os.ReadFile(wantFile)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got.String() != string(want) {
+				t.Errorf("messages differ\n got:\n%s\nwant:\n%s", got.String(), want)
+			}
+		})
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	for in, want := range map[string]string{"rtae": "rate", "duraton": "duration", "conections": "connections", "zzz": ""} {
+		if got := suggest(in, []string{"rate", "duration", "connections", "name"}); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSchemaIsJSONWithPluginAlternatives(t *testing.T) {
+	b, err := Schema(testRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"const": "http"`, `"connections"`, `"max_in_flight"`, `"error_ratio"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("schema lacks %s", want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	for _, file := range files {
+		data, _ := os.ReadFile(file)
+		f.Add(data)
+	}
+	p := params()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := Parse("fuzz.yaml", data, p)
+		if err == nil {
+			if _, err := Compile(sc); err != nil && pipebench.ExitCode(err) != pipebench.ExitUsage {
+				t.Fatalf("compile error without usage code: %v", err)
+			}
+		}
+	})
+}
