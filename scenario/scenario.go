@@ -120,4 +120,3 @@ func Parse(file string, data []byte, p Params) (*Scenario, error) {
 	}
 	return sc, nil
 }
-

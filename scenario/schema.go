@@ -19,7 +19,7 @@ func Schema(reg *pipebench.Registry) ([]byte, error) {
 		"error_ratio":  map[string]any{"type": "number", "minimum": 0, "maximum": 1},
 		"error_status": map[string]any{"enum": []int{429, 500, 502, 503, 504}},
 		"latency": map[string]any{"oneOf": []any{dur, obj(map[string]any{
-			"kind": map[string]any{"enum": []string{"fixed", "uniform", "normal", "exponential"}},
+			"kind":  map[string]any{"enum": []string{"fixed", "uniform", "normal", "exponential"}},
 			"fixed": dur, "min": dur, "max": dur, "mean": dur, "stddev": dur,
 		})}},
 		"rate_limit": rate,
