@@ -1,0 +1,239 @@
+// Package payload holds the generators of HTTP payloads (JSON events and
+// CloudEvents) and Extract, which reads sequence numbers and send times back
+// out of a request. Generators do no I/O.
+//
+// The wire convention: every request carries `Pipebench-Count: N`. In header
+// mode, `Pipebench-Seq` (first sequence number) and `Pipebench-Sent` (unix
+// nanoseconds) are headers; in field mode each JSON object carries
+// "pb_seq" and "pb_sent" (a decimal string of unix nanoseconds). CloudEvents
+// carry the extension attributes pbseq and pbsent (ce-pbseq, ce-pbsent in
+// binary mode).
+package payload
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// Header names of the wire convention.
+const (
+	HeaderSeq   = "Pipebench-Seq"
+	HeaderSent  = "Pipebench-Sent"
+	HeaderCount = "Pipebench-Count"
+)
+
+// EventConfig configures the "event" generator.
+type EventConfig struct {
+	// Size is the approximate size in bytes of one event's JSON object,
+	// padding included.
+	Size int `yaml:"size" json:"size"`
+	// SeqIn is where the sequence number travels: "header" or "field".
+	SeqIn string `yaml:"seq_in" json:"seq_in"`
+	// Fields are extra JSON fields, each a template ({{seq}}, {{seq % 100}},
+	// {{rand 1000}}, {{choice eu us}}, {{uuid}}, {{now}}).
+	Fields map[string]string `yaml:"fields" json:"fields,omitempty"`
+	// ContentType of the request (default application/json).
+	ContentType string `yaml:"content_type" json:"content_type"`
+}
+
+// Validate reports every problem, each prefixed with its key.
+func (c *EventConfig) Validate() error {
+	var errs []error
+	if c.Size < 0 || c.Size > 16<<20 {
+		errs = append(errs, fmt.Errorf("size: %d is outside 0..16777216 bytes", c.Size))
+	}
+	if c.SeqIn != "header" && c.SeqIn != "field" {
+		errs = append(errs, fmt.Errorf("seq_in: %q is not header or field", c.SeqIn))
+	}
+	for k, v := range c.Fields {
+		if _, err := compileTemplate(v); err != nil {
+			errs = append(errs, fmt.Errorf("fields: %s: %v", k, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// EventFactory returns the factory of the "event" generator: JSON events.
+func EventFactory() pipebench.Factory[pipebench.Generator] {
+	return pipebench.Factory[pipebench.Generator]{
+		Name:      "event",
+		Doc:       "JSON events; sequence number in a header or a field",
+		NewConfig: func() any { return &EventConfig{Size: 256, SeqIn: "header", ContentType: "application/json"} },
+		New: func(cfg any, _ pipebench.Env) (pipebench.Generator, error) {
+			c, ok := cfg.(*EventConfig)
+			if !ok || c == nil {
+				c = &EventConfig{Size: 256, SeqIn: "header", ContentType: "application/json"}
+			}
+			if err := c.Validate(); err != nil {
+				return nil, err
+			}
+			return newJSON(c.Size, c.Fields, c.SeqIn == "field", c.ContentType, nil)
+		},
+	}
+}
+
+// field is one compiled templated field.
+type field struct {
+	key  string
+	tmpl template
+}
+
+func compileFields(m map[string]string) ([]field, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]field, 0, len(keys))
+	for _, k := range keys {
+		t, err := compileTemplate(m[k])
+		if err != nil {
+			return nil, fmt.Errorf("fields: %s: %w", k, err)
+		}
+		out = append(out, field{key: k, tmpl: t})
+	}
+	return out, nil
+}
+
+// bufPool recycles request bodies; Release hands them back.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// jsonGen builds JSON events, alone or as an array. It is safe for
+// concurrent use.
+type jsonGen struct {
+	size        int
+	fields      []field
+	inBody      bool   // seq in the body (field mode) rather than headers
+	contentType string // per request
+	ce          *ceConfig
+}
+
+var _ pipebench.Generator = (*jsonGen)(nil)
+var _ pipebench.Releaser = (*jsonGen)(nil)
+
+func newJSON(size int, fields map[string]string, inBody bool, contentType string, ce *ceConfig) (*jsonGen, error) {
+	fs, err := compileFields(fields)
+	if err != nil {
+		return nil, err
+	}
+	return &jsonGen{size: size, fields: fs, inBody: inBody, contentType: contentType, ce: ce}, nil
+}
+
+// ItemName says what one item is.
+func (g *jsonGen) ItemName() string { return "event" }
+
+// Next implements pipebench.Generator.
+func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
+	if count < 1 {
+		count = 1
+	}
+	bp := bufPool.Get().(*[]byte)
+	b := (*bp)[:0]
+	sent := strconv.FormatInt(at.UnixNano(), 10)
+	batch := pipebench.Batch{Seq: seq, Count: count, Scheduled: at, ContentType: g.contentType}
+	hdr := make([]pipebench.Header, 0, 8)
+	hdr = append(hdr, pipebench.Header{Name: HeaderCount, Value: strconv.Itoa(count)})
+	switch {
+	case g.ce != nil && g.ce.binary && count == 1:
+		hdr = append(hdr, g.ce.headers(seq, sent, at)...)
+		b = g.object(b, seq, at, sent, false)
+	case g.ce != nil:
+		if count > 1 {
+			batch.ContentType = "application/cloudevents-batch+json"
+			b = append(b, '[')
+		} else {
+			batch.ContentType = "application/cloudevents+json"
+		}
+		for i := 0; i < count; i++ {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = g.ce.envelope(b, seq+uint64(i), sent, at, func(b []byte) []byte { return g.object(b, seq+uint64(i), at, sent, false) })
+		}
+		if count > 1 {
+			b = append(b, ']')
+		}
+	default:
+		if !g.inBody {
+			hdr = append(hdr, pipebench.Header{Name: HeaderSeq, Value: strconv.FormatUint(seq, 10)},
+				pipebench.Header{Name: HeaderSent, Value: sent})
+		}
+		if count > 1 {
+			b = append(b, '[')
+		}
+		for i := 0; i < count; i++ {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = g.object(b, seq+uint64(i), at, sent, g.inBody)
+		}
+		if count > 1 {
+			b = append(b, ']')
+		}
+	}
+	*bp = b
+	batch.Body = b
+	batch.Headers = hdr
+	batch.Data = bp
+	return batch
+}
+
+// Release implements pipebench.Releaser: the body goes back to the pool.
+func (g *jsonGen) Release(b *pipebench.Batch) {
+	if bp, ok := b.Data.(*[]byte); ok && cap(*bp) <= 1<<20 {
+		bufPool.Put(bp)
+	}
+	b.Body, b.Data = nil, nil
+}
+
+// object appends one event object, padded to the configured size.
+func (g *jsonGen) object(b []byte, seq uint64, at time.Time, sent string, withSeq bool) []byte {
+	start := len(b)
+	b = append(b, '{')
+	if withSeq {
+		b = append(b, `"pb_seq":`...)
+		b = strconv.AppendUint(b, seq, 10)
+		b = append(b, `,"pb_sent":"`...)
+		b = append(b, sent...)
+		b = append(b, `",`...)
+	}
+	for _, f := range g.fields {
+		b = appendJSONString(b, f.key)
+		b = append(b, ':')
+		mark := len(b)
+		b = f.tmpl.appendTo(b, seq, at)
+		val := append([]byte(nil), b[mark:]...)
+		b = appendJSONString(b[:mark], string(val))
+		b = append(b, ',')
+	}
+	b = append(b, `"data":"`...)
+	pad := g.size - (len(b) - start) - 2
+	for i := 0; i < pad; i++ {
+		b = append(b, 'x')
+	}
+	return append(b, `"}`...)
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	const hexd = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
