@@ -64,10 +64,10 @@ func Extract(header func(name string) string, contentType string, body []byte, f
 // and "pb_sent" of a plain event, "pbseq" and "pbsent" of a CloudEvent.
 // Numbers and strings are both accepted.
 type seqFields struct {
-	Seq    flexString  `json:"pb_seq"`
-	Sent   flexString  `json:"pb_sent"`
-	CESeq  flexString  `json:"pbseq"`
-	CESent flexString  `json:"pbsent"`
+	Seq    flexString `json:"pb_seq"`
+	Sent   flexString `json:"pb_sent"`
+	CESeq  flexString `json:"pbseq"`
+	CESent flexString `json:"pbsent"`
 }
 
 // flexString accepts a JSON string or number.
