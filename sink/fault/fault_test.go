@@ -1,0 +1,91 @@
+package fault
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+func count(in *Injector, n int, at func(i int) time.Time) (fails int, reasons map[string]int) {
+	reasons = map[string]int{}
+	for i := 0; i < n; i++ {
+		d := in.Decide(at(i))
+		if d.Fail {
+			fails++
+			reasons[d.Reason]++
+		}
+	}
+	return
+}
+
+func TestErrorRatioIsExact(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	for _, c := range []struct {
+		ratio float64
+		n     int
+		want  int
+	}{{0.1, 1000, 100}, {0.7, 1000, 700}, {0.5, 7, 3}, {1, 10, 10}, {0, 10, 0}} {
+		in := New(1)
+		in.Set(pipebench.FaultPolicy{ErrorRatio: c.ratio, ErrorStatus: 503}, t0)
+		if got, _ := count(in, c.n, func(int) time.Time { return t0 }); got != c.want {
+			t.Errorf("ratio %v over %d: %d failures, want %d", c.ratio, c.n, got, c.want)
+		}
+	}
+	// With 0.1, exactly every 10th fails.
+	in := New(1)
+	in.Set(pipebench.FaultPolicy{ErrorRatio: 0.1}, t0)
+	for i := 1; i <= 30; i++ {
+		d := in.Decide(t0)
+		if d.Fail != (i%10 == 0) || (d.Fail && d.Status != 503) {
+			t.Fatalf("request %d: %+v", i, d)
+		}
+	}
+}
+
+func TestOutageWindowAndRateLimit(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	in := New(1)
+	in.Set(pipebench.FaultPolicy{Outages: []pipebench.Window{{Start: pipebench.Duration(10 * time.Second), Duration: pipebench.Duration(5 * time.Second)}}, ErrorStatus: 500}, t0)
+	// one request per 100 ms for 20 s: 50 fall in the outage
+	fails, reasons := count(in, 200, func(i int) time.Time { return t0.Add(time.Duration(i) * 100 * time.Millisecond) })
+	if fails != 50 || reasons["outage"] != 50 {
+		t.Errorf("outage fails %d %v, want 50", fails, reasons)
+	}
+	in.Set(pipebench.FaultPolicy{RateLimit: 100}, t0)
+	// 1000 requests/s for 2 s against 100/s: 100 burst + 200 refilled pass.
+	fails, reasons = count(in, 2000, func(i int) time.Time { return t0.Add(time.Duration(i) * time.Millisecond) })
+	if passed := 2000 - fails; passed < 295 || passed > 302 || reasons["rate_limit"] != fails {
+		t.Errorf("rate limit let %d pass (%v), want about 300", passed, reasons)
+	}
+}
+
+func TestLatencyDistributions(t *testing.T) {
+	ms := func(n int) pipebench.Duration { return pipebench.Duration(time.Duration(n) * time.Millisecond) }
+	for _, c := range []struct {
+		l    pipebench.LatencyDist
+		mean time.Duration
+	}{
+		{pipebench.LatencyDist{Kind: "fixed", Fixed: ms(5)}, 5 * time.Millisecond},
+		{pipebench.LatencyDist{Kind: "uniform", Min: ms(2), Max: ms(8)}, 5 * time.Millisecond},
+		{pipebench.LatencyDist{Kind: "normal", Mean: ms(10), StdDev: ms(1)}, 10 * time.Millisecond},
+		{pipebench.LatencyDist{Kind: "exponential", Mean: ms(4)}, 4 * time.Millisecond},
+	} {
+		in := New(7)
+		l := c.l
+		in.Set(pipebench.FaultPolicy{Latency: &l}, time.Unix(0, 0))
+		var sum time.Duration
+		const n = 20000
+		for i := 0; i < n; i++ {
+			d := in.Decide(time.Unix(0, 0))
+			if d.Fail || d.Delay < 0 {
+				t.Fatalf("%s: %+v", l.Kind, d)
+			}
+			sum += d.Delay
+		}
+		mean := sum / n
+		if diff := mean - c.mean; diff > c.mean/20 || diff < -c.mean/20 {
+			t.Errorf("%s: mean %v, want %v ±5%%", l.Kind, mean, c.mean)
+		}
+	}
+}
