@@ -1,0 +1,106 @@
+package httpdriver
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// Config configures the HTTP driver.
+type Config struct {
+	// URL to send to; empty means the runner's target (the embedded
+	// system under test, or the sink).
+	URL string `yaml:"url" json:"url"`
+	// Method is POST or PUT.
+	Method string `yaml:"method" json:"method"`
+	// Connections is the size of the keep-alive pool.
+	Connections int `yaml:"connections" json:"connections"`
+	// HTTP2 sends HTTP/2: h2c (cleartext) for http://, over TLS for https://.
+	HTTP2 bool `yaml:"http2" json:"http2"`
+	// Timeout bounds one request, from start to the end of the answer.
+	Timeout pipebench.Duration `yaml:"timeout" json:"timeout"`
+	// Headers are sent with every request.
+	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// SecretHeaders are sent with every request and never printed.
+	SecretHeaders map[string]pipebench.Secret `yaml:"secret_headers" json:"secret_headers,omitempty"`
+	// TLS configures https:// targets.
+	TLS TLSConfig `yaml:"tls" json:"tls"`
+}
+
+// TLSConfig holds client TLS settings.
+type TLSConfig struct {
+	CAFile             string `yaml:"ca_file" json:"ca_file,omitempty"`
+	CertFile           string `yaml:"cert_file" json:"cert_file,omitempty"`
+	KeyFile            string `yaml:"key_file" json:"key_file,omitempty"`
+	ServerName         string `yaml:"server_name" json:"server_name,omitempty"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify" json:"insecure_skip_verify,omitempty"`
+}
+
+func defaultConfig() *Config {
+	return &Config{Method: "POST", Connections: 64, Timeout: pipebench.Duration(5 * time.Second)}
+}
+
+// Validate reports every problem, each prefixed with its key.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.URL != "" {
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("url: %q is not an http:// or https:// URL", c.URL))
+		}
+	}
+	if m := strings.ToUpper(c.Method); m != "POST" && m != "PUT" {
+		errs = append(errs, fmt.Errorf("method: %q is not POST or PUT", c.Method))
+	}
+	if c.Connections < 1 {
+		errs = append(errs, fmt.Errorf("connections: must be at least 1"))
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout: must be more than 0"))
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		errs = append(errs, fmt.Errorf("tls: cert_file and key_file go together"))
+	}
+	for key, f := range map[string]string{"tls.ca_file": c.TLS.CAFile, "tls.cert_file": c.TLS.CertFile, "tls.key_file": c.TLS.KeyFile} {
+		if f != "" {
+			if _, err := os.Stat(f); err != nil {
+				errs = append(errs, fmt.Errorf("%s: cannot read %s", key, f))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// tlsConfig builds the client TLS configuration, or nil for plain http.
+func (c *Config) tlsConfig(host string) (*tls.Config, error) {
+	t := &tls.Config{ServerName: c.TLS.ServerName, InsecureSkipVerify: c.TLS.InsecureSkipVerify}
+	if t.ServerName == "" {
+		t.ServerName = host
+	}
+	if c.TLS.CAFile != "" {
+		pem, err := os.ReadFile(c.TLS.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls.ca_file: %s holds no PEM certificate", c.TLS.CAFile)
+		}
+		t.RootCAs = pool
+	}
+	if c.TLS.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls.cert_file/key_file: %w", err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	return t, nil
+}

@@ -1,0 +1,154 @@
+package httpdriver
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/h2c"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/driver/drivertest"
+	"github.com/pipebench/pipebench/payload"
+)
+
+// receiver is a real net/http server on loopback that speaks h2c too and
+// counts items by the Pipebench-Count header.
+func receiver(t *testing.T) drivertest.Receiver {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items atomic.Int64
+	var answer atomic.Int32
+	slow := 2 * time.Second
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch drivertest.Answer(answer.Load()) {
+		case drivertest.AnswerRefused:
+			w.WriteHeader(503)
+			return
+		case drivertest.AnswerError:
+			w.WriteHeader(400)
+			return
+		case drivertest.AnswerSlow:
+			select {
+			case <-time.After(slow):
+			case <-r.Context().Done():
+			}
+			return
+		}
+		n, _ := strconv.Atoi(r.Header.Get(payload.HeaderCount))
+		items.Add(int64(n))
+		w.WriteHeader(200)
+	})
+	srv := &http.Server{Handler: h2c.NewHandler(h, &http2.Server{})}
+	go srv.Serve(ln)
+	closed := false
+	closeFn := func() {
+		if !closed {
+			closed = true
+			srv.Close()
+		}
+	}
+	t.Cleanup(closeFn)
+	return drivertest.Receiver{
+		Target: "http://" + ln.Addr().String() + "/events", Received: items.Load, Slow: slow,
+		Set: func(a drivertest.Answer) { answer.Store(int32(a)) }, Close: closeFn,
+	}
+}
+
+func harness(http2 bool) drivertest.Harness {
+	g, _ := payload.EventFactory().New(nil, pipebench.Env{})
+	return drivertest.Harness{
+		Generator: g, Count: 3,
+		Receiver:  receiver,
+		New: func(t *testing.T, target string) pipebench.Driver {
+			c := defaultConfig()
+			c.Timeout = pipebench.Duration(300 * time.Millisecond)
+			c.HTTP2 = http2
+			c.Connections = 8
+			d, err := New(*c, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
+	}
+}
+
+func TestConformanceHTTP1(t *testing.T) { drivertest.Run(t, harness(false)) }
+func TestConformanceH2C(t *testing.T)   { drivertest.Run(t, harness(true)) }
+
+func TestHeadersAndSecretsAreSentNotPrinted(t *testing.T) {
+	got := make(chan http.Header, 1)
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.Header.Clone():
+		default:
+		}
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c := defaultConfig()
+	c.Method = "PUT"
+	c.Headers = map[string]string{"X-Team": "obs"}
+	c.SecretHeaders = map[string]pipebench.Secret{"Authorization": "Bearer s3cret"}
+	d, err := New(*c, "http://"+ln.Addr().String()+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := d.Send(context.Background(), &pipebench.Batch{Body: []byte(`{}`), ContentType: "application/json"})
+	if o.Class != pipebench.ClassOK {
+		t.Fatal(o)
+	}
+	h := <-got
+	if h.Get("X-Team") != "obs" || h.Get("Authorization") != "Bearer s3cret" {
+		t.Errorf("headers: %v", h)
+	}
+	b, _ := c.SecretHeaders["Authorization"].MarshalText()
+	if string(b) != "***" || strings.Contains(c.SecretHeaders["Authorization"].String(), "s3cret") {
+		t.Errorf("a secret printed as %q", b)
+	}
+}
+
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	c := &Config{URL: "ftp://x", Method: "GET", Connections: 0, TLS: TLSConfig{CertFile: "/nonexistent.pem"}}
+	err := c.Validate()
+	for _, want := range []string{"url:", "method:", "connections:", "timeout:", "tls: cert_file and key_file", "tls.cert_file: cannot read"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v lacks %q", err, want)
+		}
+	}
+	if _, err := New(*defaultConfig(), ""); err == nil || pipebench.ExitCode(err) != pipebench.ExitUsage {
+		t.Errorf("no url: %v", err)
+	}
+}
+
+// BenchmarkSendClosedLoop sends with 64 goroutines against a trivial
+// fasthttp server on loopback and reports requests/s.
+func BenchmarkSendClosedLoop(b *testing.B) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {}}
+	go srv.Serve(ln)
+	defer srv.Shutdown()
+	d, _ := New(*defaultConfig(), "http://"+ln.Addr().String()+"/")
+	body := make([]byte, 256)
+	b.SetParallelism(32)
+	b.ReportAllocs()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		bt := &pipebench.Batch{Body: body, ContentType: "application/json"}
+		for pb.Next() {
+			d.Send(context.Background(), bt)
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+}
