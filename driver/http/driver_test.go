@@ -68,7 +68,7 @@ func harness(http2 bool) drivertest.Harness {
 	g, _ := payload.EventFactory().New(nil, pipebench.Env{})
 	return drivertest.Harness{
 		Generator: g, Count: 3,
-		Receiver:  receiver,
+		Receiver: receiver,
 		New: func(t *testing.T, target string) pipebench.Driver {
 			c := defaultConfig()
 			c.Timeout = pipebench.Duration(300 * time.Millisecond)
