@@ -1,0 +1,168 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// downstream is a real HTTP server recording what the relay forwards.
+type downstream struct {
+	mu     sync.Mutex
+	seqs   map[string]int
+	fail   atomic.Bool
+	url    string
+	closer func()
+}
+
+func newDownstream(t *testing.T) *downstream {
+	d := &downstream{seqs: map[string]int{}}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d.fail.Load() {
+			w.WriteHeader(503)
+			return
+		}
+		d.mu.Lock()
+		d.seqs[r.Header.Get("Pipebench-Seq")+"/"+r.Header.Get("ce-id")]++
+		d.mu.Unlock()
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	d.url = "http://" + ln.Addr().String() + "/"
+	return d
+}
+
+func (d *downstream) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, c := range d.seqs {
+		n += c
+	}
+	return n
+}
+
+func start(t *testing.T, cfg Config, target string) *Relay {
+	r := New(cfg, target)
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		r.Shutdown(ctx)
+	})
+	return r
+}
+
+func post(t *testing.T, url string, seq int) int {
+	req, _ := http.NewRequest("POST", url, bytes.NewReader([]byte(`{}`)))
+	req.Header.Set("Pipebench-Seq", strconv.Itoa(seq))
+	req.Header.Set("Pipebench-Count", "1")
+	req.Header.Set("ce-id", "x"+strconv.Itoa(seq))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func metric(t *testing.T, r *Relay, name string) float64 {
+	resp, err := http.Get(r.MetricsURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := fams[name].GetMetric()[0]
+	if m.GetCounter() != nil {
+		return m.GetCounter().GetValue()
+	}
+	return m.GetGauge().GetValue()
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not reached in 10s")
+}
+
+func TestForwardsEachOnceWithHeaders(t *testing.T) {
+	d := newDownstream(t)
+	cfg := *defaultConfig()
+	r := start(t, cfg, d.url)
+	for i := 1; i <= 100; i++ {
+		if code := post(t, r.Endpoint(), i); code != 202 {
+			t.Fatalf("code %d", code)
+		}
+	}
+	waitFor(t, func() bool { return d.count() == 100 })
+	d.mu.Lock()
+	for k, c := range d.seqs {
+		if c != 1 || k == "/" {
+			t.Errorf("%q forwarded %d times", k, c)
+		}
+	}
+	d.mu.Unlock()
+	if got := metric(t, r, "relay_exporter_sent_items"); got != 100 {
+		t.Errorf("sent metric %v", got)
+	}
+}
+
+func TestRetriesThroughOutageAndQueueRises(t *testing.T) {
+	d := newDownstream(t)
+	d.fail.Store(true)
+	cfg := *defaultConfig()
+	cfg.Workers = 2
+	cfg.RetryBackoffMax = 100_000_000 // 100ms
+	r := start(t, cfg, d.url)
+	for i := 1; i <= 50; i++ {
+		post(t, r.Endpoint(), i)
+	}
+	waitFor(t, func() bool { return metric(t, r, "relay_exporter_queue_size") > 0 })
+	if metric(t, r, "relay_exporter_send_failed_items") == 0 {
+		t.Error("no failed sends counted during the outage")
+	}
+	d.fail.Store(false)
+	waitFor(t, func() bool { return d.count() == 50 })
+	waitFor(t, func() bool { return metric(t, r, "relay_exporter_queue_size") == 0 })
+	if metric(t, r, "relay_exporter_dropped_items") != 0 {
+		t.Error("dropped items with unlimited retries")
+	}
+}
+
+func TestQueueFullRefuses(t *testing.T) {
+	d := newDownstream(t)
+	d.fail.Store(true)
+	cfg := *defaultConfig()
+	cfg.QueueSize, cfg.Workers = 5, 1
+	r := start(t, cfg, d.url)
+	codes := map[int]int{}
+	for i := 0; i < 20; i++ {
+		codes[post(t, r.Endpoint(), i)]++
+	}
+	if codes[503] < 10 {
+		t.Errorf("codes %v: a full queue must refuse", codes)
+	}
+	if got := metric(t, r, "relay_receiver_refused_items"); got != float64(codes[503]) {
+		t.Errorf("refused metric %v, answered %d", got, codes[503])
+	}
+}
