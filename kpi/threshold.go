@@ -1,0 +1,333 @@
+package kpi
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// KnownKPIs lists the KPI names a Result can hold (DESIGN.md), including
+// the quantile forms, for "did you mean" in threshold errors.
+var KnownKPIs = func() []string {
+	names := []string{"target_rate", "sent_rate", "accepted_rate", "sent", "accepted", "dropped", "errors",
+		"receiver_accepted_rate", "receiver_refused_rate", "exporter_sent_rate", "exporter_failed_rate",
+		"exporter_queue_size.max", "exporter_queue_size.last", "memory_mb", "cpu_cores",
+		"delivered_rate", "delivered", "lost", "duplicates", "reordered", "faulted", "drain_time", "backlog.max",
+		"schedule_lag.p99", "schedule_lag.max"}
+	for _, h := range []string{"latency", "service_time"} {
+		for _, q := range Quantiles {
+			names = append(names, h+"."+q.Suffix)
+		}
+		names = append(names, h+".max", h+".mean")
+	}
+	for _, q := range []string{"p50", "p90", "p99", "max"} {
+		names = append(names, "e2e_latency."+q)
+	}
+	return names
+}()
+
+// Threshold is a parsed condition on a phase's KPIs: `latency.p99 < 500ms`,
+// `delivered_rate >= 0.99 * sent_rate`, `max(memory_mb) < 512`. It is
+// immutable and safe for concurrent use.
+type Threshold struct {
+	expr        string
+	left, right operand
+	op          string
+}
+
+// operand is a constant, or factor × a KPI reference (aggregated or not).
+type operand struct {
+	constant bool
+	value    float64
+	factor   float64
+	name     string
+	labels   map[string]string
+	agg      string // "", max, min, sum, avg
+}
+
+var ops = []string{"<=", ">=", "==", "!=", "<", ">"}
+
+// ParseThreshold parses a threshold expression.
+func ParseThreshold(expr string) (*Threshold, error) {
+	e := strings.TrimSpace(expr)
+	if e == "" {
+		return nil, fmt.Errorf("threshold is empty: write it like latency.p99 < 500ms")
+	}
+	idx, op := -1, ""
+	depth := 0
+	for i := 0; i < len(e) && idx < 0; i++ {
+		switch e[i] {
+		case '{', '(':
+			depth++
+		case '}', ')':
+			depth--
+		}
+		if depth > 0 {
+			continue
+		}
+		for _, o := range ops {
+			if strings.HasPrefix(e[i:], o) {
+				idx, op = i, o
+				break
+			}
+		}
+	}
+	if idx < 0 {
+		return nil, fmt.Errorf("threshold %q has no comparison: use one of < <= > >= == !=", expr)
+	}
+	l, r := strings.TrimSpace(e[:idx]), strings.TrimSpace(e[idx+len(op):])
+	if l == "" || r == "" {
+		return nil, fmt.Errorf("threshold %q: %q needs something on both sides (column %d)", expr, op, idx+1)
+	}
+	left, err := parseOperand(l)
+	if err != nil {
+		return nil, fmt.Errorf("threshold %q: %v", expr, err)
+	}
+	right, err := parseOperand(r)
+	if err != nil {
+		return nil, fmt.Errorf("threshold %q: %v", expr, err)
+	}
+	if left.constant && right.constant {
+		return nil, fmt.Errorf("threshold %q compares two constants: name a KPI on one side", expr)
+	}
+	return &Threshold{expr: e, left: left, right: right, op: op}, nil
+}
+
+var (
+	refRe = regexp.MustCompile(`^(?:(max|min|sum|avg)\(\s*)?([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)?)(\{[^}]*\})?\s*\)?$`)
+	lblRe = regexp.MustCompile(`^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"([^"]*)"\s*$`)
+)
+
+func parseOperand(s string) (operand, error) {
+	if v, ok := constant(s); ok {
+		return operand{constant: true, value: v}, nil
+	}
+	o := operand{factor: 1}
+	if f, ref, ok := strings.Cut(s, "*"); ok {
+		v, isConst := constant(strings.TrimSpace(f))
+		if !isConst {
+			return o, fmt.Errorf("%q: only a number may multiply a KPI, like 0.99 * sent_rate", s)
+		}
+		o.factor, s = v, strings.TrimSpace(ref)
+	}
+	m := refRe.FindStringSubmatch(s)
+	if m == nil || (m[1] != "") != strings.HasSuffix(s, ")") {
+		return o, fmt.Errorf("%q is not a number, a duration, a rate or a KPI name", s)
+	}
+	o.agg, o.name = m[1], m[2]
+	if !known(o.name) {
+		return o, fmt.Errorf("unknown KPI %q%s", o.name, suggestion(o.name))
+	}
+	if m[3] != "" {
+		o.labels = map[string]string{}
+		for _, kv := range strings.Split(strings.Trim(m[3], "{}"), ",") {
+			lm := lblRe.FindStringSubmatch(kv)
+			if lm == nil {
+				return o, fmt.Errorf("label %q: write it like class=\"timeout\"", strings.TrimSpace(kv))
+			}
+			o.labels[lm[1]] = lm[2]
+		}
+	}
+	return o, nil
+}
+
+// constant reads a number, a duration (in milliseconds, the unit of
+// latency KPIs) or a rate (per second).
+func constant(s string) (float64, bool) {
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		return v, true
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return float64(d) / float64(time.Millisecond), true
+	}
+	if strings.Contains(s, "/") {
+		if r, err := pipebench.ParseRate(s); err == nil {
+			return float64(r), true
+		}
+	}
+	return 0, false
+}
+
+func known(name string) bool {
+	for _, k := range KnownKPIs {
+		if k == name {
+			return true
+		}
+	}
+	// Pipeline KPIs come from observers' mappings: any NAME_rate, NAME.max,
+	// NAME.last or quantile is allowed, unless it is a near miss of a known
+	// name (a typo).
+	for _, k := range KnownKPIs {
+		if editDistance(name, k) <= 2 {
+			return false
+		}
+	}
+	return strings.HasSuffix(name, "_rate") || strings.HasSuffix(name, ".max") || strings.HasSuffix(name, ".last") ||
+		strings.HasSuffix(name, ".p50") || strings.HasSuffix(name, ".p90") || strings.HasSuffix(name, ".p99")
+}
+
+func suggestion(name string) string {
+	best, bd := "", 4
+	for _, k := range KnownKPIs {
+		if d := editDistance(name, k); d < bd {
+			best, bd = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// String returns the expression as written.
+func (t *Threshold) String() string { return t.expr }
+
+// values resolves an operand on a phase: one value per matching KPI
+// instance (aggregates give one), with a label naming the instance.
+func (o operand) values(p *pipebench.PhaseResult) ([]float64, []string, bool) {
+	if o.constant {
+		return []float64{o.value}, []string{""}, true
+	}
+	var vals []float64
+	var which []string
+	for _, k := range p.KPIs {
+		if k.Name != o.name {
+			continue
+		}
+		match := true
+		for lk, lv := range o.labels {
+			if k.Labels[lk] != lv {
+				match = false
+			}
+		}
+		if match {
+			vals = append(vals, k.Value)
+			which = append(which, k.Key())
+		}
+	}
+	if len(vals) == 0 {
+		return nil, nil, false
+	}
+	if o.agg != "" || o.name == "errors" && len(o.labels) == 0 {
+		agg := o.agg
+		if agg == "" {
+			agg = "sum" // errors without a class: all of them
+		}
+		v := vals[0]
+		for _, x := range vals[1:] {
+			switch agg {
+			case "max":
+				v = math.Max(v, x)
+			case "min":
+				v = math.Min(v, x)
+			default:
+				v += x
+			}
+		}
+		if agg == "avg" {
+			v /= float64(len(vals))
+		}
+		vals, which = []float64{v}, []string{agg + "(" + o.name + ")"}
+	}
+	for i := range vals {
+		vals[i] *= o.factor
+	}
+	return vals, which, true
+}
+
+// Eval checks the threshold on one phase: one result per KPI instance the
+// expression names (all must hold).
+func (t *Threshold) Eval(p *pipebench.PhaseResult) []pipebench.ThresholdResult {
+	lv, lw, lok := t.left.values(p)
+	rv, _, rok := t.right.values(p)
+	if !lok || !rok {
+		missing := t.left.name
+		if lok {
+			missing = t.right.name
+		}
+		var have []string
+		for _, k := range p.KPIs {
+			if len(have) < 12 && !containsStr(have, k.Name) {
+				have = append(have, k.Name)
+			}
+		}
+		return []pipebench.ThresholdResult{{Expr: t.expr, Phase: p.Name, Message: fmt.Sprintf("%s was not measured in phase %s (it has %s...)", missing, p.Name, strings.Join(have, ", "))}}
+	}
+	var out []pipebench.ThresholdResult
+	for i, l := range lv {
+		r := rv[0]
+		if len(rv) == len(lv) {
+			r = rv[i]
+		}
+		ok := compare(l, t.op, r)
+		res := pipebench.ThresholdResult{Expr: t.expr, Phase: p.Name, Passed: ok, Observed: l, Limit: r}
+		if lw[i] != "" && len(lv) > 1 {
+			res.Expr = t.expr + " [" + lw[i] + "]"
+		}
+		if !ok {
+			res.Message = fmt.Sprintf("%s is %s, not %s %s", t.left.describe(), num(l), t.op, num(r))
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+func (o operand) describe() string {
+	if o.constant {
+		return num(o.value)
+	}
+	return o.name
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+func compare(l float64, op string, r float64) bool {
+	switch op {
+	case "<":
+		return l < r
+	case "<=":
+		return l <= r
+	case ">":
+		return l > r
+	case ">=":
+		return l >= r
+	case "==":
+		return l == r
+	default:
+		return l != r
+	}
+}
+
+func containsStr(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
