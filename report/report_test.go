@@ -1,0 +1,104 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"strings"
+	"testing"
+
+	"github.com/pipebench/pipebench"
+	csvreport "github.com/pipebench/pipebench/report/csv"
+	"github.com/pipebench/pipebench/report/jsonreport"
+	"github.com/pipebench/pipebench/report/junit"
+	"github.com/pipebench/pipebench/report/markdown"
+	"github.com/pipebench/pipebench/report/reporttest"
+	"github.com/pipebench/pipebench/report/text"
+)
+
+func render(t *testing.T, r pipebench.Reporter, res *pipebench.Result) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := r.Report(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestText(t *testing.T) {
+	reporttest.Golden(t, "text", render(t, text.New(text.Options{}), reporttest.Pipeline("0.100.0", "single pipeline", 20134)))
+	reporttest.Golden(t, "text-ascii", render(t, text.New(text.Options{ASCII: true}), reporttest.Pipeline("0.100.0", "single pipeline", 20134)))
+}
+
+func TestMarkdownSingleRun(t *testing.T) {
+	reporttest.Golden(t, "md-single", render(t, markdown.New(markdown.Options{}), reporttest.Pipeline("0.92", "single pipeline", 21146)))
+}
+
+// The kyma traces table: three versions, four cases, the reference's
+// columns and two-row header.
+func TestMarkdownVersionsByCases(t *testing.T) {
+	var results []*pipebench.Result
+	for _, v := range []string{"0.99.0", "0.100.0", "0.92"} {
+		for i, c := range []string{"Single Pipeline", "Multi Pipeline", "Single Pipeline Backpressure", "Multi Pipeline Backpressure"} {
+			r := reporttest.Pipeline(v, c, 19000+float64(i*1000))
+			r.Phases = r.Phases[:1]
+			if strings.Contains(c, "Backpressure") {
+				r.Phases = reporttest.Pipeline(v, c, 9000).Phases[1:2]
+			}
+			results = append(results, r)
+		}
+	}
+	var b bytes.Buffer
+	if err := markdown.Render(&b, markdown.Build(results, markdown.Options{})); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 6 || !strings.HasPrefix(lines[3], "| 0.92 |") || !strings.HasPrefix(lines[5], "| 0.100.0 |") {
+		t.Errorf("rows must be versions in numeric order:\n%s", out)
+	}
+	if !strings.Contains(lines[2], "Receiver Accepted Spans/sec") {
+		t.Errorf("second header row lacks the reference columns:\n%s", lines[2])
+	}
+	reporttest.Golden(t, "md-versions", b.Bytes())
+}
+
+func TestMarkdownPhasesAsRows(t *testing.T) {
+	cols := []markdown.Column{{"Event Rate", "target_rate", ""}, {"P50 Latency", "latency.p50", ""}, {"P75 Latency", "latency.p75", ""}, {"P99 Latency", "latency.p99", ""}}
+	reporttest.Golden(t, "md-phases", render(t, markdown.New(markdown.Options{Layout: markdown.LayoutPhases, Columns: cols}), reporttest.Pipeline("v0.4.0", "burst", 500)))
+}
+
+func TestCSV(t *testing.T) {
+	reporttest.Golden(t, "csv", render(t, csvreport.New(), reporttest.Pipeline("0.100.0", "single", 20134)))
+}
+
+func TestJUnitIsValidXML(t *testing.T) {
+	out := render(t, junit.New(), reporttest.Pipeline("0.100.0", "single", 20134))
+	var v struct {
+		Suites []struct {
+			Tests    int `xml:"tests,attr"`
+			Failures int `xml:"failures,attr"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(out, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Suites[0].Tests != 3 || v.Suites[0].Failures != 1 {
+		t.Errorf("suite %+v", v.Suites[0])
+	}
+	reporttest.Golden(t, "junit", out)
+}
+
+func TestJSONRoundTrips(t *testing.T) {
+	in := reporttest.Pipeline("0.100.0", "single", 20134)
+	out := render(t, jsonreport.New(), in)
+	var back pipebench.Result
+	if err := json.Unmarshal(out, &back); err != nil {
+		t.Fatal(err)
+	}
+	again := render(t, jsonreport.New(), &back)
+	if !bytes.Equal(out, again) {
+		t.Error("JSON does not round-trip")
+	}
+	reporttest.Golden(t, "json", out)
+}
