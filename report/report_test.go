@@ -64,7 +64,7 @@ func TestMarkdownVersionsByCases(t *testing.T) {
 }
 
 func TestMarkdownPhasesAsRows(t *testing.T) {
-	cols := []markdown.Column{{"Event Rate", "target_rate", ""}, {"P50 Latency", "latency.p50", ""}, {"P75 Latency", "latency.p75", ""}, {"P99 Latency", "latency.p99", ""}}
+	cols := []markdown.Column{{Header: "Event Rate", KPI: "target_rate"}, {Header: "P50 Latency", KPI: "latency.p50"}, {Header: "P75 Latency", KPI: "latency.p75"}, {Header: "P99 Latency", KPI: "latency.p99"}}
 	reporttest.Golden(t, "md-phases", render(t, markdown.New(markdown.Options{Layout: markdown.LayoutPhases, Columns: cols}), reporttest.Pipeline("v0.4.0", "burst", 500)))
 }
 
