@@ -1,0 +1,26 @@
+// Package examples holds one scenario file per feature. They are also the
+// built-in scenarios: `pipebench run builtin:NAME` runs NAME.yaml from here.
+package examples
+
+import (
+	"embed"
+	"io/fs"
+	"strings"
+)
+
+// FS holds the example scenarios.
+//
+//go:embed *.yaml
+var FS embed.FS
+
+// Names lists the built-in scenarios (file names without .yaml).
+func Names() []string {
+	entries, _ := fs.ReadDir(FS, ".")
+	var out []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,75 @@
+package procobs
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/pipebench/pipebench"
+)
+
+func observe(t *testing.T, o *Observer) map[string]float64 {
+	pts, err := o.Observe(context.Background(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]float64{}
+	for _, p := range pts {
+		m[p.Name] = p.Value
+	}
+	return m
+}
+
+func TestSelfByPIDAndPort(t *testing.T) {
+	o, err := New(Config{PID: os.Getpid()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// burn a little CPU so cpu_seconds moves
+	x := 0
+	for start := time.Now(); time.Since(start) < 150*time.Millisecond; {
+		x++
+	}
+	_ = x
+	m := observe(t, o)
+	if m["memory_rss_bytes"] < 1<<20 || m["cpu_seconds"] <= 0 {
+		t.Errorf("self: %v", m)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	fs, _ := procfs.NewDefaultFS()
+	pid, err := ListeningPID(fs, ln.Addr().(*net.TCPAddr).Port)
+	if err != nil || pid != os.Getpid() {
+		t.Errorf("listening pid %d %v, want %d", pid, err, os.Getpid())
+	}
+}
+
+func TestChildProcessAndItsExit(t *testing.T) {
+	cmd := exec.Command("sleep", "5")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	o, err := New(Config{}, []pipebench.Instance{{Name: "child", PID: cmd.Process.Pid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := observe(t, o); m["memory_rss_bytes"] <= 0 {
+		t.Errorf("child: %v", m)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := o.Observe(context.Background(), time.Now()); err == nil {
+		t.Error("an exited process must be reported")
+	}
+	if _, err := New(Config{Port: 1}, nil); err == nil {
+		t.Error("port with no listener accepted")
+	}
+}

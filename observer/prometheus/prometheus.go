@@ -1,0 +1,274 @@
+// Package promobs observes a Prometheus text endpoint: it scrapes, maps
+// metric names (and label filters) to KPI names, and reports raw values as
+// points; counters become per-phase rates downstream.
+package promobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/pipebench/pipebench"
+)
+
+// Mapping turns one Prometheus metric into one KPI series.
+type Mapping struct {
+	// KPI is the series name the points get ("receiver_accepted").
+	KPI string `yaml:"kpi" json:"kpi"`
+	// Metric is the Prometheus metric name; a _total suffix is also tried.
+	Metric string `yaml:"metric" json:"metric"`
+	// Labels keep only the series with these label values.
+	Labels map[string]string `yaml:"labels" json:"labels,omitempty"`
+	// Kind is counter or gauge; empty takes the metric's TYPE.
+	Kind string `yaml:"kind" json:"kind,omitempty"`
+}
+
+// Config configures the observer.
+type Config struct {
+	// URL to scrape; empty scrapes every instance of the embedded system
+	// under test, labelled instance=NAME.
+	URL     string             `yaml:"url" json:"url,omitempty"`
+	Timeout pipebench.Duration `yaml:"timeout" json:"timeout"`
+	// Preset adds built-in mappings: "otelcol" or "relay".
+	Preset  string    `yaml:"preset" json:"preset,omitempty"`
+	Metrics []Mapping `yaml:"metrics" json:"metrics,omitempty"`
+}
+
+// Presets are the built-in mappings, by name. Each KPI sums the metric over
+// all its series (receivers, exporters, transports) per instance.
+var Presets = map[string][]Mapping{
+	"otelcol": otelcolPreset(),
+	"relay": {
+		{KPI: "receiver_accepted", Metric: "relay_receiver_accepted_items", Kind: "counter"},
+		{KPI: "receiver_refused", Metric: "relay_receiver_refused_items", Kind: "counter"},
+		{KPI: "exporter_sent", Metric: "relay_exporter_sent_items", Kind: "counter"},
+		{KPI: "exporter_failed", Metric: "relay_exporter_send_failed_items", Kind: "counter"},
+		{KPI: "exporter_dropped", Metric: "relay_exporter_dropped_items", Kind: "counter"},
+		{KPI: "exporter_queue_size", Metric: "relay_exporter_queue_size", Kind: "gauge"},
+	},
+}
+
+func otelcolPreset() []Mapping {
+	var m []Mapping
+	for _, sig := range []string{"spans", "metric_points", "log_records"} {
+		m = append(m,
+			Mapping{KPI: "receiver_accepted", Metric: "otelcol_receiver_accepted_" + sig, Kind: "counter"},
+			Mapping{KPI: "receiver_refused", Metric: "otelcol_receiver_refused_" + sig, Kind: "counter"},
+			Mapping{KPI: "exporter_sent", Metric: "otelcol_exporter_sent_" + sig, Kind: "counter"},
+			Mapping{KPI: "exporter_failed", Metric: "otelcol_exporter_send_failed_" + sig, Kind: "counter"},
+		)
+	}
+	return append(m,
+		Mapping{KPI: "exporter_queue_size", Metric: "otelcol_exporter_queue_size", Kind: "gauge"},
+		Mapping{KPI: "exporter_queue_capacity", Metric: "otelcol_exporter_queue_capacity", Kind: "gauge"},
+		Mapping{KPI: "memory_rss_bytes", Metric: "otelcol_process_memory_rss", Kind: "gauge"},
+		Mapping{KPI: "cpu_seconds", Metric: "otelcol_process_cpu_seconds", Kind: "counter"},
+	)
+}
+
+// Validate reports every problem, each prefixed with its key.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.URL != "" {
+		if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("url: %q is not an http:// URL", c.URL))
+		}
+	}
+	if _, ok := Presets[c.Preset]; c.Preset != "" && !ok {
+		names := make([]string, 0, len(Presets))
+		for n := range Presets {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		errs = append(errs, fmt.Errorf("preset: %q is not one of %s", c.Preset, strings.Join(names, ", ")))
+	}
+	if c.Preset == "" && len(c.Metrics) == 0 {
+		errs = append(errs, fmt.Errorf("metrics: give a preset or at least one mapping {kpi, metric}"))
+	}
+	for i, m := range c.Metrics {
+		if m.KPI == "" || m.Metric == "" {
+			errs = append(errs, fmt.Errorf("metrics: entry %d needs kpi and metric", i))
+		}
+		if m.Kind != "" && m.Kind != "counter" && m.Kind != "gauge" {
+			errs = append(errs, fmt.Errorf("metrics: entry %d: kind %q is not counter or gauge", i, m.Kind))
+		}
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout: must be more than 0"))
+	}
+	return errors.Join(errs...)
+}
+
+// Factory returns the factory of the "prometheus" observer.
+func Factory() pipebench.Factory[pipebench.Observer] {
+	def := func() *Config { return &Config{Timeout: pipebench.Duration(2 * time.Second)} }
+	return pipebench.Factory[pipebench.Observer]{
+		Name:      "prometheus",
+		Doc:       "scrape a Prometheus endpoint and map its metrics to KPIs",
+		NewConfig: func() any { return def() },
+		New: func(cfg any, env pipebench.Env) (pipebench.Observer, error) {
+			c, ok := cfg.(*Config)
+			if !ok || c == nil {
+				c = def()
+			}
+			if err := c.Validate(); err != nil {
+				return nil, err
+			}
+			return New(*c, env.Instances)
+		},
+	}
+}
+
+type target struct {
+	instance string
+	url      string
+}
+
+// Observer scrapes its targets. Observe is called from one goroutine at a
+// time.
+type Observer struct {
+	targets  []target
+	mappings []Mapping
+	client   *http.Client
+}
+
+var _ pipebench.Observer = (*Observer)(nil)
+
+// New returns an observer of cfg.URL, or of every instance with a metrics
+// URL when cfg.URL is empty.
+func New(cfg Config, instances []pipebench.Instance) (*Observer, error) {
+	o := &Observer{mappings: append(append([]Mapping(nil), Presets[cfg.Preset]...), cfg.Metrics...),
+		client: &http.Client{Timeout: cfg.Timeout.D()}}
+	if cfg.URL != "" {
+		o.targets = []target{{instance: hostOf(cfg.URL), url: cfg.URL}}
+	} else {
+		for _, in := range instances {
+			if in.MetricsURL != "" {
+				o.targets = append(o.targets, target{instance: in.Name, url: in.MetricsURL})
+			}
+		}
+	}
+	if len(o.targets) == 0 {
+		return nil, pipebench.UsageError("the prometheus observer has nothing to scrape", "set its url, or use it with an embedded sut that serves metrics", nil)
+	}
+	return o, nil
+}
+
+func hostOf(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		return p.Host
+	}
+	return u
+}
+
+// Observe scrapes every target and returns one point per mapping and
+// instance (the sum over the metric's matching series).
+func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point, error) {
+	var pts []pipebench.Point
+	var errs []error
+	for _, t := range o.targets {
+		fams, err := o.scrape(ctx, t.url)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", t.url, err))
+			continue
+		}
+		pts = append(pts, o.points(fams, t.instance, at)...)
+	}
+	return pts, errors.Join(errs...)
+}
+
+func (o *Observer) scrape(ctx context.Context, u string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := o.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, resp.Body)
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(resp.Body)
+}
+
+// points applies the mappings to one scrape. Mappings sharing a KPI name are
+// summed (the otelcol preset adds up spans, metric points and log records).
+func (o *Observer) points(fams map[string]*dto.MetricFamily, instance string, at time.Time) []pipebench.Point {
+	type acc struct {
+		kind  pipebench.MetricKind
+		value float64
+	}
+	sums := map[string]*acc{}
+	var order []string
+	for _, m := range o.mappings {
+		fam := fams[m.Metric]
+		if fam == nil {
+			fam = fams[m.Metric+"_total"]
+		}
+		if fam == nil {
+			continue
+		}
+		kind := pipebench.KindGauge
+		if m.Kind == "counter" || (m.Kind == "" && fam.GetType() == dto.MetricType_COUNTER) {
+			kind = pipebench.KindCounter
+		}
+		for _, metric := range fam.GetMetric() {
+			if !matches(metric, m.Labels) {
+				continue
+			}
+			var v float64
+			switch {
+			case metric.GetCounter() != nil:
+				v = metric.GetCounter().GetValue()
+			case metric.GetGauge() != nil:
+				v = metric.GetGauge().GetValue()
+			case metric.GetUntyped() != nil:
+				v = metric.GetUntyped().GetValue()
+			default:
+				continue
+			}
+			a := sums[m.KPI]
+			if a == nil {
+				a = &acc{kind: kind}
+				sums[m.KPI] = a
+				order = append(order, m.KPI)
+			}
+			a.value += v
+		}
+	}
+	pts := make([]pipebench.Point, 0, len(order))
+	for _, k := range order {
+		pts = append(pts, pipebench.Point{Name: k, Labels: map[string]string{"instance": instance}, Kind: sums[k].kind, At: at, Value: sums[k].value})
+	}
+	return pts
+}
+
+func matches(m *dto.Metric, want map[string]string) bool {
+	for k, v := range want {
+		found := false
+		for _, l := range m.GetLabel() {
+			if l.GetName() == k && l.GetValue() == v {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}

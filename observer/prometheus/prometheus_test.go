@@ -1,0 +1,94 @@
+package promobs
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pipebench/pipebench"
+)
+
+// serve exposes a real client_golang registry on loopback.
+func serve(t *testing.T, reg *prometheus.Registry) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String() + "/metrics"
+}
+
+func TestMappingsSumSeriesAndKeepKinds(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	acc := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "otelcol_receiver_accepted_spans"}, []string{"receiver", "transport"})
+	queue := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "otelcol_exporter_queue_size"}, []string{"exporter"})
+	rss := prometheus.NewGauge(prometheus.GaugeOpts{Name: "otelcol_process_memory_rss"})
+	reg.MustRegister(acc, queue, rss)
+	acc.WithLabelValues("otlp", "grpc").Add(100)
+	acc.WithLabelValues("otlp", "http").Add(50)
+	queue.WithLabelValues("otlp/a").Set(7)
+	queue.WithLabelValues("otlp/b").Set(5)
+	rss.Set(64 << 20)
+	url := serve(t, reg)
+	o, err := New(Config{URL: url, Preset: "otelcol", Timeout: pipebench.Duration(time.Second),
+		Metrics: []Mapping{{KPI: "grpc_only", Metric: "otelcol_receiver_accepted_spans", Labels: map[string]string{"transport": "grpc"}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := o.Observe(context.Background(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]pipebench.Point{}
+	for _, p := range pts {
+		got[p.Name] = p
+	}
+	// client_golang exposes counters with a _total suffix; the mapping
+	// names them without it, as the collector does.
+	if p := got["receiver_accepted"]; p.Value != 150 || p.Kind != pipebench.KindCounter {
+		t.Errorf("receiver_accepted = %+v", p)
+	}
+	if p := got["grpc_only"]; p.Value != 100 {
+		t.Errorf("label filter: %+v", p)
+	}
+	if p := got["exporter_queue_size"]; p.Value != 12 || p.Kind != pipebench.KindGauge {
+		t.Errorf("queue = %+v", p)
+	}
+	if p := got["memory_rss_bytes"]; p.Value != 64<<20 || !strings.Contains(p.Labels["instance"], "127.0.0.1") {
+		t.Errorf("rss = %+v", p)
+	}
+}
+
+func TestInstancesAndErrors(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "relay_exporter_queue_size"})
+	reg.MustRegister(g)
+	g.Set(3)
+	url := serve(t, reg)
+	o, err := New(Config{Preset: "relay", Timeout: pipebench.Duration(time.Second)}, []pipebench.Instance{{Name: "relay-0", MetricsURL: url}, {Name: "gone", MetricsURL: "http://127.0.0.1:1/metrics"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := o.Observe(context.Background(), time.Now())
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("an unreachable target must be reported: %v", err)
+	}
+	if len(pts) != 1 || pts[0].Labels["instance"] != "relay-0" || pts[0].Value != 3 {
+		t.Errorf("points %+v", pts)
+	}
+	if _, err := New(Config{Preset: "relay", Timeout: 1}, nil); err == nil {
+		t.Error("nothing to scrape accepted")
+	}
+	c := &Config{Preset: "nope", URL: "ftp://x", Timeout: 0}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "preset:") || !strings.Contains(err.Error(), "url:") || !strings.Contains(err.Error(), "timeout:") {
+		t.Errorf("validate: %v", err)
+	}
+}
