@@ -61,7 +61,14 @@ func TestChildProcessAndItsExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := observe(t, o); m["memory_rss_bytes"] <= 0 {
+	// Right after exec the new image may not be mapped yet: wait for it.
+	var m map[string]float64
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m = observe(t, o); m["memory_rss_bytes"] > 0 {
+			break
+		}
+	}
+	if m["memory_rss_bytes"] <= 0 {
 		t.Errorf("child: %v", m)
 	}
 	cmd.Process.Kill()
