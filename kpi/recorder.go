@@ -159,6 +159,10 @@ type Arrivals struct {
 	maxSeq    uint64
 	faulted   atomic.Uint64
 	unmatched atomic.Uint64
+	// during counts unique arrivals by the phase running when they
+	// arrived; index len(phases) is the drain after the last phase.
+	during []atomic.Uint64
+	now    atomic.Int32
 	// OnDeliver, if set, is called with the phase of each unique arrival.
 	live []*Live
 }
@@ -176,7 +180,7 @@ var _ pipebench.Arrivals = (*Arrivals)(nil)
 // NewArrivals returns an arrival recorder for n phases; live, if not nil,
 // gets each phase's Delivered counter updated.
 func NewArrivals(n int, live func(i int) *Live) *Arrivals {
-	a := &Arrivals{accepted: NewSeqSet(), arrived: NewSeqSet(), phases: make([]*arrivalPhase, n)}
+	a := &Arrivals{accepted: NewSeqSet(), arrived: NewSeqSet(), phases: make([]*arrivalPhase, n), during: make([]atomic.Uint64, n+1)}
 	for i := range a.phases {
 		a.phases[i] = &arrivalPhase{e2e: newHist()}
 	}
@@ -197,6 +201,19 @@ func (a *Arrivals) StartPhase(i int, first uint64) {
 	}
 	a.starts[i] = first
 	a.mu.Unlock()
+}
+
+// SetRunning declares that phase i is running from now on (len(phases) for
+// the drain): arrivals from now on count as delivered during it.
+func (a *Arrivals) SetRunning(i int) { a.now.Store(int32(i)) }
+
+// DeliveredDuring returns the unique items that arrived while phase i was
+// running (i = number of phases: during the drain).
+func (a *Arrivals) DeliveredDuring(i int) uint64 {
+	if i < 0 || i >= len(a.during) {
+		return 0
+	}
+	return a.during[i].Load()
 }
 
 // phaseOf returns the phase seq was sent in. Call with mu held.
@@ -239,6 +256,9 @@ func (a *Arrivals) Arrive(seq uint64, sent, at time.Time) {
 	if i < len(a.live) {
 		a.live[i].Delivered.Add(1)
 	}
+	if r := int(a.now.Load()); r >= 0 && r < len(a.during) {
+		a.during[r].Add(1)
+	}
 }
 
 // Faulted implements pipebench.Arrivals.
@@ -261,7 +281,9 @@ func (a *Arrivals) Delivered() uint64 {
 	return a.arrived.Len()
 }
 
-// ArrivalStats is what reached the sink for one phase's sends.
+// ArrivalStats is what reached the sink: Delivered counts the unique items
+// that arrived while the phase ran (whenever they were sent); the other
+// counts are about the phase's own sends.
 type ArrivalStats struct {
 	Delivered, Duplicates, Reordered uint64
 	// Lost counts items accepted by the pipeline that never arrived.
@@ -285,7 +307,7 @@ func (a *Arrivals) Stats(i int, hi uint64) ArrivalStats {
 	}
 	p := a.phases[i]
 	return ArrivalStats{
-		Delivered:  p.delivered,
+		Delivered:  a.DeliveredDuring(i),
 		Duplicates: p.duplicates,
 		Reordered:  p.reordered,
 		Lost:       a.arrived.MissingFrom(a.accepted, lo, hi),

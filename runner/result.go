@@ -104,7 +104,8 @@ func (r *run) result(started time.Time, aborted bool) *pipebench.Result {
 		if r.c.sink != nil {
 			a := r.arr.Stats(0, r.nextSeq)
 			// Stats(0, ...) gives the whole seq range's loss, but only
-			// phase 0's delivery counts: add the others.
+			// phase 0's counts: add the others, and the drain's arrivals.
+			a.Delivered += r.arr.DeliveredDuring(len(r.plan.Phases))
 			for i := 1; i < ran; i++ {
 				s := r.arr.Stats(i, r.nextSeq)
 				a.Delivered += s.Delivered
@@ -117,7 +118,7 @@ func (r *run) result(started time.Time, aborted bool) *pipebench.Result {
 			}
 			in.Arrivals = &a
 			in.Faulted, _ = r.arr.Totals()
-			total := kpi.Build(in, nil)
+			total := kpi.Build(in, res.Series)
 			if !a.Last.IsZero() && a.Last.After(last.Ended) {
 				total.Set(pipebench.KPI{Name: "drain_time", Value: a.Last.Sub(last.Ended).Seconds(), Unit: pipebench.UnitSeconds})
 			} else {
@@ -128,7 +129,7 @@ func (r *run) result(started time.Time, aborted bool) *pipebench.Result {
 			}
 			res.Total = &total
 		} else {
-			total := kpi.Build(in, nil)
+			total := kpi.Build(in, res.Series)
 			res.Total = &total
 		}
 	}

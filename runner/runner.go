@@ -353,6 +353,7 @@ func (r *run) startPhase(i int, ph pipebench.PlanPhase) {
 		fs.SetFaults(ph.Faults, time.Now())
 	}
 	r.arr.StartPhase(i, r.nextSeq)
+	r.arr.SetRunning(i)
 	r.phaseT0[i] = time.Now()
 	r.phaseIdx.Store(int32(i))
 	r.log.Info("phase started", "phase", ph.Name, "duration", ph.Duration, "items", ph.Items)
@@ -497,6 +498,7 @@ func (r *run) drain(aborted bool) {
 	}
 	r.draining.Store(true)
 	r.phaseIdx.Store(int32(len(r.plan.Phases)))
+	r.arr.SetRunning(len(r.plan.Phases))
 	deadline := time.Now().Add(limit)
 	stallAfter := 10 * r.interval()
 	if stallAfter > limit {

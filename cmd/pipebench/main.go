@@ -10,14 +10,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/pipebench/pipebench/sut/otelcol"
 )
 
 func main() {
-	// The embedded collector runs as a child process of this same binary.
-	otelcol.MaybeRunChild()
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// A second signal while the run drains and writes its result ends

@@ -10,15 +10,7 @@ import (
 	"testing"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/sut/otelcol"
 )
-
-// TestMain lets this test binary act as the embedded collector's child
-// process, as the real binary does.
-func TestMain(m *testing.M) {
-	otelcol.MaybeRunChild()
-	os.Exit(m.Run())
-}
 
 func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"sync"
+
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
-	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
 	procobs "github.com/pipebench/pipebench/observer/process"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
 	"github.com/pipebench/pipebench/payload"
-	otlpgen "github.com/pipebench/pipebench/payload/otlp"
+	"github.com/pipebench/pipebench/report"
+	csvreport "github.com/pipebench/pipebench/report/csv"
+	"github.com/pipebench/pipebench/report/jsonreport"
+	"github.com/pipebench/pipebench/report/junit"
+	"github.com/pipebench/pipebench/report/markdown"
+	"github.com/pipebench/pipebench/report/text"
 	httpsink "github.com/pipebench/pipebench/sink/http"
-	otlpsink "github.com/pipebench/pipebench/sink/otlp"
-	"github.com/pipebench/pipebench/sut/otelcol"
 	"github.com/pipebench/pipebench/sut/relay"
 )
 
@@ -19,31 +23,41 @@ import (
 // names come from this registry.
 func newRegistry() (*pipebench.Registry, error) {
 	reg := pipebench.NewRegistry()
-	var errs []error
-	add := func(err error) {
+	errs := []error{
+		reg.Generators.Register(payload.EventFactory()),
+		reg.Generators.Register(payload.CloudEventsFactory()),
+
+		reg.Drivers.Register(httpdriver.Factory()),
+
+		reg.Sinks.Register(httpsink.Factory()),
+
+		reg.SUTs.Register(relay.Factory()),
+
+		reg.Observers.Register(promobs.Factory()),
+		reg.Observers.Register(procobs.Factory()),
+	}
+	errs = append(errs, registerReporters()...)
+	for _, err := range errs {
 		if err != nil {
-			errs = append(errs, err)
+			return nil, err
 		}
 	}
-	add(reg.Generators.Register(payload.EventFactory()))
-	add(reg.Generators.Register(payload.CloudEventsFactory()))
-	add(reg.Generators.Register(otlpgen.TracesFactory()))
-	add(reg.Generators.Register(otlpgen.MetricsFactory()))
-	add(reg.Generators.Register(otlpgen.LogsFactory()))
-
-	add(reg.Drivers.Register(httpdriver.Factory()))
-	add(reg.Drivers.Register(otlpdriver.Factory()))
-
-	add(reg.Sinks.Register(httpsink.Factory()))
-	add(reg.Sinks.Register(otlpsink.Factory()))
-
-	add(reg.SUTs.Register(relay.Factory()))
-	add(reg.SUTs.Register(otelcol.Factory()))
-
-	add(reg.Observers.Register(promobs.Factory()))
-	add(reg.Observers.Register(procobs.Factory()))
-	if len(errs) > 0 {
-		return nil, errs[0]
-	}
 	return reg, nil
+}
+
+var reportersOnce sync.Once
+
+// registerReporters fills the report package's format list, once per
+// process.
+func registerReporters() (errs []error) {
+	reportersOnce.Do(func() {
+		errs = []error{
+			report.Register("text", text.New(text.Options{})),
+			report.Register("md", markdown.New(markdown.Options{})),
+			report.Register("json", jsonreport.New()),
+			report.Register("csv", csvreport.New()),
+			report.Register("junit", junit.New()),
+		}
+	})
+	return errs
 }
