@@ -39,18 +39,28 @@ func benchParams() (int, time.Duration) {
 // user+sys seconds per second of load, server included), the latency
 // quantiles and the peak RSS. Run it with:
 //
-//	go test -run '^$' -bench OpenModel -benchtime 1x ./runner/
+//	taskset -c 0 go test -run '^$' -bench OpenModel -benchtime 1x ./runner/
+//
+// (taskset pins the generator to one core; the server child then runs on
+// the other.)
 func BenchmarkOpenModel(b *testing.B) {
 	rate, dur := benchParams()
+	conns, pipeline := 256, 0
+	if v, err := strconv.Atoi(os.Getenv("PIPEBENCH_BENCH_PIPELINE")); err == nil && v > 0 {
+		pipeline, conns = v, 32
+	}
+	if v, err := strconv.Atoi(os.Getenv("PIPEBENCH_BENCH_CONNS")); err == nil && v > 0 {
+		conns = v
+	}
 	addr := startServerProcess(b)
 	reg := registryB(b)
 	yaml := fmt.Sprintf(`
 name: open-model-bench
-target: {driver: http, url: "http://%s/", connections: 64}
+target: {driver: http, url: "http://%s/", connections: %d, pipeline: %d}
 workload: {generator: event, size: 64}
 phases:
   - {name: hold, duration: %s, rate: %d/s}
-`, addr, dur, rate)
+`, addr, conns, pipeline, dur, rate)
 	for b.Loop() {
 		sc, plan := parseB(b, reg, yaml)
 		var before, after syscall.Rusage
@@ -87,7 +97,12 @@ func startServerProcess(b *testing.B) string {
 	b.Helper()
 	port := freePort(b)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
+	// With taskset, the server gets the second core to itself, as in the
+	// peers' method: run the benchmark itself under `taskset -c 0`.
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHTTPServer$")
+	if ts, err := exec.LookPath("taskset"); err == nil && runtime.NumCPU() > 1 {
+		cmd = exec.Command(ts, "-c", "1", os.Args[0], "-test.run=^TestHelperHTTPServer$")
+	}
 	cmd.Env = append(os.Environ(), "PIPEBENCH_HELPER_SERVER="+addr)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

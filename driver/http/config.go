@@ -24,6 +24,10 @@ type Config struct {
 	Connections int `yaml:"connections" json:"connections"`
 	// HTTP2 sends HTTP/2: h2c (cleartext) for http://, over TLS for https://.
 	HTTP2 bool `yaml:"http2" json:"http2"`
+	// Pipeline, when more than 0, sends up to this many HTTP/1.1 requests
+	// on a connection before their answers arrive (pipelining): far fewer
+	// system calls per request, for servers that support it. 0 = off.
+	Pipeline int `yaml:"pipeline" json:"pipeline,omitempty"`
 	// Timeout bounds one request, from start to the end of the answer.
 	Timeout pipebench.Duration `yaml:"timeout" json:"timeout"`
 	// Headers are sent with every request.
@@ -61,6 +65,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Connections < 1 {
 		errs = append(errs, fmt.Errorf("connections: must be at least 1"))
+	}
+	if c.Pipeline < 0 {
+		errs = append(errs, fmt.Errorf("pipeline: must be 0 (off) or more"))
+	}
+	if c.Pipeline > 0 && c.HTTP2 {
+		errs = append(errs, fmt.Errorf("pipeline: HTTP/1.1 pipelining does not apply with http2 (which multiplexes anyway)"))
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout: must be more than 0"))

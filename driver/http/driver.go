@@ -47,11 +47,16 @@ type Driver struct {
 	url     string
 	method  string
 	headers []pipebench.Header
-	fast    *fasthttp.HostClient // HTTP/1.1
-	std     *http.Client         // HTTP/2
+	fast    doer         // HTTP/1.1, one request per connection at a time or pipelined
+	std     *http.Client // HTTP/2
 }
 
 var _ pipebench.Driver = (*Driver)(nil)
+
+// doer is what the fasthttp clients have in common.
+type doer interface {
+	DoTimeout(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error
+}
 
 // New builds a driver for cfg; target is used when cfg.URL is empty.
 func New(cfg Config, target string) (*Driver, error) {
@@ -100,6 +105,19 @@ func New(cfg Config, target string) (*Driver, error) {
 			addr += ":80"
 		}
 	}
+	if cfg.Pipeline > 0 {
+		d.fast = &fasthttp.PipelineClient{
+			Addr:                     addr,
+			IsTLS:                    u.Scheme == "https",
+			TLSConfig:                tlsCfg,
+			MaxConns:                 cfg.Connections,
+			MaxPendingRequests:       cfg.Pipeline,
+			ReadTimeout:              timeout,
+			WriteTimeout:             timeout,
+			NoDefaultUserAgentHeader: true,
+		}
+		return d, nil
+	}
 	d.fast = &fasthttp.HostClient{
 		Addr:                          addr,
 		IsTLS:                         u.Scheme == "https",
@@ -120,8 +138,8 @@ func (d *Driver) Start(context.Context) error { return nil }
 
 // Shutdown closes idle connections.
 func (d *Driver) Shutdown(context.Context) error {
-	if d.fast != nil {
-		d.fast.CloseIdleConnections()
+	if c, ok := d.fast.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
 	}
 	if d.std != nil {
 		d.std.CloseIdleConnections()
