@@ -1,0 +1,43 @@
+// Package store opens the results history. A Store keeps every Result whole
+// (so any report can be rendered again) plus its KPIs in rows (so runs of
+// different versions line up for comparisons).
+package store
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/store/sqlite"
+)
+
+// DefaultPath is where the history lives unless --store says otherwise:
+// $PIPEBENCH_HOME/history.db, else $XDG_DATA_HOME/pipebench/history.db, else
+// ~/.local/share/pipebench/history.db.
+func DefaultPath() string {
+	if h := os.Getenv("PIPEBENCH_HOME"); h != "" {
+		return filepath.Join(h, "history.db")
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "pipebench", "history.db")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "pipebench", "history.db")
+	}
+	return filepath.Join(home, ".local", "share", "pipebench", "history.db")
+}
+
+// Open opens the store at ref: a file path or sqlite:///path (SQLite).
+func Open(ctx context.Context, ref string) (pipebench.Store, error) {
+	if ref == "" {
+		ref = DefaultPath()
+	}
+	if strings.HasPrefix(ref, "postgres://") || strings.HasPrefix(ref, "postgresql://") {
+		return nil, pipebench.UsageError("PostgreSQL history is not available in this build", "use a SQLite file path for --store", nil)
+	}
+	path := strings.TrimPrefix(ref, "sqlite://")
+	return sqlite.Open(ctx, path)
+}
