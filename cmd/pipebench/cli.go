@@ -58,6 +58,8 @@ func (s *silentExit) Error() string { return fmt.Sprintf("exit %d", s.code) }
 
 // isUsage recognises cobra's own usage errors (unknown flag, wrong number
 // of arguments, unknown command).
+func asErr(err error, target **pipebench.Error) bool { return errors.As(err, target) }
+
 func isUsage(err error) bool {
 	msg := err.Error()
 	for _, s := range []string{"unknown flag", "unknown command", "unknown shorthand", "accepts ", "requires ", "invalid argument", "flag needs an argument"} {
@@ -96,5 +98,6 @@ Exit codes:  0 passed, 1 pipebench failed, 2 bad usage or scenario,
 	}
 	root.AddCommand(a.runCommand(), a.validateCommand(), a.planCommand(), a.sinkCommand(),
 		a.schemaCommand(), a.reportCommand())
+	root.AddCommand(a.historyCommands()...)
 	return root
 }

@@ -61,3 +61,9 @@ func registerReporters() (errs []error) {
 	})
 	return errs
 }
+
+// reporterFor returns a registered reporter, registering them first.
+func reporterFor(name string) (pipebench.Reporter, bool) {
+	registerReporters()
+	return report.Lookup(name)
+}

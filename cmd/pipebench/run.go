@@ -25,6 +25,8 @@ type runFlags struct {
 	duration   time.Duration
 	sutVersion string
 	quiet      bool
+	store      string
+	noStore    bool
 	verbose    bool
 	list       bool
 }
@@ -58,6 +60,8 @@ func (a *app) runCommand() *cobra.Command {
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress display")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
 	fl.BoolVar(&f.list, "list", false, "list the built-in scenarios")
+	storeFlag(cmd, &f.store)
+	fl.BoolVar(&f.noStore, "no-store", false, "do not save the run in the results history")
 	return cmd
 }
 
@@ -135,6 +139,9 @@ func (a *app) run(ref string, f runFlags) error {
 	}
 	if err := rep.Report(a.stdout, res); err != nil {
 		return fmt.Errorf("render the %s report: %w", f.format, err)
+	}
+	if !f.noStore {
+		a.saveRun(f.store, res)
 	}
 	if f.out != "" && !f.quiet {
 		fmt.Fprintf(a.stderr, "result written to %s\n", f.out)

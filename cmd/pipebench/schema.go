@@ -30,9 +30,9 @@ func (a *app) schemaCommand() *cobra.Command {
 }
 
 func (a *app) reportCommand() *cobra.Command {
-	var format, out string
+	var format, out, storeRef string
 	cmd := &cobra.Command{
-		Use:   "report result.json",
+		Use:   "report RESULT.json|RUN",
 		Short: "Render a saved Result again, in any format, offline",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -41,6 +41,14 @@ func (a *app) reportCommand() *cobra.Command {
 				return pipebench.UsageError(fmt.Sprintf("unknown --format %q", format), "valid formats: "+fmt.Sprint(report.Names()), nil)
 			}
 			res, err := readResult(args[0])
+			if err != nil {
+				// Not a file: perhaps a run in the history.
+				if _, statErr := os.Stat(args[0]); os.IsNotExist(statErr) {
+					if saved, err2 := a.loadRun(storeRef, args[0]); err2 == nil {
+						res, err = saved, nil
+					}
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -52,6 +60,7 @@ func (a *app) reportCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&format, "format", "f", "text", "text, md, json, csv, junit, html")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
+	storeFlag(cmd, &storeRef)
 	return cmd
 }
 

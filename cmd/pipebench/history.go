@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/compare"
+	"github.com/pipebench/pipebench/report/markdown"
+	"github.com/pipebench/pipebench/store"
+)
+
+// openStore opens the history named by --store (default: store.DefaultPath).
+func (a *app) openStore(ref string) (pipebench.Store, error) {
+	s, err := store.Open(a.ctx, ref)
+	if err != nil {
+		var pe *pipebench.Error
+		if asErr(err, &pe) {
+			return nil, err
+		}
+		return nil, pipebench.UsageError("cannot open the results history", "check --store (a SQLite file path)", err)
+	}
+	return s, nil
+}
+
+func storeFlag(cmd *cobra.Command, ref *string) {
+	cmd.Flags().StringVar(ref, "store", "", "results history (SQLite file; default "+store.DefaultPath()+")")
+}
+
+func (a *app) historyCommands() []*cobra.Command {
+	var ref, scenario, version string
+	var limit int
+	var since time.Duration
+	history := &cobra.Command{
+		Use:   "history",
+		Short: "List saved runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openStore(ref)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			f := pipebench.RunFilter{Scenario: scenario, Version: version, Limit: limit}
+			if since > 0 {
+				f.Since = time.Now().Add(-since)
+			}
+			runs, err := s.Runs(a.ctx, f)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSCENARIO\tVERSION\tSTATUS\tSTARTED\tDURATION")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Scenario, r.Version, r.Status,
+					r.Started.Local().Format("2006-01-02 15:04:05"), r.Duration.Round(time.Second))
+			}
+			return tw.Flush()
+		},
+	}
+	storeFlag(history, &ref)
+	history.Flags().StringVar(&scenario, "scenario", "", "only runs of this scenario")
+	history.Flags().StringVar(&version, "version", "", "only runs of this version of the system under test")
+	history.Flags().IntVar(&limit, "limit", 50, "at most this many runs")
+	history.Flags().DurationVar(&since, "since", 0, "only runs started within this long (e.g. 168h)")
+
+	var showRef string
+	show := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Print a saved run's KPI table (RUN may be a unique prefix of its id)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := a.loadRun(showRef, args[0])
+			if err != nil {
+				return err
+			}
+			rep, _ := reporterFor("text")
+			return rep.Report(a.stdout, res)
+		},
+	}
+	storeFlag(show, &showRef)
+
+	var cmpRef, cmpScenario, baseline, candidate, format string
+	cmp := &cobra.Command{
+		Use:   "compare",
+		Short: "One row per version, a column group per test case; differences flagged only outside the noise",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			all, err := a.loadAll(cmpRef, cmpScenario)
+			if err != nil {
+				return err
+			}
+			if len(all) == 0 {
+				return pipebench.UsageError("the history has no runs to compare", "run a scenario first: pipebench run", nil)
+			}
+			g := markdown.Build(all, markdown.Options{})
+			if err := markdown.Render(a.stdout, g); err != nil {
+				return err
+			}
+			base, cand := pickVersions(all, baseline, candidate)
+			if base == "" || cand == "" || base == cand {
+				fmt.Fprintln(a.stdout, "\n(one version in the history: nothing to diff)")
+				return nil
+			}
+			vs := compare.Diff(byVersion(all, base), byVersion(all, cand), compare.Options{})
+			printVerdicts(a, base, cand, vs)
+			return nil
+		},
+	}
+	storeFlag(cmp, &cmpRef)
+	cmp.Flags().StringVar(&cmpScenario, "scenario", "", "only runs of this scenario")
+	cmp.Flags().StringVar(&baseline, "baseline", "", "version to compare against (default: the second newest)")
+	cmp.Flags().StringVar(&candidate, "candidate", "", "version to judge (default: the newest)")
+	cmp.Flags().StringVar(&format, "format", "md", "table format (md)")
+
+	var gateRef, gateScenario, gateBase, gateCand string
+	var tolerance float64
+	gate := &cobra.Command{
+		Use:   "gate --baseline VERSION",
+		Short: "Exit 99 when a KPI of the candidate version regressed past --tolerance (for CI)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if gateBase == "" {
+				return pipebench.UsageError("gate needs --baseline VERSION", "the version to hold the candidate to, e.g. --baseline 0.99.0", nil)
+			}
+			all, err := a.loadAll(gateRef, gateScenario)
+			if err != nil {
+				return err
+			}
+			base, cand := pickVersions(all, gateBase, gateCand)
+			b, c := byVersion(all, base), byVersion(all, cand)
+			if len(b) == 0 || len(c) == 0 || base == cand {
+				return pipebench.UsageError(fmt.Sprintf("no runs to gate: baseline %q has %d, candidate %q has %d", base, len(b), cand, len(c)), "check the versions with: pipebench history", nil)
+			}
+			vs := compare.Diff(b, c, compare.Options{Tolerance: tolerance})
+			printVerdicts(a, base, cand, vs)
+			if ok, bad := compare.Gate(vs, tolerance); !ok {
+				fmt.Fprintf(a.stderr, "gate: %d KPI(s) regressed beyond %.0f%%\n", len(bad), tolerance*100)
+				return &silentExit{code: pipebench.ExitThresholds}
+			}
+			fmt.Fprintln(a.stdout, "gate: passed")
+			return nil
+		},
+	}
+	storeFlag(gate, &gateRef)
+	gate.Flags().StringVar(&gateScenario, "scenario", "", "only runs of this scenario")
+	gate.Flags().StringVar(&gateBase, "baseline", "", "version to hold the candidate to (required)")
+	gate.Flags().StringVar(&gateCand, "candidate", "", "version to judge (default: the newest)")
+	gate.Flags().Float64Var(&tolerance, "tolerance", 0.10, "relative change allowed before a regression fails the gate")
+	return []*cobra.Command{history, show, cmp, gate}
+}
+
+// loadRun reads a saved run by id or prefix.
+func (a *app) loadRun(ref, id string) (*pipebench.Result, error) {
+	s, err := a.openStore(ref)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.Run(a.ctx, pipebench.RunID(id))
+}
+
+// loadAll reads every run (of a scenario), oldest first.
+func (a *app) loadAll(ref, scenario string) ([]*pipebench.Result, error) {
+	s, err := a.openStore(ref)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	runs, err := s.Runs(a.ctx, pipebench.RunFilter{Scenario: scenario})
+	if err != nil {
+		return nil, err
+	}
+	var out []*pipebench.Result
+	for i := len(runs) - 1; i >= 0; i-- {
+		r, err := s.Run(a.ctx, runs[i].ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// pickVersions fills in the baseline (second newest) and candidate (newest)
+// versions when they are not given.
+func pickVersions(all []*pipebench.Result, base, cand string) (string, string) {
+	var order []string
+	seen := map[string]bool{}
+	for i := len(all) - 1; i >= 0; i-- {
+		v := all[i].Manifest.Version
+		if !seen[v] {
+			seen[v] = true
+			order = append(order, v)
+		}
+	}
+	if cand == "" && len(order) > 0 {
+		cand = order[0]
+	}
+	if base == "" {
+		for _, v := range order {
+			if v != cand {
+				base = v
+				break
+			}
+		}
+	}
+	return base, cand
+}
+
+func byVersion(all []*pipebench.Result, v string) []*pipebench.Result {
+	var out []*pipebench.Result
+	for _, r := range all {
+		if r.Manifest.Version == v {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func printVerdicts(a *app, base, cand string, vs []compare.Verdict) {
+	fmt.Fprintf(a.stdout, "\n%s against %s:\n", cand, base)
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tPHASE\tKPI\tBASELINE\tCANDIDATE\tCHANGE\tVERDICT")
+	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Regressed && !vs[j].Regressed })
+	for _, v := range vs {
+		verdict := "same"
+		switch {
+		case v.Regressed:
+			verdict = "▼ worse: " + v.Reason
+		case v.Improved:
+			verdict = "▲ better: " + v.Reason
+		case v.Inconclusive:
+			verdict = "? " + v.Reason
+		}
+		change := fmt.Sprintf("%+.1f%%", 100*v.Change)
+		if math.IsInf(v.Change, 0) {
+			change = "new"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.4g\t%.4g\t%s\t%s\n", v.Case, v.Phase, v.KPI, v.Baseline, v.Candidate, change, verdict)
+	}
+	tw.Flush()
+}
+
+// saveRun stores a finished run in the history; a failure is reported but
+// does not change the run's exit code (the Result was already printed).
+func (a *app) saveRun(ref string, res *pipebench.Result) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), 30*time.Second)
+	defer cancel()
+	s, err := store.Open(ctx, ref)
+	if err == nil {
+		defer s.Close()
+		_, err = s.Save(ctx, res)
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "pipebench: the run was not saved to the history: %v\n  hint: use --store PATH or --no-store\n", err)
+		return
+	}
+	if !strings.EqualFold(os.Getenv("PIPEBENCH_QUIET_STORE"), "1") {
+		fmt.Fprintf(a.stderr, "saved as run %s (pipebench show %s)\n", res.Manifest.RunID, res.Manifest.RunID)
+	}
+}
