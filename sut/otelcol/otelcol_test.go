@@ -1,0 +1,158 @@
+package otelcol
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
+	otlpgen "github.com/pipebench/pipebench/payload/otlp"
+	otlpsink "github.com/pipebench/pipebench/sink/otlp"
+)
+
+// TestMain lets the test binary be the collector child, as pipebench is.
+func TestMain(m *testing.M) {
+	MaybeRunChild()
+	os.Exit(m.Run())
+}
+
+type arrivals struct {
+	mu      sync.Mutex
+	seqs    map[uint64]int
+	faulted int
+}
+
+func (a *arrivals) Arrive(seq uint64, _, _ time.Time) { a.mu.Lock(); a.seqs[seq]++; a.mu.Unlock() }
+func (a *arrivals) Faulted(n int)                     { a.mu.Lock(); a.faulted += n; a.mu.Unlock() }
+func (a *arrivals) Unmatched(int)                     {}
+func (a *arrivals) count() (int, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.seqs), a.faulted
+}
+
+func waitFor(t *testing.T, d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
+
+// Spans sent to the real collector arrive at the real OTLP sink, every one,
+// and the collector's own metrics count them; with the sink failing, the
+// exporter queue fills.
+func TestCollectorEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a collector")
+	}
+	ctx := context.Background()
+	arr := &arrivals{seqs: map[uint64]int{}}
+	sink := otlpsink.New(otlpsink.Config{GRPCListen: "127.0.0.1:0"}, 1)
+	if err := sink.Start(ctx, arr); err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Shutdown(ctx)
+	f := Factory()
+	cfg := f.NewConfig().(*Config)
+	cfg.Batch.Timeout = pipebench.Duration(50 * time.Millisecond)
+	sut, err := f.New(cfg, pipebench.Env{Target: sink.Endpoint(), Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sut.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer sut.Shutdown(ctx)
+	if in := sut.Instances(); len(in) != 1 || in[0].PID == 0 || in[0].PID == os.Getpid() {
+		t.Fatalf("instances %+v: the collector must be its own process", in)
+	}
+	drv, err := otlpdriver.New(otlpdriver.Config{Protocol: "grpc", Compression: "none", Timeout: pipebench.Duration(5 * time.Second), Connections: 1}, sut.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.Shutdown(ctx)
+	gen, _ := otlpgen.TracesFactory().New(nil, pipebench.Env{})
+	for i := 0; i < 20; i++ {
+		b := gen.Next(uint64(1+i*100), 100, time.Now())
+		if o := drv.Send(ctx, &b); o.Class != pipebench.ClassOK {
+			t.Fatalf("send %d: %+v", i, o)
+		}
+	}
+	if !waitFor(t, 10*time.Second, func() bool { n, _ := arr.count(); return n == 2000 }) {
+		n, _ := arr.count()
+		t.Fatalf("sink got %d of 2000 spans", n)
+	}
+	metrics := scrape(t, sut.Instances()[0].MetricsURL)
+	for _, want := range []string{"otelcol_receiver_accepted_spans", "otelcol_exporter_sent_spans", "otelcol_exporter_queue_size", "otelcol_process_memory_rss"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("collector metrics lack %s", want)
+		}
+	}
+	// The backend fails every request: the exporter queue must fill.
+	sink.SetFaults(pipebench.FaultPolicy{ErrorRatio: 1, ErrorStatus: 503}, time.Now())
+	for i := 0; i < 50; i++ {
+		b := gen.Next(uint64(100000+i*100), 100, time.Now())
+		drv.Send(ctx, &b)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !waitFor(t, 10*time.Second, func() bool { _, f := arr.count(); return f > 0 }) {
+		t.Fatal("the sink never faulted a request")
+	}
+	if !waitFor(t, 10*time.Second, func() bool {
+		return strings.Contains(scrape(t, sut.Instances()[0].MetricsURL), "otelcol_exporter_queue_size{") && queueSize(scrape(t, sut.Instances()[0].MetricsURL)) > 0
+	}) {
+		t.Error("the exporter queue did not fill while the backend failed")
+	}
+}
+
+func scrape(t *testing.T, url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func queueSize(metrics string) float64 {
+	for _, l := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(l, "otelcol_exporter_queue_size{") {
+			f := strings.Fields(l)
+			var v float64
+			if _, err := fmtSscan(f[len(f)-1], &v); err == nil {
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+func TestConfigValidateAndYAML(t *testing.T) {
+	c := &Config{Pipelines: 0, Signal: "spans", Exporter: "kafka", ConfigFile: "/nonexistent.yaml"}
+	err := c.Validate()
+	for _, want := range []string{"pipelines:", "signal:", "exporter:", "queue_size:", "config_file:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v lacks %s", err, want)
+		}
+	}
+	col := &Collector{cfg: *defaultConfig(), sink: "127.0.0.1:9"}
+	col.cfg.Pipelines = 3
+	y := col.YAML()
+	for _, want := range []string{"otlp/2:", "traces/2:", "sending_queue:", "retry_on_failure:", "prometheus:"} {
+		if !strings.Contains(y, want) {
+			t.Errorf("yaml lacks %s:\n%s", want, y)
+		}
+	}
+}
+
+func fmtSscan(s string, v *float64) (int, error) { return fmt.Sscan(s, v) }
