@@ -273,7 +273,9 @@ func (c *Collector) Endpoint() string { return "127.0.0.1:" + strconv.Itoa(c.grp
 func (c *Collector) HTTPEndpoint() string { return "http://127.0.0.1:" + strconv.Itoa(c.httpPort) }
 
 // MetricsURL is the collector's own Prometheus endpoint.
-func (c *Collector) MetricsURL() string { return "http://127.0.0.1:" + strconv.Itoa(c.metricsP) + "/metrics" }
+func (c *Collector) MetricsURL() string {
+	return "http://127.0.0.1:" + strconv.Itoa(c.metricsP) + "/metrics"
+}
 
 // Instances implements pipebench.SUT.
 func (c *Collector) Instances() []pipebench.Instance {
