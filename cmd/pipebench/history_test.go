@@ -13,10 +13,12 @@ import (
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/report/reporttest"
 	"github.com/pipebench/pipebench/store/sqlite"
+	"github.com/pipebench/pipebench/sut/otelcol"
 )
 
 // TestMain keeps the tests' runs out of the user's history.
 func TestMain(m *testing.M) {
+	otelcol.MaybeRunChild() // the test binary is also the collector child
 	dir, err := os.MkdirTemp("", "pipebench-cli-test-")
 	if err != nil {
 		panic(err)

@@ -10,9 +10,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/pipebench/pipebench/sut/otelcol"
 )
 
 func main() {
+	// The embedded OpenTelemetry Collector runs as a child process of this
+	// same binary.
+	otelcol.MaybeRunChild()
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// A second signal while the run drains and writes its result ends

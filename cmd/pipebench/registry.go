@@ -5,9 +5,11 @@ import (
 
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
+	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
 	procobs "github.com/pipebench/pipebench/observer/process"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
 	"github.com/pipebench/pipebench/payload"
+	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	"github.com/pipebench/pipebench/report"
 	csvreport "github.com/pipebench/pipebench/report/csv"
 	"github.com/pipebench/pipebench/report/jsonreport"
@@ -15,6 +17,8 @@ import (
 	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/report/text"
 	httpsink "github.com/pipebench/pipebench/sink/http"
+	otlpsink "github.com/pipebench/pipebench/sink/otlp"
+	"github.com/pipebench/pipebench/sut/otelcol"
 	"github.com/pipebench/pipebench/sut/relay"
 )
 
@@ -26,12 +30,18 @@ func newRegistry() (*pipebench.Registry, error) {
 	errs := []error{
 		reg.Generators.Register(payload.EventFactory()),
 		reg.Generators.Register(payload.CloudEventsFactory()),
+		reg.Generators.Register(otlpgen.TracesFactory()),
+		reg.Generators.Register(otlpgen.MetricsFactory()),
+		reg.Generators.Register(otlpgen.LogsFactory()),
 
 		reg.Drivers.Register(httpdriver.Factory()),
+		reg.Drivers.Register(otlpdriver.Factory()),
 
 		reg.Sinks.Register(httpsink.Factory()),
+		reg.Sinks.Register(otlpsink.Factory()),
 
 		reg.SUTs.Register(relay.Factory()),
+		reg.SUTs.Register(otelcol.Factory()),
 
 		reg.Observers.Register(promobs.Factory()),
 		reg.Observers.Register(procobs.Factory()),
