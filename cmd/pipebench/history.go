@@ -101,7 +101,7 @@ func (a *app) historyCommands() []*cobra.Command {
 			if len(all) == 0 {
 				return pipebench.UsageError("the history has no runs to compare", "run a scenario first: pipebench run", nil)
 			}
-			g := markdown.Build(all, markdown.Options{})
+			g := markdown.Build(groupByScenario(all), markdown.Options{})
 			if err := markdown.Render(a.stdout, g); err != nil {
 				return err
 			}
@@ -267,4 +267,24 @@ func (a *app) saveRun(ref string, res *pipebench.Result) {
 	if !strings.EqualFold(os.Getenv("PIPEBENCH_QUIET_STORE"), "1") {
 		fmt.Fprintf(a.stderr, "saved as run %s (pipebench show %s)\n", res.Manifest.RunID, res.Manifest.RunID)
 	}
+}
+
+// groupByScenario prefixes each run's case with its scenario when the runs
+// come from several scenarios, so that cases of the same name (a traces and a
+// metrics "Single Pipeline") stay in separate column groups.
+func groupByScenario(all []*pipebench.Result) []*pipebench.Result {
+	scen := map[string]bool{}
+	for _, r := range all {
+		scen[r.Manifest.Scenario] = true
+	}
+	if len(scen) < 2 {
+		return all
+	}
+	out := make([]*pipebench.Result, len(all))
+	for i, r := range all {
+		c := *r
+		c.Manifest.Case = r.Manifest.Scenario + ": " + r.Manifest.Case
+		out[i] = &c
+	}
+	return out
 }
