@@ -110,7 +110,8 @@ func ms(us int64) float64 { return float64(us) / 1000 }
 // ObservedKPIs computes the pipeline KPIs of a window [from, to] from the
 // series observers produced (after Derive): series whose name ends in
 // "_rate" or is "cpu_cores" give their mean over the window; "memory_mb"
-// gives its max; any other gauge gives NAME.max and NAME.last. Series the
+// gives its max; a raw counter gives NAME.total (its value at the end of the
+// window); any other gauge gives NAME.max and NAME.last. Series the
 // runner writes itself (target_rate, sent_rate, ...) are skipped: their KPIs
 // come from exact counts.
 func ObservedKPIs(series []pipebench.Series, from, to time.Time) []pipebench.KPI {
@@ -129,6 +130,10 @@ func ObservedKPIs(series []pipebench.Series, from, to time.Time) []pipebench.KPI
 			continue
 		}
 		switch {
+		case s.Kind == pipebench.KindCounter:
+			// A raw counter: its value at the end of the window, the
+			// pipeline's own running total.
+			out = append(out, pipebench.KPI{Name: s.Name + ".total", Labels: s.Labels, Value: pts[len(pts)-1].V, Unit: pipebench.UnitCount})
 		case strings.HasSuffix(s.Name, "_rate") || s.Name == "cpu_cores":
 			out = append(out, pipebench.KPI{Name: s.Name, Labels: s.Labels, Value: mean(pts), Unit: s.Unit})
 		case s.Name == "memory_mb":

@@ -8,7 +8,7 @@ import (
 )
 
 // Deriver turns raw observed points into the series KPIs are computed from:
-// a counter X becomes the rate series X_rate (per second between two
+// a counter X is kept as it is and also becomes the rate series X_rate (per second between two
 // observations; a counter reset starts over), "cpu_seconds" becomes
 // "cpu_cores", the gauge "memory_rss_bytes" becomes "memory_mb", histogram
 // buckets (names ending in _bucket, _sum, _count) are kept as they are, and
@@ -38,6 +38,9 @@ func (d *Deriver) Add(points []pipebench.Point) []Derived {
 	for _, p := range points {
 		switch {
 		case p.Kind == pipebench.KindCounter && !isHistogramPart(p.Name):
+			// The raw total is kept too: its last value is what the
+			// pipeline counted in all, for exact accounting.
+			out = append(out, Derived{Name: p.Name, Labels: p.Labels, Unit: pipebench.UnitCount, Kind: pipebench.KindCounter, At: p.At, Value: p.Value})
 			key := pipebench.KeyOf(p.Name, p.Labels)
 			prev, ok := d.last[key]
 			d.last[key] = p

@@ -154,7 +154,7 @@ func TestDeriverRatesAndUnits(t *testing.T) {
 			{Name: "memory_rss_bytes", Labels: lb, Kind: pipebench.KindGauge, At: at, Value: rss},
 		}
 	}
-	if out := d.Add(pts(t0, 100, 1, 1<<20)); len(out) != 1 || out[0].Name != "memory_mb" || out[0].Value != 1 {
+	if out := d.Add(pts(t0, 100, 1, 1<<20)); len(out) != 3 || out[2].Name != "memory_mb" || out[2].Value != 1 || out[0].Name != "receiver_accepted" || out[0].Value != 100 {
 		t.Fatalf("first observation: %+v", out)
 	}
 	out := d.Add(pts(t0.Add(2*time.Second), 300, 2, 3<<20))

@@ -167,7 +167,7 @@ func known(name string) bool {
 			return false
 		}
 	}
-	return strings.HasSuffix(name, "_rate") || strings.HasSuffix(name, ".max") || strings.HasSuffix(name, ".last") ||
+	return strings.HasSuffix(name, "_rate") || strings.HasSuffix(name, ".max") || strings.HasSuffix(name, ".total") || strings.HasSuffix(name, ".last") ||
 		strings.HasSuffix(name, ".p50") || strings.HasSuffix(name, ".p90") || strings.HasSuffix(name, ".p99")
 }
 

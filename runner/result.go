@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -119,6 +120,13 @@ func (r *run) result(started time.Time, aborted bool) *pipebench.Result {
 			in.Arrivals = &a
 			in.Faulted, _ = r.arr.Totals()
 			total := kpi.Build(in, res.Series)
+			// The pipeline's own totals include what it exported during
+			// the drain.
+			for _, k := range kpi.ObservedKPIs(res.Series, first.Started, time.Now()) {
+				if strings.HasSuffix(k.Name, ".total") {
+					total.Set(k)
+				}
+			}
 			if !a.Last.IsZero() && a.Last.After(last.Ended) {
 				total.Set(pipebench.KPI{Name: "drain_time", Value: a.Last.Sub(last.Ended).Seconds(), Unit: pipebench.UnitSeconds})
 			} else {

@@ -161,7 +161,12 @@ func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {
 	r.drain(aborted)
 	stopObs()
 	<-obsDone
-	r.observeOnce(context.Background(), time.Now()) // a last point for every series
+	// The pipeline counts an export after its answer arrives: give its
+	// counters a moment to settle before the last point of every series.
+	if len(r.c.observers) > 0 && !aborted {
+		time.Sleep(min(r.interval(), time.Second))
+	}
+	r.observeOnce(context.Background(), time.Now())
 
 	res = r.result(started, aborted)
 	if aborted {

@@ -66,6 +66,7 @@ func otelcolPreset() []Mapping {
 			Mapping{KPI: "receiver_refused", Metric: "otelcol_receiver_refused_" + sig, Kind: "counter"},
 			Mapping{KPI: "exporter_sent", Metric: "otelcol_exporter_sent_" + sig, Kind: "counter"},
 			Mapping{KPI: "exporter_failed", Metric: "otelcol_exporter_send_failed_" + sig, Kind: "counter"},
+			Mapping{KPI: "exporter_enqueue_failed", Metric: "otelcol_exporter_enqueue_failed_" + sig, Kind: "counter"},
 		)
 	}
 	return append(m,
