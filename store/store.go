@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/store/postgres"
 	"github.com/pipebench/pipebench/store/sqlite"
 )
 
@@ -30,13 +31,14 @@ func DefaultPath() string {
 	return filepath.Join(home, ".local", "share", "pipebench", "history.db")
 }
 
-// Open opens the store at ref: a file path or sqlite:///path (SQLite).
+// Open opens the store at ref: a file path or sqlite:///path (SQLite), or
+// postgres://user:password@host:port/database (PostgreSQL).
 func Open(ctx context.Context, ref string) (pipebench.Store, error) {
 	if ref == "" {
 		ref = DefaultPath()
 	}
 	if strings.HasPrefix(ref, "postgres://") || strings.HasPrefix(ref, "postgresql://") {
-		return nil, pipebench.UsageError("PostgreSQL history is not available in this build", "use a SQLite file path for --store", nil)
+		return postgres.Open(ctx, ref)
 	}
 	path := strings.TrimPrefix(ref, "sqlite://")
 	return sqlite.Open(ctx, path)
