@@ -62,11 +62,12 @@ type Recorder struct {
 	mu     sync.Mutex
 	phases []*SendStats
 	live   []*Live
+	window *hdrhistogram.Histogram // latency since the last TakeWindow, all phases
 }
 
 // NewRecorder returns a recorder for n phases.
 func NewRecorder(n int) *Recorder {
-	r := &Recorder{phases: make([]*SendStats, n), live: make([]*Live, n)}
+	r := &Recorder{phases: make([]*SendStats, n), live: make([]*Live, n), window: newHist()}
 	for i := range r.phases {
 		r.phases[i] = &SendStats{
 			Details: map[string]uint64{},
@@ -114,9 +115,33 @@ func (r *Recorder) Record(i int, s pipebench.Sample) {
 		p.Details[s.Outcome.Detail]++
 	}
 	p.Latency.RecordValue(micros(s.Ended.Sub(s.Scheduled)))
+	r.window.RecordValue(micros(s.Ended.Sub(s.Scheduled)))
 	p.Service.RecordValue(micros(s.Ended.Sub(s.Started)))
 	p.Lag.RecordValue(micros(s.Started.Sub(s.Scheduled)))
 	r.mu.Unlock()
+}
+
+// WindowQuantiles are latency quantiles over one observation interval.
+type WindowQuantiles struct {
+	Count         int64
+	P50, P90, P99 time.Duration
+}
+
+// TakeWindow returns the latency quantiles of the sends finished since the
+// last call (from the scheduled time, like the phase histograms) and starts
+// a new window. It gives the latency-over-time charts.
+func (r *Recorder) TakeWindow() WindowQuantiles {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.window
+	q := WindowQuantiles{Count: w.TotalCount()}
+	if q.Count > 0 {
+		q.P50 = time.Duration(w.ValueAtQuantile(50)) * time.Microsecond
+		q.P90 = time.Duration(w.ValueAtQuantile(90)) * time.Microsecond
+		q.P99 = time.Duration(w.ValueAtQuantile(99)) * time.Microsecond
+	}
+	w.Reset()
+	return q
 }
 
 // Dropped counts a send of n items of phase i that never started because

@@ -173,3 +173,30 @@ func TestDeriverRatesAndUnits(t *testing.T) {
 		}
 	}
 }
+
+// The latency window covers only the sends since the last take.
+func TestRecorderLatencyWindow(t *testing.T) {
+	r := NewRecorder(1)
+	t0 := time.Unix(1000, 0)
+	rec := func(lat time.Duration) {
+		r.Started(0, 1, 0)
+		r.Record(0, pipebench.Sample{Scheduled: t0, Started: t0, Ended: t0.Add(lat), Count: 1})
+	}
+	if w := r.TakeWindow(); w.Count != 0 {
+		t.Fatalf("empty window: %+v", w)
+	}
+	for i := 1; i <= 100; i++ {
+		rec(time.Duration(i) * time.Millisecond)
+	}
+	w := r.TakeWindow()
+	if w.Count != 100 || w.P50 < 49*time.Millisecond || w.P50 > 51*time.Millisecond || w.P99 < 98*time.Millisecond || w.P99 > 100*time.Millisecond {
+		t.Errorf("first window: %+v", w)
+	}
+	rec(2 * time.Second)
+	if w := r.TakeWindow(); w.Count != 1 || w.P50 < 1990*time.Millisecond {
+		t.Errorf("second window holds only the new send: %+v", w)
+	}
+	if s := r.Stats(0); s.Latency.TotalCount() != 101 {
+		t.Errorf("the phase histogram keeps every send: %d", s.Latency.TotalCount())
+	}
+}

@@ -96,6 +96,14 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 		r.series.add("schedule_lag_ms", nil, pipebench.UnitMillis, pipebench.KindGauge, now, float64(live.MaxLagUS.Swap(0))/1000)
 		r.series.add("in_flight", nil, pipebench.UnitCount, pipebench.KindGauge, now, float64(live.InFlight.Load()))
 	}
+	if w := r.rec.TakeWindow(); w.Count > 0 {
+		for _, q := range []struct {
+			name string
+			v    time.Duration
+		}{{"latency_p50_ms", w.P50}, {"latency_p90_ms", w.P90}, {"latency_p99_ms", w.P99}} {
+			r.series.add(q.name, nil, pipebench.UnitMillis, pipebench.KindGauge, now, float64(q.v)/float64(time.Millisecond))
+		}
+	}
 	for _, d := range derived {
 		r.series.add(d.Name, d.Labels, d.Unit, d.Kind, d.At, d.Value)
 		if d.Name == "exporter_queue_size" && d.Value > queue {
@@ -128,10 +136,9 @@ func (r *run) targetRate(now time.Time) float64 {
 	if i < 0 || i >= len(r.plan.Phases) || r.draining.Load() {
 		return 0
 	}
-	el := now.Sub(r.phaseT0[i])
-	if el > r.plan.Phases[i].Duration.D() {
-		return 0
-	}
+	// A tick that lands between the end of a phase and the start of the
+	// next reads the rate at the phase's end, not a dip to zero.
+	el := min(now.Sub(r.phaseT0[i]), r.plan.Phases[i].Duration.D())
 	if r.plan.Phases[i].Profile.Kind == pipebench.ProfileBlast {
 		return 0
 	}
@@ -174,5 +181,26 @@ func (r *run) emitProgress(now time.Time) {
 	}
 	r.seriesMu.Unlock()
 	pr.QueueSize = r.lastQueue.Load().(float64)
+	pr.Snapshot = r.snapshot
 	r.p.Progress(pr)
+}
+
+// snapshot is Progress.Snapshot.
+func (r *run) snapshot() *pipebench.Result {
+	res := &pipebench.Result{Manifest: pipebench.Manifest{
+		Tool: "pipebench", ToolVersion: r.p.ToolVersion,
+		Scenario: r.sc.Name, Version: r.sc.Version, Case: r.sc.Case, Item: "event",
+		Started: r.loadStart.UTC(), Ended: time.Now().UTC(),
+	}}
+	if n, ok := r.c.gen.(ItemNamer); ok {
+		res.Manifest.Item = n.ItemName()
+	}
+	last := int(r.phaseIdx.Load()) // phaseT0[0..last] are written before phaseIdx
+	for i := 0; i <= last && i < len(r.plan.Phases); i++ {
+		res.Phases = append(res.Phases, pipebench.PhaseResult{Name: r.plan.Phases[i].Name, Started: r.phaseT0[i].UTC()})
+	}
+	r.seriesMu.Lock()
+	res.Series = r.series.list()
+	r.seriesMu.Unlock()
+	return res
 }

@@ -161,7 +161,7 @@ func (r *run) result(started time.Time, aborted bool) *pipebench.Result {
 		m.Status = pipebench.StatusPassed
 	}
 	if n := r.obsErrors.Load(); n > 0 {
-		reasons = append(reasons, fmt.Sprintf("note: %d observations failed (see the log)", n))
+		reasons = append(reasons, fmt.Sprintf("%d observations failed (see the log)", n))
 	}
 	m.Reasons = reasons
 	res.Manifest = m

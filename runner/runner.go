@@ -61,6 +61,10 @@ type Progress struct {
 	InFlight      int64
 	Backlog       float64 // accepted, not yet delivered (whole run)
 	QueueSize     float64 // largest exporter_queue_size observed now, -1 when not observed
+	// Snapshot returns a partial Result for live charts: the manifest's
+	// names and start, the phases started so far (no KPIs yet) and a copy
+	// of every series. Safe to call from any goroutine, at any time.
+	Snapshot func() *pipebench.Result
 }
 
 // components are the plug-ins of one run.

@@ -12,6 +12,7 @@ import (
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	"github.com/pipebench/pipebench/report"
 	csvreport "github.com/pipebench/pipebench/report/csv"
+	htmlreport "github.com/pipebench/pipebench/report/html"
 	"github.com/pipebench/pipebench/report/jsonreport"
 	"github.com/pipebench/pipebench/report/junit"
 	"github.com/pipebench/pipebench/report/markdown"
@@ -67,6 +68,7 @@ func registerReporters() (errs []error) {
 			report.Register("json", jsonreport.New()),
 			report.Register("csv", csvreport.New()),
 			report.Register("junit", junit.New()),
+			report.Register("html", htmlreport.New()),
 		}
 	})
 	return errs

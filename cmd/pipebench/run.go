@@ -200,6 +200,11 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	// CreateTemp makes the file private; a report is for reading.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -25,74 +25,6 @@ func New(o Options) pipebench.Reporter {
 	return pipebench.ReporterFunc(func(w io.Writer, r *pipebench.Result) error { return render(w, r, o) })
 }
 
-// row is one line of the table: how to get its cell from a phase.
-type row struct {
-	group, label string
-	cell         func(p *pipebench.PhaseResult) (string, bool)
-}
-
-func kpi(name string) func(p *pipebench.PhaseResult) (string, bool) {
-	return func(p *pipebench.PhaseResult) (string, bool) {
-		for _, k := range p.KPIs {
-			if k.Name == name && len(k.Labels) == 0 {
-				return report.Value(k), true
-			}
-		}
-		return "", false
-	}
-}
-
-func labelled(name, label, value string) func(p *pipebench.PhaseResult) (string, bool) {
-	return func(p *pipebench.PhaseResult) (string, bool) {
-		v, ok := p.Get(name, label, value)
-		if !ok || v == 0 {
-			return "0", ok
-		}
-		return report.Number(v), true
-	}
-}
-
-func perInstance(name string) func(p *pipebench.PhaseResult) (string, bool) {
-	return func(p *pipebench.PhaseResult) (string, bool) { return report.PerInstance(p, name) }
-}
-
-func rows(item string) []row {
-	items := item + "s"
-	return []row{
-		{"load", "target " + items + "/s", kpi("target_rate")},
-		{"load", "sent/s", kpi("sent_rate")},
-		{"load", "accepted/s", kpi("accepted_rate")},
-		{"load", "sent", kpi("sent")},
-		{"load", "dropped", kpi("dropped")},
-		{"load", "errors refused", labelled("errors", "class", "refused")},
-		{"load", "errors timeout", labelled("errors", "class", "timeout")},
-		{"load", "errors other", labelled("errors", "class", "error")},
-		{"latency", "p50", kpi("latency.p50")},
-		{"latency", "p75", kpi("latency.p75")},
-		{"latency", "p90", kpi("latency.p90")},
-		{"latency", "p95", kpi("latency.p95")},
-		{"latency", "p99", kpi("latency.p99")},
-		{"latency", "p99.9", kpi("latency.p999")},
-		{"latency", "max", kpi("latency.max")},
-		{"pipeline", "receiver accepted/s", perInstance("receiver_accepted_rate")},
-		{"pipeline", "receiver refused/s", perInstance("receiver_refused_rate")},
-		{"pipeline", "exporter sent/s", perInstance("exporter_sent_rate")},
-		{"pipeline", "exporter failed/s", perInstance("exporter_failed_rate")},
-		{"pipeline", "exporter queue max", perInstance("exporter_queue_size.max")},
-		{"pipeline", "memory MB", perInstance("memory_mb")},
-		{"pipeline", "CPU cores", perInstance("cpu_cores")},
-		{"sink", "delivered/s", kpi("delivered_rate")},
-		{"sink", "delivered", kpi("delivered")},
-		{"sink", "e2e p50", kpi("e2e_latency.p50")},
-		{"sink", "e2e p99", kpi("e2e_latency.p99")},
-		{"sink", "lost", kpi("lost")},
-		{"sink", "duplicates", kpi("duplicates")},
-		{"sink", "reordered", kpi("reordered")},
-		{"sink", "faulted by sink", kpi("faulted")},
-		{"sink", "drain time", kpi("drain_time")},
-	}
-}
-
 func render(w io.Writer, r *pipebench.Result, o Options) error {
 	m := r.Manifest
 	title := m.Scenario
@@ -100,7 +32,7 @@ func render(w io.Writer, r *pipebench.Result, o Options) error {
 		title += " (version " + m.Version + ")"
 	}
 	fmt.Fprintf(w, "\n%s: %s, %s\n\n", title, report.Status(r), m.Ended.Sub(m.Started).Round(time.Second))
-	phases := report.Phases(r)
+	phases, rows := report.Table(r)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	header := []string{"", ""}
 	for _, p := range phases {
@@ -108,24 +40,12 @@ func render(w io.Writer, r *pipebench.Result, o Options) error {
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
 	last := ""
-	for _, rw := range rows(m.Item) {
-		cells := make([]string, len(phases))
-		any := false
-		for i, p := range phases {
-			if v, ok := rw.cell(p); ok {
-				cells[i], any = v, true
-			} else {
-				cells[i] = "-"
-			}
-		}
-		if !any {
-			continue
-		}
+	for _, rw := range rows {
 		g := ""
-		if rw.group != last {
-			g, last = rw.group, rw.group
+		if rw.Group != last {
+			g, last = rw.Group, rw.Group
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", g, rw.label, strings.Join(cells, "\t"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", g, rw.Label, strings.Join(rw.Cells, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/report"
+	"github.com/pipebench/pipebench/report/chart"
+	htmlreport "github.com/pipebench/pipebench/report/html"
+)
+
+func (a *app) reportCommand() *cobra.Command {
+	var format, out, storeRef, charts string
+	cmd := &cobra.Command{
+		Use:   "report RESULT.json|RUN [RESULT.json|RUN...]",
+		Short: "Render saved Results again, in any format, offline; several runs overlay in one HTML page",
+		Example: `  pipebench report result.json --format html --out report.html
+  pipebench report 2026112 --format md
+  pipebench report old.json new.json --format html --out overlay.html
+  pipebench report result.json --charts docs/img     # every chart as SVG and PNG`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			registerReporters()
+			rep, ok := report.Lookup(format)
+			if !ok {
+				return pipebench.UsageError(fmt.Sprintf("unknown --format %q", format), "valid formats: "+fmt.Sprint(report.Names()), nil)
+			}
+			if len(args) > 1 && format != "html" && charts == "" {
+				return pipebench.UsageError(fmt.Sprintf("%d results given: only --format html overlays runs", len(args)),
+					"use --format html, or `pipebench compare` for a table of versions", nil)
+			}
+			var results []*pipebench.Result
+			for _, arg := range args {
+				r, err := a.loadResult(storeRef, arg)
+				if err != nil {
+					return err
+				}
+				results = append(results, r)
+			}
+			if charts != "" {
+				return writeCharts(a.stdout, charts, results)
+			}
+			render := func(w io.Writer) error {
+				if format == "html" {
+					return htmlreport.Write(w, results...)
+				}
+				return rep.Report(w, results[0])
+			}
+			if out == "" {
+				return render(a.stdout)
+			}
+			return writeAtomic(out, render)
+		},
+	}
+	cmd.Flags().StringVarP(&format, "format", "f", "text", "text, md, json, csv, junit, html")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
+	cmd.Flags().StringVar(&charts, "charts", "", "write every chart as SVG and PNG into this folder instead of a report")
+	storeFlag(cmd, &storeRef)
+	return cmd
+}
+
+// loadResult reads a Result file, or a run of the history when no such
+// file exists.
+func (a *app) loadResult(storeRef, arg string) (*pipebench.Result, error) {
+	if _, err := os.Stat(arg); err == nil {
+		return readResult(arg)
+	}
+	r, err := a.loadRun(storeRef, arg)
+	if err != nil {
+		return nil, pipebench.UsageError(fmt.Sprintf("%q is neither a result file nor a run in the history: %v", arg, err),
+			"give a file written by `pipebench run --out`, or a run id from `pipebench history`", nil)
+	}
+	return r, nil
+}
+
+// writeCharts writes each chart of the results as ID.svg and ID.png.
+func writeCharts(stdout io.Writer, dir string, results []*pipebench.Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return pipebench.UsageError(fmt.Sprintf("cannot create --charts folder %s", dir), "", err)
+	}
+	cs := chart.Build(results...)
+	if len(cs) == 0 {
+		return pipebench.UsageError("the result has no series to chart", "series are recorded by `pipebench run`; a result from another tool has none", nil)
+	}
+	for _, c := range cs {
+		for _, f := range []struct {
+			ext  string
+			draw func(io.Writer) error
+		}{{"svg", c.SVG}, {"png", c.PNG}} {
+			path := filepath.Join(dir, c.ID+"."+f.ext)
+			if err := writeAtomic(path, f.draw); err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, path)
+		}
+	}
+	return nil
+}
