@@ -190,7 +190,7 @@ func (r *run) snapshot() *pipebench.Result {
 	res := &pipebench.Result{Manifest: pipebench.Manifest{
 		Tool: "pipebench", ToolVersion: r.p.ToolVersion,
 		Scenario: r.sc.Name, Version: r.sc.Version, Case: r.sc.Case, Item: "event",
-		Started: r.loadStart.UTC(), Ended: time.Now().UTC(),
+		Started: r.loadStart.UTC(), Ended: time.Now().UTC(), Status: "running",
 	}}
 	if n, ok := r.c.gen.(ItemNamer); ok {
 		res.Manifest.Item = n.ItemName()

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/report"
 	"github.com/pipebench/pipebench/scenario"
 )
 
@@ -93,11 +94,11 @@ func printPlan(w io.Writer, sc *scenario.Scenario, plan pipebench.Plan) {
 	fmt.Fprintln(tw, "PHASE\tPROFILE\tDURATION\tITEMS\tMAX IN FLIGHT\tSINK FAULTS")
 	for _, ph := range plan.Phases {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", ph.Name, describeProfile(ph), ph.Duration,
-			groupDigits(float64(ph.Items)), ph.MaxInFlight, describeFaults(ph.Faults))
+			report.Group(float64(ph.Items)), ph.MaxInFlight, describeFaults(ph.Faults))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\ntotal: %s items over %s of load; drain up to %s; at most %s in all\n",
-		groupDigits(float64(plan.Items())), pipebench.FormatDuration(plan.Duration()), plan.Drain,
+		report.Group(float64(plan.Items())), pipebench.FormatDuration(plan.Duration()), plan.Drain,
 		pipebench.FormatDuration(plan.Duration()+plan.Drain.D()))
 	if len(sc.Thresholds) > 0 {
 		fmt.Fprintln(w, "thresholds:")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/dashboard"
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/report"
 	"github.com/pipebench/pipebench/runner"
@@ -29,6 +31,7 @@ type runFlags struct {
 	noStore    bool
 	verbose    bool
 	list       bool
+	dashboard  string
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -62,6 +65,8 @@ func (a *app) runCommand() *cobra.Command {
 	fl.BoolVar(&f.list, "list", false, "list the built-in scenarios")
 	storeFlag(cmd, &f.store)
 	fl.BoolVar(&f.noStore, "no-store", false, "do not save the run in the results history")
+	fl.StringVar(&f.dashboard, "dashboard", "", "serve a live page of the run's charts at this address (--dashboard alone: 127.0.0.1, a free port)")
+	fl.Lookup("dashboard").NoOptDefVal = "127.0.0.1:0"
 	return cmd
 }
 
@@ -114,18 +119,38 @@ func (a *app) run(ref string, f runFlags) error {
 	if !f.quiet {
 		prog = newProgress(a.stderr, plan)
 		fmt.Fprintf(a.stderr, "pipebench %s: %s (%d phases, %s of load, %s items)\n", version, sc.Name,
-			len(plan.Phases), pipebench.FormatDuration(plan.Duration()), groupDigits(float64(plan.Items())))
+			len(plan.Phases), pipebench.FormatDuration(plan.Duration()), report.Group(float64(plan.Items())))
 	}
 	params := runner.Params{
 		Scenario: sc, Plan: plan, Registry: a.reg, Logger: logger,
 		ToolVersion: version, Args: os.Args,
 	}
-	if prog != nil {
-		params.Progress = prog.update
+	var dash *dashboard.Server
+	if f.dashboard != "" {
+		if dash, err = dashboard.Start(f.dashboard); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "dashboard: %s\n", dash.URL())
+	}
+	params.Progress = func(p runner.Progress) {
+		if prog != nil {
+			prog.update(p)
+		}
+		if dash != nil {
+			dash.Update(p)
+		}
 	}
 	res, runErr := runner.Run(a.ctx, params)
 	if prog != nil {
 		prog.done()
+	}
+	if dash != nil {
+		if res != nil {
+			dash.Finish(res)
+		}
+		// Let an open page fetch the final state once before the server goes.
+		time.Sleep(1500 * time.Millisecond)
+		dash.Shutdown(context.Background())
 	}
 	if res == nil {
 		return runErr

@@ -1,0 +1,131 @@
+// Package dashboard serves a live page of a running test on loopback: the
+// progress line and the same charts as the HTML report, refreshed every
+// second from the runner's snapshot. It binds to 127.0.0.1 unless told
+// otherwise, and needs nothing from the network.
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/report/chart"
+	htmlreport "github.com/pipebench/pipebench/report/html"
+	"github.com/pipebench/pipebench/runner"
+)
+
+// Server is the live dashboard of one run.
+type Server struct {
+	srv  *http.Server
+	ln   net.Listener
+	mu   sync.Mutex
+	last runner.Progress
+	seen bool
+	done *pipebench.Result
+}
+
+// Start listens on addr ("127.0.0.1:0" picks a free port) and serves until
+// Shutdown.
+func Start(addr string) (*Server, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, pipebench.UsageError(fmt.Sprintf("cannot serve the dashboard on %s", addr), "choose a free address, such as 127.0.0.1:0", err)
+	}
+	s := &Server{ln: ln}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.page)
+	mux.HandleFunc("GET /api/live", s.live)
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+// URL is the page's address.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/" }
+
+// Update records the runner's latest progress; pass it as (or call it from)
+// runner.Params.Progress.
+func (s *Server) Update(p runner.Progress) {
+	s.mu.Lock()
+	s.last, s.seen = p, true
+	s.mu.Unlock()
+}
+
+// Finish shows the final Result from now on.
+func (s *Server) Finish(r *pipebench.Result) {
+	s.mu.Lock()
+	s.done = r
+	s.mu.Unlock()
+}
+
+// Shutdown stops serving.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+// current returns what to show: the final result, or the live snapshot.
+func (s *Server) current() (res *pipebench.Result, line string, done bool) {
+	s.mu.Lock()
+	p, seen, final := s.last, s.seen, s.done
+	s.mu.Unlock()
+	switch {
+	case final != nil:
+		return final, "finished: " + string(final.Manifest.Status), true
+	case seen && p.Snapshot != nil:
+		return p.Snapshot(), p.String(), false
+	}
+	return &pipebench.Result{Manifest: pipebench.Manifest{Scenario: "pipebench", Started: time.Now()}}, "starting…", false
+}
+
+func (s *Server) page(w http.ResponseWriter, r *http.Request) {
+	res, _, _ := s.current()
+	var b bytes.Buffer
+	if err := htmlreport.Live(&b, res, "/api/live"); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(b.Bytes())
+}
+
+// Live is the JSON the page polls.
+type Live struct {
+	Progress string  `json:"progress"`
+	Done     bool    `json:"done"`
+	Charts   []Chart `json:"charts"`
+}
+
+// Chart is one chart, drawn.
+type Chart struct {
+	ID     string `json:"id"`
+	Points int    `json:"points"`
+	SVG    string `json:"svg"`
+}
+
+func (s *Server) live(w http.ResponseWriter, r *http.Request) {
+	res, line, done := s.current()
+	out := Live{Progress: line, Done: done, Charts: []Chart{}}
+	for _, c := range chart.Build(res) {
+		var b bytes.Buffer
+		if err := c.SVG(&b); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		out.Charts = append(out.Charts, Chart{ID: c.ID, Points: c.Points(), SVG: b.String()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := json.NewEncoder(w).Encode(out); err != nil && !errors.Is(err, http.ErrHandlerTimeout) {
+		return
+	}
+}

@@ -1,0 +1,40 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/report"
+)
+
+// String is the one-line summary progress displays show:
+//
+//	[2/3 backpressure] 5s/15s  target 5,000/s  sent 5,100/s  delivered 2,100/s  queue 11  left 20s
+func (pr Progress) String() string {
+	var b strings.Builder
+	if pr.Draining {
+		fmt.Fprintf(&b, "[drain] backlog %s", report.Group(pr.Backlog))
+	} else {
+		fmt.Fprintf(&b, "[%d/%d %s] %s/%s", pr.PhaseIndex+1, pr.Phases, pr.Phase,
+			round(pr.PhaseElapsed), round(pr.PhaseDuration))
+		fmt.Fprintf(&b, "  target %s/s  sent %s/s", report.Group(pr.TargetRate), report.Group(pr.SentRate))
+	}
+	fmt.Fprintf(&b, "  delivered %s/s", report.Group(pr.DeliveredRate))
+	if pr.Failed > 0 {
+		fmt.Fprintf(&b, "  errors %s", report.Group(float64(pr.Failed)))
+	}
+	if pr.Dropped > 0 {
+		fmt.Fprintf(&b, "  dropped %s", report.Group(float64(pr.Dropped)))
+	}
+	if pr.QueueSize >= 0 {
+		fmt.Fprintf(&b, "  queue %s", report.Group(pr.QueueSize))
+	}
+	if !pr.Draining {
+		fmt.Fprintf(&b, "  left %s", round(pr.Remaining))
+	}
+	return b.String()
+}
+
+func round(d time.Duration) string { return pipebench.FormatDuration(d.Round(time.Second)) }
