@@ -119,7 +119,10 @@ type Driver struct {
 	closed atomic.Bool
 }
 
-var _ pipebench.Driver = (*Driver)(nil)
+var (
+	_ pipebench.Driver   = (*Driver)(nil)
+	_ pipebench.Observer = (*Driver)(nil)
+)
 
 // file is one producer's file.
 type file struct {

@@ -531,3 +531,53 @@ func BenchmarkRender(b *testing.B) {
 		}
 	})
 }
+
+// Concurrent scrapers of every producer, with churn: every answer parses,
+// holds exactly metrics x series series, and the counters add up.
+func TestConcurrentScrapes(t *testing.T) {
+	tg := start(t, func(c *Config) {
+		c.Producers, c.Metrics, c.Series, c.Type = 4, 30, 5, TypeMixed
+		c.ChurnFraction, c.ChurnEvery = 0.2, 3
+	})
+	const per = 12
+	errs := make(chan error, 4*2*per)
+	done := make(chan struct{})
+	for _, u := range tg.Targets() {
+		for w := 0; w < 2; w++ {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for i := 0; i < per; i++ {
+					resp, err := http.Get(u)
+					if err != nil {
+						errs <- err
+						return
+					}
+					body, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					p := expfmt.NewTextParser(model.LegacyValidation)
+					fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+					if err != nil {
+						errs <- err
+						return
+					}
+					if n := len(seriesSet(fams)); n != 150 {
+						errs <- fmt.Errorf("%s: %d series", u, n)
+					}
+				}
+			}()
+		}
+	}
+	for i := 0; i < 8; i++ {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, s := range tg.Stats() {
+		// 24 scrapes: churn at scrape 3, 6, ..., 21 = 7 times 30 series.
+		if s.Scrapes != 2*per || s.Samples != uint64(2*per*tg.SamplesPerScrape()) || s.Churned != 7*30 {
+			t.Fatalf("%+v", s)
+		}
+	}
+}
