@@ -12,7 +12,8 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/report/reporttest"
-	"github.com/pipebench/pipebench/store/sqlite"
+	"github.com/pipebench/pipebench/store"
+	"github.com/pipebench/pipebench/store/storetest"
 	"github.com/pipebench/pipebench/sut/otelcol"
 )
 
@@ -29,9 +30,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func seed(t *testing.T, path string) {
+func seed(t *testing.T, ref string) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, path)
+	s, err := store.Open(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +58,16 @@ func seed(t *testing.T, path string) {
 	}
 }
 
+// The history commands on both backends: a SQLite file, and a PostgreSQL
+// server when one is configured.
 func TestHistoryShowCompareGate(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "h.db")
+	t.Run("sqlite", func(t *testing.T) { historyCommands(t, filepath.Join(t.TempDir(), "h.db")) })
+	t.Run("postgres", func(t *testing.T) {
+		historyCommands(t, storetest.PostgresSchema(t, storetest.PostgresURL(t)))
+	})
+}
+
+func historyCommands(t *testing.T, db string) {
 	seed(t, db)
 	out, errOut, code := cli(t, "history", "--store", db)
 	if code != 0 || strings.Count(out, "otel-traces") != 8 {

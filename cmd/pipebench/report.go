@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -67,8 +68,9 @@ func (a *app) reportCommand() *cobra.Command {
 // loadResult reads a Result file, or a run of the history when no such
 // file exists.
 func (a *app) loadResult(storeRef, arg string) (*pipebench.Result, error) {
-	if _, err := os.Stat(arg); err == nil {
-		return readResult(arg)
+	_, statErr := os.Stat(arg)
+	if statErr == nil || strings.HasSuffix(arg, ".json") || strings.ContainsRune(arg, filepath.Separator) {
+		return readResult(arg) // a path: say what is wrong with the file
 	}
 	r, err := a.loadRun(storeRef, arg)
 	if err != nil {

@@ -2,12 +2,8 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
-	"net/url"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,50 +11,6 @@ import (
 	"github.com/pipebench/pipebench/store/sqlstore"
 	"github.com/pipebench/pipebench/store/storetest"
 )
-
-// URLEnv names the PostgreSQL server the tests use (a database the user
-// may create schemas in). .ci/run installs and starts Debian's postgresql
-// and sets it; without it these tests skip and say so.
-const URLEnv = "PIPEBENCH_TEST_POSTGRES"
-
-func serverURL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv(URLEnv)
-	if u == "" {
-		t.Skipf("no PostgreSQL server: set %s=postgres://USER:PASS@127.0.0.1:5432/DB (.ci/run does)", URLEnv)
-	}
-	return u
-}
-
-var schemas atomic.Int64
-
-// freshSchema creates an empty schema, dropped after the test, and returns
-// the server URL with search_path set to it: every test has a database of
-// its own on the one server.
-func freshSchema(t *testing.T, base string) string {
-	t.Helper()
-	name := fmt.Sprintf("pbtest_%d_%d", os.Getpid(), schemas.Add(1))
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := admin.Exec(`CREATE SCHEMA ` + name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err == nil {
-			db.Exec(`DROP SCHEMA ` + name + ` CASCADE`)
-			db.Close()
-		}
-	})
-	u, _ := url.Parse(base)
-	q := u.Query()
-	q.Set("search_path", name)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 func opener(ref string) storetest.Opener {
 	return func(t *testing.T) *sqlstore.Store {
@@ -73,14 +25,14 @@ func opener(ref string) storetest.Opener {
 }
 
 func TestConformance(t *testing.T) {
-	base := serverURL(t)
-	storetest.Run(t, func(t *testing.T) storetest.Opener { return opener(freshSchema(t, base)) })
+	base := storetest.PostgresURL(t)
+	storetest.Run(t, func(t *testing.T) storetest.Opener { return opener(storetest.PostgresSchema(t, base)) })
 }
 
 // Two processes' worth of stores opening an empty database at once: the
 // advisory lock makes one migrate and the other find the work done.
 func TestConcurrentMigrations(t *testing.T) {
-	ref := freshSchema(t, serverURL(t))
+	ref := storetest.PostgresSchema(t, storetest.PostgresURL(t))
 	errs := make(chan error, 4)
 	for i := 0; i < 4; i++ {
 		go func() {
@@ -118,7 +70,7 @@ func TestHelperSaveForever(t *testing.T) {
 
 // A process killed in the middle of saves leaves the history intact.
 func TestKilledMidSaveKeepsHistory(t *testing.T) {
-	ref := freshSchema(t, serverURL(t))
+	ref := storetest.PostgresSchema(t, storetest.PostgresURL(t))
 	storetest.KilledMidSave(t, opener(ref), "TestHelperSaveForever", ref)
 }
 

@@ -4,11 +4,17 @@ package storetest
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, for PostgresSchema
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/report/reporttest"
@@ -160,6 +166,50 @@ func prefixWildcards(t *testing.T, open Opener) {
 	if got, err := s.Run(ctx, "50%"); err != nil || got.Manifest.RunID != "50%-3" {
 		t.Errorf("prefix 50%%: %v", err)
 	}
+}
+
+// PostgresEnv names the PostgreSQL server tests use (a database the user
+// may create schemas in). .ci/run installs and starts Debian's postgresql
+// and sets it; without it PostgreSQL tests skip and say so.
+const PostgresEnv = "PIPEBENCH_TEST_POSTGRES"
+
+// PostgresURL returns the test server's URL or skips the test.
+func PostgresURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv(PostgresEnv)
+	if u == "" {
+		t.Skipf("no PostgreSQL server: set %s=postgres://USER:PASS@127.0.0.1:5432/DB (.ci/run does)", PostgresEnv)
+	}
+	return u
+}
+
+var schemas atomic.Int64
+
+// PostgresSchema creates an empty schema, dropped after the test, and
+// returns the server URL with search_path set to it: every test has a
+// database of its own on the one server.
+func PostgresSchema(t *testing.T, base string) string {
+	t.Helper()
+	name := fmt.Sprintf("pbtest_%d_%d", os.Getpid(), schemas.Add(1))
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.Exec(`CREATE SCHEMA ` + name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if db, err := sql.Open("pgx", base); err == nil {
+			db.Exec(`DROP SCHEMA ` + name + ` CASCADE`)
+			db.Close()
+		}
+	})
+	u, _ := url.Parse(base)
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // HelperEnv names the environment variable that turns a test binary into
