@@ -96,7 +96,7 @@ Exit codes:  0 passed, 1 pipebench failed, 2 bad usage or scenario,
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(a.runCommand(), a.validateCommand(), a.planCommand(), a.sinkCommand(),
+	root.AddCommand(a.runCommand(), a.validateCommand(), a.planCommand(), a.sinkCommand(), a.producersCommand(),
 		a.schemaCommand(), a.reportCommand())
 	root.AddCommand(a.historyCommands()...)
 	return root

@@ -9,7 +9,9 @@ import (
 	procobs "github.com/pipebench/pipebench/observer/process"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
 	"github.com/pipebench/pipebench/payload"
+	"github.com/pipebench/pipebench/payload/loglines"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
+	"github.com/pipebench/pipebench/producer/logfile"
 	"github.com/pipebench/pipebench/report"
 	csvreport "github.com/pipebench/pipebench/report/csv"
 	htmlreport "github.com/pipebench/pipebench/report/html"
@@ -34,9 +36,11 @@ func newRegistry() (*pipebench.Registry, error) {
 		reg.Generators.Register(otlpgen.TracesFactory()),
 		reg.Generators.Register(otlpgen.MetricsFactory()),
 		reg.Generators.Register(otlpgen.LogsFactory()),
+		reg.Generators.Register(loglines.Factory()),
 
 		reg.Drivers.Register(httpdriver.Factory()),
 		reg.Drivers.Register(otlpdriver.Factory()),
+		reg.Drivers.Register(logfile.Factory()),
 
 		reg.Sinks.Register(httpsink.Factory()),
 		reg.Sinks.Register(otlpsink.Factory()),
