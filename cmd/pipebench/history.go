@@ -32,7 +32,7 @@ func (a *app) openStore(ref string) (pipebench.Store, error) {
 }
 
 func storeFlag(cmd *cobra.Command, ref *string) {
-	cmd.Flags().StringVar(ref, "store", "", "results history (SQLite file; default "+store.DefaultPath()+")")
+	cmd.Flags().StringVar(ref, "store", "", "results history: a SQLite file or postgres://USER:PASS@HOST:PORT/DB (default "+store.DefaultPath()+")")
 }
 
 func (a *app) historyCommands() []*cobra.Command {
