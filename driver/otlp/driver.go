@@ -1,6 +1,8 @@
 // Package otlpdriver sends OTLP traces, metrics and logs over gRPC or
-// HTTP/protobuf, with the collector's own pdata clients. The signal is taken
-// from the batch: ptrace.Traces, pmetric.Metrics or plog.Logs.
+// HTTP/protobuf. The signal is taken from the batch: an *otlpgen.Encoded
+// (an encoded export request, sent as it is: over gRPC through a codec that
+// passes the bytes through) or ptrace.Traces, pmetric.Metrics or plog.Logs
+// (sent with the collector's own pdata clients).
 package otlpdriver
 
 import (
@@ -26,12 +28,51 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/gzip" // registers the gzip compressor
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/pipebench/pipebench"
+	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 )
+
+// The gRPC methods of the OTLP export services.
+const (
+	methodTraces  = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+	methodMetrics = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+	methodLogs    = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+)
+
+// raw is an encoded protobuf message, for rawCodec.
+type raw struct{ b []byte }
+
+// rawCodec sends a *raw's bytes as they are and keeps the answer's bytes;
+// anything else goes to the registered proto codec. Its name is "proto", so
+// the request is an ordinary application/grpc+proto call.
+type rawCodec struct{}
+
+var protoCodec = encoding.GetCodecV2("proto")
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if r, ok := v.(*raw); ok {
+		return mem.BufferSlice{mem.SliceBuffer(r.b)}, nil
+	}
+	return protoCodec.Marshal(v)
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if r, ok := v.(*raw); ok {
+		r.b = data.Materialize()
+		return nil
+	}
+	return protoCodec.Unmarshal(data, v)
+}
+
+func (rawCodec) Name() string { return "proto" }
+
+var forceRaw = grpc.ForceCodecV2(rawCodec{})
 
 // Config configures the OTLP driver.
 type Config struct {
@@ -186,6 +227,13 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 	var err error
 	rejected := int64(0)
 	switch data := b.Data.(type) {
+	case *otlpgen.Encoded:
+		rejected, err = d.sendRaw(ctx, d.conns[i], data)
+		if err != nil {
+			// The transport may still hold the bytes (a deadline, a
+			// reset): they must not be reused.
+			data.Abandon()
+		}
 	case ptrace.Traces:
 		var resp ptraceotlp.ExportResponse
 		resp, err = d.traces[i].Export(ctx, ptraceotlp.NewExportRequestFromTraces(data))
@@ -216,6 +264,42 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 	return pipebench.Outcome{Class: pipebench.ClassOK}
 }
 
+// sendRaw sends an encoded request and returns the rejected items of the
+// answer's partial success.
+func (d *Driver) sendRaw(ctx context.Context, cc *grpc.ClientConn, e *otlpgen.Encoded) (int64, error) {
+	var resp raw
+	switch e.Signal {
+	case otlpgen.SignalTraces:
+		if err := cc.Invoke(ctx, methodTraces, &raw{e.Body}, &resp, forceRaw); err != nil {
+			return 0, err
+		}
+		r := ptraceotlp.NewExportResponse()
+		if err := r.UnmarshalProto(resp.b); err != nil {
+			return 0, err
+		}
+		return r.PartialSuccess().RejectedSpans(), nil
+	case otlpgen.SignalMetrics:
+		if err := cc.Invoke(ctx, methodMetrics, &raw{e.Body}, &resp, forceRaw); err != nil {
+			return 0, err
+		}
+		r := pmetricotlp.NewExportResponse()
+		if err := r.UnmarshalProto(resp.b); err != nil {
+			return 0, err
+		}
+		return r.PartialSuccess().RejectedDataPoints(), nil
+	case otlpgen.SignalLogs:
+		if err := cc.Invoke(ctx, methodLogs, &raw{e.Body}, &resp, forceRaw); err != nil {
+			return 0, err
+		}
+		r := plogotlp.NewExportResponse()
+		if err := r.UnmarshalProto(resp.b); err != nil {
+			return 0, err
+		}
+		return r.PartialSuccess().RejectedLogRecords(), nil
+	}
+	return 0, status.Error(codes.InvalidArgument, "unknown OTLP signal")
+}
+
 // classifyGRPC maps a gRPC status to an outcome class.
 func classifyGRPC(err error) pipebench.Outcome {
 	st, _ := status.FromError(err)
@@ -238,7 +322,20 @@ func (d *Driver) sendHTTP(ctx context.Context, b *pipebench.Batch) pipebench.Out
 	var body []byte
 	var err error
 	var path string
+	var enc *otlpgen.Encoded
 	switch data := b.Data.(type) {
+	case *otlpgen.Encoded:
+		enc, body = data, data.Body
+		switch data.Signal {
+		case otlpgen.SignalTraces:
+			path = "/v1/traces"
+		case otlpgen.SignalMetrics:
+			path = "/v1/metrics"
+		case otlpgen.SignalLogs:
+			path = "/v1/logs"
+		default:
+			return pipebench.Outcome{Class: pipebench.ClassError, Detail: "unknown OTLP signal"}
+		}
 	case ptrace.Traces:
 		path = "/v1/traces"
 		body, err = ptraceotlp.NewExportRequestFromTraces(data).MarshalProto()
@@ -255,16 +352,30 @@ func (d *Driver) sendHTTP(ctx context.Context, b *pipebench.Batch) pipebench.Out
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "marshal"}
 	}
 	var rd io.Reader = bytes.NewReader(body)
+	var tracked *trackedBody
 	if d.cfg.Compression == "gzip" {
 		var zb bytes.Buffer
 		zw := gzip.NewWriter(&zb)
 		zw.Write(body)
 		zw.Close()
 		rd = &zb
+	} else if enc != nil {
+		// The transport may read the body after Do returned (an early
+		// answer, an error); the bytes are reused only once it closed it.
+		tracked = &trackedBody{Reader: bytes.NewReader(body)}
+		rd = tracked
+		defer func() {
+			if !tracked.closed.Load() {
+				enc.Abandon()
+			}
+		}()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.base+path, rd)
 	if err != nil {
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "bad request"}
+	}
+	if tracked != nil {
+		req.ContentLength = int64(len(body))
 	}
 	req.Header = d.headers.Clone()
 	req.Header.Set("Content-Type", "application/x-protobuf")
@@ -294,4 +405,16 @@ func (d *Driver) sendHTTP(ctx context.Context, b *pipebench.Batch) pipebench.Out
 	default:
 		return pipebench.Outcome{Class: pipebench.ClassError, Code: c, Detail: fmt.Sprint(c)}
 	}
+}
+
+// trackedBody is a request body that knows whether the transport closed it,
+// which it does once it is done reading.
+type trackedBody struct {
+	*bytes.Reader
+	closed atomic.Bool
+}
+
+func (t *trackedBody) Close() error {
+	t.closed.Store(true)
+	return nil
 }

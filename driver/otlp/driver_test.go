@@ -173,6 +173,9 @@ func BenchmarkTracesEndToEnd(b *testing.B) {
 			s := seq.Add(1000) - 999
 			bt := gen.Next(s, 1000, time.Now())
 			d.Send(ctx, &bt)
+			if rel, ok := gen.(pipebench.Releaser); ok {
+				rel.Release(&bt)
+			}
 		}
 	})
 	b.ReportMetric(float64(rec.n.Load())/time.Since(start).Seconds(), "spans/s")

@@ -65,8 +65,12 @@ func ExtractMetrics(md pmetric.Metrics, fn func(seq uint64, sent time.Time)) (it
 						items++
 						visit(dps.At(d).Attributes(), fn, &unmatched)
 					}
-				default:
-					n := m.ExponentialHistogram().DataPoints().Len() + m.Summary().DataPoints().Len()
+				case pmetric.MetricTypeExponentialHistogram:
+					n := m.ExponentialHistogram().DataPoints().Len()
+					items += n
+					unmatched += n
+				case pmetric.MetricTypeSummary:
+					n := m.Summary().DataPoints().Len()
 					items += n
 					unmatched += n
 				}

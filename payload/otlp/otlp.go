@@ -81,15 +81,21 @@ func TracesFactory() pipebench.Factory[pipebench.Generator] {
 	}
 }
 
-// Traces builds ptrace.Traces batches. Safe for concurrent use.
+// Traces builds trace batches: Next encodes the export request directly
+// (Batch.Body, Batch.Data an *Encoded), Build gives the same spans as
+// ptrace.Traces. Safe for concurrent use.
 type Traces struct {
 	cfg      TracesConfig
 	keys     []string
 	values   []string
 	resAttrs [][2]string
+	enc      traceEncoder
 }
 
-var _ pipebench.Generator = (*Traces)(nil)
+var (
+	_ pipebench.Generator = (*Traces)(nil)
+	_ pipebench.Releaser  = (*Traces)(nil)
+)
 
 func newTraces(c TracesConfig) *Traces {
 	t := &Traces{cfg: c}
@@ -100,6 +106,7 @@ func newTraces(c TracesConfig) *Traces {
 	for i := 0; i < c.ResourceAttributes; i++ {
 		t.resAttrs = append(t.resAttrs, [2]string{"resource.attr." + strconv.Itoa(i), "resource-value-" + strconv.Itoa(i)})
 	}
+	t.enc = newTraceEncoder(t.keys, t.values)
 	return t
 }
 
@@ -114,14 +121,29 @@ func pad(s string, n int) string {
 func (t *Traces) ItemName() string { return "span" }
 
 // Next builds count spans numbered seq.., grouped spans_per_trace to a
-// trace, under one resource per service.
+// trace, under one resource per service, as an encoded
+// ExportTraceServiceRequest: Body holds the protobuf bytes (the very bytes
+// pdata would marshal for Build), Data an *Encoded that decodes them on
+// demand. Release takes the buffer back.
 func (t *Traces) Next(seq uint64, count int, at time.Time) pipebench.Batch {
+	e := t.encode(seq, count, at)
+	return pipebench.Batch{Seq: seq, Count: count, Scheduled: at, ContentType: ContentType, Body: e.Body, Data: e}
+}
+
+// Release implements pipebench.Releaser: the body's buffer is reused.
+func (t *Traces) Release(b *pipebench.Batch) { releaseEncoded(b) }
+
+// Build builds the spans of Next as pdata. A trace may span two services'
+// resources when a service's share of the batch ends mid-trace.
+func (t *Traces) Build(seq uint64, count int, at time.Time) ptrace.Traces {
 	td := ptrace.NewTraces()
 	sent := at.UnixNano()
 	ts := pcommon.NewTimestampFromTime(at)
 	services := min(t.cfg.Services, count)
 	perService := (count + services - 1) / services
 	n := 0
+	var traceID pcommon.TraceID
+	var parent pcommon.SpanID
 	for s := 0; s < services && n < count; s++ {
 		rs := td.ResourceSpans().AppendEmpty()
 		ra := rs.Resource().Attributes()
@@ -135,8 +157,6 @@ func (t *Traces) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 		spans := ss.Spans()
 		k := min(perService, count-n)
 		spans.EnsureCapacity(k)
-		var traceID pcommon.TraceID
-		var parent pcommon.SpanID
 		for i := 0; i < k; i++ {
 			q := seq + uint64(n)
 			idx := uint64(n)
@@ -168,7 +188,7 @@ func (t *Traces) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 			n++
 		}
 	}
-	return pipebench.Batch{Seq: seq, Count: count, Scheduled: at, Data: td}
+	return td
 }
 
 // MetricsConfig configures the "otlp-metrics" generator.
