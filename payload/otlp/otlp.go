@@ -1,6 +1,7 @@
-// Package otlpgen generates OpenTelemetry data with the collector's own pdata
-// library: traces of N spans with K attributes, metric points from P
-// producers, and log records in flog-like formats. Every span, data point
+// Package otlpgen generates OpenTelemetry data: traces of N spans with K
+// attributes (encoded straight to OTLP protobuf, the bytes the collector's
+// pdata would marshal), metric points from P producers and log records in
+// flog-like formats (built with pdata). Every span, data point
 // and log record carries the attributes pb.seq (its sequence number) and
 // pb.sent (unix nanoseconds), which the OTLP sink reads back. No I/O.
 package otlpgen
@@ -66,7 +67,7 @@ func TracesFactory() pipebench.Factory[pipebench.Generator] {
 	}
 	return pipebench.Factory[pipebench.Generator]{
 		Name:      "otlp-traces",
-		Doc:       "OTLP traces: N spans per trace, K attributes per span (pdata)",
+		Doc:       "OTLP traces: N spans per trace, K attributes per span (protobuf encoded directly, byte for byte as pdata)",
 		NewConfig: func() any { return def() },
 		New: func(cfg any, _ pipebench.Env) (pipebench.Generator, error) {
 			c, ok := cfg.(*TracesConfig)
