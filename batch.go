@@ -32,8 +32,9 @@ type Batch struct {
 	Headers []Header
 	// Body is the encoded payload, for drivers that send bytes.
 	Body []byte
-	// Data is a structured payload, for drivers that encode themselves
-	// (for example a ptrace.Traces for the OTLP drivers).
+	// Data is a structured payload for drivers that know its type: the
+	// OTLP traces generator hands over an already encoded request
+	// (*otlp.Encoded), the metrics and logs generators pdata values.
 	Data any
 }
 

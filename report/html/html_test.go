@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/browsertest"
@@ -109,6 +110,40 @@ func TestInChromium(t *testing.T) {
 			if errs := p.Errors(); len(errs) > 0 {
 				t.Errorf("console errors: %q", errs)
 			}
+		})
+	}
+}
+
+// BenchmarkWrite renders the page of a three-phase run with 15 series of 36
+// points, and of a long soak (15 series of 4,096 points, the most the
+// runner keeps per series).
+func BenchmarkWrite(b *testing.B) {
+	short := run("0.162.0", 20000)
+	long := run("0.162.0", 20000)
+	for i := range long.Series {
+		s := &long.Series[i]
+		base := s.Points
+		s.Points = nil
+		for k := 0; k < 4096; k++ {
+			p := base[k%len(base)]
+			p.T = long.Manifest.Started.Add(time.Duration(k) * 5 * time.Second)
+			s.Points = append(s.Points, p)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		r    *pipebench.Result
+	}{{"3phases", short}, {"soak4096points", long}} {
+		b.Run(c.name, func(b *testing.B) {
+			var size int
+			for b.Loop() {
+				var buf bytes.Buffer
+				if err := htmlreport.Write(&buf, c.r); err != nil {
+					b.Fatal(err)
+				}
+				size = buf.Len()
+			}
+			b.ReportMetric(float64(size)/1024, "page-KiB")
 		})
 	}
 }
