@@ -31,6 +31,9 @@ func start(t testing.TB, mut func(*Config)) *Target {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// The client's transport may have dialled a connection it then did
+		// not use; the server counts it as active until it is closed.
+		http.DefaultClient.CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := tg.Shutdown(ctx); err != nil {

@@ -193,6 +193,9 @@ func (t *Target) Shutdown(ctx context.Context) error {
 	var errs []error
 	for _, s := range servers {
 		if err := s.Shutdown(ctx); err != nil {
+			// A scraper may hold a connection it never sent a request on;
+			// the server waits for those, so close them once ctx is done.
+			_ = s.Close()
 			errs = append(errs, err)
 		}
 	}
