@@ -288,7 +288,7 @@ func TestChurn(t *testing.T) {
 			t.Fatalf("new series %s starts at %v", k, v)
 		}
 	}
-	if s := tg.Stats()[0]; s.Churned != 40 || s.Scrapes != 5 {
+	if s := waitScrapes(t, tg, 0, 5); s.Churned != 40 || s.Scrapes != 5 {
 		t.Fatalf("stats %+v", s)
 	}
 }
@@ -299,6 +299,8 @@ func TestOwnMetrics(t *testing.T) {
 		get(t, tg.Targets()[0], "")
 	}
 	get(t, tg.Targets()[2], "")
+	waitScrapes(t, tg, 0, 4)
+	waitScrapes(t, tg, 2, 1)
 	fams := scrape(t, tg.MetricsURL())
 	want := map[string]map[string]float64{
 		"pipebench_producer_scrapes_total":        {"0": 4, "1": 0, "2": 1},
@@ -384,7 +386,7 @@ func TestExpfmtEncoderAndGzip(t *testing.T) {
 	if n := len(seriesSet(parse(t, body))); n != 500 {
 		t.Fatalf("%d series", n)
 	}
-	if s := tg.Stats()[0]; s.Samples != 500 || s.Bytes != uint64(len(body)) {
+	if s := waitScrapes(t, tg, 0, 1); s.Samples != 500 || s.Bytes != uint64(len(body)) {
 		t.Fatalf("stats %+v, body %d", s, len(body))
 	}
 }
@@ -577,10 +579,26 @@ func TestConcurrentScrapes(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	for _, s := range tg.Stats() {
+	for i := range tg.Stats() {
+		s := waitScrapes(t, tg, i, 2*per)
 		// 24 scrapes: churn at scrape 3, 6, ..., 21 = 7 times 30 series.
 		if s.Scrapes != 2*per || s.Samples != uint64(2*per*tg.SamplesPerScrape()) || s.Churned != 7*30 {
 			t.Fatalf("%+v", s)
 		}
+	}
+}
+
+// waitScrapes returns producer i's stats once it has counted n scrapes. A
+// scrape is counted after its body is written, so the client can hold the
+// whole answer a moment before the counter moves.
+func waitScrapes(t *testing.T, tg *Target, i int, n uint64) Stats {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s := tg.Stats()[i]
+		if s.Scrapes+s.Errors >= n || time.Now().After(deadline) {
+			return s
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
