@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/kpi"
 	httpsink "github.com/pipebench/pipebench/sink/http"
+	otlpsink "github.com/pipebench/pipebench/sink/otlp"
 )
 
 type sinkFlags struct {
@@ -24,21 +26,32 @@ type sinkFlags struct {
 	outages    []string
 	seed       uint64
 	every      time.Duration
+	otlpGRPC   string
+	otlpHTTP   string
 }
 
 func (a *app) sinkCommand() *cobra.Command {
 	var f sinkFlags
 	cmd := &cobra.Command{
 		Use:   "sink",
-		Short: "Run the HTTP test backend on its own, with fault injection, for pipelines that run elsewhere",
+		Short: "Run the test backend (HTTP or OTLP) on its own, with fault injection, for pipelines that run elsewhere",
+		Long: `Run the test backend on its own: an HTTP/CloudEvents sink (--listen), or with
+--otlp-grpc and/or --otlp-http an OTLP sink for a collector's otlp or otlphttp
+exporter. Either matches the sequence numbers pipebench's generators embed,
+counts delivered, duplicate, reordered and unmatched items, injects the faults
+given by the flags (answered as HTTP statuses, or as gRPC UNAVAILABLE /
+RESOURCE_EXHAUSTED), and serves its own counters on /metrics.`,
 		Example: `  pipebench sink --listen 127.0.0.1:9000
   pipebench sink --listen 127.0.0.1:9000 --error-ratio 0.7 --error-status 503
-  pipebench sink --latency uniform:1ms:20ms --rate-limit 500/s --outage 30s:20s`,
+  pipebench sink --latency uniform:1ms:20ms --rate-limit 500/s --outage 30s:20s
+  pipebench sink --otlp-grpc 127.0.0.1:4317 --otlp-http 127.0.0.1:4318 --error-ratio 0.7`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return a.sink(f) },
+		RunE: func(cmd *cobra.Command, args []string) error { return a.sink(f, cmd.Flags().Changed("listen")) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.listen, "listen", "127.0.0.1:9000", "address to listen on")
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:9000", "address of the HTTP sink")
+	fl.StringVar(&f.otlpGRPC, "otlp-grpc", "", "run the OTLP sink instead, with OTLP/gRPC on this address")
+	fl.StringVar(&f.otlpHTTP, "otlp-http", "", "run the OTLP sink instead, with OTLP/HTTP (and /metrics) on this address")
 	fl.StringVar(&f.path, "path", "/", "path to accept events on (/ accepts any path)")
 	fl.Float64Var(&f.errorRatio, "error-ratio", 0, "fraction of requests (0..1) answered with --error-status")
 	fl.IntVar(&f.status, "error-status", 503, "HTTP status of injected errors (429, 500, 502, 503, 504)")
@@ -50,21 +63,52 @@ func (a *app) sinkCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) sink(f sinkFlags) error {
+func (a *app) sink(f sinkFlags, listenSet bool) error {
 	pol, err := f.policy()
 	if err != nil {
 		return err
 	}
 	arr := kpi.NewArrivals(1, nil)
 	arr.StartPhase(0, 0)
-	s, err := httpsink.New(httpsink.Params{Listen: f.listen, Path: f.path, Faults: pol, Seed: f.seed, Arrivals: arr})
-	if err != nil {
-		return pipebench.UsageError("cannot start the sink", "check --listen", err)
+	var shutdown func(context.Context) error
+	if f.otlpGRPC != "" || f.otlpHTTP != "" {
+		if listenSet || f.path != "/" {
+			return pipebench.UsageError("--listen and --path are for the HTTP sink", "give either --listen (HTTP sink) or --otlp-grpc/--otlp-http (OTLP sink)", nil)
+		}
+		for _, fl := range []struct{ name, addr string }{{"--otlp-grpc", f.otlpGRPC}, {"--otlp-http", f.otlpHTTP}} {
+			if _, _, err := net.SplitHostPort(fl.addr); fl.addr != "" && err != nil {
+				return pipebench.UsageError(fmt.Sprintf("%s %q is not an address", fl.name, fl.addr), fmt.Sprintf("write host:port, like %s 127.0.0.1:4317", fl.name), nil)
+			}
+		}
+		cfg := otlpsink.Config{GRPCListen: f.otlpGRPC, HTTPListen: f.otlpHTTP}
+		if err := cfg.Validate(); err != nil {
+			return pipebench.UsageError("the OTLP sink's addresses are not valid", "write host:port, like --otlp-grpc 127.0.0.1:4317", err)
+		}
+		s := otlpsink.New(cfg, f.seed)
+		s.SetFaults(pol, time.Now())
+		if err := s.Start(a.ctx, arr); err != nil {
+			return pipebench.UsageError("cannot start the OTLP sink", "choose free addresses with --otlp-grpc and --otlp-http", err)
+		}
+		var where []string
+		if g := s.GRPCEndpoint(); g != "" {
+			where = append(where, "OTLP/gRPC on "+g)
+		}
+		if h := s.HTTPEndpoint(); h != "" {
+			where = append(where, "OTLP/HTTP on "+h+"/v1/{traces,metrics,logs} (metrics at "+h+"/metrics)")
+		}
+		fmt.Fprintf(a.stdout, "sink listening: %s; Ctrl-C to stop\n", strings.Join(where, ", "))
+		shutdown = s.Shutdown
+	} else {
+		s, err := httpsink.New(httpsink.Params{Listen: f.listen, Path: f.path, Faults: pol, Seed: f.seed, Arrivals: arr})
+		if err != nil {
+			return pipebench.UsageError("cannot start the sink", "check --listen", err)
+		}
+		if err := s.Start(a.ctx, arr); err != nil {
+			return pipebench.UsageError(fmt.Sprintf("cannot listen on %s", f.listen), "choose a free address with --listen", err)
+		}
+		fmt.Fprintf(a.stdout, "sink listening on %s (metrics at %s/metrics); Ctrl-C to stop\n", s.Endpoint(), strings.TrimSuffix(s.Endpoint(), strings.TrimPrefix(f.path, "/")))
+		shutdown = s.Shutdown
 	}
-	if err := s.Start(a.ctx, arr); err != nil {
-		return pipebench.UsageError(fmt.Sprintf("cannot listen on %s", f.listen), "choose a free address with --listen", err)
-	}
-	fmt.Fprintf(a.stdout, "sink listening on %s (metrics at %s/metrics); Ctrl-C to stop\n", s.Endpoint(), strings.TrimSuffix(s.Endpoint(), strings.TrimPrefix(f.path, "/")))
 	t := time.NewTicker(f.every)
 	defer t.Stop()
 	var last uint64
@@ -84,7 +128,7 @@ func (a *app) sink(f sinkFlags) error {
 			print()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			return s.Shutdown(ctx)
+			return shutdown(ctx)
 		case <-t.C:
 			print()
 		}
