@@ -329,10 +329,12 @@ func (r *run) load(ctx context.Context) (aborted bool) {
 	var wg sync.WaitGroup
 	r.nextSeq = 1
 	r.loadStart = time.Now()
+	last := -1
 	for i, ph := range r.plan.Phases {
 		if ctx.Err() != nil {
 			break
 		}
+		last = i
 		r.startPhase(i, ph)
 		if ph.Profile.Kind == pipebench.ProfileBlast {
 			r.blast(ctx, sendCtx, i, ph, &wg)
@@ -353,6 +355,11 @@ func (r *run) load(ctx context.Context) (aborted bool) {
 		}
 	} else {
 		<-done
+	}
+	// The last phase's final sends were still in flight when it ended; the
+	// faults the sink answered them with belong to it.
+	if last >= 0 {
+		r.faultedAt[last], _ = r.arr.Totals()
 	}
 	return aborted
 }
