@@ -60,7 +60,9 @@ func Build(in PhaseInput, series []pipebench.Series) pipebench.PhaseResult {
 		sent += s.Items[c]
 	}
 	accepted := s.Items[pipebench.ClassOK]
-	add("target_rate", in.TargetRate, pipebench.UnitPerSecond)
+	if in.TargetRate > 0 { // 0: a closed-model phase, which has no target
+		add("target_rate", in.TargetRate, pipebench.UnitPerSecond)
+	}
 	add("sent_rate", rate(sent), pipebench.UnitPerSecond)
 	add("accepted_rate", rate(accepted), pipebench.UnitPerSecond)
 	add("sent", float64(sent), pipebench.UnitCount)

@@ -96,10 +96,12 @@ func (r *run) result(started time.Time, aborted bool) *pipebench.Result {
 		first, last := res.Phases[0], res.Phases[len(res.Phases)-1]
 		in := kpi.PhaseInput{Name: "total", Started: first.Started, Ended: last.Ended, Sends: totalSends}
 		var planned float64
+		paced := true // a closed-model (blast) phase has no target rate
 		for _, ph := range r.plan.Phases[:ran] {
 			planned += float64(ph.Items)
+			paced = paced && ph.Profile.Kind != pipebench.ProfileBlast
 		}
-		if secs := last.Ended.Sub(first.Started).Seconds(); secs > 0 {
+		if secs := last.Ended.Sub(first.Started).Seconds(); secs > 0 && paced {
 			in.TargetRate = planned / secs
 		}
 		if r.c.sink != nil {

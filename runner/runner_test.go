@@ -198,3 +198,37 @@ drain: 2s
 		t.Errorf("sent = %v, want the ~300 sent before the abort", sent)
 	}
 }
+
+// A closed-model phase sends exactly its count with its worker pool, every
+// item arrives, and the table has no target rate for it (there is none).
+func TestRunBlastSendsItsCount(t *testing.T) {
+	reg := registry(t)
+	sc, plan := parse(t, reg, `
+name: blast
+target: {driver: http}
+workload: {generator: event, size: 64}
+sink: {type: http}
+drain: 5s
+phases:
+  - name: blast
+    blast: {count: 300, workers: 10}
+    duration: 30s
+`)
+	res, err := runner.Run(context.Background(), runner.Params{Scenario: sc, Plan: plan, Registry: reg})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if res.Manifest.Status != pipebench.StatusPassed {
+		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	for _, p := range []*pipebench.PhaseResult{&res.Phases[0], res.Total} {
+		for name, want := range map[string]float64{"sent": 300, "accepted": 300, "delivered": 300, "lost": 0, "dropped": 0} {
+			if got := get(t, p, name); got != want {
+				t.Errorf("%s: %s = %v, want %v", p.Name, name, got, want)
+			}
+		}
+		if v, ok := p.Get("target_rate"); ok {
+			t.Errorf("%s: a closed-model phase has target_rate %v", p.Name, v)
+		}
+	}
+}

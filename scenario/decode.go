@@ -21,6 +21,7 @@ type decoder struct {
 	file string
 	p    Params
 	errs Errors
+	src  []byte // the file, for hints about syntax errors
 }
 
 // field is one key: value of a mapping.
@@ -259,6 +260,7 @@ func (d *decoder) decode(data []byte) *Scenario {
 		d.add(nil, "", "the file is empty: a scenario needs at least name, target and phases")
 		return nil
 	}
+	d.src = data
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		d.yamlError(err, "", nil)
@@ -548,7 +550,28 @@ func (d *decoder) yamlError(err error, path string, cfg any) {
 	if tk := ye.GetToken(); tk != nil {
 		line, col = tk.Position.Line, tk.Position.Column
 	}
+	if flowEnvRef(d.src, line) {
+		msg += `: a ${VAR} inside { } must be quoted, like "${VAR:-default}", or written in block style`
+	}
 	d.errs = append(d.errs, Problem{File: d.file, Line: line, Column: col, Path: path, Msg: msg})
+}
+
+// flowEnvRef tells whether the given line (1-based) of src, or the one
+// before it, puts a ${VAR} reference unquoted inside a { } flow mapping,
+// which YAML reads as the start of another mapping.
+func flowEnvRef(src []byte, line int) bool {
+	lines := strings.Split(string(src), "\n")
+	for _, n := range []int{line, line - 1} {
+		if n < 1 || n > len(lines) {
+			continue
+		}
+		l := lines[n-1]
+		open, ref := strings.IndexByte(l, '{'), strings.Index(l, "${")
+		if ref > open && open >= 0 && !strings.Contains(l, `"${`) && !strings.Contains(l, `'${`) {
+			return true
+		}
+	}
+	return false
 }
 
 func friendlyType(t string) string {
