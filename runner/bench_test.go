@@ -52,6 +52,10 @@ func BenchmarkOpenModel(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("PIPEBENCH_BENCH_CONNS")); err == nil && v > 0 {
 		conns = v
 	}
+	maxInFlight := 10000 // the scenario default
+	if v, err := strconv.Atoi(os.Getenv("PIPEBENCH_BENCH_MAX_IN_FLIGHT")); err == nil && v > 0 {
+		maxInFlight = v
+	}
 	addr := startServerProcess(b)
 	reg := registryB(b)
 	yaml := fmt.Sprintf(`
@@ -59,8 +63,8 @@ name: open-model-bench
 target: {driver: http, url: "http://%s/", connections: %d, pipeline: %d}
 workload: {generator: event, size: 64}
 phases:
-  - {name: hold, duration: %s, rate: %d/s}
-`, addr, conns, pipeline, dur, rate)
+  - {name: hold, duration: %s, rate: %d/s, max_in_flight: %d}
+`, addr, conns, pipeline, dur, rate, maxInFlight)
 	for b.Loop() {
 		sc, plan := parseB(b, reg, yaml)
 		var before, after syscall.Rusage
