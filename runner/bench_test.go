@@ -90,7 +90,13 @@ phases:
 		b.ReportMetric(p50, "p50-ms")
 		b.ReportMetric(p99, "p99-ms")
 		b.ReportMetric(float64(after.Maxrss)/1024, "maxrss-MB")
-		b.Logf("status %s %v; GOMAXPROCS %d", res.Manifest.Status, res.Manifest.Reasons, runtime.GOMAXPROCS(0))
+		var errs []string
+		for _, k := range p.KPIs {
+			if k.Name == "errors" && k.Value > 0 {
+				errs = append(errs, fmt.Sprintf("%v=%v", k.Labels, k.Value))
+			}
+		}
+		b.Logf("status %s %v; errors %v; GOMAXPROCS %d", res.Manifest.Status, res.Manifest.Reasons, errs, runtime.GOMAXPROCS(0))
 	}
 }
 
@@ -104,7 +110,9 @@ func startServerProcess(b *testing.B) string {
 	// With taskset, the server gets the second core to itself, as in the
 	// peers' method: run the benchmark itself under `taskset -c 0`.
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHTTPServer$")
-	if ts, err := exec.LookPath("taskset"); err == nil && runtime.NumCPU() > 1 {
+	// runtime.NumCPU counts the CPUs this process may use, which is one
+	// under `taskset -c 0`: ask taskset whether CPU 1 exists instead.
+	if ts, err := exec.LookPath("taskset"); err == nil && exec.Command(ts, "-c", "1", "true").Run() == nil {
 		cmd = exec.Command(ts, "-c", "1", os.Args[0], "-test.run=^TestHelperHTTPServer$")
 	}
 	cmd.Env = append(os.Environ(), "PIPEBENCH_HELPER_SERVER="+addr)

@@ -1,6 +1,7 @@
 // Package httpdriver sends batches over HTTP: fasthttp for HTTP/1.1 (net/http
-// cannot hold tens of thousands of requests per second on one core), net/http
-// with golang.org/x/net/http2 for HTTP/2 and h2c.
+// cannot hold tens of thousands of requests per second on one core), its own
+// batching client for pipelined HTTP/1.1 (pipeline.go), net/http with
+// golang.org/x/net/http2 for HTTP/2 and h2c.
 package httpdriver
 
 import (
@@ -47,7 +48,8 @@ type Driver struct {
 	url     string
 	method  string
 	headers []pipebench.Header
-	fast    doer         // HTTP/1.1, one request per connection at a time or pipelined
+	fast    doer         // HTTP/1.1, one request per connection at a time
+	pipe    *pipeClient  // HTTP/1.1 pipelined
 	std     *http.Client // HTTP/2
 }
 
@@ -106,16 +108,8 @@ func New(cfg Config, target string) (*Driver, error) {
 		}
 	}
 	if cfg.Pipeline > 0 {
-		d.fast = &fasthttp.PipelineClient{
-			Addr:                     addr,
-			IsTLS:                    u.Scheme == "https",
-			TLSConfig:                tlsCfg,
-			MaxConns:                 cfg.Connections,
-			MaxPendingRequests:       cfg.Pipeline,
-			ReadTimeout:              timeout,
-			WriteTimeout:             timeout,
-			NoDefaultUserAgentHeader: true,
-		}
+		fixed := append([]pipebench.Header{{Name: "User-Agent", Value: "pipebench"}}, d.headers...)
+		d.pipe = newPipeClient(addr, d.method, u.RequestURI(), u.Host, tlsCfg, timeout, cfg.Connections, cfg.Pipeline, fixed)
 		return d, nil
 	}
 	d.fast = &fasthttp.HostClient{
@@ -138,6 +132,9 @@ func (d *Driver) Start(context.Context) error { return nil }
 
 // Shutdown closes idle connections.
 func (d *Driver) Shutdown(context.Context) error {
+	if d.pipe != nil {
+		d.pipe.close()
+	}
 	if c, ok := d.fast.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
@@ -151,6 +148,16 @@ func (d *Driver) Shutdown(context.Context) error {
 func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
 	if d.std != nil {
 		return d.sendStd(ctx, b)
+	}
+	if d.pipe != nil {
+		if ctx.Err() != nil {
+			return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled"}
+		}
+		status, err := d.pipe.do(ctx, b.ContentType, b.Headers, b.Body)
+		if err != nil {
+			return classifyErr(err)
+		}
+		return classifyStatus(status)
 	}
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
@@ -236,7 +243,9 @@ func classifyErr(err error) pipebench.Outcome {
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "connection refused"}
 	case errors.Is(err, syscall.ECONNRESET):
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "connection reset"}
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, fasthttp.ErrConnectionClosed):
+	case errors.Is(err, errPipelineFull):
+		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "pipeline full"}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, errConnClosed):
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "eof"}
 	case errors.Is(err, context.Canceled):
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled"}

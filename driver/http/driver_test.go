@@ -64,7 +64,9 @@ func receiver(t *testing.T) drivertest.Receiver {
 	}
 }
 
-func harness(http2 bool) drivertest.Harness {
+func harness(http2 bool) drivertest.Harness { return harnessWith(http2, 0) }
+
+func harnessWith(http2 bool, pipeline int) drivertest.Harness {
 	g, _ := payload.EventFactory().New(nil, pipebench.Env{})
 	return drivertest.Harness{
 		Generator: g, Count: 3,
@@ -74,6 +76,7 @@ func harness(http2 bool) drivertest.Harness {
 			c.Timeout = pipebench.Duration(300 * time.Millisecond)
 			c.HTTP2 = http2
 			c.Connections = 8
+			c.Pipeline = pipeline
 			d, err := New(*c, target)
 			if err != nil {
 				t.Fatal(err)
@@ -85,6 +88,9 @@ func harness(http2 bool) drivertest.Harness {
 
 func TestConformanceHTTP1(t *testing.T) { drivertest.Run(t, harness(false)) }
 func TestConformanceH2C(t *testing.T)   { drivertest.Run(t, harness(true)) }
+func TestConformancePipelined(t *testing.T) {
+	drivertest.Run(t, harnessWith(false, 16))
+}
 
 func TestHeadersAndSecretsAreSentNotPrinted(t *testing.T) {
 	got := make(chan http.Header, 1)

@@ -1,0 +1,427 @@
+package httpdriver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// pipeClient sends HTTP/1.1 requests pipelined over a fixed set of
+// connections. It exists for throughput on one core: every request queued
+// on a connection while its writer was busy goes out in one write, and a
+// request's timeout is the connection's read deadline, not a timer of its
+// own. Answers come back in order, so each connection keeps a FIFO of the
+// requests it wrote.
+type pipeClient struct {
+	addr    string
+	tls     *tls.Config
+	timeout time.Duration
+	slots   chan struct{} // one per request on the wire: connections x pipeline
+	head    []byte        // "METHOD PATH HTTP/1.1\r\nHost: ...\r\n" and the fixed headers
+	conns   []*pipeConn
+	next    atomic.Uint32
+}
+
+// idlePoll bounds how late a request queued on an idle connection gets its
+// read deadline.
+const idlePoll = 100 * time.Millisecond
+
+var (
+	errPipelineFull = errors.New("pipeline full: connections x pipeline requests waited for answers for longer than the timeout")
+	errConnClosed   = errors.New("connection closed by the server")
+)
+
+func newPipeClient(addr, method, path, host string, tlsCfg *tls.Config, timeout time.Duration, conns, maxPending int, headers []pipebench.Header) *pipeClient {
+	if path == "" {
+		path = "/"
+	}
+	var h bytes.Buffer
+	h.WriteString(method + " " + path + " HTTP/1.1\r\nHost: " + host + "\r\n")
+	for _, x := range headers {
+		h.WriteString(x.Name + ": " + x.Value + "\r\n")
+	}
+	c := &pipeClient{addr: addr, tls: tlsCfg, timeout: timeout, slots: make(chan struct{}, conns*maxPending), head: h.Bytes()}
+	for i := 0; i < conns; i++ {
+		c.conns = append(c.conns, &pipeConn{c: c, kick: make(chan struct{}, 1)})
+	}
+	return c
+}
+
+// pipeCall is one request waiting for its answer.
+type pipeCall struct {
+	at     time.Time // when it was queued; its timeout runs from here
+	status int
+	err    error
+	done   chan struct{}
+}
+
+var callPool = sync.Pool{New: func() any { return &pipeCall{done: make(chan struct{}, 1)} }}
+
+// pipeConn is one connection: requests are appended to out under mu, the
+// writer goroutine writes whatever has accumulated, the reader goroutine
+// answers calls in order.
+type pipeConn struct {
+	c    *pipeClient
+	kick chan struct{}
+
+	mu      sync.Mutex
+	up      bool        // a connection is open (or being opened)
+	gen     uint64      // which connection the queued calls belong to
+	out     []byte      // requests not written yet
+	spare   []byte      // the writer's previous buffer, reused
+	pending []*pipeCall // written or queued, not answered, oldest first
+	netc    net.Conn
+}
+
+// do sends one request and waits for its status code.
+func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebench.Header, body []byte) (int, error) {
+	// A slot is taken here and given back when the answer (or the
+	// connection's failure) is read, even if the caller gave up.
+	select {
+	case c.slots <- struct{}{}:
+	default:
+		t := time.NewTimer(c.timeout)
+		select {
+		case c.slots <- struct{}{}:
+			t.Stop()
+		case <-t.C:
+			return 0, errPipelineFull
+		case <-ctx.Done():
+			t.Stop()
+			return 0, ctx.Err()
+		}
+	}
+	pc := c.conns[int(c.next.Add(1))%len(c.conns)]
+	call := callPool.Get().(*pipeCall)
+	call.at, call.status, call.err = time.Now(), 0, nil
+
+	pc.mu.Lock()
+	if !pc.up {
+		pc.up = true
+		pc.gen++
+		go pc.run(pc.gen)
+	}
+	b := append(pc.out, c.head...)
+	if contentType != "" {
+		b = append(b, "Content-Type: "...)
+		b = append(b, contentType...)
+		b = append(b, '\r', '\n')
+	}
+	for _, h := range hdrs {
+		b = append(b, h.Name...)
+		b = append(b, ':', ' ')
+		b = append(b, h.Value...)
+		b = append(b, '\r', '\n')
+	}
+	b = append(b, "Content-Length: "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = append(b, '\r', '\n', '\r', '\n')
+	pc.out = append(b, body...)
+	pc.pending = append(pc.pending, call)
+	pc.mu.Unlock()
+	select {
+	case pc.kick <- struct{}{}:
+	default:
+	}
+
+	select {
+	case <-call.done:
+		status, err := call.status, call.err
+		callPool.Put(call)
+		return status, err
+	case <-ctx.Done():
+		// The call stays in the FIFO (its answer still has to be read);
+		// it is not reused.
+		return 0, ctx.Err()
+	}
+}
+
+// run opens the connection and writes until it fails; the reader runs
+// beside it. Every call queued on a failed connection is answered with the
+// error, and the next request opens a new connection.
+func (pc *pipeConn) run(gen uint64) {
+	d := net.Dialer{Timeout: pc.c.timeout}
+	netc, err := d.Dial("tcp", pc.c.addr)
+	if err == nil && pc.c.tls != nil {
+		tc := tls.Client(netc, pc.c.tls)
+		ctx, cancel := context.WithTimeout(context.Background(), pc.c.timeout)
+		err = tc.HandshakeContext(ctx)
+		cancel()
+		netc = tc
+	}
+	if err != nil {
+		if netc != nil {
+			netc.Close()
+		}
+		pc.fail(gen, err)
+		return
+	}
+	pc.mu.Lock()
+	pc.netc = netc
+	pc.mu.Unlock()
+	readerDone := make(chan struct{})
+	go func() { pc.read(gen, netc); close(readerDone) }()
+	for {
+		select {
+		case <-pc.kick:
+		case <-readerDone:
+			return
+		}
+		pc.mu.Lock()
+		if pc.gen != gen || !pc.up {
+			pc.mu.Unlock()
+			return
+		}
+		buf := pc.out
+		pc.out, pc.spare = pc.spare[:0], nil // never two owners of one array
+		pc.mu.Unlock()
+		if len(buf) == 0 {
+			continue
+		}
+		netc.SetWriteDeadline(time.Now().Add(pc.c.timeout))
+		_, err := netc.Write(buf)
+		pc.mu.Lock()
+		if cap(buf) <= 1<<20 {
+			pc.spare = buf[:0]
+		}
+		pc.mu.Unlock()
+		if err != nil {
+			netc.Close() // the reader fails the calls
+			<-readerDone
+			return
+		}
+	}
+}
+
+// read answers the calls of connection gen in order until it fails.
+func (pc *pipeConn) read(gen uint64, netc net.Conn) {
+	br := bufio.NewReaderSize(netc, 32<<10)
+	var err error
+	for {
+		pc.mu.Lock()
+		var oldest time.Time
+		if len(pc.pending) > 0 {
+			oldest = pc.pending[0].at
+		}
+		pc.mu.Unlock()
+		if oldest.IsZero() {
+			// Idle: wait for bytes, looking again at the queue every
+			// idlePoll so that a request queued meanwhile gets its deadline.
+			netc.SetReadDeadline(time.Now().Add(min(pc.c.timeout, idlePoll)))
+			if _, err = br.Peek(1); err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					continue
+				}
+				break
+			}
+			continue
+		}
+		netc.SetReadDeadline(oldest.Add(pc.c.timeout))
+		var status int
+		var closeAfter bool
+		if status, closeAfter, err = readResponse(br); err != nil {
+			break
+		}
+		pc.mu.Lock()
+		if len(pc.pending) == 0 {
+			pc.mu.Unlock()
+			err = errors.New("the server answered a request that was not sent")
+			break
+		}
+		call := pc.pending[0]
+		pc.pending[0] = nil
+		pc.pending = pc.pending[1:]
+		var rest []*pipeCall
+		if closeAfter {
+			// Detach before answering, so that the caller's next request
+			// opens a new connection instead of queueing on this one.
+			rest = pc.detach()
+		}
+		pc.mu.Unlock()
+		call.status = status
+		<-pc.c.slots
+		call.done <- struct{}{}
+		if closeAfter {
+			netc.Close()
+			pc.answer(rest, errConnClosed)
+			return
+		}
+	}
+	netc.Close()
+	pc.fail(gen, err)
+}
+
+// detach takes the calls of the current connection and lets the next
+// request open a new one. pc.mu is held.
+func (pc *pipeConn) detach() []*pipeCall {
+	calls := pc.pending
+	pc.pending = nil
+	pc.out = pc.out[:0]
+	pc.up = false
+	pc.netc = nil
+	pc.gen++ // the old writer sees it and stops
+	select {
+	case pc.kick <- struct{}{}:
+	default:
+	}
+	return calls
+}
+
+// answer fails calls with err.
+func (pc *pipeConn) answer(calls []*pipeCall, err error) {
+	for _, call := range calls {
+		<-pc.c.slots
+		call.err = err
+		call.done <- struct{}{}
+	}
+}
+
+// fail answers every call of connection gen with err and lets the next
+// request open a new connection.
+func (pc *pipeConn) fail(gen uint64, err error) {
+	pc.mu.Lock()
+	if pc.gen != gen {
+		pc.mu.Unlock()
+		return
+	}
+	calls := pc.detach()
+	pc.mu.Unlock()
+	pc.answer(calls, err)
+}
+
+// close shuts every connection; calls waiting on them fail.
+func (c *pipeClient) close() {
+	for _, pc := range c.conns {
+		pc.mu.Lock()
+		if pc.netc != nil {
+			pc.netc.Close()
+		}
+		pc.mu.Unlock()
+	}
+}
+
+// readResponse reads one HTTP/1.1 response and discards its body. It
+// returns the status and whether the server will close the connection.
+func readResponse(br *bufio.Reader) (status int, closeAfter bool, err error) {
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			return 0, false, err
+		}
+		// HTTP/1.1 200 OK
+		if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+			return 0, false, errors.New("malformed status line " + strconv.Quote(string(line)))
+		}
+		status, err = strconv.Atoi(string(line[9:12]))
+		if err != nil {
+			return 0, false, errors.New("malformed status line " + strconv.Quote(string(line)))
+		}
+		http10 := line[7] == '0'
+		length, chunked := int64(-1), false
+		closeAfter = http10
+		for {
+			h, err := readLine(br)
+			if err != nil {
+				return 0, false, err
+			}
+			if len(h) == 0 {
+				break
+			}
+			i := bytes.IndexByte(h, ':')
+			if i < 0 {
+				continue
+			}
+			name, value := h[:i], bytes.TrimSpace(h[i+1:])
+			switch {
+			case bytes.EqualFold(name, []byte("Content-Length")):
+				if length, err = strconv.ParseInt(string(value), 10, 64); err != nil || length < 0 {
+					return 0, false, errors.New("malformed Content-Length " + strconv.Quote(string(value)))
+				}
+			case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+				chunked = bytes.Contains(bytes.ToLower(value), []byte("chunked"))
+			case bytes.EqualFold(name, []byte("Connection")):
+				v := bytes.ToLower(value)
+				if bytes.Contains(v, []byte("close")) {
+					closeAfter = true
+				} else if bytes.Contains(v, []byte("keep-alive")) {
+					closeAfter = false
+				}
+			}
+		}
+		if status >= 100 && status < 200 {
+			continue // an interim answer; the real one follows
+		}
+		switch {
+		case status == 204 || status == 304:
+		case chunked:
+			if err := skipChunked(br); err != nil {
+				return 0, false, err
+			}
+		case length >= 0:
+			if _, err := br.Discard(int(length)); err != nil {
+				return 0, false, err
+			}
+		default: // the body runs until the server closes
+			io.Copy(io.Discard, br)
+			return status, true, nil
+		}
+		return status, closeAfter, nil
+	}
+}
+
+func skipChunked(br *bufio.Reader) error {
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			return err
+		}
+		if i := bytes.IndexByte(line, ';'); i >= 0 {
+			line = line[:i]
+		}
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(line)), 16, 64)
+		if err != nil || n < 0 {
+			return errors.New("malformed chunk size " + strconv.Quote(string(line)))
+		}
+		if n == 0 {
+			for { // trailers, then the empty line
+				t, err := readLine(br)
+				if err != nil {
+					return err
+				}
+				if len(t) == 0 {
+					return nil
+				}
+			}
+		}
+		if _, err := br.Discard(int(n) + 2); err != nil {
+			return err
+		}
+	}
+}
+
+// readLine returns one line without its CRLF; the slice is valid until the
+// next read.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		return nil, errors.New("header line longer than 32 KiB")
+	}
+	if err != nil {
+		if err == io.EOF && len(line) == 0 {
+			return nil, io.EOF
+		}
+		return nil, err
+	}
+	return bytes.TrimRight(line, "\r\n"), nil
+}
