@@ -97,8 +97,10 @@ func (r *run) result(started time.Time, aborted bool) *pipebench.Result {
 		in := kpi.PhaseInput{Name: "total", Started: first.Started, Ended: last.Ended, Sends: totalSends}
 		var planned float64
 		paced := true // a closed-model (blast) phase has no target rate
-		for _, ph := range r.plan.Phases[:ran] {
-			planned += float64(ph.Items)
+		for i, ph := range r.plan.Phases[:ran] {
+			// What the phase planned for as long as it ran: a phase cut
+			// short by a signal planned only its share (a ramp's average).
+			planned += plannedRate(ph) * res.Phases[i].Ended.Sub(res.Phases[i].Started).Seconds()
 			paced = paced && ph.Profile.Kind != pipebench.ProfileBlast
 		}
 		if secs := last.Ended.Sub(first.Started).Seconds(); secs > 0 && paced {

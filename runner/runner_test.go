@@ -197,6 +197,11 @@ drain: 2s
 	if sent := get(t, &res.Phases[0], "sent"); sent < 100 {
 		t.Errorf("sent = %v, want the ~300 sent before the abort", sent)
 	}
+	// The total's target is what was planned for the time the load ran,
+	// not the whole 60 s phase's items over 1.5 s.
+	if tr := get(t, res.Total, "target_rate"); tr < 190 || tr > 210 {
+		t.Errorf("total target_rate = %v, want 200", tr)
+	}
 }
 
 // A closed-model phase sends exactly its count with its worker pool, every
