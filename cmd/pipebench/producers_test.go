@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -13,13 +12,7 @@ import (
 // `pipebench producers` serves scrape targets until stopped, then exits 0.
 func TestProducersServeUntilStopped(t *testing.T) {
 	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- execute(ctx, []string{"producers", "--listen", addr, "--producers", "3", "--metrics", "4", "--series", "5", "--type", "counter"}, &out, &errb)
-	}()
+	c := startCommand(t, "producers", "--listen", addr, "--producers", "3", "--metrics", "4", "--series", "5", "--type", "counter")
 	var body string
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -38,19 +31,13 @@ func TestProducersServeUntilStopped(t *testing.T) {
 	if n := strings.Count(body, `producer="2"`); n != 4*5 {
 		t.Errorf("producer 2 serves %d series, want 20:\n%s", n, body)
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d: %s", code, errb.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("producers did not stop")
+	if code := c.stop(t); code != 0 {
+		t.Errorf("exit %d: %s", code, c.errb.String())
 	}
-	if !strings.Contains(out.String(), "3 producers x 4 metrics x 5 series") {
-		t.Errorf("banner: %s", out.String())
+	if !strings.Contains(c.out.String(), "3 producers x 4 metrics x 5 series") {
+		t.Errorf("banner: %s", c.out.String())
 	}
-	if code := execute(context.Background(), []string{"producers", "--producers", "0"}, io.Discard, &errb); code != 2 {
+	if code := execute(context.Background(), []string{"producers", "--producers", "0"}, io.Discard, io.Discard); code != 2 {
 		t.Errorf("--producers 0: exit %d", code)
 	}
 }

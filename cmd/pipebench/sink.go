@@ -75,9 +75,9 @@ func (a *app) sink(f sinkFlags, listenSet bool) error {
 		if listenSet || f.path != "/" {
 			return pipebench.UsageError("--listen and --path are for the HTTP sink", "give either --listen (HTTP sink) or --otlp-grpc/--otlp-http (OTLP sink)", nil)
 		}
-		for _, fl := range []struct{ name, addr string }{{"--otlp-grpc", f.otlpGRPC}, {"--otlp-http", f.otlpHTTP}} {
+		for _, fl := range []struct{ name, addr, port string }{{"--otlp-grpc", f.otlpGRPC, "4317"}, {"--otlp-http", f.otlpHTTP, "4318"}} {
 			if _, _, err := net.SplitHostPort(fl.addr); fl.addr != "" && err != nil {
-				return pipebench.UsageError(fmt.Sprintf("%s %q is not an address", fl.name, fl.addr), fmt.Sprintf("write host:port, like %s 127.0.0.1:4317", fl.name), nil)
+				return pipebench.UsageError(fmt.Sprintf("%s %q is not an address", fl.name, fl.addr), fmt.Sprintf("write host:port, like %s 127.0.0.1:%s", fl.name, fl.port), nil)
 			}
 		}
 		cfg := otlpsink.Config{GRPCListen: f.otlpGRPC, HTTPListen: f.otlpHTTP}

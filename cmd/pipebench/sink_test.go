@@ -15,7 +15,36 @@ import (
 	otlppayload "github.com/pipebench/pipebench/payload/otlp"
 )
 
-// tracesRequest is an OTLP/HTTP protobuf body of spans carrying pb.seq
+// command is a pipebench command running in the background until stop.
+type command struct {
+	out, errb bytes.Buffer
+	cancel    context.CancelFunc
+	done      chan int
+}
+
+func startCommand(t *testing.T, args ...string) *command {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &command{cancel: cancel, done: make(chan int, 1)}
+	t.Cleanup(cancel)
+	go func() { c.done <- execute(ctx, args, &c.out, &c.errb) }()
+	return c
+}
+
+// stop cancels the command as Ctrl-C would and returns its exit code.
+func (c *command) stop(t *testing.T) int {
+	t.Helper()
+	c.cancel()
+	select {
+	case code := <-c.done:
+		return code
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command did not stop")
+		return -1
+	}
+}
+
+// tracesRequest is an OTLP/HTTP protobuf body of n spans carrying pb.seq
 // first..first+n-1 and a send time, as pipebench's generators write them.
 func tracesRequest(t *testing.T, first, n int) []byte {
 	t.Helper()
@@ -34,104 +63,77 @@ func tracesRequest(t *testing.T, first, n int) []byte {
 	return b
 }
 
-// `pipebench sink --otlp-http` is the OTLP sink on its own: it takes
-// OTLP/HTTP exports, counts the spans it matched on its /metrics, answers
-// the injected faults, and stops cleanly.
-func TestSinkOTLPServesUntilStopped(t *testing.T) {
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- execute(ctx, []string{"sink", "--otlp-http", addr, "--outage", "0s:1h", "--every", "1h"}, &out, &errb)
-	}()
-	post := func(body []byte) int {
-		resp, err := http.Post("http://"+addr+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
-		if err != nil {
-			return 0
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	// The whole run is an outage: every export is refused and nothing counts
-	// as delivered.
+// export posts body to addr's /v1/traces, retrying until the sink listens,
+// and returns the status it answered.
+func export(t *testing.T, addr string, body []byte) int {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	code := 0
-	for code == 0 && time.Now().Before(deadline) {
-		if code = post(tracesRequest(t, 0, 5)); code == 0 {
-			time.Sleep(50 * time.Millisecond)
+	for {
+		resp, err := http.Post("http://"+addr+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink never listened on %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	if code != http.StatusServiceUnavailable {
-		t.Fatalf("during the outage the sink answered %d, want 503 (stderr: %s)", code, errb.String())
-	}
+}
+
+// sinkMetrics checks that addr's /metrics holds every line in want.
+func sinkMetrics(t *testing.T, addr string, want ...string) {
+	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`pipebench_sink_items_total{outcome="faulted"} 5`, `pipebench_sink_requests_total{code="503"} 1`} {
-		if !strings.Contains(string(metrics), want) {
-			t.Errorf("/metrics lacks %s:\n%s", want, metrics)
+	for _, w := range want {
+		if !strings.Contains(string(metrics), w) {
+			t.Errorf("/metrics lacks %s:\n%s", w, metrics)
 		}
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d: %s", code, errb.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the sink did not stop")
+}
+
+// `pipebench sink --otlp-http` is the OTLP sink on its own: it takes
+// OTLP/HTTP exports, answers the injected faults, counts on its /metrics,
+// and stops cleanly.
+func TestSinkOTLPServesUntilStopped(t *testing.T) {
+	addr := freeAddr(t)
+	// The whole run is an outage: every export is refused and nothing counts
+	// as delivered.
+	c := startCommand(t, "sink", "--otlp-http", addr, "--outage", "0s:1h", "--every", "1h")
+	if code := export(t, addr, tracesRequest(t, 0, 5)); code != http.StatusServiceUnavailable {
+		t.Fatalf("during the outage the sink answered %d, want 503 (stderr: %s)", code, c.errb.String())
 	}
-	if !strings.Contains(out.String(), "OTLP/HTTP on http://"+addr) {
-		t.Errorf("banner: %s", out.String())
+	sinkMetrics(t, addr, `pipebench_sink_items_total{outcome="faulted"} 5`, `pipebench_sink_requests_total{code="503"} 1`)
+	if code := c.stop(t); code != 0 {
+		t.Errorf("exit %d: %s", code, c.errb.String())
+	}
+	if !strings.Contains(c.out.String(), "OTLP/HTTP on http://"+addr) {
+		t.Errorf("banner: %s", c.out.String())
 	}
 }
 
 func TestSinkOTLPDeliversAndRejectsMixedFlags(t *testing.T) {
 	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb bytes.Buffer
-	done := make(chan int, 1)
-	go func() { done <- execute(ctx, []string{"sink", "--otlp-http", addr, "--every", "1h"}, &out, &errb) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Post("http://"+addr+"/v1/traces", "application/x-protobuf", bytes.NewReader(tracesRequest(t, 0, 7)))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("export answered %d", resp.StatusCode)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sink never listened: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	c := startCommand(t, "sink", "--otlp-http", addr, "--every", "1h")
+	if code := export(t, addr, tracesRequest(t, 0, 7)); code != http.StatusOK {
+		t.Fatalf("export answered %d", code)
 	}
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if want := `pipebench_sink_items_total{outcome="delivered"} 7`; !strings.Contains(string(metrics), want) {
-		t.Errorf("/metrics lacks %s:\n%s", want, metrics)
-	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Errorf("exit %d: %s", code, errb.String())
+	sinkMetrics(t, addr, `pipebench_sink_items_total{outcome="delivered"} 7`)
+	if code := c.stop(t); code != 0 {
+		t.Errorf("exit %d: %s", code, c.errb.String())
 	}
 	// The final summary line counts the seven spans.
-	if !strings.Contains(out.String(), "delivered 7 (") || !strings.Contains(out.String(), "faulted 0  unmatched 0  duplicates 0") {
-		t.Errorf("summary: %s", out.String())
+	if out := c.out.String(); !strings.Contains(out, "delivered 7 (") || !strings.Contains(out, "faulted 0  unmatched 0  duplicates 0") {
+		t.Errorf("summary: %s", out)
 	}
 
+	var errb bytes.Buffer
 	for _, args := range [][]string{
 		{"sink", "--otlp-grpc", "127.0.0.1:0", "--listen", "127.0.0.1:0"},
 		{"sink", "--otlp-http", "127.0.0.1:0", "--path", "/events"},
