@@ -44,7 +44,7 @@ type Class uint8
 // The outcome classes. Their String forms are the `errors{class}` labels.
 const (
 	ClassOK      Class = iota // accepted by the system under test
-	ClassRefused              // refused on purpose: backpressure, 429, 503, RESOURCE_EXHAUSTED
+	ClassRefused              // refused: backpressure (429, 503, RESOURCE_EXHAUSTED) or a connection refused
 	ClassTimeout              // no answer in time
 	ClassError                // anything else: connection refused, protocol error, 4xx/5xx
 	ClassDropped              // never started: max_in_flight was reached when it was due
@@ -74,6 +74,19 @@ type Outcome struct {
 	// "503 Service Unavailable"), empty on success. Keep it to a handful
 	// of distinct strings: the recorder counts them.
 	Detail string
+	// Message is the failure's full text as the protocol library gave it
+	// ("dial tcp 127.0.0.1:4317: connect: connection refused"). It may vary
+	// from send to send: the recorder keeps only the first few distinct
+	// ones of each class, for the Result's notes.
+	Message string
+	// Unreached is true when the send failed before the target answered
+	// at all: the connection was refused, the address unreachable, the TLS
+	// handshake or the protocol did not match. A run in which every send
+	// is Unreached measured nothing of the system under test and is
+	// invalid. A target that answers with an error (503, UNAVAILABLE) or
+	// accepts the connection and never answers (a timeout) was reached.
+	// Connection refused is ClassRefused with Unreached set.
+	Unreached bool
 }
 
 // Sample is one send as the runner measured it.

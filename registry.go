@@ -5,7 +5,31 @@ import (
 	"sort"
 )
 
-// Factory makes one kind of plug-in, named Name in scenario files.
+// Payload names a kind of Batch content: what a Generator produces and a
+// Driver accepts. `validate` refuses a scenario whose generator produces
+// nothing its driver accepts, naming the pairs that fit.
+type Payload string
+
+// The payload kinds of the plug-ins pipebench ships. A new protocol may add
+// its own.
+const (
+	// PayloadBytes is an opaque encoded Body with a ContentType (JSON
+	// events, CloudEvents, log lines): any byte-carrying driver sends it.
+	PayloadBytes Payload = "bytes"
+	// PayloadLogLines is Body holding newline-terminated log lines; it is
+	// also PayloadBytes.
+	PayloadLogLines Payload = "loglines"
+	// PayloadOTLPTraces, PayloadOTLPMetrics and PayloadOTLPLogs are OTLP
+	// export requests (Data holds them; Body may hold their encoding).
+	PayloadOTLPTraces  Payload = "otlp-traces"
+	PayloadOTLPMetrics Payload = "otlp-metrics"
+	PayloadOTLPLogs    Payload = "otlp-logs"
+)
+
+// Factory makes one kind of plug-in, named Name in scenario files. Build
+// factories with NewFactory (a plug-in with a configuration) or
+// NewSimpleFactory (one without), which own the type assertion, the
+// default configuration and validation.
 type Factory[T any] struct {
 	// Name is the plug-in's name in scenario files ("http", "otlp").
 	Name string
@@ -17,8 +41,75 @@ type Factory[T any] struct {
 	// next. NewConfig may be nil when the plug-in takes no configuration.
 	NewConfig func() any
 	// New builds the plug-in from a configuration NewConfig returned and
-	// the decoder filled in.
+	// the decoder filled in (nil: the defaults).
 	New func(cfg any, env Env) (T, error)
+	// Produces lists the payloads a Generator makes; Accepts those a
+	// Driver sends. Empty means any (no check).
+	Produces []Payload
+	Accepts  []Payload
+}
+
+// Validator is the optional ability of a configuration to check itself.
+// Its error holds one line per problem, each starting with the key it is
+// about ("connections: must be at least 1").
+type Validator interface {
+	Validate() error
+}
+
+// NewFactory returns a factory for a plug-in configured by a C. defaults
+// returns a C holding the defaults; build makes the plug-in from a
+// configuration that has been decoded and validated (build gets its own
+// copy, so it may change it). A nil or foreign configuration is replaced
+// by the defaults, so tests may call New(nil, env).
+func NewFactory[T, C any](name, doc string, defaults func() *C, build func(cfg *C, env Env) (T, error)) Factory[T] {
+	return Factory[T]{
+		Name:      name,
+		Doc:       doc,
+		NewConfig: func() any { return defaults() },
+		New: func(cfg any, env Env) (T, error) {
+			c, ok := cfg.(*C)
+			if !ok || c == nil {
+				c = defaults()
+			}
+			cp := *c
+			if v, ok := any(&cp).(Validator); ok {
+				if err := v.Validate(); err != nil {
+					var zero T
+					return zero, &Error{Code: ExitUsage, Msg: fmt.Sprintf("%s: invalid configuration", name), Err: err}
+				}
+			}
+			return build(&cp, env)
+		},
+	}
+}
+
+// NewSimpleFactory returns a factory for a plug-in that takes no
+// configuration.
+func NewSimpleFactory[T any](name, doc string, build func(env Env) (T, error)) Factory[T] {
+	return Factory[T]{Name: name, Doc: doc, New: func(_ any, env Env) (T, error) { return build(env) }}
+}
+
+// WithPayloads returns f declaring what it produces (a generator) or
+// accepts (a driver).
+func (f Factory[T]) WithPayloads(produces, accepts []Payload) Factory[T] {
+	f.Produces, f.Accepts = produces, accepts
+	return f
+}
+
+// Fits reports whether a generator producing produces can be sent by a
+// driver accepting accepts: they share a payload, or either says nothing.
+func Fits(produces, accepts []Payload) bool {
+	if len(produces) == 0 || len(accepts) == 0 {
+		return true
+	}
+	for _, p := range produces {
+		for _, a := range accepts {
+			if p == a {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Catalog holds the factories of one kind of plug-in. It is filled once at
