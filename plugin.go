@@ -124,6 +124,21 @@ type SUT interface {
 	Shutdown(ctx context.Context) error
 }
 
+// MultiEndpoint is the optional ability of a SUT or a Sink to receive on
+// several protocols. Endpoints maps a protocol name ("grpc", "http") to the
+// endpoint for it; the runner hands the map to the driver (and to the SUT,
+// for the sink's) as Env.Targets.
+type MultiEndpoint interface {
+	Endpoints() map[string]string
+}
+
+// ConnectionReporter is the optional ability of a Driver to say how many
+// connections it holds open now, for the connections_open KPI. Safe for
+// concurrent use.
+type ConnectionReporter interface {
+	OpenConnections() int
+}
+
 // Reporter renders a Result. It only formats: every number comes from r.
 type Reporter interface {
 	Report(w io.Writer, r *Result) error
@@ -172,6 +187,10 @@ type Env struct {
 	// a Driver, the embedded SUT's endpoint (used when the driver's own
 	// configuration names none); for a SUT, the sink's endpoint.
 	Target string
+	// Targets are endpoints by protocol ("grpc", "http") when the system
+	// under test (or, without one, the sink) receives on several: a driver
+	// picks the one for its protocol and falls back to Target.
+	Targets map[string]string
 	// Instances are the SUT's processes, for observers.
 	Instances []Instance
 	// Dir is a scratch directory owned by the run, removed after it.
