@@ -1,5 +1,13 @@
 package pipebench
 
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
 // FaultPolicy is what a sink does to the requests it receives during one
 // phase. The zero value injects nothing. It is data only; sink/fault applies
 // it.
@@ -42,4 +50,88 @@ type LatencyDist struct {
 type Window struct {
 	Start    Duration `json:"start"`
 	Duration Duration `json:"duration"`
+}
+
+// ErrorStatuses are the statuses a fault policy may answer with.
+var ErrorStatuses = []int{429, 500, 502, 503, 504}
+
+// LatencyKinds maps each latency distribution to the fields it needs.
+var LatencyKinds = map[string][]string{
+	"fixed":       {"fixed"},
+	"uniform":     {"min", "max"},
+	"normal":      {"mean", "stddev"},
+	"exponential": {"mean"},
+}
+
+// LatencyKindNames lists the latency distributions in a fixed order.
+var LatencyKindNames = []string{"fixed", "uniform", "normal", "exponential"}
+
+// ValidErrorStatus reports whether s is one of ErrorStatuses.
+func ValidErrorStatus(s int) bool {
+	for _, v := range ErrorStatuses {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks the distribution: a known kind, the fields it needs,
+// max not below min.
+func (l *LatencyDist) Validate() error {
+	if l == nil {
+		return nil
+	}
+	need, ok := LatencyKinds[l.Kind]
+	if !ok {
+		return fmt.Errorf("unknown latency kind %q: use %s", l.Kind, strings.Join(LatencyKindNames, ", "))
+	}
+	set := map[string]bool{"fixed": l.Fixed > 0, "min": true, "max": l.Max > 0, "mean": l.Mean > 0, "stddev": l.StdDev > 0}
+	for _, f := range need {
+		if !set[f] {
+			return fmt.Errorf("%s latency needs %s", l.Kind, strings.Join(need, " and "))
+		}
+	}
+	if l.Kind == "uniform" && l.Max < l.Min {
+		return fmt.Errorf("max (%s) is below min (%s)", l.Max, l.Min)
+	}
+	return nil
+}
+
+// Validate checks the policy: a ratio within 0..1, an allowed status, a
+// valid latency, outages inside the phase (phaseDur 0: not checked).
+func (p FaultPolicy) Validate(phaseDur Duration) error {
+	var errs []error
+	if p.ErrorRatio < 0 || p.ErrorRatio > 1 || math.IsNaN(p.ErrorRatio) {
+		errs = append(errs, fmt.Errorf("error_ratio: %v is outside 0..1: 0.7 answers 70%% of requests with error_status", p.ErrorRatio))
+	}
+	if p.ErrorStatus != 0 && !ValidErrorStatus(p.ErrorStatus) {
+		errs = append(errs, fmt.Errorf("error_status: %d is not allowed: use %s", p.ErrorStatus, joinInts(ErrorStatuses)))
+	}
+	if err := p.Latency.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("latency: %w", err))
+	}
+	if p.RateLimit < 0 {
+		errs = append(errs, fmt.Errorf("rate_limit: must not be negative"))
+	}
+	for i, w := range p.Outages {
+		if w.Duration <= 0 {
+			errs = append(errs, fmt.Errorf("outages[%d]: needs a duration above 0", i))
+		}
+		if phaseDur > 0 && w.Start+w.Duration > phaseDur {
+			errs = append(errs, fmt.Errorf("outages[%d]: ends at %s, after the phase (%s)", i, w.Start+w.Duration, phaseDur))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }

@@ -1,6 +1,9 @@
 package pipebench
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // ProfileKind names the shape of load in a phase.
 type ProfileKind string
@@ -47,9 +50,15 @@ type Profile struct {
 }
 
 // PlanPhase is one phase of a Plan, fully resolved: every default applied,
-// every duration known.
+// every duration known. A steps phase of the scenario becomes one constant
+// PlanPhase per step, each with the scenario phase's name as Group, so
+// that every step is its own column (each rate is its own test).
 type PlanPhase struct {
-	Name     string   `json:"name"`
+	Name string `json:"name"`
+	// Group is the name of the scenario phase this one was made from when
+	// it differs from Name (the steps of a steps phase); thresholds aimed
+	// at the group apply to each of its phases.
+	Group    string   `json:"group,omitempty"`
 	Profile  Profile  `json:"profile"`
 	Duration Duration `json:"duration"`
 	// Stagger spreads the start of the phase: the rate rises linearly from
@@ -66,15 +75,96 @@ type PlanPhase struct {
 	Items uint64 `json:"items"`
 }
 
-// Plan is a compiled scenario: data only, printed by `pipebench plan`
-// before anything is sent.
+// Blast reports whether the phase is closed-model: no target rate.
+func (ph PlanPhase) Blast() bool { return ph.Profile.Kind == ProfileBlast }
+
+// InGroup reports whether a threshold or filter naming name applies to
+// this phase: its own name or its group's.
+func (ph PlanPhase) InGroup(name string) bool { return ph.Name == name || ph.Group == name }
+
+// PlannedRate is the phase's mean target rate in items per second, 0 for
+// a blast.
+func (ph PlanPhase) PlannedRate() float64 {
+	if d := ph.Duration.D().Seconds(); d > 0 && !ph.Blast() {
+		return float64(ph.Items) / d
+	}
+	return 0
+}
+
+// Component is a plug-in of the run as data: its registered type, a name
+// (observers), an interval (observers) and the configuration the scenario
+// decoder filled in (a pointer to the factory's configuration type; in a
+// Result read back from JSON, a generic map).
+type Component struct {
+	Type     string   `json:"type"`
+	Name     string   `json:"name,omitempty"`
+	Interval Duration `json:"interval,omitempty"`
+	Config   any      `json:"config,omitempty"`
+}
+
+// Operand is one side of a Threshold: a constant, or Factor × a KPI
+// (optionally only the instances with Labels, optionally aggregated by
+// Agg: max, min, sum, avg).
+type Operand struct {
+	Const  bool              `json:"const,omitempty"`
+	Value  float64           `json:"value,omitempty"`
+	Factor float64           `json:"factor,omitempty"`
+	KPI    string            `json:"kpi,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Agg    string            `json:"agg,omitempty"`
+}
+
+// Threshold is a condition on a phase's KPIs, parsed once when the
+// scenario is decoded: Left Op Right. Phase "" means every phase (a
+// phase's group name selects all its steps).
+type Threshold struct {
+	Expr  string  `json:"expr"`
+	Phase string  `json:"phase,omitempty"`
+	Left  Operand `json:"left"`
+	Op    string  `json:"op"`
+	Right Operand `json:"right"`
+}
+
+// Shard says which slice of a plan a generator runs: Index of Count.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// Plan is a run as data: what to start (target, workload, sink, system
+// under test, observers, each with its decoded configuration), the phases
+// with their pacers' parameters, the thresholds, the observation interval
+// and the drain. scenario.Compile makes it; `pipebench plan` prints it; the
+// runner executes it and nothing else; Result.Plan records it.
 type Plan struct {
-	Scenario string      `json:"scenario"`
-	Version  string      `json:"version,omitempty"`
-	Phases   []PlanPhase `json:"phases"`
+	Scenario    string            `json:"scenario"`
+	Version     string            `json:"version,omitempty"`
+	Case        string            `json:"case,omitempty"`
+	Description string            `json:"description,omitempty"`
+	File        string            `json:"file,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+
+	Target    Component   `json:"target"`
+	Workload  Component   `json:"workload"`
+	SUT       *Component  `json:"sut,omitempty"`
+	Sink      *Component  `json:"sink,omitempty"`
+	Observers []Component `json:"observers,omitempty"`
+
+	Phases     []PlanPhase `json:"phases"`
+	Thresholds []Threshold `json:"thresholds,omitempty"`
+	// Interval is how often observers and the run's own counters are
+	// sampled.
+	Interval Duration `json:"interval,omitempty"`
 	// Drain is the longest the runner waits after the last phase for what
 	// was accepted to arrive at the sink.
 	Drain Duration `json:"drain"`
+
+	// SeqStart is the first sequence number (1 when 0); shards of one plan
+	// get disjoint ranges. StartAt, when set, is the shared moment every
+	// shard starts its first phase. Shard is set on a shard's plan.
+	SeqStart uint64    `json:"seq_start,omitempty"`
+	StartAt  time.Time `json:"start_at,omitzero"`
+	Shard    *Shard    `json:"shard,omitempty"`
 }
 
 // Duration returns the planned load time: the sum of the phases' durations,
@@ -94,4 +184,182 @@ func (p *Plan) Items() uint64 {
 		n += ph.Items
 	}
 	return n
+}
+
+// FirstSeq is the plan's first sequence number.
+func (p *Plan) FirstSeq() uint64 {
+	if p.SeqStart == 0 {
+		return 1
+	}
+	return p.SeqStart
+}
+
+// CountItems sets every phase's Items from its profile, exactly as the
+// pacer will send them (whole batches).
+func (p *Plan) CountItems() error {
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		c, err := ph.Curve()
+		if err != nil {
+			return fmt.Errorf("phase %s: %w", ph.Name, err)
+		}
+		ph.Items = c.Sends() * uint64(ph.batch())
+		if ph.Blast() {
+			ph.Items = ph.Profile.Count
+		}
+	}
+	return nil
+}
+
+func (ph PlanPhase) batch() int {
+	if ph.BatchSize < 1 {
+		return 1
+	}
+	return ph.BatchSize
+}
+
+// Scale returns a copy of p whose phases are stretched or shrunk by one
+// factor so that they add up to total: durations, steps, bursts, staggers
+// and outage windows alike, so the shape is kept. It is how the
+// references' 20-minute tests run in 2 minutes. A total of zero or less,
+// or one so short that a paced phase would send nothing, is an error.
+func (p Plan) Scale(total time.Duration) (Plan, error) {
+	if total <= 0 {
+		return p, fmt.Errorf("the total duration must be more than 0, not %s", total)
+	}
+	sum := p.Duration()
+	if sum <= 0 {
+		return p, fmt.Errorf("the phases have no duration to scale")
+	}
+	f := float64(total) / float64(sum)
+	scale := func(d Duration) Duration { return Duration(float64(d)*f + 0.5) }
+	out := p
+	out.Phases = make([]PlanPhase, len(p.Phases))
+	for i, ph := range p.Phases {
+		ph.Duration = scale(ph.Duration)
+		ph.Stagger = scale(ph.Stagger)
+		if steps := ph.Profile.Steps; steps != nil {
+			ph.Profile.Steps = make([]Step, len(steps))
+			for j, st := range steps {
+				ph.Profile.Steps[j] = Step{Rate: st.Rate, Duration: scale(st.Duration)}
+			}
+		}
+		if b := ph.Profile.Burst; b != nil {
+			nb := Burst{Rate: b.Rate, For: scale(b.For), Every: scale(b.Every)}
+			ph.Profile.Burst = &nb
+		}
+		if o := ph.Faults.Outages; o != nil {
+			ph.Faults.Outages = make([]Window, len(o))
+			for j, w := range o {
+				ph.Faults.Outages[j] = Window{Start: scale(w.Start), Duration: scale(w.Duration)}
+			}
+		}
+		out.Phases[i] = ph
+	}
+	if err := out.CountItems(); err != nil {
+		return p, err
+	}
+	for _, ph := range out.Phases {
+		if !ph.Blast() && ph.Items == 0 {
+			return p, fmt.Errorf("at %s in total, phase %s would last %s and send nothing: give a longer duration", FormatDuration(total), ph.Name, ph.Duration)
+		}
+	}
+	return out, nil
+}
+
+// Slice returns shard index (0-based) of n: every rate divided by n, a
+// blast's count and workers split, and the sequence numbers of the shard
+// in a range of their own, so the shards of one plan, run together from a
+// shared StartAt, send what the whole plan sends and a sink can tell their
+// items apart.
+func (p Plan) Slice(index, n int) (Plan, error) {
+	if n < 1 || index < 0 || index >= n {
+		return p, fmt.Errorf("shard %d/%d: want 1 <= N and 0 <= I < N", index+1, n)
+	}
+	if p.Shard != nil {
+		return p, fmt.Errorf("the plan is already shard %d/%d", p.Shard.Index+1, p.Shard.Count)
+	}
+	out := p
+	out.Shard = &Shard{Index: index, Count: n}
+	div := func(r Rate) Rate { return r / Rate(n) }
+	// share splits a whole number so that the n shares add up to it.
+	share := func(total uint64) uint64 {
+		q, rem := total/uint64(n), total%uint64(n)
+		if uint64(index) < rem {
+			q++
+		}
+		return q
+	}
+	out.Phases = make([]PlanPhase, len(p.Phases))
+	for i, ph := range p.Phases {
+		pr := ph.Profile
+		pr.Rate, pr.From, pr.To = div(pr.Rate), div(pr.From), div(pr.To)
+		if pr.Steps != nil {
+			pr.Steps = make([]Step, len(ph.Profile.Steps))
+			for j, st := range ph.Profile.Steps {
+				pr.Steps[j] = Step{Rate: div(st.Rate), Duration: st.Duration}
+			}
+		}
+		if b := pr.Burst; b != nil {
+			nb := *b
+			nb.Rate = div(b.Rate)
+			pr.Burst = &nb
+		}
+		if pr.Kind == ProfileBlast {
+			pr.Count = share(pr.Count)
+			pr.Workers = max(1, int(share(uint64(pr.Workers))))
+		}
+		ph.Profile = pr
+		ph.MaxInFlight = max(1, int(share(uint64(ph.MaxInFlight))))
+		out.Phases[i] = ph
+	}
+	if err := out.CountItems(); err != nil {
+		return p, err
+	}
+	// Disjoint sequence ranges: every shard may send up to the whole
+	// plan's share rounded up, plus a batch of slack per phase.
+	var span uint64
+	for _, ph := range out.Phases {
+		span += ph.Items + uint64(ph.batch())
+	}
+	for _, ph := range p.Phases {
+		if q := (ph.Items+uint64(n)-1)/uint64(n) + uint64(ph.batch()); q > span {
+			span = q
+		}
+	}
+	out.SeqStart = p.FirstSeq() + uint64(index)*span
+	return out, nil
+}
+
+// Probe returns a one-phase plan at a constant rate for dur, keeping p's
+// components, batch size, max_in_flight, interval, drain and thresholds
+// (those aimed at a named phase are dropped): what a limit search runs at
+// each rate it tries.
+func (p Plan) Probe(rate Rate, dur time.Duration) (Plan, error) {
+	if rate <= 0 || dur <= 0 {
+		return p, fmt.Errorf("a probe needs a rate and a duration above 0, not %s for %s", rate, dur)
+	}
+	if len(p.Phases) == 0 {
+		return p, fmt.Errorf("the plan has no phase to take a batch size from")
+	}
+	base := p.Phases[0]
+	ph := PlanPhase{
+		Name:        "probe " + FormatCount(float64(rate)) + "/s",
+		Profile:     Profile{Kind: ProfileConstant, Rate: rate},
+		Duration:    Duration(dur),
+		MaxInFlight: base.MaxInFlight,
+		BatchSize:   base.BatchSize,
+	}
+	out := p
+	out.Phases = []PlanPhase{ph}
+	out.Thresholds = nil
+	for _, t := range p.Thresholds {
+		if t.Phase == "" {
+			out.Thresholds = append(out.Thresholds, t)
+		}
+	}
+	if err := out.CountItems(); err != nil {
+		return p, err
+	}
+	return out, nil
 }

@@ -14,24 +14,39 @@ type Status string
 
 // The ways a run can end, matching the exit codes.
 const (
-	StatusPassed  Status = "passed"  // ran, every threshold held (exit 0)
-	StatusFailed  Status = "failed"  // ran, a threshold failed (exit 99)
-	StatusInvalid Status = "invalid" // the generator could not hold the plan (exit 98)
-	StatusAborted Status = "aborted" // stopped by a signal; partial result
-	StatusError   Status = "error"   // pipebench itself failed (exit 1)
+	StatusPassed Status = "passed" // ran, thresholds existed and every one held (exit 0)
+	// StatusCompleted: ran validly, but no thresholds were set, so there is
+	// no pass or fail; Result.Summary states errors and loss in words
+	// (exit 0).
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"  // ran, a threshold failed (exit 99)
+	StatusInvalid   Status = "invalid" // the generator could not hold the plan, or nothing reached the target (exit 98)
+	StatusAborted   Status = "aborted" // stopped by a signal; partial result
+	StatusError     Status = "error"   // pipebench itself failed (exit 1)
 )
 
 // Result is the canonical record of one run. Every report is rendered from
 // a Result alone, so it must hold everything a report shows.
 type Result struct {
-	Schema     int               `json:"schema"`
-	Manifest   Manifest          `json:"manifest"`
-	Plan       Plan              `json:"plan"`
-	Phases     []PhaseResult     `json:"phases"`
-	Total      *PhaseResult      `json:"total,omitempty"`
-	Series     []Series          `json:"series,omitempty"`
-	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
-	Detections []Detection       `json:"detections,omitempty"`
+	Schema   int           `json:"schema"`
+	Manifest Manifest      `json:"manifest"`
+	Plan     Plan          `json:"plan"`
+	Phases   []PhaseResult `json:"phases"`
+	// Drain holds what arrived after the last phase ended, while the
+	// runner waited for the backlog: with it, the phases' delivered counts
+	// add up to the total's. Nil without a sink.
+	Drain *PhaseResult `json:"drain,omitempty"`
+	Total *PhaseResult `json:"total,omitempty"`
+	// Summary says in plain words what went wrong, whatever the verdict:
+	// failed sends by class, items lost, drops.
+	Summary []string `json:"summary,omitempty"`
+	// Errors holds the first distinct failure messages of each outcome
+	// class ("refused": ["dial tcp 127.0.0.1:4317: connect: connection
+	// refused"]), so a failure keeps its cause.
+	Errors     map[string][]string `json:"errors,omitempty"`
+	Series     []Series            `json:"series,omitempty"`
+	Thresholds []ThresholdResult   `json:"thresholds,omitempty"`
+	Detections []Detection         `json:"detections,omitempty"`
 }
 
 // Manifest says what ran, where and how it ended.

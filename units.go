@@ -182,3 +182,23 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // UnmarshalText reads the real value.
 func (s *Secret) UnmarshalText(b []byte) error { *s = Secret(b); return nil }
+
+// FormatCount prints a number rounded to a whole with thousands
+// separators: 12,345.
+func FormatCount(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	s := strconv.FormatFloat(math.Abs(math.Round(v)), 'f', 0, 64)
+	var b strings.Builder
+	if math.Round(v) < 0 {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

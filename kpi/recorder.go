@@ -50,6 +50,11 @@ type SendStats struct {
 	Items   [pipebench.NumClasses]uint64 // items by outcome class
 	Bytes   uint64
 	Details map[string]uint64 // failure details ("503", "timeout")
+	// Unreached counts the items of sends that failed before the target
+	// answered at all (Outcome.Unreached).
+	Unreached uint64
+	// LastEnded is when the phase's last send returned.
+	LastEnded time.Time
 	// Latency is measured from the scheduled time (coordinated-omission
 	// corrected), Service from the actual start, Lag from scheduled to
 	// start; all in µs.
@@ -63,7 +68,14 @@ type Recorder struct {
 	phases []*SendStats
 	live   []*Live
 	window *hdrhistogram.Histogram // latency since the last TakeWindow, all phases
+	// messages keeps the first few distinct failure messages of each
+	// class, for the Result's notes.
+	messages [pipebench.NumClasses][]string
 }
+
+// MaxMessages is how many distinct failure messages of each class a
+// Recorder keeps.
+const MaxMessages = 3
 
 // NewRecorder returns a recorder for n phases.
 func NewRecorder(n int) *Recorder {
@@ -114,11 +126,50 @@ func (r *Recorder) Record(i int, s pipebench.Sample) {
 	if c != pipebench.ClassOK && s.Outcome.Detail != "" && len(p.Details) < 64 {
 		p.Details[s.Outcome.Detail]++
 	}
+	if c != pipebench.ClassOK {
+		r.keepMessage(c, s.Outcome)
+	}
+	if s.Outcome.Unreached {
+		p.Unreached += uint64(s.Count)
+	}
+	if s.Ended.After(p.LastEnded) {
+		p.LastEnded = s.Ended
+	}
 	p.Latency.RecordValue(micros(s.Ended.Sub(s.Scheduled)))
 	r.window.RecordValue(micros(s.Ended.Sub(s.Scheduled)))
 	p.Service.RecordValue(micros(s.Ended.Sub(s.Started)))
 	p.Lag.RecordValue(micros(s.Started.Sub(s.Scheduled)))
 	r.mu.Unlock()
+}
+
+func (r *Recorder) keepMessage(c pipebench.Class, o pipebench.Outcome) {
+	msg := o.Message
+	if msg == "" {
+		msg = o.Detail
+	}
+	if msg == "" || len(r.messages[c]) >= MaxMessages {
+		return
+	}
+	for _, m := range r.messages[c] {
+		if m == msg {
+			return
+		}
+	}
+	r.messages[c] = append(r.messages[c], msg)
+}
+
+// Messages returns the first distinct failure messages of each class that
+// had any, keyed by class label ("refused", "timeout").
+func (r *Recorder) Messages() map[string][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string][]string{}
+	for c, ms := range r.messages {
+		if len(ms) > 0 {
+			out[pipebench.Class(c).String()] = append([]string(nil), ms...)
+		}
+	}
+	return out
 }
 
 // WindowQuantiles are latency quantiles over one observation interval.
@@ -311,6 +362,9 @@ func (a *Arrivals) Delivered() uint64 {
 // counts are about the phase's own sends.
 type ArrivalStats struct {
 	Delivered, Duplicates, Reordered uint64
+	// Own counts the phase's own items that arrived, whenever they did
+	// (a blast's completion).
+	Own uint64
 	// Lost counts items accepted by the pipeline that never arrived.
 	Lost uint64
 	// Stray counts items that arrived although their send was not
@@ -333,6 +387,7 @@ func (a *Arrivals) Stats(i int, hi uint64) ArrivalStats {
 	p := a.phases[i]
 	return ArrivalStats{
 		Delivered:  a.DeliveredDuring(i),
+		Own:        p.delivered,
 		Duplicates: p.duplicates,
 		Reordered:  p.reordered,
 		Lost:       a.arrived.MissingFrom(a.accepted, lo, hi),
@@ -355,4 +410,32 @@ func (a *Arrivals) PhaseStart(i int) uint64 {
 		return a.starts[i]
 	}
 	return 0
+}
+
+// RunStats returns the arrival statistics of a whole run of n phases whose
+// sequence numbers span [lo, hi): loss over the whole range, and the
+// deliveries, duplicates, reorderings and end-to-end latencies of every
+// phase plus those delivered during the drain.
+func (a *Arrivals) RunStats(n int, lo, hi uint64) ArrivalStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := ArrivalStats{
+		Lost:  a.arrived.MissingFrom(a.accepted, lo, hi),
+		Stray: a.accepted.MissingFrom(a.arrived, lo, hi),
+		E2E:   newHist(),
+	}
+	for i := 0; i < n && i < len(a.phases); i++ {
+		p := a.phases[i]
+		st.Own += p.delivered
+		st.Duplicates += p.duplicates
+		st.Reordered += p.reordered
+		st.E2E.Merge(p.e2e)
+		if p.last.After(st.Last) {
+			st.Last = p.last
+		}
+	}
+	for i := range a.during { // every phase, and the drain after the last
+		st.Delivered += a.during[i].Load()
+	}
+	return st
 }

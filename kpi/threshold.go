@@ -31,32 +31,24 @@ var KnownKPIs = func() []string {
 	return names
 }()
 
-// Threshold is a parsed condition on a phase's KPIs: `latency.p99 < 500ms`,
-// `delivered_rate >= 0.99 * sent_rate`, `max(memory_mb) < 512`. It is
-// immutable and safe for concurrent use.
-type Threshold struct {
-	expr        string
-	left, right operand
-	op          string
-}
-
-// operand is a constant, or factor × a KPI reference (aggregated or not).
-type operand struct {
-	constant bool
-	value    float64
-	factor   float64
-	name     string
-	labels   map[string]string
-	agg      string // "", max, min, sum, avg
-}
-
+// ParseThreshold parses a threshold expression into its data form, once,
+// when the scenario is decoded: `latency.p99 < 500ms`, `delivered_rate >=
+// 0.99 * sent_rate`, `max(memory_mb) < 512`. EvalThreshold checks it.
 var ops = []string{"<=", ">=", "==", "!=", "<", ">"}
 
-// ParseThreshold parses a threshold expression.
-func ParseThreshold(expr string) (*Threshold, error) {
+func ParseThreshold(expr string) (pipebench.Threshold, error) {
+	t, err := parseThreshold(expr)
+	if err != nil {
+		return pipebench.Threshold{}, err
+	}
+	return t, nil
+}
+
+func parseThreshold(expr string) (pipebench.Threshold, error) {
+	var none pipebench.Threshold
 	e := strings.TrimSpace(expr)
 	if e == "" {
-		return nil, fmt.Errorf("threshold is empty: write it like latency.p99 < 500ms")
+		return none, fmt.Errorf("threshold is empty: write it like latency.p99 < 500ms")
 	}
 	idx, op := -1, ""
 	depth := 0
@@ -78,24 +70,24 @@ func ParseThreshold(expr string) (*Threshold, error) {
 		}
 	}
 	if idx < 0 {
-		return nil, fmt.Errorf("threshold %q has no comparison: use one of < <= > >= == !=", expr)
+		return none, fmt.Errorf("threshold %q has no comparison: use one of < <= > >= == !=", expr)
 	}
 	l, r := strings.TrimSpace(e[:idx]), strings.TrimSpace(e[idx+len(op):])
 	if l == "" || r == "" {
-		return nil, fmt.Errorf("threshold %q: %q needs something on both sides (column %d)", expr, op, idx+1)
+		return none, fmt.Errorf("threshold %q: %q needs something on both sides (column %d)", expr, op, idx+1)
 	}
 	left, err := parseOperand(l)
 	if err != nil {
-		return nil, fmt.Errorf("threshold %q: %v", expr, err)
+		return none, fmt.Errorf("threshold %q: %v", expr, err)
 	}
 	right, err := parseOperand(r)
 	if err != nil {
-		return nil, fmt.Errorf("threshold %q: %v", expr, err)
+		return none, fmt.Errorf("threshold %q: %v", expr, err)
 	}
-	if left.constant && right.constant {
-		return nil, fmt.Errorf("threshold %q compares two constants: name a KPI on one side", expr)
+	if left.Const && right.Const {
+		return none, fmt.Errorf("threshold %q compares two constants: name a KPI on one side", expr)
 	}
-	return &Threshold{expr: e, left: left, right: right, op: op}, nil
+	return pipebench.Threshold{Expr: e, Left: left, Right: right, Op: op}, nil
 }
 
 var (
@@ -103,34 +95,34 @@ var (
 	lblRe = regexp.MustCompile(`^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"([^"]*)"\s*$`)
 )
 
-func parseOperand(s string) (operand, error) {
+func parseOperand(s string) (pipebench.Operand, error) {
 	if v, ok := constant(s); ok {
-		return operand{constant: true, value: v}, nil
+		return pipebench.Operand{Const: true, Value: v}, nil
 	}
-	o := operand{factor: 1}
+	o := pipebench.Operand{Factor: 1}
 	if f, ref, ok := strings.Cut(s, "*"); ok {
 		v, isConst := constant(strings.TrimSpace(f))
 		if !isConst {
 			return o, fmt.Errorf("%q: only a number may multiply a KPI, like 0.99 * sent_rate", s)
 		}
-		o.factor, s = v, strings.TrimSpace(ref)
+		o.Factor, s = v, strings.TrimSpace(ref)
 	}
 	m := refRe.FindStringSubmatch(s)
 	if m == nil || (m[1] != "") != strings.HasSuffix(s, ")") {
 		return o, fmt.Errorf("%q is not a number, a duration, a rate or a KPI name", s)
 	}
-	o.agg, o.name = m[1], m[2]
-	if !known(o.name) {
-		return o, fmt.Errorf("unknown KPI %q%s", o.name, suggestion(o.name))
+	o.Agg, o.KPI = m[1], m[2]
+	if !known(o.KPI) {
+		return o, fmt.Errorf("unknown KPI %q%s", o.KPI, suggestion(o.KPI))
 	}
 	if m[3] != "" {
-		o.labels = map[string]string{}
+		o.Labels = map[string]string{}
 		for _, kv := range strings.Split(strings.Trim(m[3], "{}"), ",") {
 			lm := lblRe.FindStringSubmatch(kv)
 			if lm == nil {
 				return o, fmt.Errorf("label %q: write it like class=\"timeout\"", strings.TrimSpace(kv))
 			}
-			o.labels[lm[1]] = lm[2]
+			o.Labels[lm[1]] = lm[2]
 		}
 	}
 	return o, nil
@@ -204,23 +196,20 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// String returns the expression as written.
-func (t *Threshold) String() string { return t.expr }
-
 // values resolves an operand on a phase: one value per matching KPI
 // instance (aggregates give one), with a label naming the instance.
-func (o operand) values(p *pipebench.PhaseResult) ([]float64, []string, bool) {
-	if o.constant {
-		return []float64{o.value}, []string{""}, true
+func values(o pipebench.Operand, p *pipebench.PhaseResult) ([]float64, []string, bool) {
+	if o.Const {
+		return []float64{o.Value}, []string{""}, true
 	}
 	var vals []float64
 	var which []string
 	for _, k := range p.KPIs {
-		if k.Name != o.name {
+		if k.Name != o.KPI {
 			continue
 		}
 		match := true
-		for lk, lv := range o.labels {
+		for lk, lv := range o.Labels {
 			if k.Labels[lk] != lv {
 				match = false
 			}
@@ -233,8 +222,8 @@ func (o operand) values(p *pipebench.PhaseResult) ([]float64, []string, bool) {
 	if len(vals) == 0 {
 		return nil, nil, false
 	}
-	if o.agg != "" || o.name == "errors" && len(o.labels) == 0 {
-		agg := o.agg
+	if o.Agg != "" || o.KPI == "errors" && len(o.Labels) == 0 {
+		agg := o.Agg
 		if agg == "" {
 			agg = "sum" // errors without a class: all of them
 		}
@@ -252,23 +241,23 @@ func (o operand) values(p *pipebench.PhaseResult) ([]float64, []string, bool) {
 		if agg == "avg" {
 			v /= float64(len(vals))
 		}
-		vals, which = []float64{v}, []string{agg + "(" + o.name + ")"}
+		vals, which = []float64{v}, []string{agg + "(" + o.KPI + ")"}
 	}
 	for i := range vals {
-		vals[i] *= o.factor
+		vals[i] *= o.Factor
 	}
 	return vals, which, true
 }
 
-// Eval checks the threshold on one phase: one result per KPI instance the
+// EvalThreshold checks t on one phase: one result per KPI instance the
 // expression names (all must hold).
-func (t *Threshold) Eval(p *pipebench.PhaseResult) []pipebench.ThresholdResult {
-	lv, lw, lok := t.left.values(p)
-	rv, _, rok := t.right.values(p)
+func EvalThreshold(t pipebench.Threshold, p *pipebench.PhaseResult) []pipebench.ThresholdResult {
+	lv, lw, lok := values(t.Left, p)
+	rv, _, rok := values(t.Right, p)
 	if !lok || !rok {
-		missing := t.left.name
+		missing := t.Left.KPI
 		if lok {
-			missing = t.right.name
+			missing = t.Right.KPI
 		}
 		var have []string
 		for _, k := range p.KPIs {
@@ -276,7 +265,7 @@ func (t *Threshold) Eval(p *pipebench.PhaseResult) []pipebench.ThresholdResult {
 				have = append(have, k.Name)
 			}
 		}
-		return []pipebench.ThresholdResult{{Expr: t.expr, Phase: p.Name, Message: fmt.Sprintf("%s was not measured in phase %s (it has %s...)", missing, p.Name, strings.Join(have, ", "))}}
+		return []pipebench.ThresholdResult{{Expr: t.Expr, Phase: p.Name, Message: fmt.Sprintf("%s was not measured in phase %s (it has %s...)", missing, p.Name, strings.Join(have, ", "))}}
 	}
 	var out []pipebench.ThresholdResult
 	for i, l := range lv {
@@ -284,24 +273,24 @@ func (t *Threshold) Eval(p *pipebench.PhaseResult) []pipebench.ThresholdResult {
 		if len(rv) == len(lv) {
 			r = rv[i]
 		}
-		ok := compare(l, t.op, r)
-		res := pipebench.ThresholdResult{Expr: t.expr, Phase: p.Name, Passed: ok, Observed: l, Limit: r}
+		ok := compare(l, t.Op, r)
+		res := pipebench.ThresholdResult{Expr: t.Expr, Phase: p.Name, Passed: ok, Observed: l, Limit: r}
 		if lw[i] != "" && len(lv) > 1 {
-			res.Expr = t.expr + " [" + lw[i] + "]"
+			res.Expr = t.Expr + " [" + lw[i] + "]"
 		}
 		if !ok {
-			res.Message = fmt.Sprintf("%s is %s, not %s %s", t.left.describe(), num(l), t.op, num(r))
+			res.Message = fmt.Sprintf("%s is %s, not %s %s", describe(t.Left), num(l), t.Op, num(r))
 		}
 		out = append(out, res)
 	}
 	return out
 }
 
-func (o operand) describe() string {
-	if o.constant {
-		return num(o.value)
+func describe(o pipebench.Operand) string {
+	if o.Const {
+		return num(o.Value)
 	}
-	return o.name
+	return o.KPI
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

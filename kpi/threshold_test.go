@@ -39,7 +39,7 @@ func TestThresholdEval(t *testing.T) {
 			t.Errorf("%s: %v", expr, err)
 			continue
 		}
-		res := th.Eval(phase())
+		res := EvalThreshold(th, phase())
 		if len(res) != len(want) {
 			t.Errorf("%s: %d results, want %d", expr, len(res), len(want))
 			continue
@@ -76,7 +76,7 @@ func TestThresholdParseErrors(t *testing.T) {
 
 func TestThresholdOnMissingKPIFails(t *testing.T) {
 	th, _ := ParseThreshold("e2e_latency.p99 < 1s")
-	res := th.Eval(phase())
+	res := EvalThreshold(th, phase())
 	if len(res) != 1 || res[0].Passed || !strings.Contains(res[0].Message, "was not measured") {
 		t.Errorf("%+v", res)
 	}

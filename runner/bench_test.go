@@ -66,11 +66,11 @@ phases:
   - {name: hold, duration: %s, rate: %d/s, max_in_flight: %d}
 `, addr, conns, pipeline, dur, rate, maxInFlight)
 	for b.Loop() {
-		sc, plan := parseB(b, reg, yaml)
+		_, plan := parseB(b, reg, yaml)
 		var before, after syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 		start := time.Now()
-		res, err := runner.Run(context.Background(), runner.Params{Scenario: sc, Plan: plan, Registry: reg})
+		res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
 		wall := time.Since(start).Seconds()
 		syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 		if err != nil {

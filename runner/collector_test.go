@@ -32,7 +32,7 @@ func collectorScenario(t *testing.T, phases string) (*runner.Params, func()) {
 			t.Fatal(err)
 		}
 	}
-	sc, plan := parse(t, reg, `
+	_, plan := parse(t, reg, `
 name: collector-accounting
 sut: {type: otelcol, batch: {timeout: 100ms}}
 target: {driver: otlp}
@@ -42,7 +42,7 @@ observers: [{type: prometheus, preset: otelcol}]
 interval: 500ms
 drain: 30s
 `+phases)
-	return &runner.Params{Scenario: sc, Plan: plan, Registry: reg}, func() {}
+	return &runner.Params{Plan: plan, Registry: reg}, func() {}
 }
 
 // No faults: what pipebench sent, the collector accepted, the collector

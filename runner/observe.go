@@ -91,6 +91,9 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 		}
 		r.series.add("backlog", nil, pipebench.UnitCount, pipebench.KindGauge, now, backlog)
 	}
+	if cr, ok := r.c.drv.(pipebench.ConnectionReporter); ok {
+		r.series.add("connections_open", nil, pipebench.UnitCount, pipebench.KindGauge, now, float64(cr.OpenConnections()))
+	}
 	if i := int(r.phaseIdx.Load()); i >= 0 && i < len(r.plan.Phases) {
 		live := r.rec.Live(i)
 		r.series.add("schedule_lag_ms", nil, pipebench.UnitMillis, pipebench.KindGauge, now, float64(live.MaxLagUS.Swap(0))/1000)
@@ -139,7 +142,7 @@ func (r *run) targetRate(now time.Time) float64 {
 	// A tick that lands between the end of a phase and the start of the
 	// next reads the rate at the phase's end, not a dip to zero.
 	el := min(now.Sub(r.phaseT0[i]), r.plan.Phases[i].Duration.D())
-	if r.plan.Phases[i].Profile.Kind == pipebench.ProfileBlast {
+	if r.plan.Phases[i].Blast() {
 		return 0
 	}
 	return r.pacers[i].RateAt(el)
@@ -150,7 +153,7 @@ func (r *run) emitProgress(now time.Time) {
 		return
 	}
 	i := int(r.phaseIdx.Load())
-	pr := Progress{Phases: len(r.plan.Phases), PhaseIndex: i, Draining: r.draining.Load(), Elapsed: now.Sub(r.loadStart)}
+	pr := Progress{Phases: len(r.plan.Phases), PhaseIndex: i, Draining: r.draining.Load(), HasSink: r.c.sink != nil, Elapsed: now.Sub(r.loadStart)}
 	if i >= 0 && i < len(r.plan.Phases) {
 		ph := r.plan.Phases[i]
 		live := r.rec.Live(i)
@@ -189,12 +192,9 @@ func (r *run) emitProgress(now time.Time) {
 func (r *run) snapshot() *pipebench.Result {
 	res := &pipebench.Result{Manifest: pipebench.Manifest{
 		Tool: "pipebench", ToolVersion: r.p.ToolVersion,
-		Scenario: r.sc.Name, Version: r.sc.Version, Case: r.sc.Case, Item: "event",
+		Scenario: r.plan.Scenario, Version: r.plan.Version, Case: r.plan.Case, Item: r.itemName(),
 		Started: r.loadStart.UTC(), Ended: time.Now().UTC(), Status: "running",
 	}}
-	if n, ok := r.c.gen.(ItemNamer); ok {
-		res.Manifest.Item = n.ItemName()
-	}
 	last := int(r.phaseIdx.Load()) // phaseT0[0..last] are written before phaseIdx
 	for i := 0; i <= last && i < len(r.plan.Phases); i++ {
 		res.Phases = append(res.Phases, pipebench.PhaseResult{Name: r.plan.Phases[i].Name, Started: r.phaseT0[i].UTC()})

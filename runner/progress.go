@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/report"
 )
 
 // String is the one-line summary progress displays show:
@@ -15,21 +14,23 @@ import (
 func (pr Progress) String() string {
 	var b strings.Builder
 	if pr.Draining {
-		fmt.Fprintf(&b, "[drain] backlog %s", report.Group(pr.Backlog))
+		fmt.Fprintf(&b, "[drain] backlog %s", pipebench.FormatCount(pr.Backlog))
 	} else {
 		fmt.Fprintf(&b, "[%d/%d %s] %s/%s", pr.PhaseIndex+1, pr.Phases, pr.Phase,
 			round(pr.PhaseElapsed), round(pr.PhaseDuration))
-		fmt.Fprintf(&b, "  target %s/s  sent %s/s", report.Group(pr.TargetRate), report.Group(pr.SentRate))
+		fmt.Fprintf(&b, "  target %s/s  sent %s/s", pipebench.FormatCount(pr.TargetRate), pipebench.FormatCount(pr.SentRate))
 	}
-	fmt.Fprintf(&b, "  delivered %s/s", report.Group(pr.DeliveredRate))
+	if pr.HasSink {
+		fmt.Fprintf(&b, "  delivered %s/s", pipebench.FormatCount(pr.DeliveredRate))
+	}
 	if pr.Failed > 0 {
-		fmt.Fprintf(&b, "  errors %s", report.Group(float64(pr.Failed)))
+		fmt.Fprintf(&b, "  errors %s", pipebench.FormatCount(float64(pr.Failed)))
 	}
 	if pr.Dropped > 0 {
-		fmt.Fprintf(&b, "  dropped %s", report.Group(float64(pr.Dropped)))
+		fmt.Fprintf(&b, "  dropped %s", pipebench.FormatCount(float64(pr.Dropped)))
 	}
 	if pr.QueueSize >= 0 {
-		fmt.Fprintf(&b, "  queue %s", report.Group(pr.QueueSize))
+		fmt.Fprintf(&b, "  queue %s", pipebench.FormatCount(pr.QueueSize))
 	}
 	if !pr.Draining {
 		fmt.Fprintf(&b, "  left %s", round(pr.Remaining))

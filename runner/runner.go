@@ -1,6 +1,8 @@
-// Package runner runs a compiled plan: it starts the sink, the embedded
-// system under test, the driver and the observers, paces every phase, drains,
-// and assembles the Result. It knows plug-ins only by their interfaces.
+// Package runner executes a Plan: it starts the sink, the embedded system
+// under test, the driver and the observers the Plan names (built from a
+// Registry), paces every phase, drains, and hands what it recorded to
+// kpi.Assemble for the Result. It knows plug-ins only by their interfaces
+// and the run only by its Plan.
 package runner
 
 import (
@@ -17,13 +19,12 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/kpi"
-	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/schedule"
 )
 
-// Params is what one run needs.
+// Params is what one run needs: the Plan and the Registry to build its
+// components from, and where to report.
 type Params struct {
-	Scenario *scenario.Scenario
 	Plan     pipebench.Plan
 	Registry *pipebench.Registry
 	// Logger receives diagnostics; nil discards them.
@@ -31,12 +32,16 @@ type Params struct {
 	// Progress, if set, is called from the observation goroutine once per
 	// interval and once at the end of each phase.
 	Progress func(Progress)
-	// ToolVersion and Args go into the Result's manifest.
+	// ToolVersion and Args go into the Result's manifest (Args as given:
+	// the caller removes secrets from them).
 	ToolVersion string
 	Args        []string
 	// AbortGrace bounds how long in-flight sends and the drain may take
 	// once the run was stopped by a signal (default 5s).
 	AbortGrace time.Duration
+	// Cut, when done, abandons in-flight sends and the drain at once (a
+	// second interrupt); the partial Result is still returned. Nil: never.
+	Cut context.Context
 }
 
 // Progress is a live view of a run, for progress displays.
@@ -45,6 +50,7 @@ type Progress struct {
 	PhaseIndex    int
 	Phases        int
 	Draining      bool
+	HasSink       bool
 	Elapsed       time.Duration // since the run's load started
 	PhaseElapsed  time.Duration
 	PhaseDuration time.Duration
@@ -94,17 +100,22 @@ func Run(ctx context.Context, p Params) (*pipebench.Result, error) {
 	if p.AbortGrace <= 0 {
 		p.AbortGrace = 5 * time.Second
 	}
+	if p.Cut == nil {
+		p.Cut = context.Background()
+	}
+	if p.Registry == nil {
+		return nil, errors.New("runner: no registry")
+	}
 	if len(p.Plan.Phases) == 0 {
 		return nil, pipebench.UsageError("the plan has no phases", "add at least one phase to the scenario", nil)
 	}
-	r := &run{p: p, sc: p.Scenario, plan: p.Plan, log: p.Logger}
+	r := &run{p: p, plan: p.Plan, log: p.Logger}
 	return r.execute(ctx)
 }
 
 // run is the state of one execution.
 type run struct {
 	p    Params
-	sc   *scenario.Scenario
 	plan pipebench.Plan
 	log  *slog.Logger
 	c    components
@@ -162,21 +173,46 @@ func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {
 	go func() { defer close(obsDone); r.observeLoop(obsCtx) }()
 
 	aborted := r.load(ctx)
+	loadEnded := time.Now()
 	r.drain(aborted)
 	stopObs()
 	<-obsDone
 	// The pipeline counts an export after its answer arrives: give its
 	// counters a moment to settle before the last point of every series.
 	if len(r.c.observers) > 0 && !aborted {
-		time.Sleep(min(r.interval(), time.Second))
+		sleepUntil(r.p.Cut, time.Now().Add(min(r.interval(), time.Second)))
 	}
-	r.observeOnce(context.Background(), time.Now())
+	lastObs := time.Now()
+	r.observeOnce(context.Background(), lastObs)
 
-	res = r.result(started, aborted)
+	res = r.result(started, loadEnded, lastObs, aborted)
 	if aborted {
 		return res, &pipebench.Error{Code: pipebench.ExitFailure, Msg: "run stopped by a signal; the partial result was kept"}
 	}
 	return res, nil
+}
+
+// build makes the component c from its catalog.
+func build[T any](cat *pipebench.Catalog[T], c pipebench.Component, env pipebench.Env, what string) (T, error) {
+	f, ok := cat.Lookup(c.Type)
+	if !ok {
+		var zero T
+		return zero, pipebench.UsageError(fmt.Sprintf("unknown %s %q", cat.Kind(), c.Type), fmt.Sprintf("valid %ss: %v", cat.Kind(), cat.Names()), nil)
+	}
+	v, err := f.New(c.Config, env)
+	if err != nil {
+		return v, startErr(what, c.Type, err)
+	}
+	return v, nil
+}
+
+// endpoints returns what x receives on: its endpoint, and its endpoints
+// by protocol when it has several.
+func endpoints(x interface{ Endpoint() string }) (string, map[string]string) {
+	if m, ok := x.(pipebench.MultiEndpoint); ok {
+		return x.Endpoint(), m.Endpoints()
+	}
+	return x.Endpoint(), nil
 }
 
 // setup builds and starts every component: sink first, then the system
@@ -190,95 +226,71 @@ func (r *run) setup(ctx context.Context) error {
 	}
 	r.c.dir = dir
 	env := pipebench.Env{Dir: dir, Logger: r.log}
-
 	r.arr = kpi.NewArrivals(len(r.plan.Phases), r.rec.Live)
-	if sc := r.sc.Sink; sc != nil {
-		f, ok := reg.Sinks.Lookup(sc.Type)
-		if !ok {
-			return unknown("sink", sc.Type, reg.Sinks.Names())
-		}
-		sink, err := f.New(sc.Config, env)
+
+	// target is where the next component sends: the sink, then the SUT.
+	var target pipebench.Env
+	if c := r.plan.Sink; c != nil {
+		sink, err := build(reg.Sinks, *c, env, "sink")
 		if err != nil {
-			return startErr("sink", sc.Type, err)
+			return err
 		}
 		if err := sink.Start(ctx, r.arr); err != nil {
-			return startErr("sink", sc.Type, err)
+			return startErr("sink", c.Type, err)
 		}
 		r.c.sink = sink
-		r.log.Info("sink started", "type", sc.Type, "endpoint", sink.Endpoint())
+		target.Target, target.Targets = endpoints(sink)
+		r.log.Info("sink started", "type", c.Type, "endpoint", sink.Endpoint())
 	}
-	if sc := r.sc.SUT; sc != nil {
-		f, ok := reg.SUTs.Lookup(sc.Type)
-		if !ok {
-			return unknown("sut", sc.Type, reg.SUTs.Names())
-		}
+	if c := r.plan.SUT; c != nil {
 		e := env
-		if r.c.sink != nil {
-			e.Target = r.c.sink.Endpoint()
-		}
-		sut, err := f.New(sc.Config, e)
+		e.Target, e.Targets = target.Target, target.Targets
+		sut, err := build(reg.SUTs, *c, e, "system under test")
 		if err != nil {
-			return startErr("system under test", sc.Type, err)
+			return err
 		}
 		if err := sut.Start(ctx); err != nil {
-			return startErr("system under test", sc.Type, err)
+			return startErr("system under test", c.Type, err)
 		}
 		r.c.sut = sut
-		r.log.Info("system under test started", "type", sc.Type, "endpoint", sut.Endpoint())
+		target.Target, target.Targets = endpoints(sut)
+		r.log.Info("system under test started", "type", c.Type, "endpoint", sut.Endpoint())
 	}
-	gf, ok := reg.Generators.Lookup(r.sc.Generator.Type)
-	if !ok {
-		return unknown("generator", r.sc.Generator.Type, reg.Generators.Names())
-	}
-	gen, err := gf.New(r.sc.Generator.Config, env)
-	if err != nil {
-		return startErr("generator", r.sc.Generator.Type, err)
-	}
-	r.c.gen = gen
-	df, ok := reg.Drivers.Lookup(r.sc.Target.Type)
-	if !ok {
-		return unknown("driver", r.sc.Target.Type, reg.Drivers.Names())
+	if r.c.gen, err = build(reg.Generators, r.plan.Workload, env, "generator"); err != nil {
+		return err
 	}
 	// The driver aims at the system under test, or, when there is none,
 	// straight at the sink (a loopback check of pipebench itself).
 	denv := env
-	if r.c.sut != nil {
-		denv.Target = r.c.sut.Endpoint()
-	} else if r.c.sink != nil {
-		denv.Target = r.c.sink.Endpoint()
-	}
-	drv, err := df.New(r.sc.Target.Config, denv)
+	denv.Target, denv.Targets = target.Target, target.Targets
+	drv, err := build(reg.Drivers, r.plan.Target, denv, "driver")
 	if err != nil {
-		return startErr("driver", r.sc.Target.Type, err)
+		return err
 	}
 	if err := drv.Start(ctx); err != nil {
-		return startErr("driver", r.sc.Target.Type, err)
+		return startErr("driver", r.plan.Target.Type, err)
 	}
 	r.c.drv = drv
 	oenv := env
 	if r.c.sut != nil {
 		oenv.Instances = r.c.sut.Instances()
 	}
-	for _, o := range r.sc.Observers {
-		of, ok := reg.Observers.Lookup(o.Type)
-		if !ok {
-			return unknown("observer", o.Type, reg.Observers.Names())
-		}
-		obs, err := of.New(o.Config, oenv)
+	for _, o := range r.plan.Observers {
+		obs, err := build(reg.Observers, o, oenv, "observer")
 		if err != nil {
-			return startErr("observer", o.Name, err)
+			return err
 		}
 		iv := o.Interval.D()
 		if iv <= 0 {
 			iv = r.interval()
 		}
-		r.c.observers = append(r.c.observers, namedObserver{name: o.Name, obs: obs, interval: iv})
+		name := o.Name
+		if name == "" {
+			name = o.Type
+		}
+		r.c.observers = append(r.c.observers, namedObserver{name: name, obs: obs, interval: iv})
 	}
 	return nil
-}
-
-func unknown(kind, name string, valid []string) error {
-	return pipebench.UsageError(fmt.Sprintf("unknown %s %q", kind, name), fmt.Sprintf("valid %ss: %v", kind, valid), nil)
 }
 
 func startErr(kind, name string, err error) error {
@@ -313,21 +325,24 @@ func (r *run) teardown() {
 }
 
 func (r *run) interval() time.Duration {
-	if d := r.sc.Interval.D(); d > 0 {
+	if d := r.plan.Interval.D(); d > 0 {
 		return d
 	}
 	return time.Second
 }
 
-// load runs the phases in order. It returns true when ctx was cancelled
-// (a signal) before the plan was done.
+// load runs the phases in order, each with its executor. It returns true
+// when ctx was cancelled (a signal) before the plan was done.
 func (r *run) load(ctx context.Context) (aborted bool) {
 	// Sends get their own context: a signal stops new sends at once, and
-	// in-flight ones get AbortGrace to finish.
+	// in-flight ones get AbortGrace (or until Cut) to finish.
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSends()
 	var wg sync.WaitGroup
-	r.nextSeq = 1
+	r.nextSeq = r.plan.FirstSeq()
+	if !r.plan.StartAt.IsZero() {
+		sleepUntil(ctx, r.plan.StartAt) // shards start together
+	}
 	r.loadStart = time.Now()
 	last := -1
 	for i, ph := range r.plan.Phases {
@@ -336,11 +351,7 @@ func (r *run) load(ctx context.Context) (aborted bool) {
 		}
 		last = i
 		r.startPhase(i, ph)
-		if ph.Profile.Kind == pipebench.ProfileBlast {
-			r.blast(ctx, sendCtx, i, ph, &wg)
-		} else {
-			r.paced(ctx, sendCtx, i, ph, &wg)
-		}
+		executorFor(ph).execute(ctx, sendCtx, r, i, &wg)
 		r.endPhase(i)
 	}
 	aborted = ctx.Err() != nil
@@ -350,6 +361,9 @@ func (r *run) load(ctx context.Context) (aborted bool) {
 		select {
 		case <-done:
 		case <-time.After(r.p.AbortGrace):
+			cancelSends()
+			<-done
+		case <-r.p.Cut.Done():
 			cancelSends()
 			<-done
 		}
@@ -373,6 +387,7 @@ func (r *run) startPhase(i int, ph pipebench.PlanPhase) {
 	r.phaseT0[i] = time.Now()
 	r.phaseIdx.Store(int32(i))
 	r.log.Info("phase started", "phase", ph.Name, "duration", ph.Duration, "items", ph.Items)
+	r.emitProgress(r.phaseT0[i])
 }
 
 func (r *run) endPhase(i int) {
@@ -380,78 +395,6 @@ func (r *run) endPhase(i int) {
 	f, _ := r.arr.Totals()
 	r.faultedAt[i] = f
 	r.emitProgress(time.Now())
-}
-
-// paced runs an open-model phase: sends start when due, whether or not
-// earlier ones finished, bounded by max_in_flight.
-func (r *run) paced(ctx, sendCtx context.Context, i int, ph pipebench.PlanPhase, wg *sync.WaitGroup) {
-	live := r.rec.Live(i)
-	count := ph.BatchSize
-	if count < 1 {
-		count = 1
-	}
-	maxInFlight := int64(ph.MaxInFlight)
-	if maxInFlight < 1 {
-		maxInFlight = 10000
-	}
-	schedule.Run(ctx, r.pacers[i], r.phaseT0[i], func(n uint64, at time.Time) bool {
-		seq := r.nextSeq
-		r.nextSeq += uint64(count)
-		if live.InFlight.Load() >= maxInFlight {
-			r.rec.Dropped(i, count)
-			return true
-		}
-		r.rec.Started(i, count, time.Since(at))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.send(sendCtx, i, seq, count, at)
-		}()
-		return true
-	})
-	// The phase lasts its planned duration even when the last send is due
-	// earlier (a low rate), so rates divide by the right time.
-	if end := r.phaseT0[i].Add(ph.Duration.D()); ctx.Err() == nil {
-		sleepUntil(ctx, end)
-	}
-}
-
-// blast runs a closed-model phase: Workers senders send Count items in
-// total, each starting its next send when the previous one returns.
-func (r *run) blast(ctx, sendCtx context.Context, i int, ph pipebench.PlanPhase, wg *sync.WaitGroup) {
-	count := ph.BatchSize
-	if count < 1 {
-		count = 1
-	}
-	sends := r.pacers[i].Sends()
-	workers := ph.Profile.Workers
-	if workers < 1 {
-		workers = 1
-	}
-	deadline, cancel := context.WithTimeout(ctx, ph.Duration.D())
-	defer cancel()
-	var next atomic.Uint64
-	base := r.nextSeq
-	r.nextSeq += sends * uint64(count)
-	var bw sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		bw.Add(1)
-		wg.Add(1)
-		go func() {
-			defer bw.Done()
-			defer wg.Done()
-			for deadline.Err() == nil {
-				n := next.Add(1) - 1
-				if n >= sends {
-					return
-				}
-				at := time.Now()
-				r.rec.Started(i, count, 0)
-				r.send(sendCtx, i, base+n*uint64(count), count, at)
-			}
-		}()
-	}
-	bw.Wait()
 }
 
 // send builds, sends and records one batch.
@@ -481,7 +424,7 @@ func (r *run) safeSend(ctx context.Context, b *pipebench.Batch) (out pipebench.O
 			buf := make([]byte, 4096)
 			buf = buf[:runtime.Stack(buf, false)]
 			r.log.Error("driver panicked", "panic", v, "stack", string(buf))
-			out = pipebench.Outcome{Class: pipebench.ClassError, Detail: "driver panic"}
+			out = pipebench.Outcome{Class: pipebench.ClassError, Detail: "driver panic", Message: fmt.Sprint("driver panic: ", v)}
 		}
 	}()
 	return r.c.drv.Send(ctx, b)
@@ -497,42 +440,5 @@ func sleepUntil(ctx context.Context, t time.Time) {
 	select {
 	case <-ctx.Done():
 	case <-tm.C:
-	}
-}
-
-// drain waits until everything accepted has arrived at the sink, delivery
-// stopped moving, or the drain time is up. It returns how long it waited
-// until the last delivery.
-func (r *run) drain(aborted bool) {
-	if r.c.sink == nil {
-		return
-	}
-	limit := r.plan.Drain.D()
-	if limit <= 0 {
-		limit = 30 * time.Second
-	}
-	if aborted && limit > r.p.AbortGrace {
-		limit = r.p.AbortGrace
-	}
-	r.draining.Store(true)
-	r.phaseIdx.Store(int32(len(r.plan.Phases)))
-	r.arr.SetRunning(len(r.plan.Phases))
-	deadline := time.Now().Add(limit)
-	stallAfter := 10 * r.interval()
-	if stallAfter > limit {
-		stallAfter = limit
-	}
-	last, lastMove := r.arr.Delivered(), time.Now()
-	for time.Now().Before(deadline) {
-		if r.arr.Outstanding() == 0 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-		if d := r.arr.Delivered(); d != last {
-			last, lastMove = d, time.Now()
-		} else if time.Since(lastMove) > stallAfter {
-			r.log.Info("drain stopped: nothing arrived", "for", stallAfter)
-			return
-		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
-	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/scenario"
@@ -42,10 +41,7 @@ func parse(t *testing.T, reg *pipebench.Registry, yaml string) (*scenario.Scenar
 
 func parseB(t testing.TB, reg *pipebench.Registry, yaml string) (*scenario.Scenario, pipebench.Plan) {
 	t.Helper()
-	sc, err := scenario.Parse("test.yaml", []byte(yaml), scenario.Params{
-		Registry:       reg,
-		CheckThreshold: func(expr string) error { _, err := kpi.ParseThreshold(expr); return err },
-	})
+	sc, err := scenario.Parse("test.yaml", []byte(yaml), scenario.Params{Registry: reg})
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
@@ -69,7 +65,7 @@ func get(t *testing.T, p *pipebench.PhaseResult, name string, labels ...string) 
 // with 503: the Result must hold the exact counts.
 func TestRunExactCountsThroughFaultySink(t *testing.T) {
 	reg := registry(t)
-	sc, plan := parse(t, reg, `
+	_, plan := parse(t, reg, `
 name: exact-counts
 version: "1.0"
 target:
@@ -92,7 +88,7 @@ thresholds:
 `)
 	// No system under test: the driver aims at the sink directly, so the
 	// sink's answers are what the driver sees.
-	res, err := runner.Run(context.Background(), runner.Params{Scenario: sc, Plan: plan, Registry: reg})
+	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -125,7 +121,7 @@ thresholds:
 // retries, and after recovery everything accepted is delivered.
 func TestRunBackpressureThroughRelayLosesNothing(t *testing.T) {
 	reg := registry(t)
-	sc, plan := parse(t, reg, `
+	_, plan := parse(t, reg, `
 name: relay-backpressure
 target: {driver: http}
 workload: {generator: event, size: 64}
@@ -141,7 +137,7 @@ phases:
   - {name: recovery, duration: 1s, rate: 500/s}
 drain: 20s
 `)
-	res, err := runner.Run(context.Background(), runner.Params{Scenario: sc, Plan: plan, Registry: reg})
+	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -166,7 +162,7 @@ drain: 20s
 // A cancelled context stops the load and still returns the partial Result.
 func TestRunAbortKeepsPartialResult(t *testing.T) {
 	reg := registry(t)
-	sc, plan := parse(t, reg, `
+	_, plan := parse(t, reg, `
 name: abort
 target: {driver: http}
 sink: {type: http}
@@ -178,7 +174,7 @@ drain: 2s
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	res, err := runner.Run(ctx, runner.Params{Scenario: sc, Plan: plan, Registry: reg, AbortGrace: time.Second})
+	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg, AbortGrace: time.Second})
 	if err == nil {
 		t.Fatal("an aborted run must return an error")
 	}
@@ -208,7 +204,7 @@ drain: 2s
 // item arrives, and the table has no target rate for it (there is none).
 func TestRunBlastSendsItsCount(t *testing.T) {
 	reg := registry(t)
-	sc, plan := parse(t, reg, `
+	_, plan := parse(t, reg, `
 name: blast
 target: {driver: http}
 workload: {generator: event, size: 64}
@@ -219,12 +215,26 @@ phases:
     blast: {count: 300, workers: 10}
     duration: 30s
 `)
-	res, err := runner.Run(context.Background(), runner.Params{Scenario: sc, Plan: plan, Registry: reg})
+	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if res.Manifest.Status != pipebench.StatusPassed {
+	// No thresholds: a valid run without a verdict, never "passed".
+	if res.Manifest.Status != pipebench.StatusCompleted {
 		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	// What a blast means: the time until its last item arrived, and the
+	// rate over that time, not over the moment it took to send.
+	ph := &res.Phases[0]
+	ttc := get(t, ph, "time_to_complete")
+	if ttc <= 0 || ttc > 30 {
+		t.Errorf("time_to_complete = %v s", ttc)
+	}
+	if cr := get(t, ph, "completion_rate"); cr < 300/ttc*0.99 || cr > 300/ttc*1.01 {
+		t.Errorf("completion_rate = %v, want 300 / %v s", cr, ttc)
+	}
+	if dr := get(t, ph, "delivered_rate"); dr != get(t, ph, "completion_rate") {
+		t.Errorf("delivered_rate %v differs from completion_rate", dr)
 	}
 	for _, p := range []*pipebench.PhaseResult{&res.Phases[0], res.Total} {
 		for name, want := range map[string]float64{"sent": 300, "accepted": 300, "delivered": 300, "lost": 0, "dropped": 0} {

@@ -340,6 +340,7 @@ func (d *decoder) decode(data []byte) *Scenario {
 			sc.Batch = v
 		}
 	}
+	d.checkFit(reg, sc.Generator.Type, sc.Target.Type, wlNode, body)
 	if fl, ok := byKey["sut"]; ok {
 		c, _ := d.plugin(fl.val, "sut", "type", true, nil, catalog(reg.SUTs))
 		sc.SUT = &c
@@ -353,14 +354,14 @@ func (d *decoder) decode(data []byte) *Scenario {
 		for i, it := range items {
 			path := fmt.Sprintf("observers[%d]", i)
 			c, common := d.plugin(it, path, "type", true, []string{"name", "interval"}, catalog(reg.Observers))
-			o := Observer{Name: c.Type, Component: c}
+			c.Name = c.Type
 			if n, ok := common["name"]; ok {
-				o.Name = d.str(n, path)
+				c.Name = d.str(n, path)
 			}
 			if iv, ok := common["interval"]; ok {
-				o.Interval, _ = d.duration(iv.val, join(path, "interval"))
+				c.Interval, _ = d.duration(iv.val, join(path, "interval"))
 			}
-			sc.Observers = append(sc.Observers, o)
+			sc.Observers = append(sc.Observers, c)
 		}
 	}
 	if fl, ok := byKey["phases"]; ok {
@@ -615,4 +616,40 @@ func yamlName(cfg any, name string) string {
 		}
 	}
 	return name
+}
+
+// checkFit refuses a generator whose payload the driver cannot send, naming
+// the generators that fit the driver.
+func (d *decoder) checkFit(reg *pipebench.Registry, gen, drv string, wl, body ast.Node) {
+	gf, gok := reg.Generators.Lookup(gen)
+	df, dok := reg.Drivers.Lookup(drv)
+	if !gok || !dok || pipebench.Fits(gf.Produces, df.Accepts) {
+		return
+	}
+	var fit []string
+	for _, name := range reg.Generators.Names() {
+		if g, _ := reg.Generators.Lookup(name); pipebench.Fits(g.Produces, df.Accepts) && len(g.Produces) > 0 {
+			fit = append(fit, name)
+		}
+	}
+	at, path := wl, "workload.generator"
+	if at == nil {
+		at, path = body, "workload"
+	}
+	msg := fmt.Sprintf("driver %q cannot send what generator %q makes (%s)", drv, gen, payloads(gf.Produces))
+	if wl == nil {
+		msg = fmt.Sprintf("driver %q cannot send the default generator %q (%s): add a workload", drv, gen, payloads(gf.Produces))
+	}
+	if len(fit) > 0 {
+		msg += fmt.Sprintf("; generators that fit %s: %s", drv, strings.Join(fit, ", "))
+	}
+	d.add(at, path, "%s", msg)
+}
+
+func payloads(ps []pipebench.Payload) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ", ")
 }

@@ -232,6 +232,15 @@ func (d *decoder) phases(n ast.Node, df phaseDefaults) []Phase {
 		if f, ok := byKey["faults"]; ok {
 			ph.Faults = d.faults(f.val, join(path, "faults"), ph.Duration)
 		}
+		if ph.Profile.Kind != pipebench.ProfileBlast && ph.Stagger > ph.Duration && ph.Duration > 0 {
+			at := it
+			if f, ok := byKey["stagger"]; ok {
+				at = f.val
+			} else {
+				path = join(path, "stagger (from defaults)")
+			}
+			d.add(at, join(path, "stagger"), "%s is longer than the phase (%s): the rate would never reach its target", ph.Stagger, ph.Duration)
+		}
 		out = append(out, ph)
 	}
 	return out
@@ -239,30 +248,21 @@ func (d *decoder) phases(n ast.Node, df phaseDefaults) []Phase {
 
 var faultKeys = []string{"error_ratio", "error_status", "latency", "rate_limit", "outages"}
 
-var allowedStatus = map[int]bool{429: true, 500: true, 502: true, 503: true, 504: true}
-
-// faults decodes a fault policy; phaseDur, when known, bounds the outage
-// windows.
+// faults decodes a fault policy and checks it with the policy's own
+// Validate (phaseDur, when known, bounds the outage windows), pointing each
+// problem at the key it is about.
 func (d *decoder) faults(n ast.Node, path string, phaseDur pipebench.Duration) pipebench.FaultPolicy {
 	var fp pipebench.FaultPolicy
 	fs, _ := d.fields(n, path, faultKeys)
+	at := map[string]ast.Node{}
 	for _, f := range fs {
 		p := join(path, f.key)
+		at[f.key] = f.val
 		switch f.key {
 		case "error_ratio":
-			if v, ok := d.float(f, path); ok {
-				if v < 0 || v > 1 {
-					d.add(f.val, p, "%v is outside 0..1: 0.7 answers 70%% of requests with error_status", v)
-				}
-				fp.ErrorRatio = v
-			}
+			fp.ErrorRatio, _ = d.float(f, path)
 		case "error_status":
-			if v, ok := d.integer(f, path); ok {
-				if !allowedStatus[v] {
-					d.add(f.val, p, "%d is not allowed: use 429, 500, 502, 503 or 504", v)
-				}
-				fp.ErrorStatus = v
-			}
+			fp.ErrorStatus, _ = d.integer(f, path)
 		case "latency":
 			fp.Latency = d.latency(f.val, p)
 		case "rate_limit":
@@ -271,6 +271,7 @@ func (d *decoder) faults(n ast.Node, path string, phaseDur pipebench.Duration) p
 			items, _ := d.list(f.val, p)
 			for i, it := range items {
 				op := fmt.Sprintf("%s[%d]", p, i)
+				at[fmt.Sprintf("outages[%d]", i)] = it
 				of, _ := d.fields(it, op, []string{"start", "duration"})
 				var w pipebench.Window
 				got := map[string]bool{}
@@ -285,9 +286,7 @@ func (d *decoder) faults(n ast.Node, path string, phaseDur pipebench.Duration) p
 				}
 				if !got["duration"] {
 					d.add(it, join(op, "duration"), "missing: an outage needs start and duration, like {start: 10s, duration: 20s}")
-				}
-				if phaseDur > 0 && w.Start+w.Duration > phaseDur {
-					d.add(it, op, "ends at %s, after the phase (%s)", w.Start+w.Duration, phaseDur)
+					w.Duration = 1 // reported already
 				}
 				fp.Outages = append(fp.Outages, w)
 			}
@@ -296,7 +295,26 @@ func (d *decoder) faults(n ast.Node, path string, phaseDur pipebench.Duration) p
 	if fp.ErrorStatus == 0 && (fp.ErrorRatio > 0 || len(fp.Outages) > 0) {
 		fp.ErrorStatus = 503
 	}
+	lat := fp.Latency
+	fp.Latency = nil // decoded and checked by d.latency
+	if err := fp.Validate(phaseDur); err != nil {
+		d.addLines(err, n, path, at)
+	}
+	fp.Latency = lat
 	return fp
+}
+
+// addLines reports each line of err, "key: message", at the node of that
+// key when at knows it, else at n.
+func (d *decoder) addLines(err error, n ast.Node, path string, at map[string]ast.Node) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		key, msg, found := strings.Cut(line, ": ")
+		if node, ok := at[key]; found && ok {
+			d.add(node, join(path, key), "%s", msg)
+			continue
+		}
+		d.add(n, path, "%s", line)
+	}
 }
 
 func (d *decoder) latency(n ast.Node, path string) *pipebench.LatencyDist {
@@ -334,10 +352,9 @@ func (d *decoder) latency(n ast.Node, path string) *pipebench.LatencyDist {
 			l.StdDev = v
 		}
 	}
-	need := map[string][]string{"fixed": {"fixed"}, "uniform": {"min", "max"}, "normal": {"mean", "stddev"}, "exponential": {"mean"}}
-	keys, ok := need[l.Kind]
+	keys, ok := pipebench.LatencyKinds[l.Kind]
 	if !ok {
-		d.add(n, join(path, "kind"), "unknown latency kind %q%s: use fixed, uniform, normal or exponential", l.Kind, didYouMean(l.Kind, []string{"fixed", "uniform", "normal", "exponential"}))
+		d.add(n, join(path, "kind"), "unknown latency kind %q%s: use %s", l.Kind, didYouMean(l.Kind, pipebench.LatencyKindNames), strings.Join(pipebench.LatencyKindNames, ", "))
 		return l
 	}
 	for _, k := range keys {
@@ -351,12 +368,12 @@ func (d *decoder) latency(n ast.Node, path string) *pipebench.LatencyDist {
 	return l
 }
 
-func (d *decoder) thresholds(n ast.Node, phases []Phase) []Threshold {
+func (d *decoder) thresholds(n ast.Node, phases []Phase) []pipebench.Threshold {
 	items, _ := d.list(n, "thresholds")
-	var out []Threshold
+	var out []pipebench.Threshold
 	for i, it := range items {
 		path := fmt.Sprintf("thresholds[%d]", i)
-		var t Threshold
+		var t pipebench.Threshold
 		at := it
 		switch it.(type) {
 		case *ast.MappingNode, *ast.MappingValueNode:
@@ -388,13 +405,13 @@ func (d *decoder) thresholds(n ast.Node, phases []Phase) []Threshold {
 			}
 			t.Expr = s
 		}
-		if d.p.CheckThreshold != nil {
-			if err := d.p.CheckThreshold(t.Expr); err != nil {
-				d.add(at, path, "%v", err)
-				continue
-			}
+		parsed, err := d.p.ParseThreshold(t.Expr)
+		if err != nil {
+			d.add(at, path, "%v", err)
+			continue
 		}
-		out = append(out, t)
+		parsed.Phase = t.Phase
+		out = append(out, parsed)
 	}
 	return out
 }

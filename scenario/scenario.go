@@ -10,28 +10,14 @@ import (
 	"os"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/kpi"
 )
 
 // Component is a plug-in chosen by name with its decoded configuration:
 // Config is the pointer the factory's NewConfig returned, filled in from
-// the YAML (nil when the factory takes no configuration).
-type Component struct {
-	Type   string
-	Config any
-}
-
-// Observer is an observer with its name and observation interval.
-type Observer struct {
-	Name     string
-	Interval pipebench.Duration
-	Component
-}
-
-// Threshold is one threshold expression; Phase "" means every phase.
-type Threshold struct {
-	Expr  string
-	Phase string
-}
+// the YAML (nil when the factory takes no configuration). Observers also
+// carry a Name and an Interval.
+type Component = pipebench.Component
 
 // Phase is one phase as written in the scenario, defaults applied.
 type Phase struct {
@@ -56,11 +42,11 @@ type Scenario struct {
 	Generator   Component
 	Batch       int
 	Sink        *Component
-	Observers   []Observer
+	Observers   []Component
 	Interval    pipebench.Duration
 	Drain       pipebench.Duration
 	Phases      []Phase
-	Thresholds  []Threshold
+	Thresholds  []pipebench.Threshold
 }
 
 // Params is what decoding needs besides the file.
@@ -69,8 +55,9 @@ type Params struct {
 	Registry *pipebench.Registry
 	// Env looks up ${VAR}; nil means os.LookupEnv.
 	Env func(string) (string, bool)
-	// CheckThreshold validates a threshold expression; nil accepts any.
-	CheckThreshold func(expr string) error
+	// ParseThreshold parses a threshold expression, once, into the form
+	// the Plan carries; nil means kpi.ParseThreshold.
+	ParseThreshold func(expr string) (pipebench.Threshold, error)
 }
 
 // Defaults applied when the scenario says nothing.
@@ -110,6 +97,9 @@ func Parse(file string, data []byte, p Params) (*Scenario, error) {
 	}
 	if p.Env == nil {
 		p.Env = os.LookupEnv
+	}
+	if p.ParseThreshold == nil {
+		p.ParseThreshold = kpi.ParseThreshold
 	}
 	d := &decoder{file: file, p: p}
 	sc := d.decode(data)

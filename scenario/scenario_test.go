@@ -45,9 +45,12 @@ func testRegistry() *pipebench.Registry {
 	reg := pipebench.NewRegistry()
 	reg.Drivers.Register(pipebench.Factory[pipebench.Driver]{Name: "http", NewConfig: func() any { return &httpConfig{Connections: 64} },
 		New: func(any, pipebench.Env) (pipebench.Driver, error) { return nil, nil }})
-	reg.Drivers.Register(pipebench.Factory[pipebench.Driver]{Name: "otlp", New: func(any, pipebench.Env) (pipebench.Driver, error) { return nil, nil }})
+	reg.Drivers.Register(pipebench.Factory[pipebench.Driver]{Name: "otlp", New: func(any, pipebench.Env) (pipebench.Driver, error) { return nil, nil },
+		Accepts: []pipebench.Payload{pipebench.PayloadOTLPTraces}})
+	reg.Generators.Register(pipebench.Factory[pipebench.Generator]{Name: "otlp-traces", New: func(any, pipebench.Env) (pipebench.Generator, error) { return nil, nil },
+		Produces: []pipebench.Payload{pipebench.PayloadOTLPTraces}})
 	reg.Generators.Register(pipebench.Factory[pipebench.Generator]{Name: "event", NewConfig: func() any { return &eventConfig{Size: 256} },
-		New: func(any, pipebench.Env) (pipebench.Generator, error) { return nil, nil }})
+		New: func(any, pipebench.Env) (pipebench.Generator, error) { return nil, nil }, Produces: []pipebench.Payload{pipebench.PayloadBytes}})
 	reg.Sinks.Register(pipebench.Factory[pipebench.Sink]{Name: "http", New: func(any, pipebench.Env) (pipebench.Sink, error) { return nil, nil }})
 	reg.SUTs.Register(pipebench.Factory[pipebench.SUT]{Name: "relay", New: func(any, pipebench.Env) (pipebench.SUT, error) { return nil, nil }})
 	reg.Observers.Register(pipebench.Factory[pipebench.Observer]{Name: "prometheus", NewConfig: func() any { return &promConfig{} },
@@ -57,15 +60,15 @@ func testRegistry() *pipebench.Registry {
 
 // checkThreshold is a small stand-in for kpi.ParseThreshold: it wants three
 // space-separated parts.
-func checkThreshold(expr string) error {
+func checkThreshold(expr string) (pipebench.Threshold, error) {
 	if len(strings.Fields(expr)) != 3 {
-		return fmt.Errorf("threshold %q: write it as KPI OP VALUE, like latency.p99 < 500ms", expr)
+		return pipebench.Threshold{}, fmt.Errorf("threshold %q: write it as KPI OP VALUE, like latency.p99 < 500ms", expr)
 	}
-	return nil
+	return pipebench.Threshold{Expr: expr}, nil
 }
 
 func params() Params {
-	return Params{Registry: testRegistry(), CheckThreshold: checkThreshold, Env: func(k string) (string, bool) {
+	return Params{Registry: testRegistry(), ParseThreshold: checkThreshold, Env: func(k string) (string, bool) {
 		if k == "PB_TEST_URL" {
 			return "http://127.0.0.1:9/", true
 		}
@@ -103,15 +106,29 @@ func TestValidFull(t *testing.T) {
 	}
 	// items: warm 1000; ramp (100+300)/2*10 = 2000; stairs 50+100 = 150;
 	// spikes 2*(2s*1000 + 8s*100) = 5600; bp 100/s*10s - stagger 100*2/2
-	// = 900; blast 750. Batch 2 rounds each up to whole sends.
-	want := []uint64{1000, 2000, 150, 5600, 900, 750}
-	for i, w := range want {
-		if got := plan.Phases[i].Items; got != w {
-			t.Errorf("phase %s items = %d, want %d", plan.Phases[i].Name, got, w)
+	// = 900; blast 750. Batch 2 rounds each up to whole sends. The stairs
+	// are one phase per step, grouped under their scenario phase.
+	want := map[string]uint64{"warm": 1000, "ramp": 2000, "stairs": 150, "spikes": 5600, "bp": 900, "blast": 750}
+	got := map[string]uint64{}
+	durs := map[string]time.Duration{}
+	for _, ph := range plan.Phases {
+		g := ph.Name
+		if ph.Group != "" {
+			g = ph.Group
+		}
+		got[g] += ph.Items
+		durs[g] += ph.Duration.D()
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("phase %s items = %d, want %d", name, got[name], w)
 		}
 	}
-	if plan.Phases[2].Duration.D() != 10*time.Second || plan.Phases[5].Duration != DefaultBlastLimit {
-		t.Errorf("durations: stairs %s blast %s", plan.Phases[2].Duration, plan.Phases[5].Duration)
+	if n := len(plan.Phases); n != 7 {
+		t.Errorf("plan has %d phases, want 7 (the stairs' two steps apart)", n)
+	}
+	if durs["stairs"] != 10*time.Second || durs["blast"] != DefaultBlastLimit.D() {
+		t.Errorf("durations: stairs %s blast %s", durs["stairs"], durs["blast"])
 	}
 }
 

@@ -17,9 +17,9 @@ func Schema(reg *pipebench.Registry) ([]byte, error) {
 	dur := map[string]any{"type": "string", "description": "90s, 10m, 48h, 2d", "pattern": `^[0-9.]+(ns|us|µs|ms|s|m|h|d)([0-9.]+(ns|us|µs|ms|s|m|h))*$`}
 	faults := obj(map[string]any{
 		"error_ratio":  map[string]any{"type": "number", "minimum": 0, "maximum": 1},
-		"error_status": map[string]any{"enum": []int{429, 500, 502, 503, 504}},
+		"error_status": map[string]any{"enum": pipebench.ErrorStatuses},
 		"latency": map[string]any{"oneOf": []any{dur, obj(map[string]any{
-			"kind":  map[string]any{"enum": []string{"fixed", "uniform", "normal", "exponential"}},
+			"kind":  map[string]any{"enum": pipebench.LatencyKindNames},
 			"fixed": dur, "min": dur, "max": dur, "mean": dur, "stddev": dur,
 		})}},
 		"rate_limit": rate,

@@ -58,7 +58,7 @@ func (a *app) planCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			plan, err := compile(sc, total, "")
+			plan, err := compile(sc, total, cmd.Flags().Changed("duration"), "")
 			if err != nil {
 				return err
 			}
@@ -67,7 +67,7 @@ func (a *app) planCommand() *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(plan)
 			}
-			printPlan(a.stdout, sc, plan)
+			printPlan(a.stdout, plan)
 			return nil
 		},
 	}
@@ -77,19 +77,22 @@ func (a *app) planCommand() *cobra.Command {
 }
 
 // printPlan writes the plan as a table a person can check before a run.
-func printPlan(w io.Writer, sc *scenario.Scenario, plan pipebench.Plan) {
+func printPlan(w io.Writer, plan pipebench.Plan) {
 	fmt.Fprintf(w, "scenario %s", plan.Scenario)
 	if plan.Version != "" {
 		fmt.Fprintf(w, " (version %s)", plan.Version)
 	}
-	fmt.Fprintf(w, "\ntarget   %s", sc.Target.Type)
-	if sc.SUT != nil {
-		fmt.Fprintf(w, " -> embedded %s", sc.SUT.Type)
+	fmt.Fprintf(w, "\ntarget   %s", plan.Target.Type)
+	if plan.SUT != nil {
+		fmt.Fprintf(w, " -> embedded %s", plan.SUT.Type)
 	}
-	if sc.Sink != nil {
-		fmt.Fprintf(w, " -> sink %s", sc.Sink.Type)
+	if plan.Sink != nil {
+		fmt.Fprintf(w, " -> sink %s", plan.Sink.Type)
 	}
-	fmt.Fprintf(w, "\nworkload %s, %d item(s) per send\n\n", sc.Generator.Type, batchOf(plan))
+	for _, o := range plan.Observers {
+		fmt.Fprintf(w, "\nobserve  %s (%s)", o.Name, o.Type)
+	}
+	fmt.Fprintf(w, "\nworkload %s, %d item(s) per send\n\n", plan.Workload.Type, batchOf(plan))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PHASE\tPROFILE\tDURATION\tITEMS\tMAX IN FLIGHT\tSINK FAULTS")
 	for _, ph := range plan.Phases {
@@ -100,9 +103,9 @@ func printPlan(w io.Writer, sc *scenario.Scenario, plan pipebench.Plan) {
 	fmt.Fprintf(w, "\ntotal: %s items over %s of load; drain up to %s; at most %s in all\n",
 		report.Group(float64(plan.Items())), pipebench.FormatDuration(plan.Duration()), plan.Drain,
 		pipebench.FormatDuration(plan.Duration()+plan.Drain.D()))
-	if len(sc.Thresholds) > 0 {
+	if len(plan.Thresholds) > 0 {
 		fmt.Fprintln(w, "thresholds:")
-		for _, t := range sc.Thresholds {
+		for _, t := range plan.Thresholds {
 			where := "every phase"
 			if t.Phase != "" {
 				where = "phase " + t.Phase

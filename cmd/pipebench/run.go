@@ -22,16 +22,17 @@ import (
 )
 
 type runFlags struct {
-	out        string
-	format     string
-	duration   time.Duration
-	sutVersion string
-	quiet      bool
-	store      string
-	noStore    bool
-	verbose    bool
-	list       bool
-	dashboard  string
+	out         string
+	format      string
+	duration    time.Duration
+	durationSet bool
+	sutVersion  string
+	quiet       bool
+	store       string
+	noStore     bool
+	verbose     bool
+	list        bool
+	dashboard   string
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -52,6 +53,7 @@ func (a *app) runCommand() *cobra.Command {
 			if len(args) == 1 {
 				ref = args[0]
 			}
+			f.durationSet = cmd.Flags().Changed("duration")
 			return a.run(ref, f)
 		},
 	}
@@ -99,7 +101,7 @@ func (a *app) run(ref string, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	plan, err := compile(sc, f.duration, f.sutVersion)
+	plan, err := compile(sc, f.duration, f.durationSet, f.sutVersion)
 	if err != nil {
 		return err
 	}
@@ -118,11 +120,11 @@ func (a *app) run(ref string, f runFlags) error {
 	var prog *progress
 	if !f.quiet {
 		prog = newProgress(a.stderr, plan)
-		fmt.Fprintf(a.stderr, "pipebench %s: %s (%d phases, %s of load, %s items)\n", version, sc.Name,
+		fmt.Fprintf(a.stderr, "pipebench %s: %s (%d phases, %s of load, %s items)\n", version, plan.Scenario,
 			len(plan.Phases), pipebench.FormatDuration(plan.Duration()), report.Group(float64(plan.Items())))
 	}
 	params := runner.Params{
-		Scenario: sc, Plan: plan, Registry: a.reg, Logger: logger,
+		Plan: plan, Registry: a.reg, Logger: logger,
 		ToolVersion: version, Args: os.Args,
 	}
 	var dash *dashboard.Server
@@ -181,7 +183,7 @@ func (a *app) run(ref string, f runFlags) error {
 // exitFor maps a finished run's status to the exit code.
 func exitFor(res *pipebench.Result) int {
 	switch res.Manifest.Status {
-	case pipebench.StatusPassed:
+	case pipebench.StatusPassed, pipebench.StatusCompleted:
 		return pipebench.ExitOK
 	case pipebench.StatusFailed:
 		return pipebench.ExitThresholds

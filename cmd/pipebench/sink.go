@@ -138,13 +138,10 @@ func (a *app) sink(f sinkFlags, listenSet bool) error {
 // policy turns the fault flags into a FaultPolicy.
 func (f sinkFlags) policy() (pipebench.FaultPolicy, error) {
 	p := pipebench.FaultPolicy{ErrorRatio: f.errorRatio, ErrorStatus: f.status}
-	if f.errorRatio < 0 || f.errorRatio > 1 {
-		return p, pipebench.UsageError(fmt.Sprintf("--error-ratio %v is outside 0..1", f.errorRatio), "0.7 answers 70% of requests with --error-status", nil)
-	}
-	switch f.status {
-	case 429, 500, 502, 503, 504:
-	default:
-		return p, pipebench.UsageError(fmt.Sprintf("--error-status %d is not allowed", f.status), "use 429, 500, 502, 503 or 504", nil)
+	// The policy's own rules, with each key named as its flag.
+	if err := p.Validate(0); err != nil {
+		flag := strings.NewReplacer("error_ratio:", "--error-ratio", "error_status:", "--error-status").Replace(err.Error())
+		return p, pipebench.UsageError(strings.ReplaceAll(flag, "\n", "; "), "", nil)
 	}
 	if f.latency != "" {
 		l, err := parseLatency(f.latency)
@@ -168,6 +165,9 @@ func (f sinkFlags) policy() (pipebench.FaultPolicy, error) {
 			return p, pipebench.UsageError(fmt.Sprintf("--outage %q is not valid", o), "write START:DURATION, like 30s:20s", nil)
 		}
 		p.Outages = append(p.Outages, pipebench.Window{Start: s, Duration: d})
+	}
+	if err := p.Validate(0); err != nil {
+		return p, pipebench.UsageError(strings.ReplaceAll(err.Error(), "\n", "; "), "check --latency and --outage", nil)
 	}
 	return p, nil
 }

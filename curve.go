@@ -1,0 +1,271 @@
+package pipebench
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// segment is a stretch [t0, t1) seconds over which the send rate moves
+// linearly from r0 to r1 sends per second; n0 is the number of sends due
+// before t0 (a real number: the integral of the rate).
+type segment struct {
+	t0, t1 float64
+	r0, r1 float64
+	n0     float64
+}
+
+// area is the number of sends due within the segment.
+func (s segment) area() float64 { return (s.r0 + s.r1) / 2 * (s.t1 - s.t0) }
+
+func (s segment) slope() float64 {
+	if s.t1 > s.t0 {
+		return (s.r1 - s.r0) / (s.t1 - s.t0)
+	}
+	return 0
+}
+
+// solve returns the offset x from t0 at which d sends have fallen due in
+// this segment: the root of slope/2·x² + r0·x − d = 0, written in the form
+// that stays exact when the slope or r0 is zero.
+func (s segment) solve(d float64) float64 {
+	if d <= 0 {
+		return 0
+	}
+	den := s.r0 + math.Sqrt(math.Max(0, s.r0*s.r0+2*s.slope()*d))
+	if den <= 0 {
+		return s.t1 - s.t0
+	}
+	return 2 * d / den
+}
+
+// Curve is the send schedule of one phase as a pure function of elapsed
+// time: the rate is piecewise linear, and send k is due when the integral
+// of the send rate reaches k. It is immutable and safe for concurrent use;
+// the schedule package drives one in real time.
+type Curve struct {
+	segs     []segment
+	sends    uint64
+	batch    float64
+	blast    bool
+	duration time.Duration
+}
+
+// staggerPieces is how many linear pieces approximate the start-up ramp of
+// a staggered phase whose profile is itself a ramp.
+const staggerPieces = 64
+
+// Curve builds the phase's send schedule. The send rate is the profile's
+// item rate divided by the batch size.
+//
+// Profiles: constant (Rate), ramp (From to To, linear), steps (in order),
+// burst (Rate, with a spike of Burst.Rate lasting Burst.For at the start of
+// every Burst.Every), blast (Count items, all due at once: Workers send them
+// closed-model). Stagger multiplies the rate by t/Stagger during the first
+// Stagger of the phase.
+func (ph PlanPhase) Curve() (*Curve, error) {
+	if err := ph.Profile.Validate(); err != nil {
+		return nil, err
+	}
+	b := float64(ph.batch())
+	c := &Curve{batch: b, duration: ph.Duration.D()}
+	pr := ph.Profile
+	if pr.Kind == ProfileBlast {
+		c.blast = true
+		c.sends = (pr.Count + uint64(b) - 1) / uint64(b)
+		return c, nil
+	}
+	dur := ph.Duration.D().Seconds()
+	var pieces []segment // rates in items/s first, divided by batch below
+	switch pr.Kind {
+	case ProfileConstant, "":
+		pieces = []segment{{t0: 0, t1: dur, r0: float64(pr.Rate), r1: float64(pr.Rate)}}
+	case ProfileRamp:
+		pieces = []segment{{t0: 0, t1: dur, r0: float64(pr.From), r1: float64(pr.To)}}
+	case ProfileSteps:
+		t := 0.0
+		for _, st := range pr.Steps {
+			d := st.Duration.D().Seconds()
+			pieces = append(pieces, segment{t0: t, t1: t + d, r0: float64(st.Rate), r1: float64(st.Rate)})
+			t += d
+		}
+		if dur == 0 {
+			dur, c.duration = t, time.Duration(t*float64(time.Second))
+		}
+	case ProfileBurst:
+		every, spike := pr.Burst.Every.D().Seconds(), pr.Burst.For.D().Seconds()
+		for t := 0.0; t < dur; t += every {
+			end := math.Min(t+spike, dur)
+			pieces = append(pieces, segment{t0: t, t1: end, r0: float64(pr.Burst.Rate), r1: float64(pr.Burst.Rate)})
+			if next := math.Min(t+every, dur); next > end {
+				pieces = append(pieces, segment{t0: end, t1: next, r0: float64(pr.Rate), r1: float64(pr.Rate)})
+			}
+		}
+	}
+	if st := ph.Stagger.D().Seconds(); st > 0 {
+		pieces = stagger(pieces, math.Min(st, dur))
+	}
+	n := 0.0
+	for _, s := range pieces {
+		if s.t1 <= s.t0 {
+			continue
+		}
+		s.r0, s.r1, s.n0 = s.r0/b, s.r1/b, n
+		c.segs = append(c.segs, s)
+		n += s.area()
+	}
+	// Send k is due when the integral reaches k, so sends 0..ceil(N)-1
+	// fall within the phase (a tolerance keeps 2000.0000001 at 2000).
+	c.sends = uint64(math.Ceil(n - 1e-9))
+	if n < 1e-9 {
+		c.sends = 0
+	}
+	return c, nil
+}
+
+// stagger scales the rate by t/st over [0, st), splitting segments at st and
+// approximating the product by linear pieces.
+func stagger(in []segment, st float64) []segment {
+	var out []segment
+	for _, s := range in {
+		if s.t0 >= st {
+			out = append(out, s)
+			continue
+		}
+		end := math.Min(s.t1, st)
+		rateAt := func(t float64) float64 {
+			return (s.r0 + s.slope()*(t-s.t0)) * t / st
+		}
+		pieces := 1
+		if s.r0 != s.r1 {
+			pieces = staggerPieces
+		}
+		for i := 0; i < pieces; i++ {
+			a := s.t0 + (end-s.t0)*float64(i)/float64(pieces)
+			z := s.t0 + (end-s.t0)*float64(i+1)/float64(pieces)
+			out = append(out, segment{t0: a, t1: z, r0: rateAt(a), r1: rateAt(z)})
+		}
+		if s.t1 > st {
+			out = append(out, segment{t0: st, t1: s.t1, r0: s.r0 + s.slope()*(st-s.t0), r1: s.r1})
+		}
+	}
+	return out
+}
+
+// Sends returns the number of sends in the phase.
+func (c *Curve) Sends() uint64 { return c.sends }
+
+// Duration returns the phase's length.
+func (c *Curve) Duration() time.Duration { return c.duration }
+
+// Blast reports whether every send is due at once (a closed-model phase).
+func (c *Curve) Blast() bool { return c.blast }
+
+// At returns when send n (0-based) is due, as an offset from the phase
+// start, and false when n is past the phase's last send.
+func (c *Curve) At(n uint64) (time.Duration, bool) {
+	if n >= c.sends {
+		return 0, false
+	}
+	if c.blast {
+		return 0, true
+	}
+	k := float64(n)
+	// The first segment whose sends reach past k holds send k; zero-rate
+	// segments have no area and are never chosen.
+	i := sort.Search(len(c.segs), func(i int) bool { return c.segs[i].n0+c.segs[i].area() > k })
+	if i >= len(c.segs) {
+		i = len(c.segs) - 1
+	}
+	s := c.segs[i]
+	t := min(s.t0+s.solve(k-s.n0), s.t1)
+	return time.Duration(math.Round(t * float64(time.Second))), true
+}
+
+// Due returns how many sends are due by elapsed (those whose At <= elapsed).
+func (c *Curve) Due(elapsed time.Duration) uint64 {
+	if elapsed < 0 || c.sends == 0 {
+		return 0
+	}
+	if c.blast {
+		return c.sends
+	}
+	// Count by search over At, so Due and At always agree.
+	return uint64(sort.Search(int(c.sends), func(i int) bool {
+		at, _ := c.At(uint64(i))
+		return at > elapsed
+	}))
+}
+
+// RateAt returns the target rate in items per second at elapsed.
+func (c *Curve) RateAt(elapsed time.Duration) float64 {
+	if c.blast {
+		return 0
+	}
+	t := elapsed.Seconds()
+	for _, s := range c.segs {
+		if t >= s.t0 && t < s.t1 {
+			return (s.r0 + s.slope()*(t-s.t0)) * c.batch
+		}
+	}
+	return 0
+}
+
+// Validate checks a profile on its own: rates finite and not negative, a
+// burst's spikes shorter than their period and above the base rate, steps
+// and blasts not empty.
+func (p Profile) Validate() error {
+	finite := func(r Rate) bool { return r >= 0 && !math.IsNaN(float64(r)) && !math.IsInf(float64(r), 0) }
+	switch p.Kind {
+	case ProfileConstant, "":
+		if !finite(p.Rate) {
+			return fmt.Errorf("rate must be a finite number >= 0")
+		}
+	case ProfileRamp:
+		if !finite(p.From) || !finite(p.To) {
+			return fmt.Errorf("ramp rates must be finite numbers >= 0")
+		}
+	case ProfileSteps:
+		if len(p.Steps) == 0 {
+			return fmt.Errorf("steps is empty: give a list of {rate, duration}")
+		}
+		for i, st := range p.Steps {
+			if !finite(st.Rate) || st.Duration <= 0 {
+				return fmt.Errorf("step %d needs a rate >= 0 and a duration > 0", i+1)
+			}
+		}
+	case ProfileBurst:
+		if p.Burst == nil || p.Burst.Every <= 0 {
+			return fmt.Errorf("burst profile needs burst.every > 0")
+		}
+		if p.Burst.For <= 0 || p.Burst.For >= p.Burst.Every {
+			return fmt.Errorf("burst for (%s) must be more than 0 and less than every (%s)", p.Burst.For, p.Burst.Every)
+		}
+		if !finite(p.Rate) || !finite(p.Burst.Rate) {
+			return fmt.Errorf("burst rates must be finite numbers >= 0")
+		}
+		if p.Burst.Rate <= p.Rate {
+			return fmt.Errorf("burst rate %s must be above the base rate %s", p.Burst.Rate, p.Rate)
+		}
+	case ProfileBlast:
+		if p.Count == 0 || p.Workers < 1 {
+			return fmt.Errorf("a blast needs a count and at least 1 worker")
+		}
+	default:
+		return fmt.Errorf("unknown profile %q", p.Kind)
+	}
+	return nil
+}
+
+// Validate checks a phase: its profile, a stagger no longer than the phase,
+// and its fault policy.
+func (ph PlanPhase) Validate() error {
+	if err := ph.Profile.Validate(); err != nil {
+		return err
+	}
+	if !ph.Blast() && ph.Stagger > ph.Duration {
+		return fmt.Errorf("stagger (%s) is longer than the phase (%s)", ph.Stagger, ph.Duration)
+	}
+	return ph.Faults.Validate(ph.Duration)
+}

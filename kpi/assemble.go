@@ -1,0 +1,323 @@
+package kpi
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// RunRecord is everything a run recorded, for Assemble. The runner fills
+// it; Assemble decides every number, the validity and the verdict.
+type RunRecord struct {
+	Plan pipebench.Plan
+	// Phases are the phases that ran, in plan order (a run stopped by a
+	// signal has fewer than the plan). Arrivals is nil without a sink.
+	Phases []PhaseInput
+	// Drain is what arrived after the last phase; nil without a sink.
+	Drain *PhaseInput
+	// Arrivals are the whole run's (RunStats); nil without a sink.
+	Arrivals *ArrivalStats
+	// Faulted is the whole run's count of faults the sink injected.
+	Faulted uint64
+	Series  []pipebench.Series
+	// Messages are the first distinct failure messages by class.
+	Messages map[string][]string
+	Aborted  bool
+	// ObserverErrors counts failed observations.
+	ObserverErrors uint64
+	// LoadEnded is when the last phase ended; ObservedUntil is the time of
+	// the last observation (after the drain).
+	LoadEnded, ObservedUntil time.Time
+}
+
+// Assemble computes the Result of a run: each phase's KPIs with the
+// derived ones (backlog.max, a blast's time to complete), the drain, the
+// total row, thresholds, detections, the validity, the verdict and a
+// summary in words. m is the manifest without its Status and Reasons.
+func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
+	res := &pipebench.Result{Schema: pipebench.ResultSchema, Plan: rec.Plan, Series: rec.Series, Errors: rec.Messages}
+	var reasons []string
+	total := SendStats{Details: map[string]uint64{}, Latency: newHist(), Service: newHist(), Lag: newHist()}
+	for i, in := range rec.Phases {
+		ph := rec.Plan.Phases[i]
+		pr := Build(in, rec.Series)
+		derivePhase(&pr, ph, in, rec.Series)
+		res.Phases = append(res.Phases, pr)
+		total.merge(in.Sends)
+		// The phase a signal cut short is not judged on its shortfall.
+		if !rec.Aborted || i < len(rec.Phases)-1 {
+			reasons = append(reasons, Validity(ph, &pr, in.Sends)...)
+		}
+	}
+	if len(res.Phases) > 0 {
+		res.Total = buildTotal(rec, total, res)
+	}
+	if rec.Drain != nil && len(res.Phases) > 0 {
+		d := Build(*rec.Drain, nil)
+		res.Drain = &d
+	}
+	reasons = append(reasons, reached(total)...)
+	res.Thresholds = EvalThresholds(rec.Plan, res.Phases)
+	res.Detections = Detect(res, DetectOptions{})
+	res.Summary = Summary(res)
+
+	switch {
+	case rec.Aborted:
+		m.Status = pipebench.StatusAborted
+		reasons = append([]string{fmt.Sprintf("stopped by a signal after %d of %d phases; the result is partial", len(rec.Phases), len(rec.Plan.Phases))}, reasons...)
+	case len(reasons) > 0:
+		m.Status = pipebench.StatusInvalid
+	case len(res.Thresholds) == 0:
+		m.Status = pipebench.StatusCompleted
+		reasons = append(reasons, "no thresholds were set, so the run has no pass or fail: add thresholds to the scenario for a verdict")
+	case Failed(res.Thresholds):
+		m.Status = pipebench.StatusFailed
+		for _, t := range res.Thresholds {
+			if !t.Passed {
+				reasons = append(reasons, fmt.Sprintf("threshold %q failed in phase %s: %s", t.Expr, t.Phase, t.Message))
+			}
+		}
+	default:
+		m.Status = pipebench.StatusPassed
+	}
+	if rec.ObserverErrors > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d observations failed (see the log)", rec.ObserverErrors))
+	}
+	m.Reasons = reasons
+	res.Manifest = m
+	return res
+}
+
+// buildTotal is the whole run's row: every phase's sends, the whole
+// sequence range's arrivals and loss, the pipeline's own totals including
+// what it exported during the drain, the drain time and the backlog peak.
+func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result) *pipebench.PhaseResult {
+	first, last := res.Phases[0], res.Phases[len(res.Phases)-1]
+	in := PhaseInput{Name: "total", Started: first.Started, Ended: last.Ended, Sends: sends}
+	var planned float64
+	paced := true // a closed-model (blast) phase has no target rate
+	for i, ph := range rec.Plan.Phases[:len(res.Phases)] {
+		// What the phase planned for as long as it ran: a phase cut
+		// short by a signal planned only its share.
+		planned += ph.PlannedRate() * res.Phases[i].Ended.Sub(res.Phases[i].Started).Seconds()
+		paced = paced && !ph.Blast()
+	}
+	if secs := last.Ended.Sub(first.Started).Seconds(); secs > 0 && paced {
+		in.TargetRate = planned / secs
+	}
+	if rec.Arrivals == nil {
+		t := Build(in, res.Series)
+		return &t
+	}
+	in.Arrivals = rec.Arrivals
+	in.Faulted = rec.Faulted
+	t := Build(in, res.Series)
+	until := rec.ObservedUntil
+	if until.IsZero() {
+		until = time.Now()
+	}
+	for _, k := range ObservedKPIs(res.Series, first.Started, until) {
+		if strings.HasSuffix(k.Name, ".total") {
+			t.Set(k)
+		}
+	}
+	drain := 0.0
+	if a := rec.Arrivals; !a.Last.IsZero() && a.Last.After(last.Ended) {
+		drain = a.Last.Sub(last.Ended).Seconds()
+	}
+	t.Set(pipebench.KPI{Name: "drain_time", Value: drain, Unit: pipebench.UnitSeconds})
+	if b, ok := seriesMax(res.Series, "backlog", first.Started, until); ok {
+		t.Set(pipebench.KPI{Name: "backlog.max", Value: b, Unit: pipebench.UnitCount})
+	}
+	return &t
+}
+
+// derivePhase adds the KPIs computed from others: backlog.max within the
+// phase, and for a blast what a blast means (time to complete, peak
+// backlog, completion rate) instead of rates over the time it took to send.
+func derivePhase(pr *pipebench.PhaseResult, ph pipebench.PlanPhase, in PhaseInput, series []pipebench.Series) {
+	if b, ok := seriesMax(series, "backlog", in.Started, in.Ended); ok {
+		pr.Set(pipebench.KPI{Name: "backlog.max", Value: b, Unit: pipebench.UnitCount})
+	}
+	if !ph.Blast() {
+		return
+	}
+	// A blast is complete when its last item arrived at the sink, or,
+	// without a sink, when its last send returned.
+	done, items := in.Sends.LastEnded, float64(in.Sends.Items[pipebench.ClassOK])
+	peakName := "in_flight"
+	if a := in.Arrivals; a != nil {
+		done, items, peakName = a.Last, float64(a.Own), "backlog"
+	}
+	if done.IsZero() || !done.After(in.Started) {
+		return
+	}
+	ttc := done.Sub(in.Started).Seconds()
+	pr.Set(pipebench.KPI{Name: "time_to_complete", Value: ttc, Unit: pipebench.UnitSeconds})
+	pr.Set(pipebench.KPI{Name: "completion_rate", Value: items / ttc, Unit: pipebench.UnitPerSecond})
+	if in.Arrivals != nil {
+		// Delivered over the time the blast took to take effect, not over
+		// the moment it took to send.
+		pr.Set(pipebench.KPI{Name: "delivered", Value: items, Unit: pipebench.UnitCount})
+		pr.Set(pipebench.KPI{Name: "delivered_rate", Value: items / ttc, Unit: pipebench.UnitPerSecond})
+	}
+	if b, ok := seriesMax(series, peakName, in.Started, done.Add(time.Second)); ok {
+		pr.Set(pipebench.KPI{Name: "peak_backlog", Value: b, Unit: pipebench.UnitCount})
+	}
+}
+
+func seriesMax(series []pipebench.Series, name string, from, to time.Time) (float64, bool) {
+	m, ok := 0.0, false
+	for _, s := range series {
+		if s.Name != name {
+			continue
+		}
+		for _, p := range s.Points {
+			if !p.T.Before(from) && !p.T.After(to) && (!ok || p.V > m) {
+				m, ok = p.V, true
+			}
+		}
+	}
+	return m, ok
+}
+
+// Validity returns why a phase's numbers describe pipebench rather than
+// the system under test, or nothing when they are sound: fewer than 99% of
+// the planned items started, or sends starting more than a second late.
+func Validity(ph pipebench.PlanPhase, pr *pipebench.PhaseResult, s SendStats) []string {
+	var reasons []string
+	if ph.Blast() {
+		return nil
+	}
+	var started uint64
+	for c := pipebench.ClassOK; c < pipebench.ClassDropped; c++ {
+		started += s.Items[c]
+	}
+	dropped := s.Items[pipebench.ClassDropped]
+	planned := float64(ph.Items)
+	if planned > 0 && float64(started) < 0.99*planned {
+		why := fmt.Sprintf("phase %s: the generator started %s of %s planned items (%.1f%%)", ph.Name,
+			pipebench.FormatCount(float64(started)), pipebench.FormatCount(planned), 100*float64(started)/planned)
+		if dropped > 0 {
+			why += fmt.Sprintf("; %s were dropped because max_in_flight (%d) sends were still waiting for answers: raise max_in_flight or lower the rate",
+				pipebench.FormatCount(float64(dropped)), ph.MaxInFlight)
+		} else {
+			why += ": pipebench could not keep up; lower the rate, add generator CPU, or scale out"
+		}
+		reasons = append(reasons, why)
+	}
+	if lag, ok := pr.Get("schedule_lag.p99"); ok && lag > 1000 {
+		reasons = append(reasons, fmt.Sprintf("phase %s: sends started %.0f ms late at p99: the generator fell behind its schedule", ph.Name, lag))
+	}
+	return reasons
+}
+
+// reached says the run is invalid when nothing reached the system under
+// test: sends were made and every one failed before the target answered.
+func reached(s SendStats) []string {
+	var started uint64
+	for c := pipebench.ClassOK; c < pipebench.ClassDropped; c++ {
+		started += s.Items[c]
+	}
+	if started == 0 || s.Unreached < started {
+		return nil
+	}
+	var causes []string
+	for _, k := range sortedKeys(s.Details) {
+		causes = append(causes, fmt.Sprintf("%s %s", k, pipebench.FormatCount(float64(s.Details[k]))))
+	}
+	return []string{fmt.Sprintf("nothing reached the system under test: all %s items failed before the target answered (%s): check the target's address, port, protocol and TLS settings, and that it is running",
+		pipebench.FormatCount(float64(started)), strings.Join(causes, ", "))}
+}
+
+// EvalThresholds evaluates the plan's thresholds on the phases they name
+// (a phase, or its group's steps; every phase when none).
+func EvalThresholds(plan pipebench.Plan, phases []pipebench.PhaseResult) []pipebench.ThresholdResult {
+	var out []pipebench.ThresholdResult
+	for _, t := range plan.Thresholds {
+		for i := range phases {
+			if t.Phase != "" && (i >= len(plan.Phases) || !plan.Phases[i].InGroup(t.Phase)) {
+				continue
+			}
+			out = append(out, EvalThreshold(t, &phases[i])...)
+		}
+	}
+	return out
+}
+
+// Failed reports whether any threshold failed.
+func Failed(ts []pipebench.ThresholdResult) bool {
+	for _, t := range ts {
+		if !t.Passed {
+			return true
+		}
+	}
+	return false
+}
+
+// Summary states in words what went wrong over the whole run: failed and
+// dropped sends by class, items lost or duplicated. Empty when nothing did.
+func Summary(r *pipebench.Result) []string {
+	t := r.Total
+	if t == nil {
+		return nil
+	}
+	var out []string
+	sent, _ := t.Get("sent")
+	var failed float64
+	var parts []string
+	for _, c := range []pipebench.Class{pipebench.ClassRefused, pipebench.ClassTimeout, pipebench.ClassError} {
+		if v, _ := t.Get("errors", "class", c.String()); v > 0 {
+			failed += v
+			part := fmt.Sprintf("%s %s", c, pipebench.FormatCount(v))
+			if ms := r.Errors[c.String()]; len(ms) > 0 {
+				part += fmt.Sprintf(" (%q)", ms[0])
+			}
+			parts = append(parts, part)
+		}
+	}
+	if failed > 0 {
+		out = append(out, fmt.Sprintf("%s of %s items sent were not accepted: %s", pipebench.FormatCount(failed), pipebench.FormatCount(sent), strings.Join(parts, ", ")))
+	}
+	if v, _ := t.Get("dropped"); v > 0 {
+		out = append(out, fmt.Sprintf("%s items were never sent: max_in_flight was reached when they were due", pipebench.FormatCount(v)))
+	}
+	if v, ok := t.Get("lost"); ok && v > 0 {
+		acc, _ := t.Get("accepted")
+		out = append(out, fmt.Sprintf("%s of %s accepted items never arrived at the sink (lost)", pipebench.FormatCount(v), pipebench.FormatCount(acc)))
+	}
+	if v, _ := t.Get("duplicates"); v > 0 {
+		out = append(out, fmt.Sprintf("%s items arrived more than once (duplicates)", pipebench.FormatCount(v)))
+	}
+	return out
+}
+
+func (dst *SendStats) merge(src SendStats) {
+	for c := range dst.Items {
+		dst.Items[c] += src.Items[c]
+		dst.Batches[c] += src.Batches[c]
+	}
+	dst.Bytes += src.Bytes
+	dst.Unreached += src.Unreached
+	for k, v := range src.Details {
+		dst.Details[k] += v
+	}
+	dst.Latency.Merge(src.Latency)
+	dst.Service.Merge(src.Service)
+	dst.Lag.Merge(src.Lag)
+	if src.LastEnded.After(dst.LastEnded) {
+		dst.LastEnded = src.LastEnded
+	}
+}
+
+func sortedKeys(m map[string]uint64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
