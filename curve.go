@@ -46,6 +46,7 @@ func (s segment) solve(d float64) float64 {
 // the schedule package drives one in real time.
 type Curve struct {
 	segs     []segment
+	expected float64 // the integral of the send rate over the phase
 	sends    uint64
 	batch    float64
 	blast    bool
@@ -117,6 +118,7 @@ func (ph PlanPhase) Curve() (*Curve, error) {
 	}
 	// Send k is due when the integral reaches k, so sends 0..ceil(N)-1
 	// fall within the phase (a tolerance keeps 2000.0000001 at 2000).
+	c.expected = n
 	c.sends = uint64(math.Ceil(n - 1e-9))
 	if n < 1e-9 {
 		c.sends = 0
@@ -155,6 +157,11 @@ func stagger(in []segment, st float64) []segment {
 
 // Sends returns the number of sends in the phase.
 func (c *Curve) Sends() uint64 { return c.sends }
+
+// Expected returns the number of sends the rate adds up to over the phase,
+// before rounding up to whole sends: below 1, the phase is too short for
+// its rate.
+func (c *Curve) Expected() float64 { return c.expected }
 
 // Duration returns the phase's length.
 func (c *Curve) Duration() time.Duration { return c.duration }

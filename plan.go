@@ -260,8 +260,9 @@ func (p Plan) Scale(total time.Duration) (Plan, error) {
 		return p, err
 	}
 	for _, ph := range out.Phases {
-		if !ph.Blast() && ph.Items == 0 {
-			return p, fmt.Errorf("at %s in total, phase %s would last %s and send nothing: give a longer duration", FormatDuration(total), ph.Name, ph.Duration)
+		c, _ := ph.Curve()
+		if !ph.Blast() && (ph.Items == 0 || c.Expected() < 1-1e-9) {
+			return p, fmt.Errorf("at %s in total, phase %s would last %s, too short to send one batch at its rate: give a longer duration", FormatDuration(total), ph.Name, ph.Duration)
 		}
 	}
 	return out, nil
@@ -316,16 +317,12 @@ func (p Plan) Slice(index, n int) (Plan, error) {
 	if err := out.CountItems(); err != nil {
 		return p, err
 	}
-	// Disjoint sequence ranges: every shard may send up to the whole
-	// plan's share rounded up, plus a batch of slack per phase.
+	// Disjoint sequence ranges of one size for every shard, computed from
+	// the whole plan: a shard's phase sends at most its share rounded up
+	// to whole batches.
 	var span uint64
-	for _, ph := range out.Phases {
-		span += ph.Items + uint64(ph.batch())
-	}
 	for _, ph := range p.Phases {
-		if q := (ph.Items+uint64(n)-1)/uint64(n) + uint64(ph.batch()); q > span {
-			span = q
-		}
+		span += (ph.Items+uint64(n)-1)/uint64(n) + 2*uint64(ph.batch())
 	}
 	out.SeqStart = p.FirstSeq() + uint64(index)*span
 	return out, nil
