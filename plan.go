@@ -144,8 +144,8 @@ type Plan struct {
 	File        string            `json:"file,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 
-	Target    Component   `json:"target"`
-	Workload  Component   `json:"workload"`
+	Target    Component   `json:"target,omitzero"`
+	Workload  Component   `json:"workload,omitzero"`
 	SUT       *Component  `json:"sut,omitempty"`
 	Sink      *Component  `json:"sink,omitempty"`
 	Observers []Component `json:"observers,omitempty"`

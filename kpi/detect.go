@@ -74,7 +74,7 @@ func Detect(r *pipebench.Result, o DetectOptions) []pipebench.Detection {
 				if run == o.StallPoints {
 					began := delivered[i-run+1].T
 					out = append(out, pipebench.Detection{Detector: "stall", Series: "delivered_rate", Phase: phaseAt(r, began), Began: began,
-						Message: fmt.Sprintf("nothing was delivered for %d observations in a row while %.0f items/s were sent", run, s)})
+						Message: fmt.Sprintf("nothing was delivered for %d observations in a row while %s/s were sent", run, pipebench.FormatCount(s))})
 				}
 			} else {
 				run = 0
@@ -91,7 +91,7 @@ func Detect(r *pipebench.Result, o DetectOptions) []pipebench.Detection {
 				if run == o.ShortfallPoints {
 					began := sent[i-run+1].T
 					out = append(out, pipebench.Detection{Detector: "shortfall", Series: "sent_rate", Phase: phaseAt(r, began), Began: began,
-						Message: fmt.Sprintf("the generator sent %.0f/s against a target of %.0f/s for %d observations in a row", p.V, tg, run), Value: p.V / tg})
+						Message: fmt.Sprintf("the generator sent %s/s against a target of %s/s for %d observations in a row", pipebench.FormatCount(p.V), pipebench.FormatCount(tg), run), Value: p.V / tg})
 				}
 			} else {
 				run = 0
@@ -110,7 +110,7 @@ func Detect(r *pipebench.Result, o DetectOptions) []pipebench.Detection {
 				growth := pts[len(pts)-1].V - pts[0].V
 				if slope > 0 && growth >= o.BacklogMinGrowth && pts[len(pts)-1].V >= maxV(pts)*0.9 {
 					out = append(out, pipebench.Detection{Detector: "backlog_growth", Series: s.Key(), Phase: ph.Name, Began: firstRise(pts),
-						Message: fmt.Sprintf("%s grew by %.0f in phase %s (%.1f items/s) and was still near its peak at the end", s.Key(), growth, ph.Name, slope), Value: slope})
+						Message: fmt.Sprintf("%s grew by %s items in phase %s (%.1f items/s) and was still near its peak at the end", s.Key(), pipebench.FormatCount(growth), ph.Name, slope), Value: slope})
 				}
 			}
 		}
@@ -153,7 +153,7 @@ func Detect(r *pipebench.Result, o DetectOptions) []pipebench.Detection {
 		if slope := slopePerSecond(used.Points); slope > 0 {
 			eta := (lim - last.V) / slope
 			out = append(out, pipebench.Detection{Detector: "storage_fill", Series: used.Key(), Began: used.Points[0].T,
-				Message: fmt.Sprintf("%s is filling at %.0f bytes/s: full in about %s", used.Key(), slope, (time.Duration(eta) * time.Second).Round(time.Second)), Value: eta})
+				Message: fmt.Sprintf("%s is filling at %s bytes/s: full in about %s", used.Key(), pipebench.FormatCount(slope), pipebench.FormatDuration((time.Duration(eta) * time.Second).Round(time.Second))), Value: eta})
 		}
 	}
 	return out

@@ -28,20 +28,7 @@ func Number(v float64) string {
 }
 
 // Group prints an integer value with thousands separators: 12,345.
-func Group(v float64) string {
-	s := strconv.FormatFloat(math.Abs(v), 'f', 0, 64)
-	var b strings.Builder
-	if v < 0 {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+func Group(v float64) string { return pipebench.FormatCount(v) }
 
 // Value formats a KPI with its unit: "12,345/s", "1.2 ms", "340 MB".
 func Value(k pipebench.KPI) string {
@@ -88,11 +75,15 @@ func Sum(p *pipebench.PhaseResult, name string) (float64, bool) {
 	return s, len(ks) > 0
 }
 
-// Phases returns the result's phases followed by its total, if any.
+// Phases returns the result's phases followed by the drain and the total,
+// if any.
 func Phases(r *pipebench.Result) []*pipebench.PhaseResult {
 	var out []*pipebench.PhaseResult
 	for i := range r.Phases {
 		out = append(out, &r.Phases[i])
+	}
+	if r.Drain != nil {
+		out = append(out, r.Drain)
 	}
 	if r.Total != nil {
 		out = append(out, r.Total)
@@ -113,12 +104,24 @@ func Status(r *pipebench.Result) string {
 	switch r.Manifest.Status {
 	case pipebench.StatusPassed:
 		return "PASSED"
+	case pipebench.StatusCompleted:
+		return "COMPLETED, no thresholds"
 	case pipebench.StatusFailed:
 		return "FAILED: thresholds"
 	case pipebench.StatusInvalid:
-		return "INVALID: the generator did not hold the plan"
+		return "INVALID: the numbers do not describe the system under test"
 	case pipebench.StatusAborted:
 		return "ABORTED: partial result"
 	}
 	return fmt.Sprintf("%s", strings.ToUpper(string(r.Manifest.Status)))
+}
+
+// ErrorClasses returns the classes of r.Errors in a fixed order.
+func ErrorClasses(r *pipebench.Result) []string {
+	keys := make([]string, 0, len(r.Errors))
+	for k := range r.Errors {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

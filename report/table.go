@@ -71,6 +71,7 @@ func specs(item string) []spec {
 		{"load", "accepted/s", kpi("accepted_rate")},
 		{"load", "sent", kpi("sent")},
 		{"load", "dropped", kpi("dropped")},
+		{"load", "connections open", kpi("connections_open.max")},
 		{"load", "errors refused", labelled("errors", "class", "refused")},
 		{"load", "errors timeout", labelled("errors", "class", "timeout")},
 		{"load", "errors other", labelled("errors", "class", "error")},
@@ -97,5 +98,9 @@ func specs(item string) []spec {
 		{"sink", "reordered", kpi("reordered")},
 		{"sink", "faulted by sink", kpi("faulted")},
 		{"sink", "drain time", kpi("drain_time")},
+		{"sink", "backlog max", kpi("backlog.max")},
+		{"blast", "time to complete", kpi("time_to_complete")},
+		{"blast", "peak backlog", kpi("peak_backlog")},
+		{"blast", "completion rate", kpi("completion_rate")},
 	}
 }

@@ -69,6 +69,17 @@ var Generic = []Column{
 	{"Errors", "errors", AggSum},
 }
 
+// Blast is the column set of closed-model blasts, in the shape of the
+// queue-depth reference: "Time to Complete | Peak Queue | Avg Rate".
+var Blast = []Column{
+	{"Sent {Item}s", "sent", AggValue},
+	{"Time to Complete (s)", "time_to_complete", AggValue},
+	{"Peak Queue", "peak_backlog", AggValue},
+	{"Avg Rate ({Item}s/sec)", "completion_rate", AggValue},
+	{"Lost", "lost", AggValue},
+	{"Errors", "errors", AggSum},
+}
+
 // Grid is a built table: row labels, column groups, and cells[row][group][col].
 type Grid struct {
 	Corner  string
@@ -203,12 +214,20 @@ func columns(results []*pipebench.Result, o Options) []Column {
 	if len(o.Columns) > 0 {
 		return o.Columns
 	}
+	blasts, phases := 0, 0
 	for _, r := range results {
 		for _, p := range r.Phases {
 			if len(p.All("receiver_accepted_rate")) > 0 || len(p.All("exporter_sent_rate")) > 0 {
 				return Reference
 			}
+			phases++
+			if len(p.All("time_to_complete")) > 0 {
+				blasts++
+			}
 		}
+	}
+	if blasts > 0 && blasts == phases {
+		return Blast
 	}
 	return Generic
 }

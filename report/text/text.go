@@ -75,10 +75,18 @@ func render(w io.Writer, r *pipebench.Result, o Options) error {
 			fmt.Fprintf(w, "  %s at +%s: %s\n", d.Detector, at, d.Message)
 		}
 	}
-	if len(m.Reasons) > 0 {
+	if len(m.Reasons) > 0 || len(r.Summary) > 0 {
 		fmt.Fprintln(w)
 		for _, reason := range m.Reasons {
 			fmt.Fprintf(w, "note: %s\n", reason)
+		}
+		for _, s := range r.Summary {
+			fmt.Fprintf(w, "note: %s\n", s)
+		}
+	}
+	for _, class := range report.ErrorClasses(r) {
+		for _, msg := range r.Errors[class] {
+			fmt.Fprintf(w, "error %s: %s\n", class, msg)
 		}
 	}
 	return nil

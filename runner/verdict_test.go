@@ -1,0 +1,214 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/runner"
+)
+
+// A verdict never hides a failure. Each case runs a real target on
+// loopback whose behaviour is known.
+
+func run(t *testing.T, yaml string) *pipebench.Result {
+	t.Helper()
+	reg := registry(t)
+	_, plan := parse(t, reg, yaml)
+	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res
+}
+
+func hasLine(lines []string, sub string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// A target that answers 503 to everything was reached: the run is valid,
+// and with no thresholds it is "completed", never "passed", with the
+// failures stated in words and their cause kept.
+func TestVerdictAllRefusedIsCompletedNotPassed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	res := run(t, fmt.Sprintf(`
+name: all-503
+target: {driver: http, url: %q, connections: 4}
+phases:
+  - {name: load, duration: 1s, rate: 200/s}
+`, srv.URL))
+	if res.Manifest.Status != pipebench.StatusCompleted {
+		t.Fatalf("status %s, want completed: %v", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	if got := get(t, res.Total, "errors", "class", "refused"); got != 200 {
+		t.Errorf("errors{class=refused} = %v, want 200", got)
+	}
+	if !hasLine(res.Summary, "200 of 200 items sent were not accepted: refused 200") {
+		t.Errorf("summary does not say it in words: %q", res.Summary)
+	}
+	if len(res.Errors["refused"]) == 0 {
+		t.Errorf("the refusals lost their cause: %v", res.Errors)
+	}
+}
+
+// A target that accepts connections and never answers was reached too:
+// every send times out, the run is valid, completed, and says so.
+func TestVerdictNeverAnswersIsCompletedWithTimeouts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	res := run(t, fmt.Sprintf(`
+name: silent
+target: {driver: http, url: "http://%s/", connections: 4, timeout: 200ms}
+phases:
+  - {name: load, duration: 1s, rate: 50/s}
+`, ln.Addr()))
+	if res.Manifest.Status != pipebench.StatusCompleted {
+		t.Fatalf("status %s, want completed: %v", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	if got := get(t, res.Total, "errors", "class", "timeout"); got != 50 {
+		t.Errorf("errors{class=timeout} = %v, want 50", got)
+	}
+	if !hasLine(res.Summary, "timeout 50") {
+		t.Errorf("summary: %q", res.Summary)
+	}
+}
+
+// Nothing reached the system under test: every send found the port closed.
+// The numbers describe nothing, so the run is invalid (exit 98), with the
+// cause, and a refused connection is class refused.
+func TestVerdictNothingReachedIsInvalid(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	res := run(t, fmt.Sprintf(`
+name: refused
+target: {driver: http, url: "http://%s/", connections: 2}
+phases:
+  - {name: load, duration: 1s, rate: 20/s}
+thresholds:
+  - "errors < 1000000"
+`, addr))
+	if res.Manifest.Status != pipebench.StatusInvalid {
+		t.Fatalf("status %s, want invalid: %v", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	if !hasLine(res.Manifest.Reasons, "nothing reached the system under test") {
+		t.Errorf("reasons: %q", res.Manifest.Reasons)
+	}
+	if got := get(t, res.Total, "errors", "class", "refused"); got != 20 {
+		t.Errorf("errors{class=refused} = %v, want 20 (connection refused is refused)", got)
+	}
+	if ms := res.Errors["refused"]; len(ms) == 0 || !strings.Contains(ms[0], "refused") {
+		t.Errorf("the cause is lost: %v", res.Errors)
+	}
+}
+
+// Thresholds that exist and hold: passed. The same run without them:
+// completed. PASSED means thresholds existed and held.
+func TestVerdictPassedNeedsThresholds(t *testing.T) {
+	base := `
+name: ok
+target: {driver: http}
+sink: {type: http}
+drain: 5s
+phases:
+  - {name: load, duration: 1s, rate: 100/s}
+`
+	if st := run(t, base).Manifest.Status; st != pipebench.StatusCompleted {
+		t.Errorf("without thresholds: %s, want completed", st)
+	}
+	if st := run(t, base+"thresholds: [\"lost == 0\"]\n").Manifest.Status; st != pipebench.StatusPassed {
+		t.Errorf("with a threshold that holds: %s, want passed", st)
+	}
+}
+
+// A steps phase gives one column per step, each with its own rate; a
+// threshold naming the steps phase applies to every step; backlog.max
+// exists per phase; what arrives after the last phase is the drain's, so
+// the phases and the drain add up to the total.
+func TestStepsAreColumnsAndPhasesAddUp(t *testing.T) {
+	res := run(t, `
+name: stairs
+target: {driver: http}
+sink: {type: http}
+drain: 5s
+phases:
+  - name: stairs
+    steps: [{rate: 100/s, duration: 1s}, {rate: 300/s, duration: 1s}]
+thresholds:
+  - {expr: "backlog.max < 100000", phase: stairs}
+`)
+	if len(res.Phases) != 2 || res.Phases[0].Name != "stairs 100/s" || res.Phases[1].Name != "stairs 300/s" {
+		t.Fatalf("phases: %v", names(res.Phases))
+	}
+	for i, want := range []float64{100, 300} {
+		if got := get(t, &res.Phases[i], "target_rate"); got != want {
+			t.Errorf("%s: target_rate %v, want %v", res.Phases[i].Name, got, want)
+		}
+		if got := get(t, &res.Phases[i], "sent"); got != want {
+			t.Errorf("%s: sent %v, want %v", res.Phases[i].Name, got, want)
+		}
+		get(t, &res.Phases[i], "backlog.max")
+	}
+	if n := len(res.Thresholds); n != 2 {
+		t.Errorf("the steps threshold was evaluated %d times, want once per step", n)
+	}
+	if res.Drain == nil {
+		t.Fatal("no drain row")
+	}
+	var sum float64
+	for i := range res.Phases {
+		sum += get(t, &res.Phases[i], "delivered")
+	}
+	sum += get(t, res.Drain, "delivered")
+	if total := get(t, res.Total, "delivered"); sum != total || total != 400 {
+		t.Errorf("phases + drain delivered %v, total %v, want 400 both", sum, total)
+	}
+}
+
+func names(ps []pipebench.PhaseResult) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name)
+	}
+	return out
+}
