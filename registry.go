@@ -3,6 +3,7 @@ package pipebench
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Payload names a kind of Batch content: what a Generator produces and a
@@ -164,6 +165,8 @@ type Registry struct {
 	Sinks      *Catalog[Sink]
 	Observers  *Catalog[Observer]
 	SUTs       *Catalog[SUT]
+	// Reporters render Results by format name ("text", "md", "html").
+	Reporters *Catalog[Reporter]
 }
 
 // NewRegistry returns a registry with empty catalogs.
@@ -174,5 +177,16 @@ func NewRegistry() *Registry {
 		Sinks:      NewCatalog[Sink]("sink"),
 		Observers:  NewCatalog[Observer]("observer"),
 		SUTs:       NewCatalog[SUT]("sut"),
+		Reporters:  NewCatalog[Reporter]("report format"),
 	}
+}
+
+// Reporter returns the reporter registered under format, built with no
+// configuration, or a usage error naming the valid formats.
+func (r *Registry) Reporter(format string) (Reporter, error) {
+	f, ok := r.Reporters.Lookup(format)
+	if !ok {
+		return nil, UsageError(fmt.Sprintf("unknown report format %q", format), "valid formats: "+strings.Join(r.Reporters.Names(), ", "), nil)
+	}
+	return f.New(nil, Env{})
 }

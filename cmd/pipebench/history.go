@@ -82,7 +82,10 @@ func (a *app) historyCommands() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep, _ := reporterFor("text")
+			rep, err := a.reg.Reporter("text")
+			if err != nil {
+				return err
+			}
 			return rep.Report(a.stdout, res)
 		},
 	}

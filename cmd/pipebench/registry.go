@@ -1,7 +1,8 @@
 package main
 
 import (
-	"sync"
+	"fmt"
+	"strings"
 
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
@@ -12,7 +13,6 @@ import (
 	"github.com/pipebench/pipebench/payload/loglines"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	"github.com/pipebench/pipebench/producer/logfile"
-	"github.com/pipebench/pipebench/report"
 	csvreport "github.com/pipebench/pipebench/report/csv"
 	htmlreport "github.com/pipebench/pipebench/report/html"
 	"github.com/pipebench/pipebench/report/jsonreport"
@@ -50,8 +50,14 @@ func newRegistry() (*pipebench.Registry, error) {
 
 		reg.Observers.Register(promobs.Factory()),
 		reg.Observers.Register(procobs.Factory()),
+
+		reg.Reporters.Register(reporter("text", "the terminal KPI table", text.New(text.Options{}))),
+		reg.Reporters.Register(reporter("md", "markdown tables in the reference reports' shape", markdown.New(markdown.Options{}))),
+		reg.Reporters.Register(reporter("json", "the whole Result", jsonreport.New())),
+		reg.Reporters.Register(reporter("csv", "one line per phase and KPI", csvreport.New())),
+		reg.Reporters.Register(reporter("junit", "thresholds as JUnit test cases, for CI", junit.New())),
+		reg.Reporters.Register(reporter("html", "one offline page with the table and charts", htmlreport.New())),
 	}
-	errs = append(errs, registerReporters()...)
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -60,26 +66,16 @@ func newRegistry() (*pipebench.Registry, error) {
 	return reg, nil
 }
 
-var reportersOnce sync.Once
-
-// registerReporters fills the report package's format list, once per
-// process.
-func registerReporters() (errs []error) {
-	reportersOnce.Do(func() {
-		errs = []error{
-			report.Register("text", text.New(text.Options{})),
-			report.Register("md", markdown.New(markdown.Options{})),
-			report.Register("json", jsonreport.New()),
-			report.Register("csv", csvreport.New()),
-			report.Register("junit", junit.New()),
-			report.Register("html", htmlreport.New()),
-		}
-	})
-	return errs
+// reporter registers a stateless reporter as a factory.
+func reporter(name, doc string, r pipebench.Reporter) pipebench.Factory[pipebench.Reporter] {
+	return pipebench.NewSimpleFactory(name, doc, func(pipebench.Env) (pipebench.Reporter, error) { return r, nil })
 }
 
-// reporterFor returns a registered reporter, registering them first.
-func reporterFor(name string) (pipebench.Reporter, bool) {
-	registerReporters()
-	return report.Lookup(name)
+// reporter returns the reporter for --format, or a usage error naming the
+// flag and the valid formats.
+func (a *app) reporter(format string) (pipebench.Reporter, error) {
+	if _, ok := a.reg.Reporters.Lookup(format); !ok {
+		return nil, pipebench.UsageError(fmt.Sprintf("unknown --format %q", format), "valid formats: "+strings.Join(a.reg.Reporters.Names(), ", "), nil)
+	}
+	return a.reg.Reporter(format)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/report"
 	"github.com/pipebench/pipebench/report/chart"
 	htmlreport "github.com/pipebench/pipebench/report/html"
 )
@@ -26,10 +25,9 @@ func (a *app) reportCommand() *cobra.Command {
   pipebench report result.json --charts docs/img     # every chart as SVG and PNG`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			registerReporters()
-			rep, ok := report.Lookup(format)
-			if !ok {
-				return pipebench.UsageError(fmt.Sprintf("unknown --format %q", format), "valid formats: "+fmt.Sprint(report.Names()), nil)
+			rep, err := a.reporter(format)
+			if err != nil {
+				return err
 			}
 			if len(args) > 1 && format != "html" && charts == "" {
 				return pipebench.UsageError(fmt.Sprintf("%d results given: only --format html overlays runs", len(args)),

@@ -18,6 +18,7 @@ import (
 	"github.com/pipebench/pipebench/dashboard"
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/report"
+	"github.com/pipebench/pipebench/report/jsonreport"
 	"github.com/pipebench/pipebench/runner"
 )
 
@@ -59,7 +60,7 @@ func (a *app) runCommand() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.out, "out", "o", "", "write the Result (JSON) to this file, atomically")
-	fl.StringVarP(&f.format, "format", "f", "text", "report printed at the end: "+strings.Join(report.Names(), ", "))
+	fl.StringVarP(&f.format, "format", "f", "text", "report printed at the end: "+strings.Join(a.reg.Reporters.Names(), ", "))
 	fl.DurationVar(&f.duration, "duration", 0, "scale every phase so the load lasts this long in total (keeps the shape)")
 	fl.StringVar(&f.sutVersion, "sut-version", "", "version label of the system under test (overrides the scenario's `version`)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress display")
@@ -93,9 +94,9 @@ func firstLine(s string) string {
 }
 
 func (a *app) run(ref string, f runFlags) error {
-	rep, ok := report.Lookup(f.format)
-	if !ok {
-		return pipebench.UsageError(fmt.Sprintf("unknown --format %q", f.format), "valid formats: "+strings.Join(report.Names(), ", "), nil)
+	rep, err := a.reporter(f.format)
+	if err != nil {
+		return err
 	}
 	sc, err := a.loadScenario(ref)
 	if err != nil {
@@ -208,8 +209,7 @@ func checkWritable(path string) error {
 // writeResult writes the Result as JSON to path atomically: a temporary
 // file in the same folder, synced, then renamed over path.
 func writeResult(path string, res *pipebench.Result) error {
-	rep, _ := report.Lookup("json")
-	return writeAtomic(path, func(w io.Writer) error { return rep.Report(w, res) })
+	return writeAtomic(path, func(w io.Writer) error { return jsonreport.New().Report(w, res) })
 }
 
 func writeAtomic(path string, write func(io.Writer) error) error {
