@@ -11,14 +11,14 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/browsertest"
-	"github.com/pipebench/pipebench/report/reporttest"
+	"github.com/pipebench/pipebench/internal/resulttest"
 	"github.com/pipebench/pipebench/runner"
 )
 
 // growing returns a Snapshot func whose series gain a point per call, like
 // a run going on.
 func growing() (func() *pipebench.Result, *atomic.Int64) {
-	full := reporttest.WithSeries(reporttest.Pipeline("0.162.0", "single", 20000))
+	full := resulttest.WithSeries(resulttest.Pipeline("0.162.0", "single", 20000))
 	var calls atomic.Int64
 	return func() *pipebench.Result {
 		n := int(calls.Add(1)) + 2

@@ -12,7 +12,7 @@ import (
 	"github.com/pipebench/pipebench/report/jsonreport"
 	"github.com/pipebench/pipebench/report/junit"
 	"github.com/pipebench/pipebench/report/markdown"
-	"github.com/pipebench/pipebench/report/reporttest"
+	"github.com/pipebench/pipebench/internal/resulttest"
 	"github.com/pipebench/pipebench/report/text"
 )
 
@@ -26,12 +26,12 @@ func render(t *testing.T, r pipebench.Reporter, res *pipebench.Result) []byte {
 }
 
 func TestText(t *testing.T) {
-	reporttest.Golden(t, "text", render(t, text.New(text.Options{}), reporttest.Pipeline("0.100.0", "single pipeline", 20134)))
-	reporttest.Golden(t, "text-ascii", render(t, text.New(text.Options{ASCII: true}), reporttest.Pipeline("0.100.0", "single pipeline", 20134)))
+	resulttest.Golden(t, "text", render(t, text.New(text.Options{}), resulttest.Pipeline("0.100.0", "single pipeline", 20134)))
+	resulttest.Golden(t, "text-ascii", render(t, text.New(text.Options{ASCII: true}), resulttest.Pipeline("0.100.0", "single pipeline", 20134)))
 }
 
 func TestMarkdownSingleRun(t *testing.T) {
-	reporttest.Golden(t, "md-single", render(t, markdown.New(markdown.Options{}), reporttest.Pipeline("0.92", "single pipeline", 21146)))
+	resulttest.Golden(t, "md-single", render(t, markdown.New(markdown.Options{}), resulttest.Pipeline("0.92", "single pipeline", 21146)))
 }
 
 // The kyma traces table: three versions, four cases, the reference's
@@ -40,10 +40,10 @@ func TestMarkdownVersionsByCases(t *testing.T) {
 	var results []*pipebench.Result
 	for _, v := range []string{"0.99.0", "0.100.0", "0.92"} {
 		for i, c := range []string{"Single Pipeline", "Multi Pipeline", "Single Pipeline Backpressure", "Multi Pipeline Backpressure"} {
-			r := reporttest.Pipeline(v, c, 19000+float64(i*1000))
+			r := resulttest.Pipeline(v, c, 19000+float64(i*1000))
 			r.Phases = r.Phases[:1]
 			if strings.Contains(c, "Backpressure") {
-				r.Phases = reporttest.Pipeline(v, c, 9000).Phases[1:2]
+				r.Phases = resulttest.Pipeline(v, c, 9000).Phases[1:2]
 			}
 			results = append(results, r)
 		}
@@ -60,20 +60,20 @@ func TestMarkdownVersionsByCases(t *testing.T) {
 	if !strings.Contains(lines[2], "Receiver Accepted Spans/sec") {
 		t.Errorf("second header row lacks the reference columns:\n%s", lines[2])
 	}
-	reporttest.Golden(t, "md-versions", b.Bytes())
+	resulttest.Golden(t, "md-versions", b.Bytes())
 }
 
 func TestMarkdownPhasesAsRows(t *testing.T) {
 	cols := []markdown.Column{{Header: "Event Rate", KPI: "target_rate"}, {Header: "P50 Latency", KPI: "latency.p50"}, {Header: "P75 Latency", KPI: "latency.p75"}, {Header: "P99 Latency", KPI: "latency.p99"}}
-	reporttest.Golden(t, "md-phases", render(t, markdown.New(markdown.Options{Layout: markdown.LayoutPhases, Columns: cols}), reporttest.Pipeline("v0.4.0", "burst", 500)))
+	resulttest.Golden(t, "md-phases", render(t, markdown.New(markdown.Options{Layout: markdown.LayoutPhases, Columns: cols}), resulttest.Pipeline("v0.4.0", "burst", 500)))
 }
 
 func TestCSV(t *testing.T) {
-	reporttest.Golden(t, "csv", render(t, csvreport.New(), reporttest.Pipeline("0.100.0", "single", 20134)))
+	resulttest.Golden(t, "csv", render(t, csvreport.New(), resulttest.Pipeline("0.100.0", "single", 20134)))
 }
 
 func TestJUnitIsValidXML(t *testing.T) {
-	out := render(t, junit.New(), reporttest.Pipeline("0.100.0", "single", 20134))
+	out := render(t, junit.New(), resulttest.Pipeline("0.100.0", "single", 20134))
 	var v struct {
 		Suites []struct {
 			Tests    int `xml:"tests,attr"`
@@ -86,11 +86,11 @@ func TestJUnitIsValidXML(t *testing.T) {
 	if v.Suites[0].Tests != 3 || v.Suites[0].Failures != 1 {
 		t.Errorf("suite %+v", v.Suites[0])
 	}
-	reporttest.Golden(t, "junit", out)
+	resulttest.Golden(t, "junit", out)
 }
 
 func TestJSONRoundTrips(t *testing.T) {
-	in := reporttest.Pipeline("0.100.0", "single", 20134)
+	in := resulttest.Pipeline("0.100.0", "single", 20134)
 	out := render(t, jsonreport.New(), in)
 	var back pipebench.Result
 	if err := json.Unmarshal(out, &back); err != nil {
@@ -100,5 +100,5 @@ func TestJSONRoundTrips(t *testing.T) {
 	if !bytes.Equal(out, again) {
 		t.Error("JSON does not round-trip")
 	}
-	reporttest.Golden(t, "json", out)
+	resulttest.Golden(t, "json", out)
 }

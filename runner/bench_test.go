@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/runner"
 )
 
@@ -124,14 +125,14 @@ func startServerProcess(b *testing.B) string {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	testutil.Eventually(b, 10*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			return addr
 		}
-	}
-	b.Fatal("helper server did not start")
-	return ""
+		return err == nil
+	}, "helper server did not start")
+	return addr
 }
 
 func freePort(tb testing.TB) int {

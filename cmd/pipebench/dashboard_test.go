@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipebench/pipebench/dashboard"
 	"github.com/pipebench/pipebench/internal/browsertest"
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 func freeAddr(t *testing.T) string {
@@ -43,20 +44,15 @@ func TestRunWithDashboard(t *testing.T) {
 	}()
 	url := "http://" + addr + "/"
 	var live dashboard.Live
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if resp, err := http.Get(url + "api/live"); err == nil {
-			json.NewDecoder(resp.Body).Decode(&live)
-			resp.Body.Close()
-			if len(live.Charts) > 0 && live.Charts[0].Points >= 3 {
-				break
-			}
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		resp, err := http.Get(url + "api/live")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no live charts after 20 s: %+v", live.Progress)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		json.NewDecoder(resp.Body).Decode(&live)
+		resp.Body.Close()
+		return len(live.Charts) > 0 && live.Charts[0].Points >= 3
+	}, "no live charts: %+v", live.Progress)
 	if !strings.Contains(live.Progress, "target") || live.Done {
 		t.Errorf("live progress while running: %q done=%v", live.Progress, live.Done)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/examples"
-	"github.com/pipebench/pipebench/report/reporttest"
+	"github.com/pipebench/pipebench/internal/resulttest"
 	"github.com/pipebench/pipebench/store"
 	"github.com/pipebench/pipebench/store/storetest"
 	"github.com/pipebench/pipebench/sut/otelcol"
@@ -45,7 +45,7 @@ func seed(t *testing.T, ref string) {
 				if v == "0.100.0" && c == "backpressure" {
 					acc = 12000 // a real regression in the receiver rate
 				}
-				r := reporttest.Pipeline(v, c, acc)
+				r := resulttest.Pipeline(v, c, acc)
 				r.Phases = r.Phases[:1]
 				r.Manifest.RunID = "r" + strconv.Itoa(i)
 				r.Manifest.Started = time.Date(2026, 11, 1, 0, i, 0, 0, time.UTC)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 // `pipebench producers` serves scrape targets until stopped, then exits 0.
@@ -14,20 +16,17 @@ func TestProducersServeUntilStopped(t *testing.T) {
 	addr := freeAddr(t)
 	c := startCommand(t, "producers", "--listen", addr, "--producers", "3", "--metrics", "4", "--series", "5", "--type", "counter")
 	var body string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/producer/2/metrics")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			body = string(b)
-			break
+	var err error
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		var resp *http.Response
+		if resp, err = http.Get("http://" + addr + "/producer/2/metrics"); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("producers never served: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		return true
+	}, "producers never served: %v", err)
 	if n := strings.Count(body, `producer="2"`); n != 4*5 {
 		t.Errorf("producer 2 serves %d series, want 20:\n%s", n, body)
 	}

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
+	"github.com/pipebench/pipebench/internal/testutil"
 	otlppayload "github.com/pipebench/pipebench/payload/otlp"
 )
 
@@ -67,19 +68,18 @@ func tracesRequest(t *testing.T, first, n int) []byte {
 // and returns the status it answered.
 func export(t *testing.T, addr string, body []byte) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	code := 0
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		resp, err := http.Post("http://"+addr+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return resp.StatusCode
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the sink never listened on %s: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		code = resp.StatusCode
+		return true
+	}, "the sink never listened on %s", addr)
+	return code
 }
 
 // sinkMetrics checks that addr's /metrics holds every line in want.

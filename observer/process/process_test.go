@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 func observe(t *testing.T, o *Observer) map[string]float64 {
@@ -63,11 +64,7 @@ func TestChildProcessAndItsExit(t *testing.T) {
 	}
 	// Right after exec the new image may not be mapped yet: wait for it.
 	var m map[string]float64
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m = observe(t, o); m["memory_rss_bytes"] > 0 {
-			break
-		}
-	}
+	testutil.Poll(3*time.Second, func() bool { m = observe(t, o); return m["memory_rss_bytes"] > 0 })
 	if m["memory_rss_bytes"] <= 0 {
 		t.Errorf("child: %v", m)
 	}

@@ -12,11 +12,11 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/browsertest"
 	htmlreport "github.com/pipebench/pipebench/report/html"
-	"github.com/pipebench/pipebench/report/reporttest"
+	"github.com/pipebench/pipebench/internal/resulttest"
 )
 
 func run(version string, accepted float64) *pipebench.Result {
-	return reporttest.WithSeries(reporttest.Pipeline(version, "single", accepted))
+	return resulttest.WithSeries(resulttest.Pipeline(version, "single", accepted))
 }
 
 func render(t *testing.T, results ...*pipebench.Result) []byte {

@@ -17,7 +17,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, for PostgresSchema
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/report/reporttest"
+	"github.com/pipebench/pipebench/internal/resulttest"
 	"github.com/pipebench/pipebench/store/sqlstore"
 )
 
@@ -27,7 +27,7 @@ type Opener func(t *testing.T) *sqlstore.Store
 
 // Result is a saved-run fixture: the reference pipeline shape, one version.
 func Result(version string, i int) *pipebench.Result {
-	r := reporttest.Pipeline(version, "single", 20000+float64(i))
+	r := resulttest.Pipeline(version, "single", 20000+float64(i))
 	r.Manifest.RunID = "run-" + version + "-" + strconv.Itoa(i)
 	r.Manifest.Started = time.Date(2026, 11, 1, 0, 0, i, 0, time.UTC)
 	r.Manifest.Ended = r.Manifest.Started.Add(time.Minute)

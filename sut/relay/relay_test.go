@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 // downstream is a real HTTP server recording what the relay forwards.
@@ -97,12 +99,8 @@ func metric(t *testing.T, r *Relay, name string) float64 {
 }
 
 func waitFor(t *testing.T, cond func() bool) {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("condition not reached in 10s")
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, cond, "condition not reached")
 }
 
 func TestForwardsEachOnceWithHeaders(t *testing.T) {

@@ -1,6 +1,7 @@
-// Package reporttest holds what reporter tests share: golden-file checks
-// with an -update flag, and Results built by hand as input.
-package reporttest
+// Package resulttest holds Results built by hand for tests (reporters,
+// stores, the dashboard, the history commands) and golden-file checks with
+// an -update flag.
+package resulttest
 
 import (
 	"flag"

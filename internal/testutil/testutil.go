@@ -1,0 +1,37 @@
+// Package testutil holds helpers for tests: waiting on a condition
+// instead of sleeping.
+package testutil
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// Eventually polls cond every 10 ms until it is true, and fails the test
+// with the message (fmt.Sprintf(format, args...)) when it is still false
+// after timeout. cond runs on the test's goroutine.
+func Eventually(tb testing.TB, timeout time.Duration, cond func() bool, format string, args ...any) {
+	tb.Helper()
+	if !Poll(timeout, cond) {
+		tb.Fatalf("after %s: %s", timeout, fmt.Sprintf(format, args...))
+	}
+}
+
+// Poll polls cond every 10 ms until it is true or timeout has passed, and
+// reports whether it became true. For conditions a test inspects further
+// itself.
+func Poll(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+}
