@@ -15,6 +15,8 @@ func (r *run) observeLoop(ctx context.Context) {
 	iv := r.interval()
 	t := time.NewTicker(iv)
 	defer t.Stop()
+	// A first observation now, so the first tick already has rates.
+	r.observeOnce(ctx, time.Now())
 	for {
 		select {
 		case <-ctx.Done():
@@ -35,6 +37,7 @@ type obsState struct {
 	prevAcc  uint64
 	prevDel  uint64
 	rates    [3]float64 // sent, accepted, delivered over the last interval
+	known    bool       // rates were measured over an interval
 }
 
 func (r *run) obs() *obsState {
@@ -75,6 +78,7 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 		dt := now.Sub(st.prevAt).Seconds()
 		if dt > 0 {
 			st.rates = [3]float64{float64(sent-st.prevSent) / dt, float64(acc-st.prevAcc) / dt, float64(del-st.prevDel) / dt}
+			st.known = true
 			r.series.add("sent_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, st.rates[0])
 			r.series.add("accepted_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, st.rates[1])
 			if r.c.sink != nil {
@@ -177,6 +181,7 @@ func (r *run) emitProgress(now time.Time) {
 	r.seriesMu.Lock()
 	if st := r.ostate; st != nil {
 		pr.SentRate, pr.AcceptedRate, pr.DeliveredRate = st.rates[0], st.rates[1], st.rates[2]
+		pr.RatesKnown = st.known
 		pr.Backlog = float64(st.prevAcc) - float64(st.prevDel)
 		if pr.Backlog < 0 {
 			pr.Backlog = 0

@@ -18,9 +18,12 @@ func (pr Progress) String() string {
 	} else {
 		fmt.Fprintf(&b, "[%d/%d %s] %s/%s", pr.PhaseIndex+1, pr.Phases, pr.Phase,
 			round(pr.PhaseElapsed), round(pr.PhaseDuration))
-		fmt.Fprintf(&b, "  target %s/s  sent %s/s", pipebench.FormatCount(pr.TargetRate), pipebench.FormatCount(pr.SentRate))
+		fmt.Fprintf(&b, "  target %s/s", pipebench.FormatCount(pr.TargetRate))
+		if pr.RatesKnown {
+			fmt.Fprintf(&b, "  sent %s/s", pipebench.FormatCount(pr.SentRate))
+		}
 	}
-	if pr.HasSink {
+	if pr.HasSink && pr.RatesKnown {
 		fmt.Fprintf(&b, "  delivered %s/s", pipebench.FormatCount(pr.DeliveredRate))
 	}
 	if pr.Failed > 0 {

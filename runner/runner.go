@@ -57,6 +57,7 @@ type Progress struct {
 	Remaining     time.Duration // planned load time left, drain excluded
 	TargetRate    float64       // items/s the pacer asks for now
 	SentRate      float64       // items/s over the last interval
+	RatesKnown    bool          // the rates were measured over an interval yet
 	AcceptedRate  float64
 	DeliveredRate float64
 	Sent          uint64 // this phase

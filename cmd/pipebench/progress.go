@@ -50,7 +50,9 @@ func (p *progress) update(pr runner.Progress) {
 		return
 	}
 	changed := pr.PhaseIndex != p.lastPhase
-	if changed || time.Since(p.lastPrint) >= p.every {
+	// Updates come once per interval, give or take scheduling: a line is
+	// due when the next update would be late for the period.
+	if changed || time.Since(p.lastPrint) >= p.every-p.every/10 {
 		fmt.Fprintln(p.w, line)
 		p.lastPrint = time.Now()
 		p.lastPhase = pr.PhaseIndex
