@@ -232,7 +232,11 @@ func (p Plan) Scale(total time.Duration) (Plan, error) {
 		return p, fmt.Errorf("the phases have no duration to scale")
 	}
 	f := float64(total) / float64(sum)
-	scale := func(d Duration) Duration { return Duration(float64(d)*f + 0.5) }
+	// Scaled durations are whole milliseconds; the last phase takes the
+	// rounding, so that the phases add up to total exactly.
+	scale := func(d Duration) Duration {
+		return Duration(time.Duration(float64(d) * f).Round(time.Millisecond))
+	}
 	out := p
 	out.Phases = make([]PlanPhase, len(p.Phases))
 	for i, ph := range p.Phases {
@@ -256,8 +260,13 @@ func (p Plan) Scale(total time.Duration) (Plan, error) {
 		}
 		out.Phases[i] = ph
 	}
+	if last := &out.Phases[len(out.Phases)-1]; last.Profile.Kind != ProfileSteps {
+		if d := Duration(total) - Duration(out.Duration()); last.Duration+d > 0 {
+			last.Duration += d
+		}
+	}
 	if err := out.CountItems(); err != nil {
-		return p, err
+		return p, fmt.Errorf("at %s in total a phase would be too short to keep its shape (%v): give a longer duration", FormatDuration(total), err)
 	}
 	for _, ph := range out.Phases {
 		c, _ := ph.Curve()

@@ -77,7 +77,7 @@ func TestScaleRefuses(t *testing.T) {
 		}
 	}
 	_, err := p.Scale(time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "too short to send") {
+	if err == nil || !strings.Contains(err.Error(), "too short") {
 		t.Errorf("too short: %v", err)
 	}
 }

@@ -141,6 +141,10 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result) *pipebenc
 func derivePhase(pr *pipebench.PhaseResult, ph pipebench.PlanPhase, in PhaseInput, series []pipebench.Series) {
 	if b, ok := seriesMax(series, "backlog", in.Started, in.Ended); ok {
 		pr.Set(pipebench.KPI{Name: "backlog.max", Value: b, Unit: pipebench.UnitCount})
+	} else if b, ok := nearest(series, "backlog", in.Ended); ok && in.Arrivals != nil {
+		// A phase shorter than the interval saw no observation of its
+		// own: the one closest to its end stands for it.
+		pr.Set(pipebench.KPI{Name: "backlog.max", Value: b, Unit: pipebench.UnitCount})
 	}
 	if !ph.Blast() {
 		return
@@ -182,6 +186,27 @@ func seriesMax(series []pipebench.Series, name string, from, to time.Time) (floa
 		}
 	}
 	return m, ok
+}
+
+// nearest returns the point of the series called name closest to t.
+func nearest(series []pipebench.Series, name string, t time.Time) (float64, bool) {
+	var best float64
+	var dist time.Duration = -1
+	for _, s := range series {
+		if s.Name != name {
+			continue
+		}
+		for _, p := range s.Points {
+			d := p.T.Sub(t)
+			if d < 0 {
+				d = -d
+			}
+			if dist < 0 || d < dist {
+				best, dist = p.V, d
+			}
+		}
+	}
+	return best, dist >= 0
 }
 
 // Validity returns why a phase's numbers describe pipebench rather than

@@ -56,7 +56,7 @@ func (r *run) itemName() string {
 // result hands everything recorded to kpi.Assemble.
 func (r *run) result(started, loadEnded, lastObs time.Time, aborted bool) *pipebench.Result {
 	rec := kpi.RunRecord{
-		Plan: r.plan, Messages: r.rec.Messages(), Aborted: aborted,
+		Plan: r.plan.Redacted(), Messages: r.rec.Messages(), Aborted: aborted,
 		ObserverErrors: r.obsErrors.Load(), LoadEnded: loadEnded, ObservedUntil: lastObs,
 	}
 	r.seriesMu.Lock()

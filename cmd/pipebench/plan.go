@@ -65,7 +65,7 @@ func (a *app) planCommand() *cobra.Command {
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(plan)
+				return enc.Encode(plan.Redacted())
 			}
 			printPlan(a.stdout, plan)
 			return nil
