@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/resulttest"
 	csvreport "github.com/pipebench/pipebench/report/csv"
 	"github.com/pipebench/pipebench/report/jsonreport"
 	"github.com/pipebench/pipebench/report/junit"
 	"github.com/pipebench/pipebench/report/markdown"
-	"github.com/pipebench/pipebench/internal/resulttest"
 	"github.com/pipebench/pipebench/report/text"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/browsertest"
-	htmlreport "github.com/pipebench/pipebench/report/html"
 	"github.com/pipebench/pipebench/internal/resulttest"
+	htmlreport "github.com/pipebench/pipebench/report/html"
 )
 
 func run(version string, accepted float64) *pipebench.Result {
