@@ -24,6 +24,10 @@ type FaultPolicy struct {
 	// RateLimit caps accepted requests per second; requests over it are
 	// answered 429 (RESOURCE_EXHAUSTED).
 	RateLimit Rate `json:"rate_limit,omitempty"`
+	// RateLimitBurst is how much the rate limiter lets through at once:
+	// its token bucket holds RateLimit × RateLimitBurst (1s when zero). A
+	// short burst makes the limit a sharp capacity, as a gateway's is.
+	RateLimitBurst Duration `json:"rate_limit_burst,omitempty"`
 	// Outages are windows, measured from the start of the phase, during
 	// which every request is answered with ErrorStatus.
 	Outages []Window `json:"outages,omitempty"`
@@ -113,6 +117,9 @@ func (p FaultPolicy) Validate(phaseDur Duration) error {
 	}
 	if p.RateLimit < 0 {
 		errs = append(errs, fmt.Errorf("rate_limit: must not be negative"))
+	}
+	if p.RateLimitBurst != 0 && p.RateLimit == 0 {
+		errs = append(errs, fmt.Errorf("rate_limit_burst: goes with rate_limit"))
 	}
 	for i, w := range p.Outages {
 		if w.Duration <= 0 {

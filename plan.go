@@ -338,9 +338,10 @@ func (p Plan) Slice(index, n int) (Plan, error) {
 }
 
 // Probe returns a one-phase plan at a constant rate for dur, keeping p's
-// components, batch size, max_in_flight, interval, drain and thresholds
-// (those aimed at a named phase are dropped): what a limit search runs at
-// each rate it tries.
+// components, the first phase's batch size, max_in_flight and sink fault
+// policy (without its outage windows), the interval, the drain and the
+// thresholds (those aimed at a named phase are dropped): what a limit
+// search runs at each rate it tries.
 func (p Plan) Probe(rate Rate, dur time.Duration) (Plan, error) {
 	if rate <= 0 || dur <= 0 {
 		return p, fmt.Errorf("a probe needs a rate and a duration above 0, not %s for %s", rate, dur)
@@ -355,6 +356,11 @@ func (p Plan) Probe(rate Rate, dur time.Duration) (Plan, error) {
 		Duration:    Duration(dur),
 		MaxInFlight: base.MaxInFlight,
 		BatchSize:   base.BatchSize,
+		Faults:      base.Faults,
+	}
+	ph.Faults.Outages = nil
+	if ph.Faults.ErrorRatio == 0 {
+		ph.Faults.ErrorStatus = 0
 	}
 	out := p
 	out.Phases = []PlanPhase{ph}

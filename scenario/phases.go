@@ -246,7 +246,7 @@ func (d *decoder) phases(n ast.Node, df phaseDefaults) []Phase {
 	return out
 }
 
-var faultKeys = []string{"error_ratio", "error_status", "latency", "rate_limit", "outages"}
+var faultKeys = []string{"error_ratio", "error_status", "latency", "rate_limit", "rate_limit_burst", "outages"}
 
 // faults decodes a fault policy and checks it with the policy's own
 // Validate (phaseDur, when known, bounds the outage windows), pointing each
@@ -267,6 +267,8 @@ func (d *decoder) faults(n ast.Node, path string, phaseDur pipebench.Duration) p
 			fp.Latency = d.latency(f.val, p)
 		case "rate_limit":
 			fp.RateLimit, _ = d.rate(f.val, p)
+		case "rate_limit_burst":
+			fp.RateLimitBurst, _ = d.duration(f.val, p)
 		case "outages":
 			items, _ := d.list(f.val, p)
 			for i, it := range items {

@@ -22,8 +22,9 @@ func Schema(reg *pipebench.Registry) ([]byte, error) {
 			"kind":  map[string]any{"enum": pipebench.LatencyKindNames},
 			"fixed": dur, "min": dur, "max": dur, "mean": dur, "stddev": dur,
 		})}},
-		"rate_limit": rate,
-		"outages":    map[string]any{"type": "array", "items": obj(map[string]any{"start": dur, "duration": dur}, "duration")},
+		"rate_limit":       rate,
+		"rate_limit_burst": dur,
+		"outages":          map[string]any{"type": "array", "items": obj(map[string]any{"start": dur, "duration": dur}, "duration")},
 	})
 	phase := obj(map[string]any{
 		"name": map[string]any{"type": "string"}, "duration": dur, "rate": rate,

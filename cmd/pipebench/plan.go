@@ -174,6 +174,9 @@ func describeFaults(f pipebench.FaultPolicy) string {
 	}
 	if f.RateLimit > 0 {
 		parts = append(parts, "limit "+f.RateLimit.String())
+		if f.RateLimitBurst > 0 {
+			parts = append(parts, "burst "+f.RateLimitBurst.String())
+		}
 	}
 	for _, o := range f.Outages {
 		parts = append(parts, fmt.Sprintf("outage at %s for %s", o.Start, o.Duration))

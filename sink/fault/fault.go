@@ -45,7 +45,7 @@ func (in *Injector) Set(p pipebench.FaultPolicy, phaseStart time.Time) {
 	defer in.mu.Unlock()
 	in.p, in.start = p, phaseStart
 	in.seen, in.failed = 0, 0
-	in.tokens, in.last = float64(p.RateLimit), phaseStart
+	in.tokens, in.last = in.capacity(), phaseStart
 	if in.tokens < 1 && p.RateLimit > 0 {
 		in.tokens = 1
 	}
@@ -79,7 +79,7 @@ func (in *Injector) Decide(now time.Time) Decision {
 	if p.RateLimit > 0 {
 		r := float64(p.RateLimit)
 		if dt := now.Sub(in.last).Seconds(); dt > 0 {
-			in.tokens = math.Min(math.Max(r, 1), in.tokens+dt*r)
+			in.tokens = math.Min(in.capacity(), in.tokens+dt*r)
 			in.last = now
 		}
 		if in.tokens < 1 {
@@ -96,6 +96,16 @@ func (in *Injector) Decide(now time.Time) Decision {
 		}
 	}
 	return d
+}
+
+// capacity is how many requests the rate limiter's bucket holds: the
+// rate times the burst (one second's worth by default), at least one.
+func (in *Injector) capacity() float64 {
+	burst := in.p.RateLimitBurst.D().Seconds()
+	if burst <= 0 {
+		burst = 1
+	}
+	return math.Max(float64(in.p.RateLimit)*burst, 1)
 }
 
 func (in *Injector) draw(l *pipebench.LatencyDist) time.Duration {

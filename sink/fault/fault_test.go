@@ -58,6 +58,12 @@ func TestOutageWindowAndRateLimit(t *testing.T) {
 	if passed := 2000 - fails; passed < 295 || passed > 302 || reasons["rate_limit"] != fails {
 		t.Errorf("rate limit let %d pass (%v), want about 300", passed, reasons)
 	}
+	in.Set(pipebench.FaultPolicy{RateLimit: 100, RateLimitBurst: pipebench.Duration(100 * time.Millisecond)}, t0)
+	// The same against a bucket of 100 ms: 10 burst + 200 refilled pass.
+	fails, _ = count(in, 2000, func(i int) time.Time { return t0.Add(time.Duration(i) * time.Millisecond) })
+	if passed := 2000 - fails; passed < 205 || passed > 212 {
+		t.Errorf("rate limit with a 100 ms burst let %d pass, want about 210", passed)
+	}
 }
 
 func TestLatencyDistributions(t *testing.T) {

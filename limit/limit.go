@@ -1,0 +1,389 @@
+// Package limit finds a pipeline's limits by itself: the highest rate at
+// which the system under test is stable (an exponential climb to the first
+// unstable rate, then bisection), and the longest burst at a given rate
+// that it absorbs with nothing lost. Each probe is a whole run of a probe
+// plan (pipebench.Plan.Probe), judged from its Result; the search never
+// reports pipebench's own ceiling as the system's.
+package limit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// RunFunc runs one probe plan to its Result (the runner, in production).
+type RunFunc func(ctx context.Context, p pipebench.Plan) (*pipebench.Result, error)
+
+// Params configures a search.
+type Params struct {
+	// Plan is the scenario's plan; each probe is Plan.Probe(rate, Probe).
+	Plan pipebench.Plan
+	Run  RunFunc
+	// Start is the first rate tried (the climb doubles it); Max caps the
+	// climb (0: no cap).
+	Start, Max pipebench.Rate
+	// Probe is how long each probe sends.
+	Probe time.Duration
+	// Precision stops the bisection once (unstable-stable)/stable is at
+	// most this (0.05 = ±5%).
+	Precision float64
+	// Budget stops the search when the next probe would not finish within
+	// it (0: no budget).
+	Budget time.Duration
+	// Tolerance is the share of the sent items that may be refused,
+	// failed, lost or still in the backlog at a stable rate (default
+	// 0.001).
+	Tolerance float64
+	// Burst, when above 0, searches the longest burst at this rate
+	// instead of the highest rate: Start and Max are then ignored and
+	// Probe is the shortest burst tried.
+	Burst pipebench.Rate
+	// Progress, if set, is told about each probe as it ends.
+	Progress func(Probe, Bracket)
+}
+
+// Probe is one tried rate (or burst length) and its verdict.
+type Probe struct {
+	Rate     pipebench.Rate
+	Duration time.Duration
+	Stable   bool
+	// Why names what failed: refusals, loss, a growing backlog or queue,
+	// latency thresholds, or the generator's own ceiling.
+	Why string
+	// Ceiling is true when pipebench itself could not produce the rate.
+	Ceiling bool
+	Result  *pipebench.Result
+}
+
+// Bracket is the search's state: the highest stable and lowest unstable
+// values so far (0: none yet).
+type Bracket struct {
+	Stable, Unstable float64
+	Left             time.Duration // budget left, -1 without a budget
+}
+
+// Answer is what a search found.
+type Answer struct {
+	// Sustainable is the highest stable rate (or longest absorbed burst,
+	// in seconds), ± Uncertainty (half the final bracket).
+	Sustainable, Uncertainty float64
+	// FirstUnstable is the lowest unstable value, and FailedBecause what
+	// failed there; 0 when none was found.
+	FirstUnstable float64
+	FailedBecause string
+	// Stopped says why the search ended: "precision", "budget",
+	// "ceiling" (pipebench's own limit: the answer is a lower bound),
+	// "max" (the climb reached Max while stable), "unstable at the start".
+	Stopped string
+	Probes  []Probe
+	// DrainTime is, for a burst search, how long the longest absorbed
+	// burst took to drain.
+	DrainTime float64
+}
+
+// Search runs probes until the answer is as precise as asked, the budget
+// is spent, or the generator's ceiling is reached.
+func Search(ctx context.Context, p Params) (*Answer, error) {
+	if p.Run == nil || len(p.Plan.Phases) == 0 {
+		return nil, errors.New("limit: a plan and a run function are needed")
+	}
+	if p.Precision <= 0 {
+		p.Precision = 0.05
+	}
+	if p.Tolerance <= 0 {
+		p.Tolerance = 0.001
+	}
+	if p.Probe <= 0 {
+		p.Probe = 10 * time.Second
+	}
+	s := &search{p: p, started: time.Now(), ans: &Answer{}}
+	if p.Burst > 0 {
+		return s.bursts(ctx)
+	}
+	return s.rates(ctx)
+}
+
+type search struct {
+	p       Params
+	started time.Time
+	ans     *Answer
+	// probeCost is the longest a probe took so far, for the budget.
+	probeCost time.Duration
+}
+
+func (s *search) left() time.Duration {
+	if s.p.Budget <= 0 {
+		return -1
+	}
+	return s.p.Budget - time.Since(s.started)
+}
+
+// affordable says whether one more probe fits in the budget.
+func (s *search) affordable() bool {
+	l := s.left()
+	return l < 0 || l >= s.probeCost
+}
+
+func (s *search) try(ctx context.Context, rate pipebench.Rate, d time.Duration, br *Bracket) (Probe, error) {
+	plan, err := s.p.Plan.Probe(rate, d)
+	if err != nil {
+		return Probe{}, err
+	}
+	t0 := time.Now()
+	res, err := s.p.Run(ctx, plan)
+	s.probeCost = max(s.probeCost, time.Since(t0))
+	if res == nil {
+		return Probe{}, err
+	}
+	pr := Judge(res, s.p.Tolerance)
+	pr.Rate, pr.Duration = rate, d
+	s.ans.Probes = append(s.ans.Probes, pr)
+	if err != nil || ctx.Err() != nil {
+		return pr, errInterrupted
+	}
+	if res.Manifest.Status == pipebench.StatusInvalid && !pr.Ceiling {
+		return pr, &pipebench.Error{Code: pipebench.ExitInvalid, Msg: "the probe at " + pipebench.FormatCount(float64(rate)) + "/s was invalid: " + strings.Join(res.Manifest.Reasons, "; ")}
+	}
+	if pr.Stable {
+		br.Stable = max(br.Stable, valueOf(rate, d, s.p.Burst > 0))
+	} else if !pr.Ceiling && (br.Unstable == 0 || valueOf(rate, d, s.p.Burst > 0) < br.Unstable) {
+		br.Unstable = valueOf(rate, d, s.p.Burst > 0)
+		s.ans.FailedBecause = pr.Why
+	}
+	br.Left = s.left()
+	if s.p.Progress != nil {
+		s.p.Progress(pr, *br)
+	}
+	return pr, nil
+}
+
+var errInterrupted = errors.New("interrupted")
+
+func valueOf(rate pipebench.Rate, d time.Duration, burst bool) float64 {
+	if burst {
+		return d.Seconds()
+	}
+	return float64(rate)
+}
+
+// rates climbs from Start, doubling, to the first unstable rate, then
+// bisects.
+func (s *search) rates(ctx context.Context) (*Answer, error) {
+	rate := s.p.Start
+	if rate <= 0 {
+		rate = pipebench.Rate(max(1, s.p.Plan.Phases[0].PlannedRate()))
+	}
+	var br Bracket
+	for {
+		if !s.affordable() {
+			return s.finish(br, "budget"), nil
+		}
+		pr, err := s.try(ctx, rate, s.p.Probe, &br)
+		if err != nil {
+			return s.finish(br, "interrupted"), ignoreInterrupt(err)
+		}
+		if pr.Ceiling {
+			br.Unstable = 0
+			return s.finish(br, "ceiling"), nil
+		}
+		if !pr.Stable {
+			if br.Stable == 0 {
+				return s.finish(br, "unstable at the start"), nil
+			}
+			break
+		}
+		if s.p.Max > 0 && rate >= s.p.Max {
+			return s.finish(br, "max"), nil
+		}
+		rate *= 2
+		if s.p.Max > 0 && rate > s.p.Max {
+			rate = s.p.Max
+		}
+	}
+	for (br.Unstable-br.Stable)/br.Stable > s.p.Precision {
+		if !s.affordable() {
+			return s.finish(br, "budget"), nil
+		}
+		mid := pipebench.Rate(math.Round((br.Stable + br.Unstable) / 2))
+		pr, err := s.try(ctx, mid, s.p.Probe, &br)
+		if err != nil {
+			return s.finish(br, "interrupted"), ignoreInterrupt(err)
+		}
+		if pr.Ceiling {
+			return s.finish(br, "ceiling"), nil
+		}
+	}
+	return s.finish(br, "precision"), nil
+}
+
+// bursts climbs the burst length from Probe, doubling, to the first burst
+// not absorbed, then bisects.
+func (s *search) bursts(ctx context.Context) (*Answer, error) {
+	d := s.p.Probe
+	var br Bracket
+	for {
+		if !s.affordable() {
+			return s.finish(br, "budget"), nil
+		}
+		pr, err := s.try(ctx, s.p.Burst, d, &br)
+		if err != nil {
+			return s.finish(br, "interrupted"), ignoreInterrupt(err)
+		}
+		if pr.Ceiling {
+			return s.finish(br, "ceiling"), nil
+		}
+		if !pr.Stable {
+			if br.Stable == 0 {
+				return s.finish(br, "unstable at the start"), nil
+			}
+			break
+		}
+		if dt, ok := pr.Result.Total.Get("drain_time"); ok {
+			s.ans.DrainTime = dt
+		}
+		d *= 2
+	}
+	for (br.Unstable-br.Stable)/br.Stable > s.p.Precision {
+		if !s.affordable() {
+			return s.finish(br, "budget"), nil
+		}
+		d = time.Duration((br.Stable + br.Unstable) / 2 * float64(time.Second)).Round(10 * time.Millisecond)
+		pr, err := s.try(ctx, s.p.Burst, d, &br)
+		if err != nil {
+			return s.finish(br, "interrupted"), ignoreInterrupt(err)
+		}
+		if pr.Stable {
+			if dt, ok := pr.Result.Total.Get("drain_time"); ok && d.Seconds() >= br.Stable {
+				s.ans.DrainTime = dt
+			}
+		}
+	}
+	return s.finish(br, "precision"), nil
+}
+
+func ignoreInterrupt(err error) error {
+	if errors.Is(err, errInterrupted) {
+		return &pipebench.Error{Code: pipebench.ExitFailure, Msg: "limit search stopped by a signal; the probes so far were kept"}
+	}
+	return err
+}
+
+func (s *search) finish(br Bracket, why string) *Answer {
+	a := s.ans
+	a.Stopped = why
+	a.Sustainable = br.Stable
+	a.FirstUnstable = br.Unstable
+	if br.Unstable > 0 && br.Stable > 0 {
+		a.Uncertainty = (br.Unstable - br.Stable) / 2
+	}
+	return a
+}
+
+// Judge decides whether a probe's system under test was stable: the
+// generator held the rate (else the probe shows pipebench's ceiling), no
+// more than tolerance of the items were refused, failed, dropped or lost,
+// delivery kept up with acceptance, the backlog and the exporter queue did
+// not grow through the probe (a slope over its window, not one reading),
+// and the scenario's thresholds held.
+func Judge(res *pipebench.Result, tolerance float64) Probe {
+	pr := Probe{Result: res}
+	if res.Manifest.Status == pipebench.StatusInvalid {
+		for _, r := range res.Manifest.Reasons {
+			// Drops at max_in_flight mean the system answered too
+			// slowly; only a generator that could not keep up, or fell
+			// behind its schedule, is pipebench's own ceiling.
+			if strings.Contains(r, "could not keep up") || strings.Contains(r, "fell behind its schedule") {
+				pr.Ceiling, pr.Why = true, "pipebench's own ceiling: "+r
+				return pr
+			}
+		}
+		pr.Why = strings.Join(res.Manifest.Reasons, "; ")
+		return pr
+	}
+	t := res.Total
+	if t == nil || len(res.Phases) == 0 {
+		pr.Why = "no result"
+		return pr
+	}
+	sent, _ := t.Get("sent")
+	if sent <= 0 {
+		pr.Why = "nothing was sent"
+		return pr
+	}
+	allow := math.Max(tolerance*sent, 0)
+	var why []string
+	var failed float64
+	for _, k := range t.All("errors") {
+		failed += k.Value
+	}
+	if failed > allow {
+		why = append(why, fmt.Sprintf("%s of %s items refused or failed", pipebench.FormatCount(failed), pipebench.FormatCount(sent)))
+	}
+	if v, _ := t.Get("dropped"); v > allow {
+		why = append(why, fmt.Sprintf("%s items dropped at max_in_flight (the system answered too slowly)", pipebench.FormatCount(v)))
+	}
+	if v, ok := t.Get("lost"); ok && v > allow {
+		why = append(why, fmt.Sprintf("%s items lost", pipebench.FormatCount(v)))
+	}
+	ph := &res.Phases[0]
+	acc, _ := ph.Get("accepted")
+	if del, ok := ph.Get("delivered"); ok && acc > 0 && del < acc*(1-math.Max(tolerance, 0.02)) {
+		why = append(why, fmt.Sprintf("delivery fell behind: %s of %s accepted items arrived during the probe", pipebench.FormatCount(del), pipebench.FormatCount(acc)))
+	}
+	secs := ph.Ended.Sub(ph.Started).Seconds()
+	rate := sent / math.Max(secs, 1e-9)
+	for _, name := range []string{"backlog", "exporter_queue_size"} {
+		if g := growth(res.Series, name, ph.Started, ph.Ended); g > math.Max(0.02*rate, 1) {
+			why = append(why, fmt.Sprintf("%s growing by %s/s through the probe", strings.ReplaceAll(name, "_", " "), pipebench.FormatCount(g)))
+		}
+	}
+	for _, th := range res.Thresholds {
+		if !th.Passed {
+			why = append(why, fmt.Sprintf("threshold %s: %s", th.Expr, th.Message))
+		}
+	}
+	pr.Stable = len(why) == 0
+	pr.Why = strings.Join(why, "; ")
+	return pr
+}
+
+// growth is the least-squares slope per second of the series called name
+// (summed over its instances) over the second half of [from, to], where a
+// stable system has settled: a slope, not one reading.
+func growth(series []pipebench.Series, name string, from, to time.Time) float64 {
+	mid := from.Add(to.Sub(from) / 2)
+	byT := map[int64]float64{}
+	for _, s := range series {
+		if s.Name != name {
+			continue
+		}
+		for _, p := range s.Points {
+			if !p.T.Before(mid) && !p.T.After(to) {
+				byT[p.T.UnixMilli()] += p.V
+			}
+		}
+	}
+	if len(byT) < 3 {
+		return 0
+	}
+	var n, sx, sy, sxx, sxy float64
+	for t, v := range byT {
+		x := float64(t-mid.UnixMilli()) / 1000
+		n++
+		sx += x
+		sy += v
+		sxx += x * x
+		sxy += x * v
+	}
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / den
+}

@@ -1,0 +1,174 @@
+package limit_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+	httpdriver "github.com/pipebench/pipebench/driver/http"
+	"github.com/pipebench/pipebench/limit"
+	"github.com/pipebench/pipebench/payload"
+	"github.com/pipebench/pipebench/runner"
+	"github.com/pipebench/pipebench/scenario"
+	httpsink "github.com/pipebench/pipebench/sink/http"
+)
+
+func registry(t *testing.T) *pipebench.Registry {
+	t.Helper()
+	reg := pipebench.NewRegistry()
+	for _, err := range []error{
+		reg.Generators.Register(payload.EventFactory()),
+		reg.Drivers.Register(httpdriver.Factory()),
+		reg.Sinks.Register(httpsink.Factory()),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reg
+}
+
+func plan(t *testing.T, reg *pipebench.Registry, yaml string) pipebench.Plan {
+	t.Helper()
+	sc, err := scenario.Parse("limit.yaml", []byte(yaml), scenario.Params{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := scenario.Compile(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runWith(reg *pipebench.Registry) limit.RunFunc {
+	return func(ctx context.Context, p pipebench.Plan) (*pipebench.Result, error) {
+		return runner.Run(ctx, runner.Params{Plan: p, Registry: reg})
+	}
+}
+
+// The sink alone, limited to 2,000 requests/s with a 50 ms bucket (a sharp
+// capacity, as a gateway's): the search finds it within 5%.
+func TestSearchFindsTheSinksRateLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a search of about ten 2-second probes")
+	}
+	reg := registry(t)
+	p := plan(t, reg, `
+name: limit-sink
+target: {driver: http, connections: 16}
+workload: {generator: event, size: 64}
+sink: {type: http}
+drain: 2s
+phases:
+  - name: load
+    duration: 2s
+    rate: 500/s
+    faults: {rate_limit: 2000/s, rate_limit_burst: 50ms}
+`)
+	var lines []string
+	ans, err := limit.Search(context.Background(), limit.Params{
+		Plan: p, Run: runWith(reg), Probe: 2 * time.Second, Precision: 0.05, Budget: 3 * time.Minute,
+		Progress: func(pr limit.Probe, br limit.Bracket) {
+			lines = append(lines, pipebench.FormatCount(float64(pr.Rate))+" stable="+map[bool]string{true: "yes", false: "no: " + pr.Why}[pr.Stable])
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("probes:\n%s", strings.Join(lines, "\n"))
+	if ans.Stopped != "precision" {
+		t.Errorf("stopped by %s", ans.Stopped)
+	}
+	if ans.Sustainable < 1900 || ans.Sustainable > 2100 {
+		t.Errorf("sustainable %v/s, want 2,000/s ± 5%%", ans.Sustainable)
+	}
+	if ans.FirstUnstable <= ans.Sustainable || !strings.Contains(ans.FailedBecause, "refused") {
+		t.Errorf("first unstable %v (%s)", ans.FirstUnstable, ans.FailedBecause)
+	}
+	res := ans.Result(p, pipebench.Manifest{Scenario: p.Scenario}, 0)
+	if v, _ := res.Total.Get("sustainable_rate"); v != ans.Sustainable || len(res.Phases) != len(ans.Probes) {
+		t.Errorf("result: %v, %d phases for %d probes", v, len(res.Phases), len(ans.Probes))
+	}
+}
+
+// The longest burst at 3,000/s that a 2,000/s limit with a 1-second bucket
+// absorbs is about 2 s (the bucket's 2,000 plus 2,000/s refilled, against
+// 3,000/s).
+func TestSearchBurstTolerance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a search of several probes")
+	}
+	reg := registry(t)
+	p := plan(t, reg, `
+name: burst-sink
+target: {driver: http, connections: 16}
+workload: {generator: event, size: 64}
+sink: {type: http}
+drain: 2s
+phases:
+  - name: load
+    duration: 1s
+    rate: 500/s
+    faults: {rate_limit: 2000/s}
+`)
+	ans, err := limit.Search(context.Background(), limit.Params{
+		Plan: p, Run: runWith(reg), Burst: 3000, Probe: 500 * time.Millisecond, Precision: 0.1, Budget: 2 * time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans.Sustainable < 1.6 || ans.Sustainable > 2.2 {
+		t.Errorf("burst tolerance %v s, want about 2 s (probes %d, stopped %s, %s)", ans.Sustainable, len(ans.Probes), ans.Stopped, ans.FailedBecause)
+	}
+}
+
+// Judge: the generator's shortfall is pipebench's ceiling, never the
+// system's limit; drops at max_in_flight are the system's slowness.
+func TestJudgeTellsTheCeilingApart(t *testing.T) {
+	res := &pipebench.Result{Manifest: pipebench.Manifest{Status: pipebench.StatusInvalid,
+		Reasons: []string{"phase probe: the generator started 10 of 100 planned items (10.0%): pipebench could not keep up; lower the rate"}}}
+	if pr := limit.Judge(res, 0.001); !pr.Ceiling || pr.Stable {
+		t.Errorf("shortfall: %+v", pr)
+	}
+	res.Manifest.Reasons = []string{"phase probe: the generator started 10 of 100 planned items (10.0%); 90 were dropped because max_in_flight (10) sends were still waiting"}
+	if pr := limit.Judge(res, 0.001); pr.Ceiling || pr.Stable {
+		t.Errorf("drops: %+v", pr)
+	}
+}
+
+// A system that never saturates within the generator's reach: the search
+// stops at the ceiling and says it is pipebench's, not the system's.
+func TestSearchStopsAtTheGeneratorsCeiling(t *testing.T) {
+	p := pipebench.Plan{Scenario: "x", Phases: []pipebench.PlanPhase{{Name: "p", Duration: pipebench.Duration(time.Second), BatchSize: 1, MaxInFlight: 10,
+		Profile: pipebench.Profile{Kind: pipebench.ProfileConstant, Rate: 100}}}}
+	// A generator that holds up to 1,000/s: above it, the runner would
+	// mark the probe invalid for its shortfall.
+	run := func(_ context.Context, pl pipebench.Plan) (*pipebench.Result, error) {
+		rate := pl.Phases[0].Profile.Rate
+		res := &pipebench.Result{Manifest: pipebench.Manifest{Status: pipebench.StatusCompleted}}
+		ph := pipebench.PhaseResult{Name: pl.Phases[0].Name}
+		sent := float64(rate)
+		if rate > 1000 {
+			res.Manifest.Status = pipebench.StatusInvalid
+			res.Manifest.Reasons = []string{"phase probe: pipebench could not keep up"}
+			sent = 1000
+		}
+		ph.Set(pipebench.KPI{Name: "sent", Value: sent})
+		res.Phases = []pipebench.PhaseResult{ph}
+		res.Total = &ph
+		return res, nil
+	}
+	ans, err := limit.Search(context.Background(), limit.Params{Plan: p, Run: run, Probe: time.Second, Start: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans.Stopped != "ceiling" || ans.Sustainable != 800 {
+		t.Errorf("stopped %s at %v, want the ceiling after 800/s", ans.Stopped, ans.Sustainable)
+	}
+	if w := strings.Join(ans.Words(0), " "); !strings.Contains(w, "pipebench could not go higher") {
+		t.Errorf("words: %s", w)
+	}
+}

@@ -1,0 +1,105 @@
+package limit
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// Result records a search as a Result like any run's, so the history
+// keeps it and `compare` lines up the limits of two versions: one phase
+// per probe (named by its rate, or burst length), and a total row holding
+// sustainable_rate (or burst_tolerance, in seconds) with its uncertainty,
+// first_unstable_rate and the number of probes. m is the manifest of the
+// search (its Status and Reasons are set here).
+func (a *Answer) Result(plan pipebench.Plan, m pipebench.Manifest, burst pipebench.Rate) *pipebench.Result {
+	res := &pipebench.Result{Schema: pipebench.ResultSchema, Plan: plan.Redacted()}
+	var started, ended time.Time
+	for i, p := range a.Probes {
+		if p.Result == nil || len(p.Result.Phases) == 0 {
+			continue
+		}
+		ph := p.Result.Phases[0]
+		ph.Name = fmt.Sprintf("probe %d: %s/s", i+1, pipebench.FormatCount(float64(p.Rate)))
+		if burst > 0 {
+			ph.Name = fmt.Sprintf("probe %d: %s", i+1, pipebench.FormatDuration(p.Duration))
+		}
+		verdict := 1.0
+		if !p.Stable {
+			verdict = 0
+		}
+		ph.Set(pipebench.KPI{Name: "stable", Value: verdict, Unit: pipebench.UnitCount})
+		res.Phases = append(res.Phases, ph)
+		if started.IsZero() {
+			started = ph.Started
+		}
+		ended = ph.Ended
+	}
+	total := pipebench.PhaseResult{Name: "total", Started: started, Ended: ended}
+	name, unit := "sustainable_rate", pipebench.UnitPerSecond
+	if burst > 0 {
+		name, unit = "burst_tolerance", pipebench.UnitSeconds
+	}
+	total.Set(pipebench.KPI{Name: name, Value: a.Sustainable, Unit: unit})
+	total.Set(pipebench.KPI{Name: name + ".uncertainty", Value: a.Uncertainty, Unit: unit})
+	if a.FirstUnstable > 0 {
+		first := "first_unstable_rate"
+		if burst > 0 {
+			first = "first_unabsorbed_burst"
+		}
+		total.Set(pipebench.KPI{Name: first, Value: a.FirstUnstable, Unit: unit})
+	}
+	if burst > 0 && a.DrainTime > 0 {
+		total.Set(pipebench.KPI{Name: "drain_time", Value: a.DrainTime, Unit: pipebench.UnitSeconds})
+	}
+	total.Set(pipebench.KPI{Name: "probes", Value: float64(len(a.Probes)), Unit: pipebench.UnitCount})
+	res.Total = &total
+	m.Status = pipebench.StatusCompleted
+	m.Reasons = a.Words(burst)
+	res.Manifest = m
+	return res
+}
+
+// Words says the answer in a few sentences.
+func (a *Answer) Words(burst pipebench.Rate) []string {
+	value := func(v float64) string {
+		if burst > 0 {
+			return pipebench.FormatDuration(time.Duration(v * float64(time.Second)).Round(10 * time.Millisecond))
+		}
+		return pipebench.FormatCount(v) + "/s"
+	}
+	what := "sustainable rate"
+	if burst > 0 {
+		what = fmt.Sprintf("longest burst at %s/s absorbed with nothing lost", pipebench.FormatCount(float64(burst)))
+	}
+	var out []string
+	switch a.Stopped {
+	case "unstable at the start":
+		out = append(out, fmt.Sprintf("unstable already at the first probe (%s): start lower (--start)", a.FailedBecause))
+		return out
+	case "ceiling":
+		out = append(out, fmt.Sprintf("%s: at least %s: pipebench could not go higher on this machine, so the system's limit is above what this generator reaches (scale out with shards)", what, value(a.Sustainable)))
+		return out
+	}
+	s := fmt.Sprintf("%s: %s", what, value(a.Sustainable))
+	if a.Uncertainty > 0 {
+		s += " ± " + value(a.Uncertainty)
+	}
+	out = append(out, s)
+	if a.FirstUnstable > 0 {
+		out = append(out, fmt.Sprintf("first unstable: %s (%s)", value(a.FirstUnstable), a.FailedBecause))
+	}
+	if burst > 0 && a.DrainTime > 0 {
+		out = append(out, fmt.Sprintf("the longest absorbed burst took %s to drain", pipebench.FormatDuration(time.Duration(a.DrainTime*float64(time.Second)).Round(10*time.Millisecond))))
+	}
+	switch a.Stopped {
+	case "budget":
+		out = append(out, "stopped by the time budget before the asked precision")
+	case "max":
+		out = append(out, "stable up to --max: the limit is higher")
+	case "precision":
+		out = append(out, "stopped at the asked precision")
+	}
+	return out
+}
