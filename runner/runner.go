@@ -37,6 +37,9 @@ type Params struct {
 	// AbortGrace bounds how long in-flight sends and the drain may take
 	// once the run was stopped by a signal (default 5s).
 	AbortGrace time.Duration
+	// Cut, when done, abandons in-flight sends and the drain at once (a
+	// second Ctrl-C); the partial Result is still returned. nil: never.
+	Cut context.Context
 }
 
 // Progress is a live view of a run, for progress displays.
@@ -349,9 +352,14 @@ func (r *run) load(ctx context.Context) (aborted bool) {
 	if aborted {
 		select {
 		case <-done:
+		case <-r.cut():
+			cancelSends()
 		case <-time.After(r.p.AbortGrace):
 			cancelSends()
-			<-done
+			select {
+			case <-done:
+			case <-r.cut():
+			}
 		}
 	} else {
 		<-done
@@ -487,6 +495,14 @@ func (r *run) safeSend(ctx context.Context, b *pipebench.Batch) (out pipebench.O
 	return r.c.drv.Send(ctx, b)
 }
 
+// cut is Params.Cut's Done channel, or nil (never ready) without one.
+func (r *run) cut() <-chan struct{} {
+	if r.p.Cut == nil {
+		return nil
+	}
+	return r.p.Cut.Done()
+}
+
 func sleepUntil(ctx context.Context, t time.Time) {
 	d := time.Until(t)
 	if d <= 0 {
@@ -527,7 +543,11 @@ func (r *run) drain(aborted bool) {
 		if r.arr.Outstanding() == 0 {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-r.cut():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
 		if d := r.arr.Delivered(); d != last {
 			last, lastMove = d, time.Now()
 		} else if time.Since(lastMove) > stallAfter {

@@ -17,7 +17,10 @@ var version = "dev"
 
 // app carries what every command needs.
 type app struct {
-	ctx    context.Context
+	ctx context.Context
+	// cut is done at a second Ctrl-C: the run abandons its drain, keeps
+	// what it measured and exits ExitCut. nil: never.
+	cut    context.Context
 	stdout io.Writer
 	stderr io.Writer
 	reg    *pipebench.Registry
@@ -25,12 +28,17 @@ type app struct {
 
 // execute runs the command line and returns the process exit code.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return executeWith(ctx, nil, args, stdout, stderr)
+}
+
+// executeWith is execute with the context of a second signal (see signals).
+func executeWith(ctx, cut context.Context, args []string, stdout, stderr io.Writer) int {
 	reg, err := newRegistry()
 	if err != nil {
 		fmt.Fprintf(stderr, "pipebench: %v\n", err)
 		return pipebench.ExitFailure
 	}
-	a := &app{ctx: ctx, stdout: stdout, stderr: stderr, reg: reg}
+	a := &app{ctx: ctx, cut: cut, stdout: stdout, stderr: stderr, reg: reg}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -90,8 +98,9 @@ every run with a KPI table: sent, accepted, exported and delivered rates, queue 
 memory and CPU per instance, latency percentiles, loss and duplicates.
 
 Start with:  pipebench run            (a built-in quickstart, no setup)
-Exit codes:  0 passed, 1 pipebench failed, 2 bad usage or scenario,
-             98 run invalid (generator could not hold the rate), 99 thresholds failed`,
+Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where asked),
+             2 bad usage or scenario, 98 run invalid (generator could not hold the rate),
+             99 thresholds failed, 130 cut short by a second Ctrl-C (partial result still written)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,

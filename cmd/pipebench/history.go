@@ -250,9 +250,10 @@ func printVerdicts(a *app, base, cand string, vs []compare.Verdict) {
 	tw.Flush()
 }
 
-// saveRun stores a finished run in the history; a failure is reported but
-// does not change the run's exit code (the Result was already printed).
-func (a *app) saveRun(ref string, res *pipebench.Result) {
+// saveRun stores a finished run in the history and tells whether it was
+// saved. When it was not, the Result is kept in a fallback file (unless
+// keptAt already holds it) and the message names where.
+func (a *app) saveRun(ref string, res *pipebench.Result, keptAt string) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), 30*time.Second)
 	defer cancel()
 	s, err := store.Open(ctx, ref)
@@ -261,12 +262,19 @@ func (a *app) saveRun(ref string, res *pipebench.Result) {
 		_, err = s.Save(ctx, res)
 	}
 	if err != nil {
-		fmt.Fprintf(a.stderr, "pipebench: the run was not saved to the history: %v\n  hint: use --store PATH or --no-store\n", err)
-		return
+		err = fmt.Errorf("the run was not saved to the history: %s", pipebench.RedactText(err.Error()))
+		if keptAt != "" {
+			fmt.Fprintf(a.stderr, "pipebench: %v\n  the result is in %s\n", err, keptAt)
+		} else {
+			a.keepElsewhere("", res, err)
+		}
+		fmt.Fprintln(a.stderr, "  hint: check --store, or use --no-store")
+		return false
 	}
 	if !strings.EqualFold(os.Getenv("PIPEBENCH_QUIET_STORE"), "1") {
 		fmt.Fprintf(a.stderr, "saved as run %s (pipebench show %s)\n", res.Manifest.RunID, res.Manifest.RunID)
 	}
+	return true
 }
 
 // groupByScenario prefixes each run's case with its scenario when the runs
