@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -101,9 +102,16 @@ func (a *app) checkStore(ref string) error {
 	if where == "" {
 		where = store.DefaultPath()
 	}
+	if fi, serr := os.Stat(strings.TrimPrefix(where, "sqlite://")); serr == nil && fi.IsDir() {
+		err = errors.New("it is a folder, not a SQLite file")
+	}
+	hint := "fix it, point --store at another file (--store ./history.db), or run with --no-store"
+	var pe *pipebench.Error
+	if errors.As(err, &pe) && pe.Hint != "" {
+		hint = pe.Hint + "; or run with --no-store"
+	}
 	return pipebench.UsageError(fmt.Sprintf("the results history %s cannot be used, so nothing was sent", pipebench.RedactURL(where)),
-		"fix it, point --store at another file (--store ./history.db), or run with --no-store",
-		errors.New(pipebench.RedactText(err.Error())))
+		hint, errors.New(pipebench.RedactText(strings.TrimPrefix(err.Error(), "history "+pipebench.RedactURL(where)+": "))))
 }
 
 // keepElsewhere writes res to a fallback file when where it was asked to go
