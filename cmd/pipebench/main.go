@@ -16,7 +16,7 @@ func main() {
 	// same binary.
 	otelcol.MaybeRunChild()
 
-	ctx, cut, release := signals()
+	ctx, cut, release := signals(os.Stderr)
 	code := executeWith(ctx, cut, os.Args[1:], os.Stdout, os.Stderr)
 	release()
 	os.Exit(code)

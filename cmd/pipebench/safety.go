@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/signal"
@@ -24,27 +25,45 @@ const ExitCut = 130
 // signals returns a context done at the first SIGINT or SIGTERM (stop the
 // load, drain, write the result), one done at the second (abandon the
 // drain and in-flight sends, still write the result) and a function that
-// stops listening. A third signal ends the process at once.
-func signals() (stopCtx, cut context.Context, release func()) {
+// stops listening. A third signal ends the process at once. Each step is
+// announced on w.
+func signals(w io.Writer) (stopCtx, cut context.Context, release func()) {
 	stopCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	cut, cutNow := context.WithCancel(context.Background())
 	again := make(chan os.Signal, 2)
+	quit := make(chan struct{})
+	next := func() bool {
+		select {
+		case <-again:
+			return true
+		case <-quit:
+			return false
+		}
+	}
 	go func() {
 		<-stopCtx.Done()
+		select {
+		case <-quit: // released, not signalled
+			return
+		default:
+		}
 		// Listen again before NotifyContext lets go, so that no signal in
 		// between gets Go's default handling (an immediate exit).
 		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 		stop()
-		if _, ok := <-again; !ok {
+		fmt.Fprintln(w, "pipebench: stopping: waiting for the sends in flight and the drain (Ctrl-C again to cut them short)")
+		if !next() {
 			return
 		}
 		cutNow()
-		if _, ok := <-again; !ok {
+		fmt.Fprintln(w, "pipebench: cut short: writing what was measured (Ctrl-C again to quit without it)")
+		if !next() {
 			return
 		}
 		os.Exit(ExitCut)
 	}()
 	return stopCtx, cut, func() {
+		close(quit)
 		stop()
 		cutNow()
 		signal.Stop(again)
