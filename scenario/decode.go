@@ -290,7 +290,11 @@ func (d *decoder) decode(data []byte) *Scenario {
 		return nil
 	}
 	d.src = data
-	f, err := parser.ParseBytes(data, 0)
+	tks, ok := d.tokens(data)
+	if !ok {
+		return nil
+	}
+	f, err := parser.Parse(tks, 0)
 	if err != nil {
 		d.yamlError(err, "", nil)
 		return nil

@@ -112,7 +112,10 @@ func Parse(file string, data []byte, p Params) (*Scenario, error) {
 		p.Env = os.LookupEnv
 	}
 	d := &decoder{file: file, p: p}
-	sc := d.decode(data)
+	var sc *Scenario
+	if d.checkText(data) { // size and bytes first: see limits.go
+		sc = d.decode(data)
+	}
 	if len(d.errs) > 0 {
 		d.errs.sort()
 		errs := d.errs
