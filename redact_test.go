@@ -8,13 +8,13 @@ import (
 
 func TestRedactURL(t *testing.T) {
 	for in, want := range map[string]string{
-		"postgres://bench:hunter2@127.0.0.1:5432/history":        "postgres://bench:xxxxx@127.0.0.1:5432/history",
-		"postgresql://bench:p@ss:w/rd@db.local/h?sslmode=off":    "postgresql://bench:xxxxx@db.local/h?sslmode=off",
-		"postgres://bench@127.0.0.1/history":                     "postgres://bench@127.0.0.1/history",
-		"postgres://%zz:hunter2@host/db":                         "postgres://%zz:xxxxx@host/db",
-		"http://127.0.0.1:8080/v1/logs":                          "http://127.0.0.1:8080/v1/logs",
-		"https://h/x?access_token=abc&b=1":                       "https://h/x?access_token=xxxxx&b=1",
-		"history.db":                                             "history.db",
+		"postgres://bench:hunter2@127.0.0.1:5432/history":       "postgres://bench:xxxxx@127.0.0.1:5432/history",
+		"postgresql://bench:p@ss:w/rd@db.local/h?sslmode=off":   "postgresql://bench:xxxxx@db.local/h?sslmode=off",
+		"postgres://bench@127.0.0.1/history":                    "postgres://bench@127.0.0.1/history",
+		"postgres://%zz:hunter2@host/db":                        "postgres://%zz:xxxxx@host/db",
+		"http://127.0.0.1:8080/v1/logs":                         "http://127.0.0.1:8080/v1/logs",
+		"https://h/x?access_token=abc&b=1":                      "https://h/x?access_token=xxxxx&b=1",
+		"history.db":                                            "history.db",
 		`connect "postgres://u:hunter2@127.0.0.1:1/x": refused`: `connect "postgres://u:xxxxx@127.0.0.1:1/x": refused`,
 	} {
 		if got := RedactURL(in); got != want {
