@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/store"
+	"github.com/pipebench/pipebench/store/storetest"
 )
 
 // TestHelperCLI is not a test: it runs the CLI as a child process for
@@ -178,5 +182,53 @@ phases:
 	}
 	if !strings.Contains(stderr.String(), "saved as run "+res.Manifest.RunID) {
 		t.Errorf("the run was not saved:\n%s", stderr.String())
+	}
+}
+
+// A run saved to PostgreSQL: the password of --store is in no output, no
+// Result and no saved run; the manifest shows user:xxxxx@.
+func TestPostgresPasswordNeverWritten(t *testing.T) {
+	ref := storetest.PostgresSchema(t, storetest.PostgresURL(t))
+	u, err := url.Parse(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, ok := u.User.Password()
+	if !ok {
+		t.Skip("the test server's URL has no password")
+	}
+	leak := ":" + pw + "@"
+	srv := newRecorder(t, false)
+	dir := t.TempDir()
+	scen := writeScenario(t, dir, shortScenario(srv.srv.URL, ""))
+	out := filepath.Join(dir, "result.json")
+	cmd, stdout, stderr, done := startChild(t, "run", scen, "--out", out, "--store="+ref)
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	data, _ := os.ReadFile(out)
+	res := readJSONResult(t, out)
+	s, err := store.Open(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	saved, err := s.Run(context.Background(), pipebench.RunID(res.Manifest.RunID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	savedJSON, _ := json.Marshal(saved)
+	for where, text := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String(), "--out": string(data), "history": string(savedJSON)} {
+		if strings.Contains(text, leak) {
+			t.Errorf("%s holds the password", where)
+		}
+	}
+	if args := strings.Join(saved.Manifest.Args, " "); !strings.Contains(args, "--store=postgres://"+u.User.Username()+":xxxxx@") {
+		t.Errorf("manifest args %q", args)
 	}
 }
