@@ -79,9 +79,9 @@ func isUsage(err error) bool {
 }
 
 // printError writes err for a person: the message, then a hint if it has
-// one.
+// one. A URL's password in it is replaced by xxxxx.
 func printError(w io.Writer, err error) {
-	fmt.Fprintf(w, "pipebench: %s\n", err.Error())
+	fmt.Fprintf(w, "pipebench: %s\n", pipebench.RedactText(err.Error()))
 	var pe *pipebench.Error
 	if errors.As(err, &pe) && pe.Hint != "" {
 		fmt.Fprintf(w, "  hint: %s\n", pe.Hint)

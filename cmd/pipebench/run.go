@@ -119,7 +119,7 @@ func (a *app) run(ref string, f runFlags) error {
 	if f.verbose {
 		level = slog.LevelInfo
 	}
-	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(slog.NewTextHandler(redacting{a.stderr}, &slog.HandlerOptions{Level: level}))
 	var prog *progress
 	if !f.quiet {
 		prog = newProgress(a.stderr, plan)

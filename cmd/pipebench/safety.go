@@ -191,3 +191,14 @@ func scrubResult(res *pipebench.Result) {
 		}
 	}
 }
+
+// redacting writes through to w with every URL's password replaced, for
+// logs (slog writes a record in one call).
+type redacting struct{ w io.Writer }
+
+func (r redacting) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, pipebench.RedactText(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

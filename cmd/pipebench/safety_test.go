@@ -292,3 +292,14 @@ func TestSecretHeaderReachesServerAndNothingElse(t *testing.T) {
 		}
 	}
 }
+
+// An error that repeats a URL from the scenario prints it without its
+// password.
+func TestErrorsHideURLPasswords(t *testing.T) {
+	dir := t.TempDir()
+	scen := writeScenario(t, dir, shortScenario(`"ftp://bench:hunter2@127.0.0.1/"`, ""))
+	_, stderr, code := cli(t, "validate", scen)
+	if code != pipebench.ExitUsage || strings.Contains(stderr, "hunter2") || !strings.Contains(stderr, "ftp://bench:xxxxx@127.0.0.1/") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
