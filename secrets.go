@@ -1,14 +1,6 @@
 package pipebench
 
-import (
-	"encoding/json"
-	"net/url"
-	"strings"
-)
-
-// secretKeys are configuration keys whose values are credentials wherever
-// they appear.
-var secretKeys = []string{"password", "passwd", "token", "secret", "api_key", "apikey", "authorization", "credentials"}
+import "encoding/json"
 
 // Redacted returns a copy of p fit to be written anywhere (the Result, a
 // report, the history): every component's configuration as generic data
@@ -66,31 +58,10 @@ func redactValue(key string, v any) any {
 		}
 		return x
 	case string:
-		lk := strings.ToLower(key)
-		for _, s := range secretKeys {
-			if strings.Contains(lk, s) && x != "" {
-				return "***"
-			}
+		if x != "" && IsSecretName(key) {
+			return "***"
 		}
-		return MaskURL(x)
+		return RedactText(x)
 	}
 	return v
-}
-
-// MaskURL returns s with the password of a URL's user info replaced by
-// "xxxxx" ("postgres://user:xxxxx@host/db"); anything else is returned as
-// it is.
-func MaskURL(s string) string {
-	if !strings.Contains(s, "@") || !strings.Contains(s, "://") {
-		return s
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		return u.String()
-	}
-	return s
 }

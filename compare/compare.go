@@ -26,9 +26,9 @@ func HigherIsWorse(kpi string) bool {
 	return true
 }
 
-// Verdict is the comparison of one KPI in one case and phase.
+// Verdict is the comparison of one KPI in one scenario, case and phase.
 type Verdict struct {
-	KPI, Case, Phase string
+	KPI, Scenario, Case, Phase string
 	// Baseline and Candidate are the means over each side's runs.
 	Baseline, Candidate float64
 	// Change is (candidate - baseline) / baseline.
@@ -84,8 +84,9 @@ func value(p *pipebench.PhaseResult, name string) (float64, bool) {
 	return v, true
 }
 
-// Diff compares the candidate runs with the baseline runs, case by case and
-// phase by phase.
+// Diff compares the candidate runs with the baseline runs, scenario by
+// scenario, case by case and phase by phase: runs of different scenarios
+// are never compared, even when their cases share a name.
 //
 // The rule: with two or more runs on each side, the noise is K times the
 // larger relative standard deviation of the two sides (at least Tolerance),
@@ -94,14 +95,14 @@ func value(p *pipebench.PhaseResult, name string) (float64, bool) {
 // inconclusive, and the reason says to repeat the runs.
 func Diff(baseline, candidate []*pipebench.Result, o Options) []Verdict {
 	o.defaults()
-	type key struct{ kpi, cs, phase string }
+	type key struct{ kpi, scen, cs, phase string }
 	collect := func(rs []*pipebench.Result) map[key][]float64 {
 		m := map[key][]float64{}
 		for _, r := range rs {
 			for i := range r.Phases {
 				for _, kpi := range o.KPIs {
 					if v, ok := value(&r.Phases[i], kpi); ok {
-						k := key{kpi, r.Manifest.Case, r.Phases[i].Name}
+						k := key{kpi, r.Manifest.Scenario, r.Manifest.Case, r.Phases[i].Name}
 						m[k] = append(m[k], v)
 					}
 				}
@@ -117,6 +118,9 @@ func Diff(baseline, candidate []*pipebench.Result, o Options) []Verdict {
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].scen != keys[j].scen {
+			return keys[i].scen < keys[j].scen
+		}
 		if keys[i].cs != keys[j].cs {
 			return keys[i].cs < keys[j].cs
 		}
@@ -129,7 +133,7 @@ func Diff(baseline, candidate []*pipebench.Result, o Options) []Verdict {
 	for _, k := range keys {
 		bv, cv := b[k], c[k]
 		bm, cm := mean(bv), mean(cv)
-		v := Verdict{KPI: k.kpi, Case: k.cs, Phase: k.phase, Baseline: bm, Candidate: cm, Runs: [2]int{len(bv), len(cv)}}
+		v := Verdict{KPI: k.kpi, Scenario: k.scen, Case: k.cs, Phase: k.phase, Baseline: bm, Candidate: cm, Runs: [2]int{len(bv), len(cv)}}
 		switch {
 		case bm == 0 && cm == 0:
 			v.Change = 0
@@ -165,12 +169,22 @@ func Diff(baseline, candidate []*pipebench.Result, o Options) []Verdict {
 	return out
 }
 
+// MinRuns is the fewest runs on each side for the gate to judge a KPI:
+// with fewer, the run-to-run noise is unknown and any change may be noise.
+const MinRuns = 2
+
+// TooFew tells whether either side of the verdict has fewer than MinRuns
+// runs: too few to tell a change from noise.
+func (v Verdict) TooFew() bool { return v.Runs[0] < MinRuns || v.Runs[1] < MinRuns }
+
 // Gate returns false and the regressions when any KPI regressed beyond
-// tolerance (and beyond the noise, as Diff judged it).
+// tolerance and beyond the noise, as Diff judged it on at least MinRuns runs
+// on each side. A verdict with fewer runs never fails the gate (see TooFew):
+// one run against one run cannot tell a regression from noise.
 func Gate(vs []Verdict, tolerance float64) (bool, []Verdict) {
 	var bad []Verdict
 	for _, v := range vs {
-		if v.Regressed && math.Abs(v.Change) > tolerance {
+		if v.Regressed && !v.TooFew() && math.Abs(v.Change) > tolerance {
 			bad = append(bad, v)
 		}
 	}

@@ -56,3 +56,41 @@ func TestOneRunPerSideSaysSo(t *testing.T) {
 		t.Errorf("directions: %+v", vs)
 	}
 }
+
+// Two scenarios with a case of the same name are compared each with
+// itself, never with the other.
+func TestScenariosNeverMix(t *testing.T) {
+	in := func(scen string, r *pipebench.Result) *pipebench.Result { r.Manifest.Scenario = scen; return r }
+	base := []*pipebench.Result{in("traces", run("1", 1000, 10)), in("traces", run("1", 1000, 10)),
+		in("metrics", run("1", 100, 50)), in("metrics", run("1", 100, 50))}
+	cand := []*pipebench.Result{in("traces", run("2", 1000, 10)), in("traces", run("2", 1000, 10))}
+	vs := Diff(base, cand, Options{})
+	for _, v := range vs {
+		if v.Scenario != "traces" || v.Baseline != v.Candidate {
+			t.Errorf("mixed: %+v", v)
+		}
+	}
+	if ok, bad := Gate(vs, 0.1); !ok {
+		t.Errorf("the gate failed on another scenario's runs: %+v", bad)
+	}
+}
+
+// One run against one run never fails the gate, however large the change:
+// the noise is unknown. The verdict says so.
+func TestGateNeedsTwoRunsPerSide(t *testing.T) {
+	vs := Diff([]*pipebench.Result{run("1", 1000, 10)}, []*pipebench.Result{run("2", 500, 30)}, Options{})
+	ok, bad := Gate(vs, 0.1)
+	if !ok || len(bad) != 0 {
+		t.Errorf("one run each failed the gate: %+v", bad)
+	}
+	for _, v := range vs {
+		if !v.TooFew() {
+			t.Errorf("%s: not marked too few: %+v", v.KPI, v)
+		}
+	}
+	// Two against two judges.
+	vs = Diff([]*pipebench.Result{run("1", 1000, 10), run("1", 1001, 10)}, []*pipebench.Result{run("2", 500, 30), run("2", 501, 30)}, Options{})
+	if ok, _ := Gate(vs, 0.1); ok {
+		t.Errorf("two runs each: a halved rate passed the gate")
+	}
+}

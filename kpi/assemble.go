@@ -307,6 +307,9 @@ func Summary(r *pipebench.Result) []string {
 	if failed > 0 {
 		out = append(out, fmt.Sprintf("%s of %s items sent were not accepted: %s", pipebench.FormatCount(failed), pipebench.FormatCount(sent), strings.Join(parts, ", ")))
 	}
+	if v, _ := t.Get("abandoned"); v > 0 {
+		out = append(out, fmt.Sprintf("%s items were still in flight when the run was cut short: sent, with no answer recorded", pipebench.FormatCount(v)))
+	}
 	if v, _ := t.Get("dropped"); v > 0 {
 		out = append(out, fmt.Sprintf("%s items were never sent: max_in_flight was reached when they were due", pipebench.FormatCount(v)))
 	}
@@ -327,6 +330,7 @@ func (dst *SendStats) merge(src SendStats) {
 	}
 	dst.Bytes += src.Bytes
 	dst.Unreached += src.Unreached
+	dst.Abandoned += src.Abandoned
 	for k, v := range src.Details {
 		dst.Details[k] += v
 	}

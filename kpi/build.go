@@ -59,6 +59,7 @@ func Build(in PhaseInput, series []pipebench.Series) pipebench.PhaseResult {
 	for c := pipebench.ClassOK; c < pipebench.ClassDropped; c++ {
 		sent += s.Items[c]
 	}
+	sent += s.Abandoned
 	accepted := s.Items[pipebench.ClassOK]
 	if in.TargetRate > 0 { // 0: a closed-model phase, which has no target
 		add("target_rate", in.TargetRate, pipebench.UnitPerSecond)
@@ -68,6 +69,9 @@ func Build(in PhaseInput, series []pipebench.Series) pipebench.PhaseResult {
 	add("sent", float64(sent), pipebench.UnitCount)
 	add("accepted", float64(accepted), pipebench.UnitCount)
 	add("dropped", float64(s.Items[pipebench.ClassDropped]), pipebench.UnitCount)
+	if s.Abandoned > 0 {
+		add("abandoned", float64(s.Abandoned), pipebench.UnitCount)
+	}
 	for _, c := range []pipebench.Class{pipebench.ClassRefused, pipebench.ClassTimeout, pipebench.ClassError} {
 		add("errors", float64(s.Items[c]), pipebench.UnitCount, "class", c.String())
 	}

@@ -53,6 +53,10 @@ type SendStats struct {
 	// Unreached counts the items of sends that failed before the target
 	// answered at all (Outcome.Unreached).
 	Unreached uint64
+	// Abandoned counts the items of sends that started but had not
+	// returned when the run was cut short (a second interrupt): they are
+	// in sent, with no outcome.
+	Abandoned uint64
 	// LastEnded is when the phase's last send returned.
 	LastEnded time.Time
 	// Latency is measured from the scheduled time (coordinated-omission

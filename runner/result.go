@@ -75,6 +75,14 @@ func (r *run) result(started, loadEnded, lastObs time.Time, aborted bool) *pipeb
 			TargetRate: ph.PlannedRate(),
 			Sends:      r.rec.Stats(i),
 		}
+		// Sends still in flight (a run cut short) are sent, with no outcome.
+		var recorded uint64
+		for c := pipebench.ClassOK; c < pipebench.ClassDropped; c++ {
+			recorded += in.Sends.Items[c]
+		}
+		if started := r.rec.Live(i).Sent.Load(); started > recorded {
+			in.Sends.Abandoned = started - recorded
+		}
 		if r.c.sink != nil {
 			hi := r.nextSeq
 			if i+1 < len(r.plan.Phases) && !r.phaseT0[i+1].IsZero() {

@@ -40,7 +40,7 @@ type Params struct {
 	// once the run was stopped by a signal (default 5s).
 	AbortGrace time.Duration
 	// Cut, when done, abandons in-flight sends and the drain at once (a
-	// second interrupt); the partial Result is still returned. Nil: never.
+	// second Ctrl-C); the partial Result is still returned. nil: never.
 	Cut context.Context
 }
 
@@ -361,12 +361,18 @@ func (r *run) load(ctx context.Context) (aborted bool) {
 	if aborted {
 		select {
 		case <-done:
+		case <-r.cut():
+			// Cut short: cancelled sends still get a moment to return
+			// and be counted, but no more.
+			cancelSends()
+			waitAtMost(done, time.Second)
 		case <-time.After(r.p.AbortGrace):
 			cancelSends()
-			<-done
-		case <-r.p.Cut.Done():
-			cancelSends()
-			<-done
+			select {
+			case <-done:
+			case <-r.cut():
+				waitAtMost(done, time.Second)
+			}
 		}
 	} else {
 		<-done
@@ -431,6 +437,14 @@ func (r *run) safeSend(ctx context.Context, b *pipebench.Batch) (out pipebench.O
 	return r.c.drv.Send(ctx, b)
 }
 
+// cut is Params.Cut's Done channel, or nil (never ready) without one.
+func (r *run) cut() <-chan struct{} {
+	if r.p.Cut == nil {
+		return nil
+	}
+	return r.p.Cut.Done()
+}
+
 func sleepUntil(ctx context.Context, t time.Time) {
 	d := time.Until(t)
 	if d <= 0 {
@@ -441,5 +455,15 @@ func sleepUntil(ctx context.Context, t time.Time) {
 	select {
 	case <-ctx.Done():
 	case <-tm.C:
+	}
+}
+
+// waitAtMost waits for done, for at most d.
+func waitAtMost(done <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
 	}
 }

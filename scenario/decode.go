@@ -11,6 +11,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 
 	"github.com/pipebench/pipebench"
 )
@@ -232,6 +233,7 @@ func (d *decoder) substitute(root ast.Node) {
 		if !ok || !strings.Contains(s.Value, "$") {
 			return
 		}
+		before := s.Value
 		s.Value = envRef.ReplaceAllStringFunc(s.Value, func(m string) string {
 			if m == "$$" {
 				return "$"
@@ -246,7 +248,34 @@ func (d *decoder) substitute(root ast.Node) {
 			d.add(s, strings.TrimPrefix(s.GetPath(), "$."), "environment variable %s is not set: set it, or write ${%s:-default}", sub[1], sub[1])
 			return ""
 		})
+		if s.Value != before {
+			retoken(s)
+		}
 	}), root)
+}
+
+// retoken makes the node's token say what its value now says. The YAML
+// library decodes types with an UnmarshalText method (pipebench.Secret,
+// Duration, Rate) from the token's source text, not from the node's value:
+// without this, secret_headers: {A: "${TOKEN}"} sent the literal ${TOKEN}.
+// The new text is a double-quoted YAML string, so any value (quotes,
+// backslashes, a leading '-') reads back exactly; the whitespace around
+// the old text is kept so the formatter's layout stays the same.
+func retoken(s *ast.StringNode) {
+	tk := s.GetToken()
+	if tk == nil {
+		return
+	}
+	origin := tk.Origin
+	core := strings.TrimSpace(origin)
+	lead, trail := "", ""
+	if core != "" {
+		i := strings.Index(origin, core)
+		lead, trail = origin[:i], origin[i+len(core):]
+	}
+	tk.Value = s.Value
+	tk.Type = token.DoubleQuoteType
+	tk.Origin = lead + strconv.Quote(s.Value) + trail
 }
 
 type visitFunc func(ast.Node)
@@ -261,7 +290,11 @@ func (d *decoder) decode(data []byte) *Scenario {
 		return nil
 	}
 	d.src = data
-	f, err := parser.ParseBytes(data, 0)
+	tks, ok := d.tokens(data)
+	if !ok {
+		return nil
+	}
+	f, err := parser.Parse(tks, 0)
 	if err != nil {
 		d.yamlError(err, "", nil)
 		return nil

@@ -102,7 +102,10 @@ func Parse(file string, data []byte, p Params) (*Scenario, error) {
 		p.ParseThreshold = kpi.ParseThreshold
 	}
 	d := &decoder{file: file, p: p}
-	sc := d.decode(data)
+	var sc *Scenario
+	if d.checkText(data) { // size and bytes first: see limits.go
+		sc = d.decode(data)
+	}
 	if len(d.errs) > 0 {
 		d.errs.sort()
 		errs := d.errs

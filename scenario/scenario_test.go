@@ -199,9 +199,19 @@ func FuzzParse(f *testing.F) {
 		data, _ := os.ReadFile(file)
 		f.Add(data)
 	}
+	for _, in := range hostileSeeds() {
+		f.Add(in)
+	}
 	p := params()
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Whatever the bytes: a scenario or located problems, no panic,
+		// within the time and memory bounds (limits_test.go).
+		parseBounded(t, "fuzz.yaml", string(data))
 		sc, err := Parse("fuzz.yaml", data, p)
+		var errs *Errors
+		if err != nil && !errors.As(err, &errs) {
+			t.Fatalf("%T %v: not a list of located problems", err, err)
+		}
 		if err == nil {
 			if _, err := Compile(sc); err != nil && pipebench.ExitCode(err) != pipebench.ExitUsage {
 				t.Fatalf("compile error without usage code: %v", err)

@@ -43,3 +43,19 @@ func Open(ctx context.Context, ref string) (pipebench.Store, error) {
 	path := strings.TrimPrefix(ref, "sqlite://")
 	return sqlite.Open(ctx, path)
 }
+
+// Check opens the store at ref, applies its migrations and proves that a
+// run can be saved (a write rolled back), then closes it. Call it before a
+// run so that a corrupt file, a read-only path or an unreachable server is
+// found before any load is sent. The error never holds a password.
+func Check(ctx context.Context, ref string) error {
+	s, err := Open(ctx, ref)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if p, ok := s.(interface{ Probe(context.Context) error }); ok {
+		return p.Probe(ctx)
+	}
+	return nil
+}

@@ -17,7 +17,10 @@ var version = "dev"
 
 // app carries what every command needs.
 type app struct {
-	ctx    context.Context
+	ctx context.Context
+	// cut is done at a second Ctrl-C: the run abandons its drain, keeps
+	// what it measured and exits ExitCut. nil: never.
+	cut    context.Context
 	stdout io.Writer
 	stderr io.Writer
 	reg    *pipebench.Registry
@@ -25,12 +28,17 @@ type app struct {
 
 // execute runs the command line and returns the process exit code.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return executeWith(ctx, nil, args, stdout, stderr)
+}
+
+// executeWith is execute with the context of a second signal (see signals).
+func executeWith(ctx, cut context.Context, args []string, stdout, stderr io.Writer) int {
 	reg, err := newRegistry()
 	if err != nil {
 		fmt.Fprintf(stderr, "pipebench: %v\n", err)
 		return pipebench.ExitFailure
 	}
-	a := &app{ctx: ctx, stdout: stdout, stderr: stderr, reg: reg}
+	a := &app{ctx: ctx, cut: cut, stdout: stdout, stderr: stderr, reg: reg}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -71,9 +79,9 @@ func isUsage(err error) bool {
 }
 
 // printError writes err for a person: the message, then a hint if it has
-// one.
+// one. A URL's password in it is replaced by xxxxx.
 func printError(w io.Writer, err error) {
-	fmt.Fprintf(w, "pipebench: %s\n", err.Error())
+	fmt.Fprintf(w, "pipebench: %s\n", pipebench.RedactText(err.Error()))
 	var pe *pipebench.Error
 	if errors.As(err, &pe) && pe.Hint != "" {
 		fmt.Fprintf(w, "  hint: %s\n", pe.Hint)
@@ -90,8 +98,9 @@ every run with a KPI table: sent, accepted, exported and delivered rates, queue 
 memory and CPU per instance, latency percentiles, loss and duplicates.
 
 Start with:  pipebench run            (a built-in quickstart, no setup)
-Exit codes:  0 passed, 1 pipebench failed, 2 bad usage or scenario,
-             98 run invalid (generator could not hold the rate), 99 thresholds failed`,
+Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where asked),
+             2 bad usage or scenario, 98 run invalid (generator could not hold the rate),
+             99 thresholds failed, 130 cut short by a second Ctrl-C (partial result still written)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,

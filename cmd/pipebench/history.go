@@ -14,7 +14,6 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/compare"
-	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/store"
 )
 
@@ -38,7 +37,7 @@ func storeFlag(cmd *cobra.Command, ref *string) {
 func (a *app) historyCommands() []*cobra.Command {
 	var ref, scenario, version string
 	var limit int
-	var since time.Duration
+	var since sinceFlag
 	history := &cobra.Command{
 		Use:   "history",
 		Short: "List saved runs, newest first",
@@ -51,7 +50,7 @@ func (a *app) historyCommands() []*cobra.Command {
 			defer s.Close()
 			f := pipebench.RunFilter{Scenario: scenario, Version: version, Limit: limit}
 			if since > 0 {
-				f.Since = time.Now().Add(-since)
+				f.Since = time.Now().Add(-since.D())
 			}
 			runs, err := s.Runs(a.ctx, f)
 			if err != nil {
@@ -70,7 +69,7 @@ func (a *app) historyCommands() []*cobra.Command {
 	history.Flags().StringVar(&scenario, "scenario", "", "only runs of this scenario")
 	history.Flags().StringVar(&version, "version", "", "only runs of this version of the system under test")
 	history.Flags().IntVar(&limit, "limit", 50, "at most this many runs")
-	history.Flags().DurationVar(&since, "since", 0, "only runs started within this long (e.g. 168h)")
+	history.Flags().Var(&since, "since", "only runs started within this long (e.g. 7d, 36h, 90m)")
 
 	var showRef string
 	show := &cobra.Command{
@@ -104,17 +103,20 @@ func (a *app) historyCommands() []*cobra.Command {
 			if len(all) == 0 {
 				return pipebench.UsageError("the history has no runs to compare", "run a scenario first: pipebench run", nil)
 			}
-			g := markdown.Build(groupByScenario(all), markdown.Options{})
-			if err := markdown.Render(a.stdout, g); err != nil {
-				return err
+			// One table per scenario: runs of different scenarios never
+			// share a table or a verdict.
+			groups := byScenario(all)
+			for i, g := range groups {
+				if len(groups) > 1 {
+					if i > 0 {
+						fmt.Fprintln(a.stdout)
+					}
+					fmt.Fprintf(a.stdout, "## %s\n\n", g.name)
+				}
+				if err := a.compareOne(g.runs, baseline, candidate); err != nil {
+					return err
+				}
 			}
-			base, cand := pickVersions(all, baseline, candidate)
-			if base == "" || cand == "" || base == cand {
-				fmt.Fprintln(a.stdout, "\n(one version in the history: nothing to diff)")
-				return nil
-			}
-			vs := compare.Diff(byVersion(all, base), byVersion(all, cand), compare.Options{})
-			printVerdicts(a, base, cand, vs)
 			return nil
 		},
 	}
@@ -144,10 +146,18 @@ func (a *app) historyCommands() []*cobra.Command {
 				return pipebench.UsageError(fmt.Sprintf("no runs to gate: baseline %q has %d, candidate %q has %d", base, len(b), cand, len(c)), "check the versions with: pipebench history", nil)
 			}
 			vs := compare.Diff(b, c, compare.Options{Tolerance: tolerance})
+			if len(vs) == 0 {
+				return pipebench.UsageError(fmt.Sprintf("no runs to gate: %q and %q share no scenario and case", base, cand),
+					"run the candidate's scenario with the baseline version too, or check --scenario", nil)
+			}
 			printVerdicts(a, base, cand, vs)
 			if ok, bad := compare.Gate(vs, tolerance); !ok {
 				fmt.Fprintf(a.stderr, "gate: %d KPI(s) regressed beyond %.0f%%\n", len(bad), tolerance*100)
 				return &silentExit{code: pipebench.ExitThresholds}
+			}
+			if note := tooFewNote(vs); note != "" {
+				fmt.Fprintln(a.stdout, "gate: passed, but "+note)
+				return nil
 			}
 			fmt.Fprintln(a.stdout, "gate: passed")
 			return nil
@@ -234,9 +244,18 @@ func printVerdicts(a *app, base, cand string, vs []compare.Verdict) {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CASE\tPHASE\tKPI\tBASELINE\tCANDIDATE\tCHANGE\tVERDICT")
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Regressed && !vs[j].Regressed })
+	scenarios := map[string]bool{}
+	for _, v := range vs {
+		scenarios[v.Scenario] = true
+	}
 	for _, v := range vs {
 		verdict := "same"
+		if len(scenarios) > 1 {
+			v.Case = v.Scenario + ": " + v.Case
+		}
 		switch {
+		case v.TooFew() && (v.Regressed || v.Improved || v.Inconclusive):
+			verdict = fmt.Sprintf("? too few runs to tell (%d/%d): %+.1f%%", v.Runs[0], v.Runs[1], 100*v.Change)
 		case v.Regressed:
 			verdict = "▼ worse: " + v.Reason
 		case v.Improved:
@@ -253,9 +272,10 @@ func printVerdicts(a *app, base, cand string, vs []compare.Verdict) {
 	tw.Flush()
 }
 
-// saveRun stores a finished run in the history; a failure is reported but
-// does not change the run's exit code (the Result was already printed).
-func (a *app) saveRun(ref string, res *pipebench.Result) {
+// saveRun stores a finished run in the history and tells whether it was
+// saved. When it was not, the Result is kept in a fallback file (unless
+// keptAt already holds it) and the message names where.
+func (a *app) saveRun(ref string, res *pipebench.Result, keptAt string) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), 30*time.Second)
 	defer cancel()
 	s, err := store.Open(ctx, ref)
@@ -264,30 +284,17 @@ func (a *app) saveRun(ref string, res *pipebench.Result) {
 		_, err = s.Save(ctx, res)
 	}
 	if err != nil {
-		fmt.Fprintf(a.stderr, "pipebench: the run was not saved to the history: %v\n  hint: use --store PATH or --no-store\n", err)
-		return
+		err = fmt.Errorf("the run was not saved to the history: %s", pipebench.RedactText(err.Error()))
+		if keptAt != "" {
+			fmt.Fprintf(a.stderr, "pipebench: %v\n  the result is in %s\n", err, keptAt)
+		} else {
+			a.keepElsewhere("", res, err)
+		}
+		fmt.Fprintln(a.stderr, "  hint: check --store, or use --no-store")
+		return false
 	}
 	if !strings.EqualFold(os.Getenv("PIPEBENCH_QUIET_STORE"), "1") {
 		fmt.Fprintf(a.stderr, "saved as run %s (pipebench show %s)\n", res.Manifest.RunID, res.Manifest.RunID)
 	}
-}
-
-// groupByScenario prefixes each run's case with its scenario when the runs
-// come from several scenarios, so that cases of the same name (a traces and a
-// metrics "Single Pipeline") stay in separate column groups.
-func groupByScenario(all []*pipebench.Result) []*pipebench.Result {
-	scen := map[string]bool{}
-	for _, r := range all {
-		scen[r.Manifest.Scenario] = true
-	}
-	if len(scen) < 2 {
-		return all
-	}
-	out := make([]*pipebench.Result, len(all))
-	for i, r := range all {
-		c := *r
-		c.Manifest.Case = r.Manifest.Scenario + ": " + r.Manifest.Case
-		out[i] = &c
-	}
-	return out
+	return true
 }

@@ -6,10 +6,7 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/pipebench/pipebench/sut/otelcol"
 )
@@ -19,18 +16,8 @@ func main() {
 	// same binary.
 	otelcol.MaybeRunChild()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// A second signal while the run drains and writes its result ends
-		// the process at once.
-		<-ctx.Done()
-		stop()
-		again := make(chan os.Signal, 1)
-		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-		<-again
-		os.Exit(130)
-	}()
-	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	ctx, cut, release := signals(os.Stderr)
+	code := executeWith(ctx, cut, os.Args[1:], os.Stdout, os.Stderr)
+	release()
 	os.Exit(code)
 }

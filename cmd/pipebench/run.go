@@ -109,15 +109,20 @@ func (a *app) run(ref string, f runFlags) error {
 	if f.out != "" {
 		// Find out now, not after a 2-day soak, that the result cannot be
 		// written.
-		if err := checkWritable(f.out); err != nil {
-			return pipebench.UsageError(fmt.Sprintf("cannot write --out %s", f.out), "choose a writable path", err)
+		if err := checkOut(f.out); err != nil {
+			return err
+		}
+	}
+	if !f.noStore {
+		if err := a.checkStore(f.store); err != nil {
+			return err
 		}
 	}
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelInfo
 	}
-	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(slog.NewTextHandler(redacting{a.stderr}, &slog.HandlerOptions{Level: level}))
 	var prog *progress
 	if !f.quiet {
 		prog = newProgress(a.stderr, plan)
@@ -126,7 +131,7 @@ func (a *app) run(ref string, f runFlags) error {
 	}
 	params := runner.Params{
 		Plan: plan, Registry: a.reg, Logger: logger,
-		ToolVersion: version, Args: os.Args,
+		ToolVersion: version, Args: pipebench.RedactArgs(os.Args), Cut: a.cut,
 	}
 	var dash *dashboard.Server
 	if f.dashboard != "" {
@@ -158,27 +163,32 @@ func (a *app) run(ref string, f runFlags) error {
 	if res == nil {
 		return runErr
 	}
-	// What was measured is kept whatever happens next.
+	scrubResult(res)
+	// What was measured is kept whatever happens next: a file that cannot
+	// be written still leaves the table, the history and a fallback file.
+	notKept, keptAt := false, ""
 	if f.out != "" {
 		if err := writeResult(f.out, res); err != nil {
-			printError(a.stderr, err)
-			return &silentExit{code: pipebench.ExitFailure}
+			keptAt, notKept = a.keepElsewhere(f.out, res, err), true
+		} else {
+			keptAt = f.out
 		}
 	}
 	if err := rep.Report(a.stdout, res); err != nil {
-		return fmt.Errorf("render the %s report: %w", f.format, err)
+		printError(a.stderr, fmt.Errorf("render the %s report: %w", f.format, err))
+		notKept = true
 	}
-	if !f.noStore {
-		a.saveRun(f.store, res)
+	if !f.noStore && !a.saveRun(f.store, res, keptAt) {
+		notKept = true
 	}
-	if f.out != "" && !f.quiet {
+	if keptAt == f.out && f.out != "" && !f.quiet {
 		fmt.Fprintf(a.stderr, "result written to %s\n", f.out)
 	}
 	if runErr != nil {
 		printError(a.stderr, runErr)
-		return &silentExit{code: pipebench.ExitCode(runErr)}
+		return &silentExit{code: a.finalCode(pipebench.ExitCode(runErr), notKept)}
 	}
-	return &silentExit{code: exitFor(res)}
+	return &silentExit{code: a.finalCode(exitFor(res), notKept)}
 }
 
 // exitFor maps a finished run's status to the exit code.
@@ -193,17 +203,6 @@ func exitFor(res *pipebench.Result) int {
 	default:
 		return pipebench.ExitFailure
 	}
-}
-
-func checkWritable(path string) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".pipebench-check-*")
-	if err != nil {
-		return err
-	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
 }
 
 // writeResult writes the Result as JSON to path atomically: a temporary

@@ -4,16 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/store"
+	"github.com/pipebench/pipebench/store/storetest"
 )
 
 // TestHelperCLI is not a test: it runs the CLI as a child process for
@@ -23,9 +26,12 @@ func TestHelperCLI(t *testing.T) {
 	if args == "" {
 		t.Skip("helper process")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	code := execute(ctx, strings.Split(args, "\x1f"), os.Stdout, os.Stderr)
+	// The child handles signals as main does, and its manifest records
+	// its own command line.
+	os.Args = append([]string{"pipebench"}, strings.Split(args, "\x1f")...)
+	ctx, cut, release := signals(os.Stderr)
+	code := executeWith(ctx, cut, os.Args[1:], os.Stdout, os.Stderr)
+	release()
 	os.Exit(code)
 }
 
@@ -44,21 +50,13 @@ phases:
   - {name: second, duration: 60s, rate: 200/s}
 `), 0o644)
 	out := filepath.Join(dir, "result.json")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCLI$")
-	cmd.Env = append(os.Environ(), "PIPEBENCH_HELPER_ARGS="+strings.Join([]string{"run", scen, "--out", out, "--quiet"}, "\x1f"))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second)
+	cmd, stdout, stderr, done := startChild(t, "run", scen, "--out", out, "--no-store")
+	// The first line with a measured rate comes after a few seconds of load.
+	stderr.waitFor(t, "  sent ")
 	cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
 		t.Fatal("the run did not stop within 20s of SIGINT")
 	}
 	if code := cmd.ProcessState.ExitCode(); code != pipebench.ExitFailure {
@@ -80,5 +78,161 @@ phases:
 	}
 	if !strings.Contains(stdout.String(), "ABORTED") {
 		t.Errorf("the table was not printed:\n%s", stdout.String())
+	}
+}
+
+// lockedBuffer is a child's output, read while the child writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor waits until the output holds s.
+func (b *lockedBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(b.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the child never printed %q; it printed:\n%s", s, b.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startChild runs the CLI with args in a child process.
+func startChild(t *testing.T, args ...string) (cmd *exec.Cmd, stdout, stderr *lockedBuffer, done chan struct{}) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^TestHelperCLI$")
+	cmd.Env = append(os.Environ(), "PIPEBENCH_HELPER_ARGS="+strings.Join(args, "\x1f"))
+	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done = make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	return cmd, stdout, stderr, done
+}
+
+// A second Ctrl-C while sends hang (a target that never answers, with a
+// 60 s request timeout) abandons them at once, yet the partial Result is
+// written, the table printed and the run saved; exit 130. The manifest
+// records the command line without the store's password.
+func TestSecondInterruptCutsShortAndKeepsResult(t *testing.T) {
+	srv := newRecorder(t, true)
+	dir := t.TempDir()
+	scen := writeScenario(t, dir, fmt.Sprintf(`
+name: hanging
+target: {driver: http, url: %q, timeout: 60s}
+phases:
+  - {name: first, duration: 60s, rate: 200/s}
+  - {name: second, duration: 60s, rate: 200/s}
+`, srv.srv.URL))
+	out := filepath.Join(dir, "result.json")
+	hist := filepath.Join(dir, "h.db")
+	cmd, stdout, stderr, done := startChild(t, "run", scen, "--out", out, "--store", "sqlite://"+hist+"?password=hunter2")
+	stderr.waitFor(t, "[1/2 first]")
+	srv.waitRequests(t, 20)
+	cmd.Process.Signal(os.Interrupt)
+	stderr.waitFor(t, "Ctrl-C again to cut them short")
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-done:
+	case <-time.After(40 * time.Second):
+		t.Fatalf("the run did not end within 40s of the second SIGINT\nstderr:\n%s", stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != ExitCut {
+		t.Errorf("exit %d, want %d\nstderr:\n%s", code, ExitCut, stderr.String())
+	}
+	res := readJSONResult(t, out)
+	if res.Manifest.Status != pipebench.StatusAborted {
+		t.Errorf("status %s", res.Manifest.Status)
+	}
+	// The sends cut short never finished: they are sent, and abandoned.
+	if len(res.Phases) != 1 || res.Phases[0].Name != "first" {
+		t.Fatalf("phases %+v", res.Phases)
+	}
+	sent, _ := res.Phases[0].Get("sent")
+	abandoned, _ := res.Phases[0].Get("abandoned")
+	if sent < 20 || abandoned < 20 {
+		t.Errorf("sent %v, abandoned %v: the cut sends were lost from the result", sent, abandoned)
+	}
+	args := strings.Join(res.Manifest.Args, " ")
+	if strings.Contains(args, "hunter2") || !strings.Contains(args, "password=xxxxx") {
+		t.Errorf("manifest args %q", args)
+	}
+	if !strings.Contains(stdout.String(), "ABORTED") {
+		t.Errorf("the table was not printed:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "saved as run "+res.Manifest.RunID) {
+		t.Errorf("the run was not saved:\n%s", stderr.String())
+	}
+}
+
+// A run saved to PostgreSQL: the password of --store is in no output, no
+// Result and no saved run; the manifest shows user:xxxxx@.
+func TestPostgresPasswordNeverWritten(t *testing.T) {
+	ref := storetest.PostgresSchema(t, storetest.PostgresURL(t))
+	u, err := url.Parse(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, ok := u.User.Password()
+	if !ok {
+		t.Skip("the test server's URL has no password")
+	}
+	leak := ":" + pw + "@"
+	srv := newRecorder(t, false)
+	dir := t.TempDir()
+	scen := writeScenario(t, dir, shortScenario(srv.srv.URL, ""))
+	out := filepath.Join(dir, "result.json")
+	cmd, stdout, stderr, done := startChild(t, "run", scen, "--out", out, "--store="+ref)
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	data, _ := os.ReadFile(out)
+	res := readJSONResult(t, out)
+	s, err := store.Open(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	saved, err := s.Run(context.Background(), pipebench.RunID(res.Manifest.RunID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	savedJSON, _ := json.Marshal(saved)
+	for where, text := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String(), "--out": string(data), "history": string(savedJSON)} {
+		if strings.Contains(text, leak) {
+			t.Errorf("%s holds the password", where)
+		}
+	}
+	if args := strings.Join(saved.Manifest.Args, " "); !strings.Contains(args, "--store=postgres://"+u.User.Username()+":xxxxx@") {
+		t.Errorf("manifest args %q", args)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -30,13 +29,13 @@ func Open(ctx context.Context, dsn string) (*sqlstore.Store, error) {
 	where := redact(dsn)
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
-		return nil, pipebench.UsageError(fmt.Sprintf("history %s: %v", where, err), "write --store as postgres://USER:PASSWORD@HOST:PORT/DATABASE", nil)
+		return nil, pipebench.UsageError(fmt.Sprintf("history %s: %s", where, scrub(err)), "write --store as postgres://USER:PASSWORD@HOST:PORT/DATABASE", nil)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
-		return nil, pipebench.UsageError(fmt.Sprintf("history %s: cannot connect: %v", where, err), "check that the server runs and the user, password and database in --store are right", nil)
+		return nil, pipebench.UsageError(fmt.Sprintf("history %s: cannot connect: %s", where, scrub(err)), "check that the server runs and the user, password and database in --store are right", nil)
 	}
 	sub, _ := fs.Sub(migrations, "migrations")
 	s, err := sqlstore.New(ctx, db, sqlstore.Dialect{Name: "postgres", Migrations: sub, Numbered: true, MigrationLock: migrationLock}, where)
@@ -47,14 +46,9 @@ func Open(ctx context.Context, dsn string) (*sqlstore.Store, error) {
 	return s, nil
 }
 
-// redact hides the password of a connection URL.
-func redact(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
-}
+// redact hides the password of a connection URL, even one that does not
+// parse.
+func redact(dsn string) string { return pipebench.RedactURL(dsn) }
+
+// scrub hides any password an error of the driver might repeat.
+func scrub(err error) string { return pipebench.RedactText(err.Error()) }

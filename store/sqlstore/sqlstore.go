@@ -147,6 +147,23 @@ func (s *Store) inLock(ctx context.Context, f func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
+// Probe proves that a run can be saved: it writes a row in a transaction
+// and rolls it back, so the history is left as it was. It finds a file that
+// opens but is read-only, or a database user without INSERT rights, before
+// a long run rather than after it.
+func (s *Store) Probe(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("history %s: %w", s.where, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO runs (id, scenario, version, run_case, status, started, ended, labels, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		"pipebench-probe", "", "", "", "", 0, 0, "{}", "{}"); err != nil {
+		return fmt.Errorf("history %s: a test write failed: %w", s.where, err)
+	}
+	return nil
+}
+
 // Save stores r in one transaction and returns its id (the manifest's run
 // id). Saving the same run twice replaces it.
 func (s *Store) Save(ctx context.Context, r *pipebench.Result) (pipebench.RunID, error) {

@@ -45,6 +45,7 @@ func Run(t *testing.T, fresh func(t *testing.T) Opener) {
 		{"Filters", filters},
 		{"SaveTwiceReplaces", saveTwice},
 		{"PrefixWildcards", prefixWildcards},
+		{"ProbeLeavesNothing", probeLeavesNothing},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, fresh(t)) })
 	}
@@ -264,4 +265,24 @@ func KilledMidSave(t *testing.T, open Opener, helper, ref string) *sqlstore.Stor
 		t.Errorf("the helper saved nothing in 1.5 s (%d runs)", len(runs))
 	}
 	return s2
+}
+
+// probeLeavesNothing: the test write made before a run is rolled back, and
+// a probe after a saved run leaves it as it was.
+func probeLeavesNothing(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	if err := s.Probe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := s.Runs(ctx, pipebench.RunFilter{}); err != nil || len(runs) != 0 {
+		t.Fatalf("after a probe: %+v %v", runs, err)
+	}
+	s.Save(ctx, Result("1.0", 0))
+	if err := s.Probe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if runs, _ := s.Runs(ctx, pipebench.RunFilter{}); len(runs) != 1 {
+		t.Errorf("after a save and a probe: %+v", runs)
+	}
 }

@@ -1,0 +1,141 @@
+package pipebench
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Redacted is what stands in for a password or a secret value in anything
+// pipebench writes.
+const Redacted = "xxxxx"
+
+// userinfo finds the password of a URL's user info anywhere in a text:
+// scheme://user:password@. The password stops at the last '@' before the
+// host, so a password holding '@' or ':' is hidden whole.
+var userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"'?#]*):([^\s"']*)@([^\s@"']*)`)
+
+// RedactURL returns s with the password of its user info replaced by
+// Redacted (postgres://user:xxxxx@host/db) and the value of every query
+// parameter named like a credential too (?password=xxxxx, &token=xxxxx).
+// Anything else comes back unchanged. It accepts any text, URL or not, and
+// never fails: a string that does not parse as a URL is redacted the same
+// way, so a malformed URL cannot leak its password through an error
+// message.
+func RedactURL(s string) string { return RedactText(s) }
+
+// RedactText applies RedactURL to every URL found in a free text (an error
+// message, a log line). The password is taken to run to the last '@' of
+// the URL, so a password that itself holds '@', ':' or '/' is hidden whole;
+// the price is that a URL with an '@' in its path and a port before it
+// (http://h:80/a@b) is over-redacted.
+func RedactText(s string) string {
+	if !strings.Contains(s, "://") && !strings.Contains(s, "=") {
+		return s
+	}
+	s = userinfo.ReplaceAllString(s, "${1}:"+Redacted+"@${3}")
+	return secretParam.ReplaceAllString(s, "${1}"+Redacted)
+}
+
+// secretParam finds query parameters named like a credential.
+var secretParam = regexp.MustCompile(`(?i)([?&;](?:[a-z0-9_.-]*(?:password|passwd|secret|token|apikey|api_key|api-key|credential|auth)[a-z0-9_.-]*)=)([^&;\s"'#]*)`)
+
+// secretWords mark a flag or a variable whose value is a credential.
+var secretWords = []string{"password", "passwd", "pwd", "secret", "token", "apikey", "api-key", "api_key",
+	"credential", "auth", "cookie", "private-key", "private_key", "access-key", "access_key", "dsn"}
+
+// IsSecretName tells whether a flag or environment variable name (any case,
+// with or without leading dashes) names a credential: PB_TOKEN,
+// --password, --api-key, AUTHORIZATION.
+func IsSecretName(name string) bool {
+	n := strings.ToLower(strings.TrimLeft(name, "-"))
+	for _, w := range secretWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretHeader tells whether an HTTP header "Name: value" carries a
+// credential.
+func secretHeader(h string) (name string, ok bool) {
+	name, _, found := strings.Cut(h, ":")
+	if !found {
+		return "", false
+	}
+	name = strings.TrimSpace(name)
+	return name, IsSecretName(name) || strings.EqualFold(name, "proxy-authorization")
+}
+
+// RedactArgs returns a copy of a command line with every credential
+// replaced by Redacted, for the manifest of a Result:
+//   - the password of every URL (--store postgres://u:p@h/db, --store=...);
+//   - the value of a flag whose name is a secret (--token X, --password=X);
+//   - NAME=VALUE arguments whose NAME is a secret (PB_TOKEN=X);
+//   - header flags whose header is a credential (-H "Authorization: Bearer X").
+//
+// args itself is not changed.
+func RedactArgs(args []string) []string {
+	out := make([]string, len(args))
+	nextSecret, nextHeader := false, false
+	for i, a := range args {
+		switch {
+		case nextSecret:
+			out[i] = Redacted
+			nextSecret = false
+			continue
+		case nextHeader:
+			out[i] = redactHeader(a)
+			nextHeader = false
+			continue
+		}
+		if strings.HasPrefix(a, "-") && a != "-" && a != "--" {
+			name, val, hasVal := strings.Cut(a, "=")
+			isHeader := isHeaderFlag(name)
+			switch {
+			case hasVal && isHeader:
+				out[i] = name + "=" + redactHeader(val)
+			case hasVal && IsSecretName(name):
+				out[i] = name + "=" + Redacted
+			case hasVal:
+				out[i] = name + "=" + RedactURL(val)
+			default:
+				out[i] = a
+				nextSecret = IsSecretName(name)
+				nextHeader = isHeader
+			}
+			continue
+		}
+		if name, _, ok := strings.Cut(a, "="); ok && isEnvName(name) && IsSecretName(name) {
+			out[i] = name + "=" + Redacted
+			continue
+		}
+		out[i] = RedactURL(a)
+	}
+	return out
+}
+
+func isHeaderFlag(name string) bool {
+	n := strings.ToLower(strings.TrimLeft(name, "-"))
+	return n == "h" || strings.Contains(n, "header")
+}
+
+// redactHeader hides the value of "Name: value" when Name is a credential.
+func redactHeader(h string) string {
+	if name, ok := secretHeader(h); ok {
+		return name + ": " + Redacted
+	}
+	return RedactURL(h)
+}
+
+func isEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if c != '_' && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,53 @@
+package pipebench
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://bench:hunter2@127.0.0.1:5432/history":       "postgres://bench:xxxxx@127.0.0.1:5432/history",
+		"postgresql://bench:p@ss:w/rd@db.local/h?sslmode=off":   "postgresql://bench:xxxxx@db.local/h?sslmode=off",
+		"postgres://bench@127.0.0.1/history":                    "postgres://bench@127.0.0.1/history",
+		"postgres://%zz:hunter2@host/db":                        "postgres://%zz:xxxxx@host/db",
+		"http://127.0.0.1:8080/v1/logs":                         "http://127.0.0.1:8080/v1/logs",
+		"https://h/x?access_token=abc&b=1":                      "https://h/x?access_token=xxxxx&b=1",
+		"history.db":                                            "history.db",
+		`connect "postgres://u:hunter2@127.0.0.1:1/x": refused`: `connect "postgres://u:xxxxx@127.0.0.1:1/x": refused`,
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRedactArgs(t *testing.T) {
+	in := []string{"pipebench", "run", "x.yaml", "--store", "postgres://u:hunter2@h/db", "--store=postgres://u:hunter2@h/db",
+		"--token", "hunter2", "--password=hunter2", "-H", "Authorization: Bearer hunter2", "--header=X-Api-Key: hunter2",
+		"--header", "X-Tenant: demo", "PB_TOKEN=hunter2", "--out", "r.json", "-q"}
+	orig := slices.Clone(in)
+	got := RedactArgs(in)
+	if !slices.Equal(in, orig) {
+		t.Fatal("RedactArgs changed its argument")
+	}
+	want := []string{"pipebench", "run", "x.yaml", "--store", "postgres://u:xxxxx@h/db", "--store=postgres://u:xxxxx@h/db",
+		"--token", "xxxxx", "--password=xxxxx", "-H", "Authorization: xxxxx", "--header=X-Api-Key: xxxxx",
+		"--header", "X-Tenant: demo", "PB_TOKEN=xxxxx", "--out", "r.json", "-q"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if strings.Contains(strings.Join(got, " "), "hunter2") {
+		t.Error("a secret survived")
+	}
+}
+
+func TestIsSecretName(t *testing.T) {
+	for name, want := range map[string]bool{"PB_TOKEN": true, "--password": true, "Authorization": true, "--api-key": true,
+		"PGPASSWORD": true, "--out": false, "HOME": false, "--store": false, "X-Tenant": false} {
+		if IsSecretName(name) != want {
+			t.Errorf("IsSecretName(%q) = %v", name, !want)
+		}
+	}
+}
