@@ -59,6 +59,19 @@ func labelled(name, label, value string) func(p *pipebench.PhaseResult) (string,
 	}
 }
 
+func yesNo(name string) func(p *pipebench.PhaseResult) (string, bool) {
+	return func(p *pipebench.PhaseResult) (string, bool) {
+		v, ok := p.Get(name)
+		if !ok {
+			return "", false
+		}
+		if v != 0 {
+			return "yes", true
+		}
+		return "no", true
+	}
+}
+
 func perInstance(name string) func(p *pipebench.PhaseResult) (string, bool) {
 	return func(p *pipebench.PhaseResult) (string, bool) { return PerInstance(p, name) }
 }
@@ -99,6 +112,13 @@ func specs(item string) []spec {
 		{"sink", "faulted by sink", kpi("faulted")},
 		{"sink", "drain time", kpi("drain_time")},
 		{"sink", "backlog max", kpi("backlog.max")},
+		{"limit", "stable", yesNo("stable")},
+		{"limit", "sustainable rate", kpi("sustainable_rate")},
+		{"limit", "± uncertainty", kpi("sustainable_rate.uncertainty")},
+		{"limit", "first unstable rate", kpi("first_unstable_rate")},
+		{"limit", "burst absorbed", kpi("burst_tolerance")},
+		{"limit", "± uncertainty (burst)", kpi("burst_tolerance.uncertainty")},
+		{"limit", "first burst not absorbed", kpi("first_unabsorbed_burst")},
 		{"blast", "time to complete", kpi("time_to_complete")},
 		{"blast", "peak backlog", kpi("peak_backlog")},
 		{"blast", "completion rate", kpi("completion_rate")},

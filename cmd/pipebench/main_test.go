@@ -69,6 +69,11 @@ func TestBadInputsExitWithUsageCode(t *testing.T) {
 		{[]string{"run", "--bogus"}, "unknown flag"},
 		{[]string{"sink", "--error-ratio", "2"}, "outside 0..1"},
 		{[]string{"report", filepath.Join(dir, "missing.json")}, "cannot read the result"},
+		{[]string{"limit", "--precision", "2"}, "--precision 2 is outside"},
+		{[]string{"limit", "--start", "fast"}, "--start \"fast\" is not a rate"},
+		{[]string{"limit", bad}, "htp"},
+		{[]string{"run", "builtin:quickstart", "--duration", "0s"}, "--duration 0s cannot be used"},
+		{[]string{"run", "builtin:quickstart", "--duration", "1ms"}, "too short"},
 	}
 	for _, c := range cases {
 		_, stderr, code := cli(t, c.args...)
@@ -96,5 +101,44 @@ func TestPlanAndValidateSendNothing(t *testing.T) {
 	stdout, _, code = cli(t, "schema")
 	if code != 0 || !json.Valid([]byte(stdout)) {
 		t.Fatalf("schema: exit %d, valid JSON %v", code, json.Valid([]byte(stdout)))
+	}
+}
+
+// pipebench limit end to end: the sink limited to 1,000/s with a sharp
+// bucket; the answer is printed, written and saved.
+func TestLimitCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a limit search of several probes")
+	}
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "limit.yaml")
+	os.WriteFile(scen, []byte(`
+name: limit-cli
+target: {driver: http, connections: 8}
+workload: {generator: event, size: 64}
+sink: {type: http}
+drain: 2s
+phases:
+  - {name: load, duration: 2s, rate: 400/s, faults: {rate_limit: 1000/s, rate_limit_burst: 100ms}}
+`), 0o644)
+	out := filepath.Join(dir, "limit.json")
+	stdout, stderr, code := cli(t, "limit", scen, "--probe", "2s", "--precision", "0.3", "--tolerance", "0.01",
+		"--budget", "2m", "--out", out, "--store", filepath.Join(dir, "h.db"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "probe 400/s: stable") || !strings.Contains(stdout, "sustainable rate") {
+		t.Errorf("probes or answer missing:\n%s\n%s", stderr, stdout)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res pipebench.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := res.Total.Get("sustainable_rate"); !ok || v < 700 || v > 1300 {
+		t.Errorf("sustainable_rate %v (%v), want about 1,000/s", v, ok)
 	}
 }

@@ -163,32 +163,45 @@ func (a *app) run(ref string, f runFlags) error {
 	if res == nil {
 		return runErr
 	}
-	scrubResult(res)
-	// What was measured is kept whatever happens next: a file that cannot
-	// be written still leaves the table, the history and a fallback file.
-	notKept, keptAt := false, ""
-	if f.out != "" {
-		if err := writeResult(f.out, res); err != nil {
-			keptAt, notKept = a.keepElsewhere(f.out, res, err), true
-		} else {
-			keptAt = f.out
-		}
-	}
-	if err := rep.Report(a.stdout, res); err != nil {
-		printError(a.stderr, fmt.Errorf("render the %s report: %w", f.format, err))
-		notKept = true
-	}
-	if !f.noStore && !a.saveRun(f.store, res, keptAt) {
-		notKept = true
-	}
-	if keptAt == f.out && f.out != "" && !f.quiet {
-		fmt.Fprintf(a.stderr, "result written to %s\n", f.out)
-	}
+	notKept := a.keep(res, rep, keepOpts{out: f.out, format: f.format, store: f.store, noStore: f.noStore, quiet: f.quiet})
 	if runErr != nil {
 		printError(a.stderr, runErr)
 		return &silentExit{code: a.finalCode(pipebench.ExitCode(runErr), notKept)}
 	}
 	return &silentExit{code: a.finalCode(exitFor(res), notKept)}
+}
+
+// keepOpts says where a finished Result goes.
+type keepOpts struct {
+	out, format, store string
+	noStore, quiet     bool
+}
+
+// keep prints, writes and saves a Result, credentials removed. What was
+// measured is kept whatever happens: a file that cannot be written still
+// leaves the table, the history and a fallback file. It reports whether
+// anything could not be kept.
+func (a *app) keep(res *pipebench.Result, rep pipebench.Reporter, o keepOpts) (notKept bool) {
+	scrubResult(res)
+	keptAt := ""
+	if o.out != "" {
+		if err := writeResult(o.out, res); err != nil {
+			keptAt, notKept = a.keepElsewhere(o.out, res, err), true
+		} else {
+			keptAt = o.out
+		}
+	}
+	if err := rep.Report(a.stdout, res); err != nil {
+		printError(a.stderr, fmt.Errorf("render the %s report: %w", o.format, err))
+		notKept = true
+	}
+	if !o.noStore && !a.saveRun(o.store, res, keptAt) {
+		notKept = true
+	}
+	if keptAt == o.out && o.out != "" && !o.quiet {
+		fmt.Fprintf(a.stderr, "result written to %s\n", o.out)
+	}
+	return notKept
 }
 
 // exitFor maps a finished run's status to the exit code.
