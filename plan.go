@@ -1,6 +1,9 @@
 package pipebench
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -165,6 +168,9 @@ type Plan struct {
 	SeqStart uint64    `json:"seq_start,omitempty"`
 	StartAt  time.Time `json:"start_at,omitzero"`
 	Shard    *Shard    `json:"shard,omitempty"`
+	// Digest identifies the whole plan a shard was sliced from: shards
+	// of different plans are never merged.
+	Digest string `json:"digest,omitempty"`
 }
 
 // Duration returns the planned load time: the sum of the phases' durations,
@@ -291,6 +297,7 @@ func (p Plan) Slice(index, n int) (Plan, error) {
 	}
 	out := p
 	out.Shard = &Shard{Index: index, Count: n}
+	out.Digest = p.digest()
 	div := func(r Rate) Rate { return r / Rate(n) }
 	// share splits a whole number so that the n shares add up to it.
 	share := func(total uint64) uint64 {
@@ -374,4 +381,17 @@ func (p Plan) Probe(rate Rate, dur time.Duration) (Plan, error) {
 		return p, err
 	}
 	return out, nil
+}
+
+// digest is a short hash of the plan as data (its JSON, configurations
+// redacted), the same in every process that compiled the same scenario.
+func (p Plan) digest() string {
+	q := p.Redacted()
+	q.StartAt = time.Time{}
+	b, err := json.Marshal(q)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }

@@ -112,6 +112,11 @@ type PhaseResult struct {
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended"`
 	KPIs    []KPI     `json:"kpis"`
+	// Histograms holds, in a shard's Result, the phase's latency
+	// histograms (latency, service_time, schedule_lag, e2e_latency) in
+	// HdrHistogram's compressed base64 form, so that merging shards gives
+	// the percentiles one generator would have recorded.
+	Histograms map[string]string `json:"histograms,omitempty"`
 }
 
 // Get returns the value of the KPI with the given name and exactly the given

@@ -45,6 +45,9 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 		ph := rec.Plan.Phases[i]
 		pr := Build(in, rec.Series)
 		derivePhase(&pr, ph, in, rec.Series)
+		if rec.Plan.Shard != nil {
+			pr.Histograms = encodeHistograms(in)
+		}
 		res.Phases = append(res.Phases, pr)
 		total.merge(in.Sends)
 		// The phase a signal cut short is not judged on its shortfall.
@@ -54,6 +57,10 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 	}
 	if len(res.Phases) > 0 {
 		res.Total = buildTotal(rec, total, res)
+		if rec.Plan.Shard != nil {
+			in := PhaseInput{Sends: total, Arrivals: rec.Arrivals}
+			res.Total.Histograms = encodeHistograms(in)
+		}
 	}
 	if rec.Drain != nil && len(res.Phases) > 0 {
 		d := Build(*rec.Drain, nil)

@@ -105,7 +105,7 @@ Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(a.runCommand(), a.limitCommand(), a.validateCommand(), a.planCommand(), a.sinkCommand(), a.producersCommand(),
+	root.AddCommand(a.runCommand(), a.limitCommand(), a.mergeCommand(), a.validateCommand(), a.planCommand(), a.sinkCommand(), a.producersCommand(),
 		a.schemaCommand(), a.reportCommand())
 	root.AddCommand(a.historyCommands()...)
 	return root

@@ -73,6 +73,9 @@ func TestBadInputsExitWithUsageCode(t *testing.T) {
 		{[]string{"limit", "--start", "fast"}, "--start \"fast\" is not a rate"},
 		{[]string{"limit", bad}, "htp"},
 		{[]string{"run", "builtin:quickstart", "--duration", "0s"}, "--duration 0s cannot be used"},
+		{[]string{"run", "builtin:quickstart", "--shard", "5/4"}, "--shard \"5/4\" is not I/N"},
+		{[]string{"run", "builtin:quickstart", "--start-at", "yesterday"}, "--start-at \"yesterday\" is not a moment"},
+		{[]string{"merge", filepath.Join(dir, "missing.json")}, "missing.json"},
 		{[]string{"run", "builtin:quickstart", "--duration", "1ms"}, "too short"},
 	}
 	for _, c := range cases {

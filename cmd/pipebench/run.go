@@ -27,6 +27,8 @@ type runFlags struct {
 	format      string
 	duration    time.Duration
 	durationSet bool
+	shard       string
+	startAt     string
 	sutVersion  string
 	quiet       bool
 	store       string
@@ -68,6 +70,8 @@ func (a *app) runCommand() *cobra.Command {
 	fl.BoolVar(&f.list, "list", false, "list the built-in scenarios")
 	storeFlag(cmd, &f.store)
 	fl.BoolVar(&f.noStore, "no-store", false, "do not save the run in the results history")
+	fl.StringVar(&f.shard, "shard", "", "run slice I of N of the plan (rate/N, its own sequence range), like 2/4; merge the shards' results with pipebench merge")
+	fl.StringVar(&f.startAt, "start-at", "", "start the load at this moment, shared by every shard: RFC 3339 (2026-11-24T10:00:00Z) or +DURATION from now")
 	fl.StringVar(&f.dashboard, "dashboard", "", "serve a live page of the run's charts at this address (--dashboard alone: 127.0.0.1, a free port)")
 	fl.Lookup("dashboard").NoOptDefVal = "127.0.0.1:0"
 	return cmd
@@ -104,6 +108,9 @@ func (a *app) run(ref string, f runFlags) error {
 	}
 	plan, err := compile(sc, f.duration, f.durationSet, f.sutVersion)
 	if err != nil {
+		return err
+	}
+	if plan, err = shardPlan(plan, f.shard, f.startAt, time.Now()); err != nil {
 		return err
 	}
 	if f.out != "" {

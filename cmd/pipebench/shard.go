@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/kpi"
+)
+
+// shardPlan applies --shard I/N and --start-at to a plan.
+func shardPlan(plan pipebench.Plan, shard, startAt string, now time.Time) (pipebench.Plan, error) {
+	if shard != "" {
+		is, ns, ok := strings.Cut(shard, "/")
+		i, err1 := strconv.Atoi(strings.TrimSpace(is))
+		n, err2 := strconv.Atoi(strings.TrimSpace(ns))
+		if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
+			return plan, pipebench.UsageError(fmt.Sprintf("--shard %q is not I/N with 1 <= I <= N", shard), "write it like 2/4: the second of four shards", nil)
+		}
+		sliced, err := plan.Slice(i-1, n)
+		if err != nil {
+			return plan, pipebench.UsageError("--shard "+shard, "", err)
+		}
+		plan = sliced
+	}
+	if startAt != "" {
+		var at time.Time
+		if rel, ok := strings.CutPrefix(startAt, "+"); ok {
+			d, err := pipebench.ParseDuration(rel)
+			if err != nil {
+				return plan, pipebench.UsageError(fmt.Sprintf("--start-at %q", startAt), "write +30s, or a moment like 2026-11-24T10:00:00Z", err)
+			}
+			at = now.Add(d.D())
+		} else {
+			t, err := time.Parse(time.RFC3339Nano, startAt)
+			if err != nil {
+				return plan, pipebench.UsageError(fmt.Sprintf("--start-at %q is not a moment", startAt), "write it like 2026-11-24T10:00:00Z, or +30s", nil)
+			}
+			at = t
+		}
+		if at.Before(now.Add(-time.Second)) {
+			return plan, pipebench.UsageError(fmt.Sprintf("--start-at %s is in the past", at.Format(time.RFC3339)), "give a moment still to come", nil)
+		}
+		plan.StartAt = at.UTC()
+	}
+	return plan, nil
+}
+
+func (a *app) mergeCommand() *cobra.Command {
+	var out, format, store string
+	var noStore bool
+	cmd := &cobra.Command{
+		Use:   "merge SHARD.json...",
+		Short: "Merge the Results of the shards of one plan into one Result, with one verdict",
+		Long: `merge joins shard Results (pipebench run --shard I/N --out shardI.json) into the Result one
+generator would have recorded: counts added, rates over the shared phase windows, percentiles
+from the merged latency histograms; thresholds and detectors are evaluated on the merged numbers,
+and the merged run is saved to the history. Shards of different plans, a slice given twice or a
+missing slice are refused.`,
+		Example: `  pipebench run s.yaml --shard 1/2 --start-at +10s --out s1.json &
+  pipebench run s.yaml --shard 2/2 --start-at +10s --out s2.json
+  pipebench merge s1.json s2.json --out merged.json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep, err := a.reporter(format)
+			if err != nil {
+				return err
+			}
+			var shards []*pipebench.Result
+			for _, arg := range args {
+				r, err := readResult(arg)
+				if err != nil {
+					return err
+				}
+				shards = append(shards, r)
+			}
+			if out != "" {
+				if err := checkOut(out); err != nil {
+					return err
+				}
+			}
+			if !noStore {
+				if err := a.checkStore(store); err != nil {
+					return err
+				}
+			}
+			merged, err := kpi.Merge(shards)
+			if err != nil {
+				return pipebench.UsageError("cannot merge these shards", "give every shard Result of one plan, once each", err)
+			}
+			notKept := a.keep(merged, rep, keepOpts{out: out, format: format, store: store, noStore: noStore})
+			return &silentExit{code: a.finalCode(exitFor(merged), notKept)}
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&out, "out", "o", "", "write the merged Result (JSON) to this file")
+	fl.StringVarP(&format, "format", "f", "text", "report printed")
+	storeFlag(cmd, &store)
+	fl.BoolVar(&noStore, "no-store", false, "do not save the merged run in the results history")
+	return cmd
+}

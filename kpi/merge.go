@@ -1,0 +1,327 @@
+package kpi
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/pipebench/pipebench"
+)
+
+// The histograms a shard's Result carries, by KPI name.
+var shardHistograms = []string{"latency", "service_time", "schedule_lag", "e2e_latency"}
+
+func encodeHistograms(in PhaseInput) map[string]string {
+	out := map[string]string{}
+	put := func(name string, h *hdrhistogram.Histogram) {
+		if h == nil || h.TotalCount() == 0 {
+			return
+		}
+		if b, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
+			out[name] = string(b)
+		}
+	}
+	put("latency", in.Sends.Latency)
+	put("service_time", in.Sends.Service)
+	put("schedule_lag", in.Sends.Lag)
+	if in.Arrivals != nil {
+		put("e2e_latency", in.Arrivals.E2E)
+	}
+	return out
+}
+
+// Merge joins the Results of the shards of one plan into the Result one
+// generator would have recorded: counts added, rates over the shared phase
+// windows, percentiles from the merged histograms, the pipeline's own KPIs
+// from shard 1 (every shard observes the same system), each shard's series
+// labelled with its shard; then thresholds, detectors, validity and the
+// verdict on the merged numbers. Shards of different plans, a slice given
+// twice, a missing slice or a Result that is no shard are refused, naming
+// them.
+func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
+	if len(shards) == 0 {
+		return nil, errors.New("no shard results to merge")
+	}
+	n := 0
+	byIndex := map[int]*pipebench.Result{}
+	for i, s := range shards {
+		sh := s.Plan.Shard
+		if sh == nil {
+			return nil, fmt.Errorf("result %d (run %s) is not a shard: run each slice with --shard I/N", i+1, s.Manifest.RunID)
+		}
+		if n == 0 {
+			n = sh.Count
+		}
+		if sh.Count != n {
+			return nil, fmt.Errorf("run %s is shard %d/%d, others are of %d", s.Manifest.RunID, sh.Index+1, sh.Count, n)
+		}
+		if s.Plan.Digest != shards[0].Plan.Digest {
+			return nil, fmt.Errorf("run %s (shard %d/%d) comes from another plan than run %s: shards merge only with the slices of one plan", s.Manifest.RunID, sh.Index+1, n, shards[0].Manifest.RunID)
+		}
+		if prev, dup := byIndex[sh.Index]; dup {
+			return nil, fmt.Errorf("shard %d/%d is given twice (runs %s and %s)", sh.Index+1, n, prev.Manifest.RunID, s.Manifest.RunID)
+		}
+		byIndex[sh.Index] = s
+	}
+	var missing []string
+	for i := 0; i < n; i++ {
+		if byIndex[i] == nil {
+			missing = append(missing, fmt.Sprintf("%d/%d", i+1, n))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("shard %s missing: merge needs every slice of the plan", strings.Join(missing, ", "))
+	}
+	ordered := make([]*pipebench.Result, n)
+	for i := range ordered {
+		ordered[i] = byIndex[i]
+	}
+	first := ordered[0]
+	phases := len(first.Phases)
+	for _, s := range ordered[1:] {
+		phases = min(phases, len(s.Phases))
+	}
+
+	plan := wholePlan(ordered)
+	res := &pipebench.Result{Schema: pipebench.ResultSchema, Plan: plan, Errors: map[string][]string{}}
+	var reasons []string
+	aborted := false
+	for _, s := range ordered {
+		if s.Manifest.Status == pipebench.StatusAborted {
+			aborted = true
+		}
+		for class, ms := range s.Errors {
+			for _, m := range ms {
+				if len(res.Errors[class]) < MaxMessages && !containsStr(res.Errors[class], m) {
+					res.Errors[class] = append(res.Errors[class], m)
+				}
+			}
+		}
+		for _, se := range s.Series {
+			l := map[string]string{"shard": fmt.Sprint(s.Plan.Shard.Index + 1)}
+			for k, v := range se.Labels {
+				l[k] = v
+			}
+			se.Labels = l
+			res.Series = append(res.Series, se)
+		}
+	}
+	if len(res.Errors) == 0 {
+		res.Errors = nil
+	}
+	var totalSends SendStats
+	for i := 0; i < phases; i++ {
+		parts := make([]*pipebench.PhaseResult, n)
+		for j, s := range ordered {
+			parts[j] = &s.Phases[i]
+		}
+		pr, in, err := mergePhase(parts)
+		if err != nil {
+			return nil, fmt.Errorf("phase %s: %w", first.Phases[i].Name, err)
+		}
+		res.Phases = append(res.Phases, pr)
+		if i == 0 {
+			totalSends = in.Sends
+		} else {
+			totalSends.merge(in.Sends)
+		}
+		if i < len(plan.Phases) && (!aborted || i < phases-1) {
+			reasons = append(reasons, Validity(plan.Phases[i], &pr, in.Sends)...)
+		}
+	}
+	if first.Total != nil {
+		parts := make([]*pipebench.PhaseResult, 0, n)
+		for _, s := range ordered {
+			if s.Total != nil {
+				parts = append(parts, s.Total)
+			}
+		}
+		if len(parts) == n {
+			t, _, err := mergePhase(parts)
+			if err != nil {
+				return nil, fmt.Errorf("total: %w", err)
+			}
+			res.Total = &t
+		}
+	}
+	reasons = append(reasons, reached(totalSends)...)
+	res.Thresholds = EvalThresholds(plan, res.Phases)
+	res.Detections = Detect(res, DetectOptions{})
+	res.Summary = Summary(res)
+
+	m := first.Manifest
+	m.RunID = first.Manifest.RunID + "-merged"
+	for _, s := range ordered {
+		if s.Manifest.Started.Before(m.Started) {
+			m.Started = s.Manifest.Started
+		}
+		if s.Manifest.Ended.After(m.Ended) {
+			m.Ended = s.Manifest.Ended
+		}
+	}
+	m.Labels = map[string]string{"shards": fmt.Sprint(n)}
+	for k, v := range first.Manifest.Labels {
+		m.Labels[k] = v
+	}
+	m.Status, m.Reasons = verdict(res, reasons, aborted, phases, len(plan.Phases))
+	res.Manifest = m
+	return res, nil
+}
+
+// verdict decides a Result's status from its thresholds and the reasons
+// its numbers are not sound.
+func verdict(res *pipebench.Result, reasons []string, aborted bool, ran, planned int) (pipebench.Status, []string) {
+	switch {
+	case aborted:
+		return pipebench.StatusAborted, append([]string{fmt.Sprintf("stopped by a signal after %d of %d phases; the result is partial", ran, planned)}, reasons...)
+	case len(reasons) > 0:
+		return pipebench.StatusInvalid, reasons
+	case len(res.Thresholds) == 0:
+		return pipebench.StatusCompleted, []string{"no thresholds were set, so the run has no pass or fail: add thresholds to the scenario for a verdict"}
+	case Failed(res.Thresholds):
+		for _, t := range res.Thresholds {
+			if !t.Passed {
+				reasons = append(reasons, fmt.Sprintf("threshold %q failed in phase %s: %s", t.Expr, t.Phase, t.Message))
+			}
+		}
+		return pipebench.StatusFailed, reasons
+	}
+	return pipebench.StatusPassed, reasons
+}
+
+// wholePlan rebuilds the plan the shards were sliced from: rates
+// multiplied back, items and blast counts added, one sequence range.
+func wholePlan(shards []*pipebench.Result) pipebench.Plan {
+	p := shards[0].Plan
+	n := pipebench.Rate(len(shards))
+	p.Shard, p.SeqStart = nil, 0
+	p.Phases = append([]pipebench.PlanPhase(nil), p.Phases...)
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		pr := ph.Profile
+		pr.Rate, pr.From, pr.To = pr.Rate*n, pr.From*n, pr.To*n
+		if pr.Steps != nil {
+			pr.Steps = append([]pipebench.Step(nil), pr.Steps...)
+			for j := range pr.Steps {
+				pr.Steps[j].Rate *= n
+			}
+		}
+		if pr.Burst != nil {
+			b := *pr.Burst
+			b.Rate *= n
+			pr.Burst = &b
+		}
+		ph.Items, pr.Count, pr.Workers, ph.MaxInFlight = 0, 0, 0, 0
+		for _, s := range shards {
+			if i < len(s.Plan.Phases) {
+				sp := s.Plan.Phases[i]
+				ph.Items += sp.Items
+				pr.Count += sp.Profile.Count
+				pr.Workers += sp.Profile.Workers
+				ph.MaxInFlight += sp.MaxInFlight
+			}
+		}
+		ph.Profile = pr
+	}
+	return p
+}
+
+// The KPIs mergePhase adds up across shards; Build recomputes the rest of
+// the generator's and the sink's from them.
+var summed = []string{"sent", "accepted", "dropped", "abandoned", "delivered", "lost", "duplicates", "reordered", "faulted"}
+
+// mergePhase joins one phase of every shard.
+func mergePhase(parts []*pipebench.PhaseResult) (pipebench.PhaseResult, PhaseInput, error) {
+	in := PhaseInput{Name: parts[0].Name, Started: parts[0].Started, Ended: parts[0].Ended}
+	sum := map[string]float64{}
+	has := map[string]bool{}
+	for _, p := range parts {
+		if p.Name != in.Name {
+			return pipebench.PhaseResult{}, in, fmt.Errorf("shards disagree on the phase: %q and %q", in.Name, p.Name)
+		}
+		if p.Started.Before(in.Started) {
+			in.Started = p.Started
+		}
+		if p.Ended.After(in.Ended) {
+			in.Ended = p.Ended
+		}
+		for _, k := range p.KPIs {
+			if len(k.Labels) == 0 && containsStr(summed, k.Name) || k.Name == "target_rate" {
+				sum[k.Name] += k.Value
+				has[k.Name] = true
+			}
+			if k.Name == "errors" {
+				sum["errors."+k.Labels["class"]] += k.Value
+			}
+		}
+	}
+	s := SendStats{Details: map[string]uint64{}}
+	s.Items[pipebench.ClassRefused] = uint64(sum["errors.refused"])
+	s.Items[pipebench.ClassTimeout] = uint64(sum["errors.timeout"])
+	s.Items[pipebench.ClassError] = uint64(sum["errors.error"])
+	s.Items[pipebench.ClassOK] = uint64(sum["accepted"])
+	s.Items[pipebench.ClassDropped] = uint64(sum["dropped"])
+	s.Abandoned = uint64(sum["abandoned"])
+	var hists = map[string]*hdrhistogram.Histogram{}
+	for _, name := range shardHistograms {
+		for _, p := range parts {
+			enc, ok := p.Histograms[name]
+			if !ok {
+				continue
+			}
+			h, err := hdrhistogram.Decode([]byte(enc))
+			if err != nil {
+				return pipebench.PhaseResult{}, in, fmt.Errorf("histogram %s: %w", name, err)
+			}
+			if hists[name] == nil {
+				hists[name] = newHist()
+			}
+			hists[name].Merge(h)
+		}
+	}
+	s.Latency, s.Service, s.Lag = orEmpty(hists["latency"]), orEmpty(hists["service_time"]), orEmpty(hists["schedule_lag"])
+	in.Sends = s
+	if has["target_rate"] {
+		in.TargetRate = sum["target_rate"]
+	}
+	if has["delivered"] || has["lost"] {
+		in.Arrivals = &ArrivalStats{
+			Delivered: uint64(sum["delivered"]), Lost: uint64(sum["lost"]),
+			Duplicates: uint64(sum["duplicates"]), Reordered: uint64(sum["reordered"]),
+			E2E: orEmpty(hists["e2e_latency"]),
+		}
+		in.Faulted = uint64(sum["faulted"])
+	}
+	pr := Build(in, nil)
+	// The rest (the pipeline's own KPIs, derived ones) from the first
+	// shard that has them: every shard observed the same system.
+	for _, p := range parts {
+		for _, k := range p.KPIs {
+			if _, ok := pr.Get(k.Name, flatten(k.Labels)...); !ok {
+				pr.Set(k)
+			}
+		}
+	}
+	encoded := encodeHistograms(in)
+	if len(encoded) > 0 {
+		pr.Histograms = encoded
+	}
+	return pr, in, nil
+}
+
+func orEmpty(h *hdrhistogram.Histogram) *hdrhistogram.Histogram {
+	if h == nil {
+		return newHist()
+	}
+	return h
+}
+
+func flatten(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k, v)
+	}
+	return out
+}

@@ -1,0 +1,98 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/kpi"
+	"github.com/pipebench/pipebench/runner"
+	httpsink "github.com/pipebench/pipebench/sink/http"
+)
+
+// Four shards of one plan, run as concurrent generators from a shared
+// start against one real sink: merged, their Result counts exactly what
+// the sink received, and the plan's items.
+func TestShardsMergeToWhatTheSinkReceived(t *testing.T) {
+	arr := kpi.NewArrivals(1, nil)
+	arr.StartPhase(0, 1)
+	sink, err := httpsink.New(httpsink.Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Start(context.Background(), arr); err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Shutdown(context.Background())
+	reg := registry(t)
+	_, plan := parse(t, reg, fmt.Sprintf(`
+name: sharded
+target: {driver: http, url: %q, connections: 4}
+workload: {generator: event, size: 64}
+phases:
+  - {name: a, duration: 1s, rate: 800/s}
+  - {name: b, duration: 1s, rate: 1200/s}
+thresholds: ["errors == 0"]
+`, sink.Endpoint()))
+	const n = 4
+	start := time.Now().Add(500 * time.Millisecond)
+	results := make([]*pipebench.Result, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		shard, err := plan.Slice(i, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shard.StartAt = start
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := runner.Run(context.Background(), runner.Params{Plan: shard, Registry: reg})
+			if err != nil {
+				t.Errorf("shard %d: %v", i+1, err)
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	merged, err := kpi.Merge(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merged.Manifest.Status != pipebench.StatusPassed {
+		t.Errorf("merged status %s: %v", merged.Manifest.Status, merged.Manifest.Reasons)
+	}
+	got := get(t, merged.Total, "accepted")
+	if sunk := float64(arr.Delivered()); got != sunk {
+		t.Errorf("merged accepted %v, the sink received %v unique items", got, sunk)
+	}
+	if sent := get(t, merged.Total, "sent"); sent != float64(plan.Items()) {
+		t.Errorf("merged sent %v, the plan's items %d", sent, plan.Items())
+	}
+	for i, want := range []float64{800, 1200} {
+		if tr := get(t, &merged.Phases[i], "target_rate"); tr < want*0.99 || tr > want*1.01 {
+			t.Errorf("phase %d target_rate %v, want %v", i, tr, want)
+		}
+	}
+	if p99 := get(t, merged.Total, "latency.p99"); p99 <= 0 {
+		t.Errorf("merged latency.p99 %v", p99)
+	}
+	// Refusals: a missing shard, a shard twice, another plan's shard.
+	if _, err := kpi.Merge(results[:3]); err == nil {
+		t.Error("three of four shards merged")
+	}
+	if _, err := kpi.Merge([]*pipebench.Result{results[0], results[0], results[2], results[3]}); err == nil {
+		t.Error("a shard given twice merged")
+	}
+	other := *results[1]
+	other.Plan.Digest = "another"
+	if _, err := kpi.Merge([]*pipebench.Result{results[0], &other, results[2], results[3]}); err == nil {
+		t.Error("a shard of another plan merged")
+	}
+}
