@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/pipebench/pipebench/sut/jetstream"
 	"github.com/pipebench/pipebench/sut/otelcol"
 )
 
@@ -18,6 +19,8 @@ func main() {
 	// The embedded OpenTelemetry Collector runs as a child process of this
 	// same binary.
 	otelcol.MaybeRunChild()
+	// So do the embedded nats-server nodes.
+	jetstream.MaybeRunChild()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
