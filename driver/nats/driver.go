@@ -45,6 +45,9 @@ type Driver struct {
 	next    atomic.Uint64
 	keyed   bool // the subject has {key}
 	timeout time.Duration
+	// Publish options, built once: no retries (a failure is measured,
+	// not hidden), a send waits at most the timeout for window room.
+	syncOpts, asyncOpts []js.PublishOpt
 }
 
 type conn struct {
@@ -70,7 +73,10 @@ func New(cfg Config, target string) (*Driver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Driver{cfg: cfg, urls: strings.Join(splitURLs(cfg.URL), ","), keyed: strings.Contains(cfg.Subject, "{key}"), timeout: cfg.Timeout.D()}, nil
+	d := &Driver{cfg: cfg, urls: strings.Join(splitURLs(cfg.URL), ","), keyed: strings.Contains(cfg.Subject, "{key}"), timeout: cfg.Timeout.D()}
+	d.syncOpts = []js.PublishOpt{js.WithRetryAttempts(0)}
+	d.asyncOpts = []js.PublishOpt{js.WithStallWait(d.timeout), js.WithRetryAttempts(0)}
+	return d, nil
 }
 
 // Start opens every connection. A server that refuses connections does not
@@ -190,6 +196,18 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 	if d.keyed {
 		subject = strings.ReplaceAll(subject, "{key}", b.Key)
 	}
+	if b.Count <= 1 || !d.cfg.Split {
+		m := d.message(subject, b)
+		switch d.cfg.Mode {
+		case ModeCore:
+			if err := c.nc.PublishMsg(m); err != nil {
+				return classify(err)
+			}
+			return pipebench.Outcome{}
+		case ModeJSAsync:
+			return d.sendAsync(ctx, c, []*nats.Msg{m})
+		}
+	}
 	msgs := d.messages(subject, b)
 	switch d.cfg.Mode {
 	case ModeCore:
@@ -203,7 +221,7 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 		cctx, cancel := context.WithTimeout(ctx, d.timeout)
 		defer cancel()
 		for _, m := range msgs {
-			if _, err := c.js.PublishMsg(cctx, m, js.WithRetryAttempts(0)); err != nil {
+			if _, err := c.js.PublishMsg(cctx, m, d.syncOpts...); err != nil {
 				return classify(err)
 			}
 		}
@@ -219,7 +237,7 @@ func (d *Driver) sendAsync(ctx context.Context, c *conn, msgs []*nats.Msg) pipeb
 	futs := make([]js.PubAckFuture, 0, len(msgs))
 	var worst pipebench.Outcome
 	for _, m := range msgs {
-		f, err := c.js.PublishMsgAsync(m, js.WithStallWait(d.timeout), js.WithRetryAttempts(0))
+		f, err := c.js.PublishMsgAsync(m, d.asyncOpts...)
 		if err != nil {
 			worst = classify(err)
 			break
@@ -303,55 +321,50 @@ func classify(err error) pipebench.Outcome {
 }
 
 // messages turns a batch into NATS messages: one per item when Split is on
-// and the body is a JSON array of exactly Count events, else one.
+// and the body is a JSON array of exactly Count events, else one. Only
+// the headers a sink needs travel: the sequence headers and any others the
+// generator set, but not a count of 1 (the default) nor the content type.
 func (d *Driver) messages(subject string, b *pipebench.Batch) []*nats.Msg {
 	if d.cfg.Split && b.Count > 1 {
 		if items := splitArray(b.Body, b.Count); items != nil {
 			msgs := make([]*nats.Msg, len(items))
-			seqHdr := headerValue(b.Headers, payload.HeaderSeq) != ""
 			for i, it := range items {
-				m := &nats.Msg{Subject: subject, Data: it, Header: make(nats.Header, len(b.Headers)+1)}
+				m := &nats.Msg{Subject: subject, Data: it}
 				for _, h := range b.Headers {
 					switch h.Name {
 					case payload.HeaderCount:
-						m.Header[h.Name] = []string{"1"}
 					case payload.HeaderSeq:
-						m.Header[h.Name] = []string{strconv.FormatUint(b.Seq+uint64(i), 10)}
+						m.Header = setHeader(m.Header, h.Name, strconv.FormatUint(b.Seq+uint64(i), 10))
 					default:
-						m.Header[h.Name] = []string{h.Value}
+						m.Header = setHeader(m.Header, h.Name, h.Value)
 					}
-				}
-				if !seqHdr {
-					m.Header[payload.HeaderCount] = []string{"1"}
-				}
-				if b.ContentType != "" {
-					m.Header["Content-Type"] = []string{b.ContentType}
 				}
 				msgs[i] = m
 			}
 			return msgs
 		}
 	}
-	m := &nats.Msg{Subject: subject, Data: b.Body}
-	if len(b.Headers) > 0 || b.ContentType != "" {
-		m.Header = make(nats.Header, len(b.Headers)+1)
-		for _, h := range b.Headers {
-			m.Header[h.Name] = []string{h.Value}
-		}
-		if b.ContentType != "" {
-			m.Header["Content-Type"] = []string{b.ContentType}
-		}
-	}
-	return []*nats.Msg{m}
+	return []*nats.Msg{d.message(subject, b)}
 }
 
-func headerValue(hs []pipebench.Header, name string) string {
-	for _, h := range hs {
-		if h.Name == name {
-			return h.Value
+// message is the whole batch as one message.
+func (d *Driver) message(subject string, b *pipebench.Batch) *nats.Msg {
+	m := &nats.Msg{Subject: subject, Data: b.Body}
+	for _, h := range b.Headers {
+		if h.Name == payload.HeaderCount && h.Value == "1" {
+			continue
 		}
+		m.Header = setHeader(m.Header, h.Name, h.Value)
 	}
-	return ""
+	return m
+}
+
+func setHeader(h nats.Header, name, value string) nats.Header {
+	if h == nil {
+		h = make(nats.Header, 4)
+	}
+	h[name] = []string{value}
+	return h
 }
 
 // splitArray returns the elements of a JSON array body if it has exactly

@@ -105,7 +105,7 @@ type varz struct {
 }
 
 type connz struct {
-	NumConns int `json:"num_connections"`
+	NumConns int `json:"total"` // num_connections counts only the page asked for
 }
 
 type jsz struct {
