@@ -152,7 +152,7 @@ type jsz struct {
 //	js_storage_bytes, node_storage_used_ratio              per node
 //	stream_messages, stream_bytes, stream_last_seq,
 //	storage_used_ratio                                     per node and stream
-//	consumer_pending, ack_pending, redelivered (counter),
+//	consumer_pending, ack_pending, redelivered (awaiting ack),
 //	consumer_acked_seq, consumer_paused                    per node, stream and consumer
 //
 // storage_used_ratio is the stream's bytes over its max_bytes, or over the
@@ -218,7 +218,9 @@ func (o *Observer) observe(ctx context.Context, t target, at time.Time) ([]pipeb
 				kv := []string{"stream", s.Name, "consumer", cs.Name}
 				add("consumer_pending", pipebench.KindGauge, float64(cs.NumPending), kv...)
 				add("ack_pending", pipebench.KindGauge, float64(cs.NumAckPending), kv...)
-				add("redelivered", pipebench.KindCounter, float64(cs.NumRedeliv), kv...)
+				// num_redelivered is the messages redelivered and
+				// not yet acked: a level, not a total.
+				add("redelivered", pipebench.KindGauge, float64(cs.NumRedeliv), kv...)
 				add("consumer_acked_seq", pipebench.KindCounter, float64(cs.AckFloor.Stream), kv...)
 				paused := 0.0
 				if cs.Paused {

@@ -134,7 +134,8 @@ type Sink struct {
 	attached chan struct{}
 	policy   pipebench.FaultPolicy
 	phase    time.Time
-	paused   bool
+	paused   bool // the consumer is paused on the server
+	outage   bool // by the outage schedule (not by Pause)
 	stop     chan struct{}
 	loopWG   sync.WaitGroup
 
@@ -250,7 +251,11 @@ func (s *Sink) Attach(ctx context.Context, url, stream string) error {
 		return fmt.Errorf("create consumer %s on stream %s: %w", s.cfg.Durable, s.stream, err)
 	}
 	for i := 0; i < s.cfg.Workers; i++ {
-		c, err := cons.Consume(s.handleJS, js.PullMaxMessages(s.cfg.Batch), js.ConsumeErrHandler(func(js.ConsumeContext, error) {}))
+		// Pull requests expire every second: after a resume the server
+		// serves the next one at once, where a long pull would wait for
+		// the client to notice a missed heartbeat (15 s by default).
+		c, err := cons.Consume(s.handleJS, js.PullMaxMessages(s.cfg.Batch), js.PullExpiry(time.Second),
+			js.ConsumeErrHandler(func(js.ConsumeContext, error) {}))
 		if err != nil {
 			for _, c := range s.ccs {
 				c.Stop()
@@ -347,9 +352,9 @@ func (s *Sink) pauseLoop() {
 			return
 		case now := <-t.C:
 			s.mu.Lock()
-			p, start, paused, ready := s.policy, s.phase, s.paused, s.js != nil
+			p, start, outage, ready := s.policy, s.phase, s.outage, s.js != nil
 			s.mu.Unlock()
-			if !ready || len(p.Outages) == 0 && !paused {
+			if !ready || len(p.Outages) == 0 && !outage {
 				continue
 			}
 			in := false
@@ -359,8 +364,10 @@ func (s *Sink) pauseLoop() {
 					in = true
 				}
 			}
-			if in != paused {
-				_ = s.setPaused(context.Background(), in)
+			if in != outage && s.setPaused(context.Background(), in) == nil {
+				s.mu.Lock()
+				s.outage = in
+				s.mu.Unlock()
 			}
 		}
 	}
