@@ -139,6 +139,8 @@ type Sink struct {
 	stop     chan struct{}
 	loopWG   sync.WaitGroup
 
+	shutOnce sync.Once
+
 	limMu    sync.Mutex
 	nextSlot time.Time
 
@@ -467,29 +469,46 @@ func itemCount(h nats.Header) int {
 }
 
 // Shutdown stops consuming (processing what was already pulled, bounded by
-// ctx), closes the connection and the attach listener.
+// ctx and a few seconds), closes the connection and the attach listener.
+// The runner stops the SUT before the sink, so the server may be gone: then
+// it just stops. A second call does nothing.
 func (s *Sink) Shutdown(ctx context.Context) error {
+	var err error
+	s.shutOnce.Do(func() { err = s.shutdown(ctx) })
+	return err
+}
+
+func (s *Sink) shutdown(ctx context.Context) error {
 	close(s.stop)
 	s.loopWG.Wait()
 	s.mu.Lock()
 	ccs, sub, nc := s.ccs, s.sub, s.nc
 	s.mu.Unlock()
+	up := nc != nil && nc.IsConnected()
+	wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	for _, c := range ccs {
-		c.Drain()
-	}
-	for _, c := range ccs {
-		select {
-		case <-c.Closed():
-		case <-ctx.Done():
+		if up {
+			c.Drain()
+		} else {
+			c.Stop()
 		}
 	}
-	if sub != nil {
+	if up {
+		for _, c := range ccs {
+			select {
+			case <-c.Closed():
+			case <-wait.Done():
+			}
+		}
+	}
+	if sub != nil && up {
 		_ = sub.Drain()
 	}
 	if nc != nil {
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_ = nc.FlushWithContext(dctx)
-		cancel()
+		if up {
+			_ = nc.FlushWithContext(wait)
+		}
 		nc.Close()
 	}
 	var err error
