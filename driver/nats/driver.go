@@ -10,7 +10,6 @@ package natsdriver
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -368,19 +367,54 @@ func setHeader(h nats.Header, name, value string) nats.Header {
 }
 
 // splitArray returns the elements of a JSON array body if it has exactly
-// want of them, else nil.
+// want of them, else nil. The elements are slices of body (no copy): it
+// only scans for the commas between top-level elements, minding strings
+// and nesting, and trusts the generator for the rest.
 func splitArray(body []byte, want int) [][]byte {
 	t := bytes.TrimSpace(body)
-	if len(t) < 2 || t[0] != '[' {
+	if len(t) < 2 || t[0] != '[' || t[len(t)-1] != ']' {
 		return nil
 	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(t, &raws); err != nil || len(raws) != want {
+	out := make([][]byte, 0, want)
+	depth, inStr, esc, start := 0, false, false, 1
+	for i := 1; i < len(t)-1; i++ {
+		c := t[i]
+		switch {
+		case inStr:
+			if esc {
+				esc = false
+			} else if c == '\\' {
+				esc = true
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth < 0 {
+				return nil
+			}
+		case c == ',' && depth == 0:
+			out = append(out, bytes.TrimSpace(t[start:i]))
+			start = i + 1
+		}
+	}
+	if inStr || depth != 0 {
 		return nil
 	}
-	out := make([][]byte, len(raws))
-	for i, r := range raws {
-		out[i] = r
+	if last := bytes.TrimSpace(t[start : len(t)-1]); len(last) > 0 {
+		out = append(out, last)
+	}
+	if len(out) != want {
+		return nil
+	}
+	for _, e := range out {
+		if len(e) == 0 {
+			return nil
+		}
 	}
 	return out
 }
