@@ -151,7 +151,8 @@ type jsz struct {
 //	memory_mb, cpu_cores, connections                      per node
 //	js_storage_bytes, node_storage_used_ratio              per node
 //	stream_messages, stream_bytes, stream_last_seq,
-//	storage_used_ratio                                     per node and stream
+//	storage_used_ratio, storage_used_bytes,
+//	storage_limit_bytes                                    per node and stream
 //	consumer_pending, ack_pending, redelivered (awaiting ack),
 //	consumer_acked_seq, consumer_paused                    per node, stream and consumer
 //
@@ -213,6 +214,10 @@ func (o *Observer) observe(ctx context.Context, t target, at time.Time) ([]pipeb
 			}
 			if limit > 0 {
 				add("storage_used_ratio", pipebench.KindGauge, float64(s.State.Bytes)/float64(limit), "stream", s.Name)
+				// The storage_fill and storage_full detectors read
+				// these two.
+				add("storage_used_bytes", pipebench.KindGauge, float64(s.State.Bytes), "stream", s.Name)
+				add("storage_limit_bytes", pipebench.KindGauge, float64(limit), "stream", s.Name)
 			}
 			for _, cs := range s.Consumers {
 				kv := []string{"stream", s.Name, "consumer", cs.Name}

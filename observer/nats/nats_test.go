@@ -103,6 +103,12 @@ func TestObserve(t *testing.T) {
 	if v := value(t, pts, "storage_used_ratio", "stream", "S"); v != bytes/(1<<20) {
 		t.Errorf("storage_used_ratio %v, want %v", v, bytes/(1<<20))
 	}
+	if v := value(t, pts, "storage_limit_bytes", "stream", "S"); v != 1<<20 {
+		t.Errorf("storage_limit_bytes %v", v)
+	}
+	if v := value(t, pts, "storage_used_bytes", "stream", "S"); v != bytes {
+		t.Errorf("storage_used_bytes %v", v)
+	}
 	if v := value(t, pts, "node_storage_used_ratio"); v <= 0 || v > 1 {
 		t.Errorf("node_storage_used_ratio %v", v)
 	}
