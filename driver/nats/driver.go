@@ -63,6 +63,10 @@ var (
 
 // New builds a driver for cfg; target is used when cfg.URL is empty.
 func New(cfg Config, target string) (*Driver, error) {
+	if cfg.URL == "" && strings.HasPrefix(target, "http") {
+		return nil, pipebench.UsageError("the nats driver has no nats:// server to publish to (the target "+target+" is not one)",
+			"add sut: {type: jetstream}, or set target.url to nats://HOST:4222", nil)
+	}
 	if cfg.URL == "" {
 		cfg.URL = target
 	}

@@ -32,6 +32,10 @@ import (
 	"github.com/pipebench/pipebench/sink/fault"
 )
 
+// AttachPath is the path of the endpoint a sink without a url serves: the
+// jetstream SUT posts {"url", "stream"} to a target ending in it.
+const AttachPath = "/pipebench/nats-attach"
+
 // Config configures the NATS sink.
 type Config struct {
 	// URL of the server; empty waits for the embedded SUT to attach.
@@ -179,7 +183,7 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 	}
 	s.ln = ln
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /attach", s.handleAttach)
+	mux.HandleFunc("POST "+AttachPath, s.handleAttach)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.srvWG.Add(1)
 	go func() { defer s.srvWG.Done(); _ = s.srv.Serve(ln) }()
@@ -281,7 +285,7 @@ func (s *Sink) Endpoint() string {
 	if s.ln == nil {
 		return ""
 	}
-	return "http://" + s.ln.Addr().String() + "/attach"
+	return "http://" + s.ln.Addr().String() + AttachPath
 }
 
 // Attached is closed once the sink consumes.

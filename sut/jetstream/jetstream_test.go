@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"syscall"
@@ -142,5 +143,35 @@ func TestConfigErrors(t *testing.T) {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("no %s line in:\n%v", key, err)
 		}
+	}
+}
+
+// The SUT tells a waiting nats sink where to consume, and nothing else.
+func TestTellsOnlyANATSSink(t *testing.T) {
+	got := make(chan Attach, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var a Attach
+		json.NewDecoder(r.Body).Decode(&a)
+		got <- a
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	for _, target := range []string{srv.URL + "/events", srv.URL + attachPath} {
+		s := New(*DefaultConfig(), pipebench.Env{Dir: t.TempDir(), Target: target})
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s.Shutdown(context.Background())
+	}
+	select {
+	case a := <-got:
+		if !strings.HasPrefix(a.URL, "nats://127.0.0.1:") || a.Stream != "EVENTS" {
+			t.Errorf("attach %+v", a)
+		}
+	default:
+		t.Fatal("the nats sink was not told")
+	}
+	if len(got) != 0 {
+		t.Error("a target that is not a nats sink was posted to")
 	}
 }

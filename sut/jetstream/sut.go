@@ -152,15 +152,17 @@ type node struct {
 var _ pipebench.SUT = (*Server)(nil)
 
 // New returns a server that is not started. env.Dir holds the storage
-// (a temporary directory when empty); an http:// env.Target is told the
-// client URL once the stream exists.
+// (a temporary directory when empty); an env.Target that is a waiting nats
+// sink's endpoint (http://.../pipebench/nats-attach) is told the client URL
+// once the stream exists. Any other target is ignored: the system under
+// test is the stream, and consumers connect to it.
 func New(cfg Config, env pipebench.Env) *Server {
 	dir := env.Dir
 	if dir == "" {
 		dir = os.TempDir()
 	}
 	s := &Server{cfg: cfg, dir: dir}
-	if strings.HasPrefix(env.Target, "http://") {
+	if strings.HasPrefix(env.Target, "http://") && strings.HasSuffix(env.Target, attachPath) {
 		s.notify = env.Target
 	}
 	return s
@@ -364,6 +366,10 @@ func (s *Server) createStream(ctx context.Context, deadline time.Time) error {
 	}
 	return fmt.Errorf("create stream %s: %w", s.cfg.Stream.Name, last)
 }
+
+// attachPath ends the endpoint of a nats sink waiting to be told where to
+// consume (the sink's AttachPath; the packages do not import each other).
+const attachPath = "/pipebench/nats-attach"
 
 // Attach is what the SUT posts to a waiting sink: where to consume.
 type Attach struct {
