@@ -507,3 +507,32 @@ func TestSplitArray(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRawJetStreamAsyncPublish is the yardstick: nats.go's async
+// publish used directly the way `nats bench js pub --async` uses it (one
+// goroutine, a window of 256 outstanding, no per-message outcome), with the
+// same 128-byte bodies, to compare the driver with on the same server.
+func BenchmarkRawJetStreamAsyncPublish(b *testing.B) {
+	url := benchServer(b)
+	nc, _ := jsClient(b, url)
+	j, err := js.New(nc, js.WithPublishAsyncMaxPending(256))
+	if err != nil {
+		b.Fatal(err)
+	}
+	createStream(b, j, js.StreamConfig{Name: "RAW", Subjects: []string{"raw.>"}, Storage: js.FileStorage})
+	defer j.DeleteStream(context.Background(), "RAW")
+	body := newGen(b).Next(1, 1, time.Now()).Body
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if _, err := j.PublishAsync("raw.x", body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-j.PublishAsyncComplete():
+	case <-time.After(30 * time.Second):
+		b.Fatal("acks did not arrive")
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}

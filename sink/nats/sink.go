@@ -46,7 +46,8 @@ type Config struct {
 	Stream string `yaml:"stream" json:"stream"`
 	// Durable is the consumer's name.
 	Durable string `yaml:"durable" json:"durable"`
-	// Subject filters the consumer (jetstream, empty = the whole stream)
+	// Subject filters the consumer (jetstream; empty, the default, takes
+	// the whole stream)
 	// or is the subscription (core).
 	Subject string `yaml:"subject" json:"subject"`
 	// AckWait is how long the server waits for an ack before redelivering.
@@ -66,7 +67,7 @@ type Config struct {
 // DefaultConfig returns the defaults: a durable pull consumer "pipebench"
 // on stream EVENTS, 30 s ack wait, 1 worker.
 func DefaultConfig() *Config {
-	return &Config{Mode: "jetstream", Stream: "EVENTS", Durable: "pipebench", Subject: "events.>",
+	return &Config{Mode: "jetstream", Stream: "EVENTS", Durable: "pipebench",
 		AckWait: pipebench.Duration(30 * time.Second), MaxAckPending: 20000, Batch: 500, Workers: 1,
 		NakDelay: pipebench.Duration(500 * time.Millisecond), Listen: "127.0.0.1:0"}
 }
