@@ -47,8 +47,7 @@ type Config struct {
 	// Durable is the consumer's name.
 	Durable string `yaml:"durable" json:"durable"`
 	// Subject filters the consumer (jetstream; empty, the default, takes
-	// the whole stream)
-	// or is the subscription (core).
+	// the whole stream) or is the subscription (core).
 	Subject string `yaml:"subject" json:"subject"`
 	// AckWait is how long the server waits for an ack before redelivering.
 	AckWait pipebench.Duration `yaml:"ack_wait" json:"ack_wait"`
