@@ -200,3 +200,25 @@ func TestStreamFills(t *testing.T) {
 	waitFor(t, "the sink", 30*time.Second, func() bool { d, _ := p.rec.counts(); return int64(d) == accepted })
 	t.Logf("accepted %d, refused %d (%s)", accepted, refused, last.Message)
 }
+
+// Core publishes with the sequence number in the JSON body (no headers) are
+// captured by the stream and matched by the sink all the same.
+func TestCoreFieldMode(t *testing.T) {
+	const n = 3000
+	d := natsdriver.DefaultConfig()
+	d.Mode, d.Connections = natsdriver.ModeCore, 50
+	p := build(t, jetstream.DefaultConfig(), d)
+	var err error
+	if p.gen, err = payload.EventFactory().New(&payload.EventConfig{Size: 128, SeqIn: "field", ContentType: "application/json"}, pipebench.Env{}); err != nil {
+		t.Fatal(err)
+	}
+	accepted, _, _ := p.send(t, n, 5, 8)
+	if accepted != n {
+		t.Fatalf("accepted %d of %d", accepted, n)
+	}
+	waitFor(t, "the stream", 20*time.Second, func() bool { return p.point(t, "stream_messages") == n })
+	waitFor(t, "the sink", 30*time.Second, func() bool { d, _ := p.rec.counts(); return d == n })
+	if distinct, dups := p.rec.counts(); distinct != n || dups != 0 {
+		t.Errorf("the sink saw %d distinct, %d duplicates", distinct, dups)
+	}
+}
