@@ -222,3 +222,27 @@ func TestCoreFieldMode(t *testing.T) {
 		t.Errorf("the sink saw %d distinct, %d duplicates", distinct, dups)
 	}
 }
+
+// A node whose own storage limit (max_store) is reached refuses publishes
+// to a stream with no limit of its own: refused, storage full, reached.
+func TestNodeStorageFull(t *testing.T) {
+	s := jetstream.DefaultConfig()
+	s.MaxStore = 2 << 20
+	d := natsdriver.DefaultConfig()
+	d.Connections = 4
+	p := build(t, s, d)
+	accepted, refused, last := p.send(t, 30000, 1, 16)
+	if refused == 0 {
+		t.Fatalf("accepted %d, none refused: the 2 MiB node should fill", accepted)
+	}
+	if last.Class != pipebench.ClassRefused || last.Unreached {
+		t.Errorf("refusal classified %+v", last)
+	}
+	if r := p.point(t, "node_storage_used_ratio"); r < 0.9 {
+		t.Errorf("node_storage_used_ratio %v after refusals", r)
+	}
+	if got := p.point(t, "stream_messages"); got != float64(accepted) {
+		t.Errorf("the stream holds %v, the driver accepted %d", got, accepted)
+	}
+	t.Logf("accepted %d, refused %d: %s (%s)", accepted, refused, last.Detail, last.Message)
+}
