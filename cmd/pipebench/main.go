@@ -8,6 +8,7 @@ package main
 import (
 	"os"
 
+	"github.com/pipebench/pipebench/sut/jetstream"
 	"github.com/pipebench/pipebench/sut/otelcol"
 )
 
@@ -15,6 +16,8 @@ func main() {
 	// The embedded OpenTelemetry Collector runs as a child process of this
 	// same binary.
 	otelcol.MaybeRunChild()
+	// So do the embedded nats-server nodes.
+	jetstream.MaybeRunChild()
 
 	ctx, cut, release := signals(os.Stderr)
 	code := executeWith(ctx, cut, os.Args[1:], os.Stdout, os.Stderr)

@@ -6,7 +6,9 @@ import (
 
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
+	natsdriver "github.com/pipebench/pipebench/driver/nats"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
+	natsobs "github.com/pipebench/pipebench/observer/nats"
 	procobs "github.com/pipebench/pipebench/observer/process"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
 	"github.com/pipebench/pipebench/payload"
@@ -20,7 +22,9 @@ import (
 	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/report/text"
 	httpsink "github.com/pipebench/pipebench/sink/http"
+	natssink "github.com/pipebench/pipebench/sink/nats"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
+	"github.com/pipebench/pipebench/sut/jetstream"
 	"github.com/pipebench/pipebench/sut/otelcol"
 	"github.com/pipebench/pipebench/sut/relay"
 )
@@ -41,15 +45,19 @@ func newRegistry() (*pipebench.Registry, error) {
 		reg.Drivers.Register(httpdriver.Factory()),
 		reg.Drivers.Register(otlpdriver.Factory()),
 		reg.Drivers.Register(logfile.Factory()),
+		reg.Drivers.Register(natsdriver.Factory()),
 
 		reg.Sinks.Register(httpsink.Factory()),
 		reg.Sinks.Register(otlpsink.Factory()),
+		reg.Sinks.Register(natssink.Factory()),
 
 		reg.SUTs.Register(relay.Factory()),
 		reg.SUTs.Register(otelcol.Factory()),
+		reg.SUTs.Register(jetstream.Factory()),
 
 		reg.Observers.Register(promobs.Factory()),
 		reg.Observers.Register(procobs.Factory()),
+		reg.Observers.Register(natsobs.Factory()),
 
 		reg.Reporters.Register(reporter("text", "the terminal KPI table", text.New(text.Options{}))),
 		reg.Reporters.Register(reporter("md", "markdown tables in the reference reports' shape", markdown.New(markdown.Options{}))),

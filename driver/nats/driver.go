@@ -1,0 +1,422 @@
+// Package natsdriver publishes batches over NATS: core publish, or JetStream
+// publish waiting for each ack (sync) or with a bounded window of
+// outstanding acks per connection (async). Connections are opened at start
+// and held open; sends are spread over them in turn. Publish-ack refusals
+// are outcome classes: a full stream (discard new) is refused, no stream
+// listening is an error, a missing ack a timeout, a server that never
+// answered the connection refused and unreached.
+package natsdriver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	js "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/payload"
+)
+
+// Factory returns the factory of the "nats" driver.
+func Factory() pipebench.Factory[pipebench.Driver] {
+	return pipebench.NewFactory("nats",
+		"NATS core or JetStream publish (sync, or async with a window of outstanding acks) over many held connections",
+		DefaultConfig,
+		func(c *Config, env pipebench.Env) (pipebench.Driver, error) {
+			return New(*c, env.Target)
+		}).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadBytes, pipebench.PayloadLogLines})
+}
+
+// Driver publishes over NATS. Send is safe for concurrent use.
+type Driver struct {
+	cfg     Config
+	urls    string
+	conns   []*conn
+	next    atomic.Uint64
+	keyed   bool // the subject has {key}
+	timeout time.Duration
+	// Publish options, built once: no retries (a failure is measured,
+	// not hidden), a send waits at most the timeout for window room.
+	syncOpts, asyncOpts []js.PublishOpt
+}
+
+type conn struct {
+	nc      *nats.Conn
+	js      js.JetStream
+	subject string // the subject with {conn} filled in
+	everUp  atomic.Bool
+}
+
+var (
+	_ pipebench.Driver             = (*Driver)(nil)
+	_ pipebench.ConnectionReporter = (*Driver)(nil)
+)
+
+// New builds a driver for cfg; target is used when cfg.URL is empty.
+func New(cfg Config, target string) (*Driver, error) {
+	if cfg.URL == "" && strings.HasPrefix(target, "http") {
+		return nil, pipebench.UsageError("the nats driver has no nats:// server to publish to (the target "+target+" is not one)",
+			"add sut: {type: jetstream}, or set target.url to nats://HOST:4222", nil)
+	}
+	if cfg.URL == "" {
+		cfg.URL = target
+	}
+	if cfg.URL == "" {
+		return nil, pipebench.UsageError("the nats driver has no url", "set target.url (nats://HOST:4222), or add sut: {type: jetstream}", nil)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg, urls: strings.Join(splitURLs(cfg.URL), ","), keyed: strings.Contains(cfg.Subject, "{key}"), timeout: cfg.Timeout.D()}
+	d.syncOpts = []js.PublishOpt{js.WithRetryAttempts(0)}
+	d.asyncOpts = []js.PublishOpt{js.WithStallWait(d.timeout), js.WithRetryAttempts(0)}
+	return d, nil
+}
+
+// Start opens every connection. A server that refuses connections does not
+// fail Start: the connections keep retrying in the background and sends
+// meanwhile are classified refused and unreached.
+func (d *Driver) Start(ctx context.Context) error {
+	d.conns = make([]*conn, d.cfg.Connections)
+	sem := make(chan struct{}, d.cfg.ConnectConcurrency)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for i := range d.conns {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			c, err := d.open(i)
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return
+			}
+			d.conns[i] = c
+		}(i)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil || ctx.Err() != nil {
+		d.Shutdown(context.Background())
+		if err == nil {
+			err = ctx.Err()
+		}
+		return fmt.Errorf("open %d NATS connections to %s: %w", d.cfg.Connections, d.urls, err)
+	}
+	return nil
+}
+
+func (d *Driver) open(i int) (*conn, error) {
+	c := &conn{subject: strings.ReplaceAll(d.cfg.Subject, "{conn}", strconv.Itoa(i))}
+	opts := []nats.Option{
+		nats.Name("pipebench-" + strconv.Itoa(i)),
+		nats.Timeout(5 * time.Second),
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		// Never buffer while disconnected: a publish then is an error,
+		// not a success that may never reach the server.
+		nats.ReconnectBufSize(-1),
+		nats.ConnectHandler(func(*nats.Conn) { c.everUp.Store(true) }),
+		nats.ReconnectHandler(func(*nats.Conn) { c.everUp.Store(true) }),
+		// The server's slow-consumer and permission notices arrive here;
+		// the sends classify what matters.
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
+	}
+	nc, err := nats.Connect(d.urls, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if nc.IsConnected() {
+		c.everUp.Store(true)
+	}
+	c.nc = nc
+	if d.cfg.Mode != ModeCore {
+		jopts := []js.JetStreamOpt{js.WithPublishAsyncMaxPending(d.cfg.Window), js.WithPublishAsyncTimeout(d.timeout)}
+		if c.js, err = js.New(nc, jopts...); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// OpenConnections implements pipebench.ConnectionReporter: the connections
+// that are connected now.
+func (d *Driver) OpenConnections() int {
+	n := 0
+	for _, c := range d.conns {
+		if c != nil && c.nc.IsConnected() {
+			n++
+		}
+	}
+	return n
+}
+
+// Shutdown flushes and closes every connection.
+func (d *Driver) Shutdown(ctx context.Context) error {
+	for _, c := range d.conns {
+		if c == nil {
+			continue
+		}
+		if c.nc.IsConnected() {
+			fctx, cancel := context.WithTimeout(ctx, time.Second)
+			c.nc.FlushWithContext(fctx)
+			cancel()
+		}
+		c.nc.Close()
+	}
+	return nil
+}
+
+// Send implements pipebench.Driver: it never returns an error, it classifies.
+func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
+	if ctx.Err() != nil {
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: ctx.Err().Error()}
+	}
+	if len(d.conns) == 0 {
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "not started"}
+	}
+	c := d.conns[(d.next.Add(1)-1)%uint64(len(d.conns))]
+	if !c.nc.IsConnected() {
+		return c.down()
+	}
+	subject := c.subject
+	if d.keyed {
+		subject = strings.ReplaceAll(subject, "{key}", b.Key)
+	}
+	if b.Count <= 1 || !d.cfg.Split {
+		m := d.message(subject, b)
+		switch d.cfg.Mode {
+		case ModeCore:
+			if err := c.nc.PublishMsg(m); err != nil {
+				return classify(err)
+			}
+			return pipebench.Outcome{}
+		case ModeJSAsync:
+			return d.sendAsync(ctx, c, []*nats.Msg{m})
+		}
+	}
+	msgs := d.messages(subject, b)
+	switch d.cfg.Mode {
+	case ModeCore:
+		for _, m := range msgs {
+			if err := c.nc.PublishMsg(m); err != nil {
+				return classify(err)
+			}
+		}
+		return pipebench.Outcome{}
+	case ModeJS:
+		cctx, cancel := context.WithTimeout(ctx, d.timeout)
+		defer cancel()
+		for _, m := range msgs {
+			if _, err := c.js.PublishMsg(cctx, m, d.syncOpts...); err != nil {
+				return classify(err)
+			}
+		}
+		return pipebench.Outcome{}
+	default:
+		return d.sendAsync(ctx, c, msgs)
+	}
+}
+
+// sendAsync publishes every message without waiting, then waits for all
+// their acks; the connection's window bounds how many are outstanding.
+func (d *Driver) sendAsync(ctx context.Context, c *conn, msgs []*nats.Msg) pipebench.Outcome {
+	futs := make([]js.PubAckFuture, 0, len(msgs))
+	var worst pipebench.Outcome
+	for _, m := range msgs {
+		f, err := c.js.PublishMsgAsync(m, d.asyncOpts...)
+		if err != nil {
+			worst = classify(err)
+			break
+		}
+		futs = append(futs, f)
+	}
+	// The connection's JetStream context fails a future whose ack has not
+	// come within the timeout (ErrAsyncPublishTimeout): no timer here.
+	for _, f := range futs {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			if o := classify(err); worst.Class == pipebench.ClassOK {
+				worst = o
+			}
+		case <-ctx.Done():
+			return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: ctx.Err().Error()}
+		}
+	}
+	return worst
+}
+
+// down classifies a send on a connection that is not connected now.
+func (c *conn) down() pipebench.Outcome {
+	err := c.nc.LastError()
+	msg := "not connected"
+	if err != nil {
+		msg = err.Error()
+	}
+	if !c.everUp.Load() || errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(msg, "connection refused") {
+		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "connection refused", Message: msg, Unreached: true}
+	}
+	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "disconnected", Message: msg}
+}
+
+// Stream-store error codes a publish ack carries when the stream or the
+// server's storage is full.
+const (
+	errStreamStoreFailed = 10077 // "maximum bytes/messages exceeded" with discard new
+	errInsufficientRes   = 10023
+	errStorageExceeded   = 10047
+	errMemoryExceeded    = 10028
+)
+
+// classify turns a publish error into an outcome.
+func classify(err error) pipebench.Outcome {
+	msg := err.Error()
+	var api *js.APIError
+	switch {
+	case errors.As(err, &api):
+		o := pipebench.Outcome{Code: int(api.ErrorCode), Message: msg}
+		switch {
+		case api.ErrorCode == errStreamStoreFailed && strings.Contains(api.Description, "maximum"):
+			o.Class, o.Detail = pipebench.ClassRefused, "stream full"
+		case api.ErrorCode == errInsufficientRes || api.ErrorCode == errStorageExceeded || api.ErrorCode == errMemoryExceeded:
+			o.Class, o.Detail = pipebench.ClassRefused, "storage full"
+		case api.ErrorCode == errStreamStoreFailed:
+			o.Class, o.Detail = pipebench.ClassError, "store failed"
+		case api.Code == 503:
+			o.Class, o.Detail = pipebench.ClassRefused, "unavailable"
+		default:
+			o.Class, o.Detail = pipebench.ClassError, "publish refused"
+		}
+		return o
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, js.ErrNoStreamResponse):
+		return pipebench.Outcome{Class: pipebench.ClassError, Code: 503, Detail: "no responders", Message: msg}
+	case errors.Is(err, js.ErrAsyncPublishTimeout), errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, js.ErrTooManyStalledMsgs):
+		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "ack timeout", Message: msg}
+	case errors.Is(err, context.Canceled):
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: msg}
+	case errors.Is(err, nats.ErrMaxPayload):
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "message too large", Message: msg}
+	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrConnectionReconnecting):
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "disconnected", Message: msg}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "connection refused", Message: msg, Unreached: true}
+	}
+	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "publish error", Message: msg}
+}
+
+// messages turns a batch into NATS messages: one per item when Split is on
+// and the body is a JSON array of exactly Count events, else one. Only
+// the headers a sink needs travel: the sequence headers and any others the
+// generator set, but not a count of 1 (the default) nor the content type.
+func (d *Driver) messages(subject string, b *pipebench.Batch) []*nats.Msg {
+	if d.cfg.Split && b.Count > 1 {
+		if items := splitArray(b.Body, b.Count); items != nil {
+			msgs := make([]*nats.Msg, len(items))
+			for i, it := range items {
+				m := &nats.Msg{Subject: subject, Data: it}
+				for _, h := range b.Headers {
+					switch h.Name {
+					case payload.HeaderCount:
+					case payload.HeaderSeq:
+						m.Header = setHeader(m.Header, h.Name, strconv.FormatUint(b.Seq+uint64(i), 10))
+					default:
+						m.Header = setHeader(m.Header, h.Name, h.Value)
+					}
+				}
+				msgs[i] = m
+			}
+			return msgs
+		}
+	}
+	return []*nats.Msg{d.message(subject, b)}
+}
+
+// message is the whole batch as one message.
+func (d *Driver) message(subject string, b *pipebench.Batch) *nats.Msg {
+	m := &nats.Msg{Subject: subject, Data: b.Body}
+	for _, h := range b.Headers {
+		if h.Name == payload.HeaderCount && h.Value == "1" {
+			continue
+		}
+		m.Header = setHeader(m.Header, h.Name, h.Value)
+	}
+	return m
+}
+
+func setHeader(h nats.Header, name, value string) nats.Header {
+	if h == nil {
+		h = make(nats.Header, 4)
+	}
+	h[name] = []string{value}
+	return h
+}
+
+// splitArray returns the elements of a JSON array body if it has exactly
+// want of them, else nil. The elements are slices of body (no copy): it
+// only scans for the commas between top-level elements, minding strings
+// and nesting, and trusts the generator for the rest.
+func splitArray(body []byte, want int) [][]byte {
+	t := bytes.TrimSpace(body)
+	if len(t) < 2 || t[0] != '[' || t[len(t)-1] != ']' {
+		return nil
+	}
+	out := make([][]byte, 0, want)
+	depth, inStr, esc, start := 0, false, false, 1
+	for i := 1; i < len(t)-1; i++ {
+		c := t[i]
+		switch {
+		case inStr:
+			if esc {
+				esc = false
+			} else if c == '\\' {
+				esc = true
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth < 0 {
+				return nil
+			}
+		case c == ',' && depth == 0:
+			out = append(out, bytes.TrimSpace(t[start:i]))
+			start = i + 1
+		}
+	}
+	if inStr || depth != 0 {
+		return nil
+	}
+	if last := bytes.TrimSpace(t[start : len(t)-1]); len(last) > 0 {
+		out = append(out, last)
+	}
+	if len(out) != want {
+		return nil
+	}
+	for _, e := range out {
+		if len(e) == 0 {
+			return nil
+		}
+	}
+	return out
+}

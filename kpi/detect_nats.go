@@ -1,0 +1,188 @@
+package kpi
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// NATSDetectOptions tunes DetectNATS; zero fields take the defaults shown.
+type NATSDetectOptions struct {
+	// FullRatio is the share of a limit counted as full (default 0.98).
+	FullRatio float64
+	// StallPoints is how many consecutive observations with a backlog and
+	// no ack progress make a dispatch stall (default 5).
+	StallPoints int
+	// TrendPoints is how many trailing observations the filling rate is
+	// measured over (default 3).
+	TrendPoints int
+}
+
+func (o *NATSDetectOptions) defaults() {
+	if o.FullRatio == 0 {
+		o.FullRatio = 0.98
+	}
+	if o.StallPoints == 0 {
+		o.StallPoints = 5
+	}
+	if o.TrendPoints < 2 {
+		o.TrendPoints = 3
+	}
+}
+
+// DetectNATS finds the event-bus failure patterns in the series the nats
+// observer records, named after the eventing reference's classes:
+//
+//   - storage_filling: a stream's storage_used_ratio rising; reported at the
+//     first observation where it rises, with the ETA to full at the net rate
+//     of the last TrendPoints observations (Value: the ETA in seconds), so it
+//     comes before the first refused publish.
+//   - storage_full_node (F1): one node's node_storage_used_ratio reached
+//     FullRatio while others had room; storage_full_all (F2): every node's
+//     did (Began: when the last one filled).
+//   - stream_full: a stream's storage_used_ratio reached FullRatio.
+//   - dispatch_stalled (F3): a consumer had messages pending
+//     (consumer_pending > 0) and its ack floor (consumer_acked_seq) did not
+//     move for StallPoints observations while its stream was not full
+//     (Value: the pending count when it began).
+//
+// It reads only r.Series and r.Phases and is pure.
+func DetectNATS(r *pipebench.Result, o NATSDetectOptions) []pipebench.Detection {
+	o.defaults()
+	var out []pipebench.Detection
+	byName := map[string][]pipebench.Series{}
+	for _, s := range r.Series {
+		byName[s.Name] = append(byName[s.Name], s)
+	}
+	phase := func(t time.Time) string {
+		for _, p := range r.Phases {
+			if !t.Before(p.Started) && t.Before(p.Ended) {
+				return p.Name
+			}
+		}
+		return ""
+	}
+	// Streams filling and full.
+	for _, s := range byName["storage_used_ratio"] {
+		pts := s.Points
+		for i := 1; i < len(pts); i++ {
+			if pts[i].V >= o.FullRatio {
+				out = append(out, pipebench.Detection{Detector: "stream_full", Series: s.Key(), Phase: phase(pts[i].T), Began: pts[i].T, Value: pts[i].V,
+					Message: fmt.Sprintf("%s reached %.0f%% of its limit", s.Key(), 100*pts[i].V)})
+				break
+			}
+		}
+		for i := 1; i < len(pts); i++ {
+			if pts[i].V <= pts[i-1].V || pts[i].V >= o.FullRatio {
+				continue
+			}
+			from := max(0, i-o.TrendPoints+1)
+			dt := pts[i].T.Sub(pts[from].T).Seconds()
+			if dt <= 0 {
+				continue
+			}
+			rate := (pts[i].V - pts[from].V) / dt
+			if rate <= 0 {
+				continue
+			}
+			eta := (1 - pts[i].V) / rate
+			full := pts[i].T.Add(time.Duration(eta * float64(time.Second)))
+			out = append(out, pipebench.Detection{Detector: "storage_filling", Series: s.Key(), Phase: phase(pts[i].T), Began: pts[i].T, Value: eta,
+				Message: fmt.Sprintf("%s at %.1f%% of its limit and filling at %.2f%%/s: full in about %s (%s)", s.Key(), 100*pts[i].V, 100*rate,
+					(time.Duration(eta) * time.Second).Round(time.Second), full.UTC().Format("15:04:05"))})
+			break
+		}
+	}
+	// Nodes full: one (F1) or all (F2).
+	nodes := byName["node_storage_used_ratio"]
+	firstFull := map[string]time.Time{}
+	for _, s := range nodes {
+		for _, p := range s.Points {
+			if p.V >= o.FullRatio {
+				firstFull[s.Key()] = p.T
+				break
+			}
+		}
+	}
+	if len(nodes) > 0 && len(firstFull) == len(nodes) {
+		var last time.Time
+		for _, t := range firstFull {
+			if t.After(last) {
+				last = t
+			}
+		}
+		out = append(out, pipebench.Detection{Detector: "storage_full_all", Series: "node_storage_used_ratio", Phase: phase(last), Began: last, Value: float64(len(nodes)),
+			Message: fmt.Sprintf("the storage of all %d node(s) is full (F2)", len(nodes))})
+	} else {
+		keys := make([]string, 0, len(firstFull))
+		for k := range firstFull {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out = append(out, pipebench.Detection{Detector: "storage_full_node", Series: k, Phase: phase(firstFull[k]), Began: firstFull[k], Value: 1,
+				Message: fmt.Sprintf("%s is full while other nodes have room (F1)", k)})
+		}
+	}
+	// Dispatch stalled while storage is not full (F3).
+	for _, pend := range byName["consumer_pending"] {
+		acked := natsMatching(byName["consumer_acked_seq"], pend.Labels, "instance", "stream", "consumer")
+		if acked == nil {
+			continue
+		}
+		ratio := natsMatching(byName["storage_used_ratio"], pend.Labels, "instance", "stream")
+		run := 0
+		var began time.Time
+		var pending float64
+		for _, p := range pend.Points {
+			a, okA := natsPointAt(acked.Points, p.T)
+			prev, okP := natsPointAt(acked.Points, p.T.Add(-time.Nanosecond))
+			full := false
+			if ratio != nil {
+				if v, ok := natsPointAt(ratio.Points, p.T); ok && v >= o.FullRatio {
+					full = true
+				}
+			}
+			if p.V > 0 && okA && okP && a <= prev && !full {
+				if run == 0 {
+					began, pending = p.T, p.V
+				}
+				run++
+				if run == o.StallPoints {
+					out = append(out, pipebench.Detection{Detector: "dispatch_stalled", Series: pend.Key(), Phase: phase(began), Began: began, Value: pending,
+						Message: fmt.Sprintf("%s: %.0f messages pending and nothing acked for %d observations while the stream was not full (F3)", pend.Key(), pending, run)})
+				}
+				continue
+			}
+			run = 0
+		}
+	}
+	return out
+}
+
+// natsMatching returns the series whose labels agree with want on keys.
+func natsMatching(ss []pipebench.Series, want map[string]string, keys ...string) *pipebench.Series {
+	for i := range ss {
+		ok := true
+		for _, k := range keys {
+			if ss[i].Labels[k] != want[k] {
+				ok = false
+			}
+		}
+		if ok {
+			return &ss[i]
+		}
+	}
+	return nil
+}
+
+// natsPointAt returns the value of the last point at or before t.
+func natsPointAt(pts []pipebench.TimeValue, t time.Time) (float64, bool) {
+	i := sort.Search(len(pts), func(i int) bool { return pts[i].T.After(t) })
+	if i == 0 {
+		return 0, false
+	}
+	return pts[i-1].V, true
+}

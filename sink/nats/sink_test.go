@@ -1,0 +1,305 @@
+package natssink
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	js "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/payload"
+)
+
+func startServer(t testing.TB) *server.Server {
+	t.Helper()
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
+}
+
+// recorder counts arrivals by sequence number.
+type recorder struct {
+	mu        sync.Mutex
+	seen      map[uint64]int
+	faulted   int
+	unmatched int
+}
+
+func newRecorder() *recorder { return &recorder{seen: map[uint64]int{}} }
+
+func (r *recorder) Arrive(seq uint64, _, _ time.Time) { r.mu.Lock(); r.seen[seq]++; r.mu.Unlock() }
+func (r *recorder) Faulted(n int)                     { r.mu.Lock(); r.faulted += n; r.mu.Unlock() }
+func (r *recorder) Unmatched(n int)                   { r.mu.Lock(); r.unmatched += n; r.mu.Unlock() }
+
+func (r *recorder) distinct() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.seen) }
+
+// exactlyOnce checks that 1..n each arrived once and nothing else did.
+func (r *recorder) exactlyOnce(t *testing.T, n int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.seen) != n || r.unmatched != 0 {
+		t.Fatalf("%d distinct arrivals and %d unmatched, want %d and 0", len(r.seen), r.unmatched, n)
+	}
+	for seq := uint64(1); seq <= uint64(n); seq++ {
+		if r.seen[seq] != 1 {
+			t.Fatalf("sequence %d arrived %d times", seq, r.seen[seq])
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type fixture struct {
+	s  *server.Server
+	nc *nats.Conn
+	js js.JetStream
+	g  pipebench.Generator
+}
+
+func newFixture(t *testing.T) *fixture {
+	s := startServer(t)
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	j, _ := js.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := j.CreateStream(ctx, js.StreamConfig{Name: "EVENTS", Subjects: []string{"events.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := payload.EventFactory().New(&payload.EventConfig{Size: 64, SeqIn: "header", ContentType: "application/json"}, pipebench.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{s: s, nc: nc, js: j, g: g}
+}
+
+// publish sends events from..to as JetStream messages carrying the
+// generator's sequence headers.
+func (f *fixture) publish(t *testing.T, from, to uint64) {
+	t.Helper()
+	for seq := from; seq <= to; seq++ {
+		b := f.g.Next(seq, 1, time.Now())
+		m := &nats.Msg{Subject: "events.x", Data: b.Body, Header: nats.Header{}}
+		for _, h := range b.Headers {
+			m.Header.Set(h.Name, h.Value)
+		}
+		if _, err := f.js.PublishMsgAsync(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-f.js.PublishAsyncComplete():
+	case <-time.After(10 * time.Second):
+		t.Fatal("publish acks did not arrive")
+	}
+}
+
+func (f *fixture) consumer(t *testing.T) *js.ConsumerInfo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := f.js.Consumer(ctx, "EVENTS", "pipebench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+func startSink(t *testing.T, cfg Config, rec pipebench.Arrivals) *Sink {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := New(cfg)
+	if err := s.Start(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	})
+	return s
+}
+
+// Every message published to the stream arrives once, is acked, and the
+// consumer's backlog on the server is empty.
+func TestConsumerDeliversEverything(t *testing.T) {
+	f := newFixture(t)
+	cfg := *DefaultConfig()
+	cfg.URL = f.s.ClientURL()
+	rec := newRecorder()
+	s := startSink(t, cfg, rec)
+	f.publish(t, 1, 3000)
+	waitFor(t, "3000 arrivals", 30*time.Second, func() bool { return rec.distinct() == 3000 })
+	waitFor(t, "every ack", 10*time.Second, func() bool { i := f.consumer(t); return i.NumAckPending == 0 && i.NumPending == 0 })
+	rec.exactlyOnce(t, 3000)
+	if s.Redelivered() != 0 || s.Delivered() != 3000 {
+		t.Errorf("delivered %d, redelivered %d; want 3000 and 0", s.Delivered(), s.Redelivered())
+	}
+}
+
+// A consumer paused mid-run receives nothing while the backlog grows on the
+// server, and delivers everything once resumed.
+func TestPauseAndResume(t *testing.T) {
+	f := newFixture(t)
+	cfg := *DefaultConfig()
+	cfg.URL = f.s.ClientURL()
+	rec := newRecorder()
+	s := startSink(t, cfg, rec)
+	f.publish(t, 1, 500)
+	waitFor(t, "the first 500", 20*time.Second, func() bool { return rec.distinct() == 500 })
+	if err := s.Pause(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !f.consumer(t).Paused {
+		t.Fatal("the server does not show the consumer paused")
+	}
+	f.publish(t, 501, 1500)
+	waitFor(t, "the backlog on the server", 10*time.Second, func() bool {
+		i := f.consumer(t)
+		return i.NumPending == 1000
+	})
+	if n := rec.distinct(); n != 500 {
+		t.Fatalf("%d arrived while paused, want 500", n)
+	}
+	if err := s.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	waitFor(t, "the drain", 30*time.Second, func() bool { return rec.distinct() == 1500 })
+	t.Logf("drained 1000 in %v after resume", time.Since(resumed))
+	rec.exactlyOnce(t, 1500)
+}
+
+// Outage windows in a phase's fault policy pause the consumer on the server
+// and resume it after.
+func TestOutageWindowPauses(t *testing.T) {
+	f := newFixture(t)
+	cfg := *DefaultConfig()
+	cfg.URL = f.s.ClientURL()
+	rec := newRecorder()
+	s := startSink(t, cfg, rec)
+	s.SetFaults(pipebench.FaultPolicy{Outages: []pipebench.Window{{Start: 0, Duration: pipebench.Duration(time.Second)}}}, time.Now())
+	waitFor(t, "the pause", 5*time.Second, func() bool { return f.consumer(t).Paused })
+	f.publish(t, 1, 200)
+	waitFor(t, "the resume", 10*time.Second, func() bool { return !f.consumer(t).Paused })
+	waitFor(t, "every arrival", 20*time.Second, func() bool { return rec.distinct() == 200 })
+	rec.exactlyOnce(t, 200)
+}
+
+// Failed messages are nak'ed, counted faulted, redelivered and then arrive:
+// in the end each sequence number arrives once, redeliveries counted apart.
+func TestFaultsNakAndRedeliver(t *testing.T) {
+	f := newFixture(t)
+	cfg := *DefaultConfig()
+	cfg.URL, cfg.NakDelay = f.s.ClientURL(), pipebench.Duration(10*time.Millisecond)
+	rec := newRecorder()
+	s := startSink(t, cfg, rec)
+	s.SetFaults(pipebench.FaultPolicy{ErrorRatio: 0.1}, time.Now())
+	f.publish(t, 1, 1000)
+	waitFor(t, "every arrival", 30*time.Second, func() bool { return rec.distinct() == 1000 })
+	rec.exactlyOnce(t, 1000)
+	if s.Faulted() < 100 || s.Redelivered() < 90 {
+		t.Errorf("faulted %d, redelivered %d; want about 10%% of 1000 each", s.Faulted(), s.Redelivered())
+	}
+}
+
+// Without a url the sink waits for the SUT to post where to consume.
+func TestAttachByPost(t *testing.T) {
+	f := newFixture(t)
+	rec := newRecorder()
+	s := startSink(t, *DefaultConfig(), rec)
+	if !strings.HasPrefix(s.Endpoint(), "http://127.0.0.1:") {
+		t.Fatalf("endpoint %q", s.Endpoint())
+	}
+	resp, err := http.Post(s.Endpoint(), "application/json", strings.NewReader(`{"url": "nope"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a malformed attach answered %d", resp.StatusCode)
+	}
+	body, _ := json.Marshal(map[string]string{"url": f.s.ClientURL(), "stream": "EVENTS"})
+	resp, err = http.Post(s.Endpoint(), "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("attach answered %d", resp.StatusCode)
+	}
+	<-s.Attached()
+	f.publish(t, 1, 100)
+	waitFor(t, "every arrival", 20*time.Second, func() bool { return rec.distinct() == 100 })
+	rec.exactlyOnce(t, 100)
+}
+
+// A core subscriber receives core publishes.
+func TestCoreSubscriber(t *testing.T) {
+	f := newFixture(t)
+	cfg := *DefaultConfig()
+	cfg.URL, cfg.Mode, cfg.Subject = f.s.ClientURL(), "core", "core.>"
+	rec := newRecorder()
+	startSink(t, cfg, rec)
+	for seq := uint64(1); seq <= 1000; seq++ {
+		b := f.g.Next(seq, 1, time.Now())
+		m := &nats.Msg{Subject: "core.x", Data: b.Body, Header: nats.Header{}}
+		for _, h := range b.Headers {
+			m.Header.Set(h.Name, h.Value)
+		}
+		if err := f.nc.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.nc.Flush()
+	waitFor(t, "every arrival", 20*time.Second, func() bool { return rec.distinct() == 1000 })
+	rec.exactlyOnce(t, 1000)
+}
+
+func TestConfigErrors(t *testing.T) {
+	c := Config{URL: "http://x", Mode: "push", AckWait: 0, Listen: "nowhere"}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	for _, key := range []string{"url:", "mode:", "ack_wait:", "max_ack_pending:", "batch:", "workers:", "listen:"} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("no %s line in:\n%v", key, err)
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	js "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pipebench/pipebench"
+)
+
+func TestMain(m *testing.M) {
+	MaybeRunChild() // the test binary is also the nats-server child
+	os.Exit(m.Run())
+}
+
+func start(t *testing.T, cfg *Config) *Server {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := New(*cfg, pipebench.Env{Dir: t.TempDir()})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	return s
+}
+
+func stream(t *testing.T, url, name string) *js.StreamInfo {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	j, _ := js.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := j.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// One node as a child process: its stream is the scenario's, its PID and
+// monitoring endpoint are listed, Shutdown ends the process.
+func TestOneNode(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Stream.MaxBytes, cfg.Stream.MaxMsgs, cfg.Stream.Discard = 1<<20, 5000, "new"
+	s := start(t, cfg)
+	if !strings.HasPrefix(s.Endpoint(), "nats://127.0.0.1:") {
+		t.Errorf("endpoint %q", s.Endpoint())
+	}
+	in := s.Instances()
+	if len(in) != 1 || in[0].PID <= 0 || in[0].PID == os.Getpid() || !strings.HasPrefix(in[0].MetricsURL, "http://127.0.0.1:") {
+		t.Fatalf("instances %+v", in)
+	}
+	resp, err := http.Get(in[0].MetricsURL + "/varz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		JetStream struct {
+			Config struct {
+				StoreDir string `json:"store_dir"`
+			} `json:"config"`
+		} `json:"jetstream"`
+	}
+	json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	if !strings.HasPrefix(v.JetStream.Config.StoreDir, os.TempDir()) {
+		t.Errorf("store dir %q is not in the run's directory", v.JetStream.Config.StoreDir)
+	}
+	info := stream(t, s.Endpoint(), "EVENTS")
+	c := info.Config
+	if c.MaxBytes != 1<<20 || c.MaxMsgs != 5000 || c.Discard != js.DiscardNew || c.Storage != js.FileStorage || c.Subjects[0] != "events.>" {
+		t.Errorf("stream config %+v", c)
+	}
+	pid := in[0].PID
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("node %d still runs after Shutdown", pid)
+	}
+}
+
+// Three nodes form a cluster on loopback and hold a stream with three
+// replicas; a publish to any node is stored.
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nats-server processes")
+	}
+	cfg := DefaultConfig()
+	cfg.Nodes, cfg.Stream.Replicas = 3, 3
+	s := start(t, cfg)
+	if n := len(s.Instances()); n != 3 {
+		t.Fatalf("%d instances", n)
+	}
+	info := stream(t, s.Endpoint(), "EVENTS")
+	if info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != 2 {
+		t.Fatalf("stream cluster info %+v", info.Cluster)
+	}
+	nc, err := nats.Connect(strings.Split(s.Endpoint(), ",")[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	j, _ := js.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := 0; i < 100; i++ {
+		if _, err := j.Publish(ctx, "events.x", []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := stream(t, s.Endpoint(), "EVENTS").State.Msgs; got != 100 {
+		t.Errorf("stream holds %d, want 100", got)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	c := Config{Nodes: 0, MaxStore: -1, Stream: StreamConfig{Name: "a.b", Discard: "both", Replicas: 3, Storage: "tape"}}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	for _, key := range []string{"nodes:", "max_store:", "stream.name:", "stream.subjects:", "stream.discard:", "stream.replicas:", "stream.storage:", "start_timeout:"} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("no %s line in:\n%v", key, err)
+		}
+	}
+}
+
+// The SUT tells a waiting nats sink where to consume, and nothing else.
+func TestTellsOnlyANATSSink(t *testing.T) {
+	got := make(chan Attach, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var a Attach
+		json.NewDecoder(r.Body).Decode(&a)
+		got <- a
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	for _, target := range []string{srv.URL + "/events", srv.URL + attachPath} {
+		s := New(*DefaultConfig(), pipebench.Env{Dir: t.TempDir(), Target: target})
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s.Shutdown(context.Background())
+	}
+	select {
+	case a := <-got:
+		if !strings.HasPrefix(a.URL, "nats://127.0.0.1:") || a.Stream != "EVENTS" {
+			t.Errorf("attach %+v", a)
+		}
+	default:
+		t.Fatal("the nats sink was not told")
+	}
+	if len(got) != 0 {
+		t.Error("a target that is not a nats sink was posted to")
+	}
+}
