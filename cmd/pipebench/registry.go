@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/pipebench/pipebench"
+	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
 	procobs "github.com/pipebench/pipebench/observer/process"
@@ -21,6 +22,7 @@ import (
 	"github.com/pipebench/pipebench/report/text"
 	httpsink "github.com/pipebench/pipebench/sink/http"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
+	"github.com/pipebench/pipebench/sut/healthevents"
 	"github.com/pipebench/pipebench/sut/otelcol"
 	"github.com/pipebench/pipebench/sut/relay"
 )
@@ -37,16 +39,19 @@ func newRegistry() (*pipebench.Registry, error) {
 		reg.Generators.Register(otlpgen.MetricsFactory()),
 		reg.Generators.Register(otlpgen.LogsFactory()),
 		reg.Generators.Register(loglines.Factory()),
+		reg.Generators.Register(payload.MessageFactory()),
 
 		reg.Drivers.Register(httpdriver.Factory()),
 		reg.Drivers.Register(otlpdriver.Factory()),
 		reg.Drivers.Register(logfile.Factory()),
+		reg.Drivers.Register(grpcdriver.Factory()),
 
 		reg.Sinks.Register(httpsink.Factory()),
 		reg.Sinks.Register(otlpsink.Factory()),
 
 		reg.SUTs.Register(relay.Factory()),
 		reg.SUTs.Register(otelcol.Factory()),
+		reg.SUTs.Register(healthevents.Factory()),
 
 		reg.Observers.Register(promobs.Factory()),
 		reg.Observers.Register(procobs.Factory()),
