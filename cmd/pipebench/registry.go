@@ -9,6 +9,7 @@ import (
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
 	procobs "github.com/pipebench/pipebench/observer/process"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
+	"github.com/pipebench/pipebench/observer/promql"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/payload/loglines"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
@@ -55,6 +56,7 @@ func newRegistry() (*pipebench.Registry, error) {
 
 		reg.Observers.Register(promobs.Factory()),
 		reg.Observers.Register(procobs.Factory()),
+		reg.Observers.Register(promql.Factory()),
 	}
 	errs = append(errs, registerReporters()...)
 	for _, err := range errs {
