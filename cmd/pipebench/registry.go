@@ -7,6 +7,7 @@ import (
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
+	"github.com/pipebench/pipebench/observer/effect"
 	procobs "github.com/pipebench/pipebench/observer/process"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
 	"github.com/pipebench/pipebench/observer/promql"
@@ -57,6 +58,7 @@ func newRegistry() (*pipebench.Registry, error) {
 		reg.Observers.Register(promobs.Factory()),
 		reg.Observers.Register(procobs.Factory()),
 		reg.Observers.Register(promql.Factory()),
+		reg.Observers.Register(effect.Factory()),
 	}
 	errs = append(errs, registerReporters()...)
 	for _, err := range errs {
