@@ -11,7 +11,8 @@
 //	                              gauges over the effects seen in this poll (absent when none)
 //	effect_backlog                gauge: the backlog field of the answer, when configured
 //
-// and Summary gives the whole run's numbers: latency quantiles, first and
+// and Summary gives the whole run's numbers (SummaryBetween a phase's): latency
+// quantiles, first and
 // last effect, count.
 package effect
 
@@ -128,6 +129,14 @@ type Observer struct {
 	last     time.Time
 	noSent   int64
 	negative int64
+	records  []record // every effect, in the order seen
+}
+
+// record is one effect: when it took effect and, if the send time was
+// known, its latency (-1 when not).
+type record struct {
+	at  time.Time
+	lat time.Duration
 }
 
 var _ pipebench.Observer = (*Observer)(nil)
@@ -263,6 +272,7 @@ func (o *Observer) take(doc any, polled time.Time, poll *hdrhistogram.Histogram)
 		sent, ok := timeOf(lookup(it, o.cfg.Sent))
 		if !ok {
 			o.noSent++
+			o.records = append(o.records, record{at: at, lat: -1})
 			continue
 		}
 		us := at.Sub(sent).Microseconds()
@@ -273,6 +283,7 @@ func (o *Observer) take(doc any, polled time.Time, poll *hdrhistogram.Histogram)
 		us = max(us, 1)
 		_ = poll.RecordValue(us)
 		_ = o.all.RecordValue(us)
+		o.records = append(o.records, record{at: at, lat: time.Duration(us) * time.Microsecond})
 	}
 	return len(items)
 }
@@ -297,6 +308,40 @@ func (o *Observer) Summary() Summary {
 		s.P90 = time.Duration(o.all.ValueAtQuantile(90)) * time.Microsecond
 		s.P99 = time.Duration(o.all.ValueAtQuantile(99)) * time.Microsecond
 		s.Max = time.Duration(o.all.Max()) * time.Microsecond
+	}
+	return s
+}
+
+// SummaryBetween returns the numbers of the effects that took effect in
+// [start, end): a phase's own latency quantiles, count and first and last
+// effect.
+func (o *Observer) SummaryBetween(start, end time.Time) Summary {
+	h := hdrhistogram.New(1, 3_600_000_000, 3)
+	var s Summary
+	o.mu.Lock()
+	for _, r := range o.records {
+		if r.at.Before(start) || !r.at.Before(end) {
+			continue
+		}
+		s.Count++
+		if s.First.IsZero() || r.at.Before(s.First) {
+			s.First = r.at
+		}
+		if r.at.After(s.Last) {
+			s.Last = r.at
+		}
+		if r.lat < 0 {
+			s.NoSentTime++
+			continue
+		}
+		_ = h.RecordValue(max(r.lat.Microseconds(), 1))
+	}
+	o.mu.Unlock()
+	if h.TotalCount() > 0 {
+		s.P50 = time.Duration(h.ValueAtQuantile(50)) * time.Microsecond
+		s.P90 = time.Duration(h.ValueAtQuantile(90)) * time.Microsecond
+		s.P99 = time.Duration(h.ValueAtQuantile(99)) * time.Microsecond
+		s.Max = time.Duration(h.Max()) * time.Microsecond
 	}
 	return s
 }

@@ -104,6 +104,14 @@ func TestBlastEffectsOverUnixSocket(t *testing.T) {
 	if s.Max < want-want/10 || s.P50 > s.P99 || s.P99 > s.Max {
 		t.Errorf("latency p50 %v p99 %v max %v; the last event should wait about %v", s.P50, s.P99, s.Max, want)
 	}
+	if all := o.SummaryBetween(s.First, s.Last.Add(time.Nanosecond)); all.Count != n || all.Max != s.Max || all.P50 != s.P50 {
+		t.Errorf("SummaryBetween over everything = %+v, Summary = %+v", all, s)
+	}
+	mid := s.First.Add(s.Last.Sub(s.First) / 2)
+	firstHalf, secondHalf := o.SummaryBetween(s.First, mid), o.SummaryBetween(mid, s.Last.Add(time.Nanosecond))
+	if firstHalf.Count+secondHalf.Count != n || firstHalf.Max > secondHalf.P50 {
+		t.Errorf("halves: %+v then %+v: later effects waited longer in the queue", firstHalf, secondHalf)
+	}
 	if s.NoSentTime != 0 || s.ClockSkew != 0 {
 		t.Errorf("%d effects lacked a send time, %d were stamped before sending", s.NoSentTime, s.ClockSkew)
 	}
