@@ -11,9 +11,8 @@
 //	                              gauges over the effects seen in this poll (absent when none)
 //	effect_backlog                gauge: the backlog field of the answer, when configured
 //
-// and Summary gives the whole run's numbers (SummaryBetween a phase's): latency
-// quantiles, first and
-// last effect, count.
+// and Summary gives the whole run's numbers, SummaryBetween a phase's:
+// latency quantiles, first and last effect, count.
 package effect
 
 import (
