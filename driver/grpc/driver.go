@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
@@ -105,14 +106,22 @@ func Factory() pipebench.Factory[pipebench.Driver] {
 // status.
 type discard struct{}
 
-// codec encodes requests with the registered proto codec and skips decoding
-// a *discard answer. Its name is "proto", so calls are ordinary
+// wire is a request already in protobuf wire form.
+type wire []byte
+
+// codec sends a wire as it is, encodes anything else with the registered
+// proto codec, and skips decoding a *discard answer. Its name is "proto", so calls are ordinary
 // application/grpc+proto.
 type codec struct{}
 
 var protoCodec = encoding.GetCodecV2("proto")
 
-func (codec) Marshal(v any) (mem.BufferSlice, error) { return protoCodec.Marshal(v) }
+func (codec) Marshal(v any) (mem.BufferSlice, error) {
+	if w, ok := v.(wire); ok {
+		return mem.BufferSlice{mem.SliceBuffer(w)}, nil
+	}
+	return protoCodec.Marshal(v)
+}
 
 func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if _, ok := v.(*discard); ok {
@@ -135,6 +144,7 @@ type Driver struct {
 	method protoreflect.MethodDescriptor
 	path   string // "/pkg.Service/Method"
 	opts   protojson.UnmarshalOptions
+	enc    proto.MarshalOptions
 }
 
 var _ pipebench.Driver = (*Driver)(nil)
@@ -153,7 +163,8 @@ func New(cfg Config, target string) (*Driver, error) {
 		return nil, err
 	}
 	dt, _ := dialTarget(cfg.Endpoint)
-	d := &Driver{cfg: cfg, target: dt, md: metadata.MD{}, opts: protojson.UnmarshalOptions{}}
+	// Proto3 has no required fields: the initialization checks are skipped.
+	d := &Driver{cfg: cfg, target: dt, md: metadata.MD{}, opts: protojson.UnmarshalOptions{AllowPartial: true}, enc: proto.MarshalOptions{AllowPartial: true}}
 	for k, v := range cfg.Metadata {
 		d.md.Append(strings.ToLower(k), v)
 	}
@@ -297,7 +308,11 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 			if err := d.opts.Unmarshal(line, msg); err != nil {
 				return badMessage(err)
 			}
-			if err := stream.SendMsg(msg); err != nil {
+			w, err := d.enc.Marshal(msg)
+			if err != nil {
+				return badMessage(err)
+			}
+			if err := stream.SendMsg(wire(w)); err != nil {
 				break // the real error comes from RecvMsg
 			}
 		}
@@ -316,8 +331,12 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 		if err := d.opts.Unmarshal(line, msg); err != nil {
 			return badMessage(err)
 		}
+		w, err := d.enc.Marshal(msg)
+		if err != nil {
+			return badMessage(err)
+		}
 		cctx := metadata.NewOutgoingContext(ctx, d.metadata(seq+uint64(i), sent, 1))
-		if err := cc.Invoke(cctx, d.path, msg, &discard{}, forceCodec); err != nil {
+		if err := cc.Invoke(cctx, d.path, wire(w), &discard{}, forceCodec); err != nil {
 			return classify(err)
 		}
 	}
