@@ -15,7 +15,10 @@ import (
 	"github.com/bufbuild/protocompile"
 	"github.com/bufbuild/protocompile/reporter"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	rpbalpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -134,37 +137,30 @@ func FullMethod(md protoreflect.MethodDescriptor) string {
 }
 
 // FromReflection asks the server behind cc, through its reflection service
-// (grpc.reflection.v1), for the file defining symbol and every file it
-// imports, and returns them linked.
+// (grpc.reflection.v1, or v1alpha for servers that only have that), for the
+// file defining symbol and every file it imports, and returns them linked.
 func FromReflection(ctx context.Context, cc grpc.ClientConnInterface, symbol string) (*protoregistry.Files, error) {
-	stream, err := rpb.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("server reflection: %w", err)
-	}
-	defer stream.CloseSend()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	protos := map[string]*descriptorpb.FileDescriptorProto{}
-	ask := func(req *rpb.ServerReflectionRequest) error {
-		if err := stream.Send(req); err != nil {
-			return fmt.Errorf("server reflection: %w", err)
+	var ask func(symbol, file string) ([][]byte, error)
+	for _, alpha := range []bool{false, true} {
+		var err error
+		if ask, err = openReflection(ctx, cc, alpha); err != nil {
+			return nil, err
 		}
-		resp, err := stream.Recv()
+		var files [][]byte
+		files, err = ask(symbol, "")
+		if status.Code(err) == codes.Unimplemented && !alpha {
+			continue
+		}
 		if err != nil {
-			return fmt.Errorf("server reflection: %w", err)
+			return nil, err
 		}
-		if e := resp.GetErrorResponse(); e != nil {
-			return fmt.Errorf("server reflection: %s", e.GetErrorMessage())
+		if err := decodeFiles(files, protos); err != nil {
+			return nil, err
 		}
-		for _, b := range resp.GetFileDescriptorResponse().GetFileDescriptorProto() {
-			fdp := new(descriptorpb.FileDescriptorProto)
-			if err := proto.Unmarshal(b, fdp); err != nil {
-				return fmt.Errorf("server reflection: a file descriptor does not decode: %w", err)
-			}
-			protos[fdp.GetName()] = fdp
-		}
-		return nil
-	}
-	if err := ask(&rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: symbol}}); err != nil {
-		return nil, err
+		break
 	}
 	// Fetch imports the answer left out, unless this binary knows them.
 	for round := 0; round < 100; round++ {
@@ -185,7 +181,11 @@ func FromReflection(ctx context.Context, cc grpc.ClientConnInterface, symbol str
 			break
 		}
 		for _, dep := range missing {
-			if err := ask(&rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_FileByFilename{FileByFilename: dep}}); err != nil {
+			files, err := ask("", dep)
+			if err != nil {
+				return nil, err
+			}
+			if err := decodeFiles(files, protos); err != nil {
 				return nil, err
 			}
 			if _, ok := protos[dep]; !ok {
@@ -202,4 +202,71 @@ func FromReflection(ctx context.Context, cc grpc.ClientConnInterface, symbol str
 		return nil, fmt.Errorf("server reflection: %w", err)
 	}
 	return files, nil
+}
+
+// openReflection opens a reflection stream (v1, or v1alpha when alpha) and
+// returns a function asking it for the file defining symbol, or for file.
+func openReflection(ctx context.Context, cc grpc.ClientConnInterface, alpha bool) (func(symbol, file string) ([][]byte, error), error) {
+	if alpha {
+		stream, err := rpbalpha.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("server reflection: %w", err)
+		}
+		return func(symbol, file string) ([][]byte, error) {
+			req := &rpbalpha.ServerReflectionRequest{MessageRequest: &rpbalpha.ServerReflectionRequest_FileByFilename{FileByFilename: file}}
+			if symbol != "" {
+				req.MessageRequest = &rpbalpha.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: symbol}
+			}
+			if err := stream.Send(req); err != nil {
+				if _, rerr := stream.Recv(); rerr != nil && err == io.EOF {
+					err = rerr // the stream ended: Recv has the status
+				}
+				return nil, fmt.Errorf("server reflection: %w", err)
+			}
+			resp, err := stream.Recv()
+			if err != nil {
+				return nil, fmt.Errorf("server reflection: %w", err)
+			}
+			if e := resp.GetErrorResponse(); e != nil {
+				return nil, fmt.Errorf("server reflection: %s", e.GetErrorMessage())
+			}
+			return resp.GetFileDescriptorResponse().GetFileDescriptorProto(), nil
+		}, nil
+	}
+	stream, err := rpb.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("server reflection: %w", err)
+	}
+	return func(symbol, file string) ([][]byte, error) {
+		req := &rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_FileByFilename{FileByFilename: file}}
+		if symbol != "" {
+			req.MessageRequest = &rpb.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: symbol}
+		}
+		if err := stream.Send(req); err != nil {
+			if _, rerr := stream.Recv(); rerr != nil && err == io.EOF {
+				err = rerr // the stream ended: Recv has the status
+			}
+			return nil, fmt.Errorf("server reflection: %w", err)
+		}
+		resp, err := stream.Recv()
+		if err != nil {
+			return nil, fmt.Errorf("server reflection: %w", err)
+		}
+		if e := resp.GetErrorResponse(); e != nil {
+			return nil, fmt.Errorf("server reflection: %s", e.GetErrorMessage())
+		}
+		return resp.GetFileDescriptorResponse().GetFileDescriptorProto(), nil
+	}, nil
+}
+
+// decodeFiles adds the encoded file descriptors to protos, by name.
+func decodeFiles(files [][]byte, protos map[string]*descriptorpb.FileDescriptorProto) error {
+	for _, b := range files {
+		fdp := new(descriptorpb.FileDescriptorProto)
+		if err := proto.Unmarshal(b, fdp); err != nil {
+			return fmt.Errorf("server reflection: a file descriptor does not decode: %w", err)
+		}
+		protos[fdp.GetName()] = fdp
+	}
+	return nil
 }
