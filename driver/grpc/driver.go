@@ -11,9 +11,12 @@ package grpcdriver
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,6 +25,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
@@ -58,6 +62,43 @@ type Config struct {
 	Metadata map[string]string `yaml:"metadata" json:"metadata,omitempty"`
 	// SecretMetadata is sent with every call and never printed.
 	SecretMetadata map[string]pipebench.Secret `yaml:"secret_metadata" json:"secret_metadata,omitempty"`
+	// TLS, when enabled (or when the endpoint is https://), dials with
+	// TLS; otherwise the connection is plaintext HTTP/2.
+	TLS TLSConfig `yaml:"tls" json:"tls"`
+}
+
+// TLSConfig holds client TLS settings.
+type TLSConfig struct {
+	Enabled            bool   `yaml:"enabled" json:"enabled,omitempty"`
+	CAFile             string `yaml:"ca_file" json:"ca_file,omitempty"`
+	CertFile           string `yaml:"cert_file" json:"cert_file,omitempty"`
+	KeyFile            string `yaml:"key_file" json:"key_file,omitempty"`
+	ServerName         string `yaml:"server_name" json:"server_name,omitempty"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify" json:"insecure_skip_verify,omitempty"`
+}
+
+// config builds the client TLS configuration.
+func (t TLSConfig) config() (*tls.Config, error) {
+	c := &tls.Config{ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify, MinVersion: tls.VersionTLS12}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls.ca_file: %s holds no PEM certificate", t.CAFile)
+		}
+		c.RootCAs = pool
+	}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls.cert_file/key_file: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
 }
 
 // Validate reports every problem, each prefixed with its key.
@@ -78,6 +119,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, errors.New("timeout: must be more than 0"))
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		errs = append(errs, errors.New("tls: cert_file and key_file go together"))
+	}
+	for key, f := range map[string]string{"tls.ca_file": c.TLS.CAFile, "tls.cert_file": c.TLS.CertFile, "tls.key_file": c.TLS.KeyFile} {
+		if f != "" {
+			if _, err := os.Stat(f); err != nil {
+				errs = append(errs, fmt.Errorf("%s: cannot read %s", key, f))
+			}
+		}
 	}
 	if c.Connections < 1 {
 		errs = append(errs, errors.New("connections: must be at least 1"))
@@ -184,8 +235,16 @@ func New(cfg Config, target string) (*Driver, error) {
 			return nil, err
 		}
 	}
+	creds := insecure.NewCredentials()
+	if cfg.TLS.Enabled || strings.HasPrefix(cfg.Endpoint, "https://") {
+		tc, err := cfg.TLS.config()
+		if err != nil {
+			return nil, pipebench.UsageError("the grpc driver's tls settings do not load", "", err)
+		}
+		creds = credentials.NewTLS(tc)
+	}
 	for i := 0; i < cfg.Connections; i++ {
-		cc, err := grpc.NewClient(d.target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err := grpc.NewClient(d.target, grpc.WithTransportCredentials(creds))
 		if err != nil {
 			d.closeConns()
 			return nil, pipebench.UsageError(fmt.Sprintf("the grpc driver cannot use endpoint %q", cfg.Endpoint), "", err)
@@ -389,6 +448,8 @@ func classify(err error) pipebench.Outcome {
 			o.Detail, o.Unreached = "connection refused", true
 		case strings.Contains(msg, "no such file or directory"):
 			o.Detail, o.Unreached = "no socket", true
+		case strings.Contains(msg, "handshake"):
+			o.Detail, o.Unreached = "tls handshake failed", true
 		case strings.Contains(msg, "Error while dialing"), strings.Contains(msg, "connection error"):
 			o.Detail, o.Unreached = "cannot connect", true
 		}

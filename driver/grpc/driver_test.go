@@ -42,6 +42,11 @@ type server struct {
 
 func startServer(t testing.TB, network string) *server {
 	t.Helper()
+	return startServerOpts(t, network)
+}
+
+func startServerOpts(t testing.TB, network string, opts ...grpc.ServerOption) *server {
+	t.Helper()
 	files, err := protoschema.Compile(context.Background(), []string{"healthevents.proto"}, nil, examples.FS)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +71,7 @@ func startServer(t testing.TB, network string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.srv = grpc.NewServer()
+	s.srv = grpc.NewServer(opts...)
 	ack := func(n int) *dynamicpb.Message {
 		m := dynamicpb.NewMessage(report.Output())
 		m.Set(report.Output().Fields().ByName("accepted"), protoreflect.ValueOfUint32(uint32(n)))
