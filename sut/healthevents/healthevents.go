@@ -206,6 +206,10 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Start(ctx context.Context) error {
 	var err error
 	if p, ok := strings.CutPrefix(s.cfg.Listen, "unix://"); ok {
+		if len(p) > 107 {
+			return pipebench.UsageError(fmt.Sprintf("healthevents: the socket path %s is %d bytes long", p, len(p)),
+				"Unix socket paths hold at most 107 bytes: set listen to a shorter unix:///path", nil)
+		}
 		_ = os.Remove(p) // a stale socket of an earlier run
 		s.gln, err = net.Listen("unix", p)
 	} else {
