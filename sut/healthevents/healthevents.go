@@ -210,7 +210,9 @@ func (s *Server) Start(ctx context.Context) error {
 			return pipebench.UsageError(fmt.Sprintf("healthevents: the socket path %s is %d bytes long", p, len(p)),
 				"Unix socket paths hold at most 107 bytes: set listen to a shorter unix:///path", nil)
 		}
-		_ = os.Remove(p) // a stale socket of an earlier run
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			_ = os.Remove(p) // a stale socket of an earlier run; never another file
+		}
 		s.gln, err = net.Listen("unix", p)
 	} else {
 		s.gln, err = net.Listen("tcp", s.cfg.Listen)
@@ -270,7 +272,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	close(s.stop)
 	<-s.done
 	if p, ok := strings.CutPrefix(s.cfg.Listen, "unix://"); ok {
-		_ = os.Remove(p)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			_ = os.Remove(p)
+		}
 	}
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -187,4 +188,23 @@ func errorsText(err error) string {
 		e = u.Unwrap()
 	}
 	return b.String()
+}
+
+// A listen path naming an ordinary file is an error, and the file stays.
+func TestListenNeverRemovesAFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "keep.txt")
+	if err := os.WriteFile(f, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Listen: "unix://" + f, HTTPListen: "127.0.0.1:0", EffectRate: 1, QueueSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err == nil {
+		s.Shutdown(context.Background())
+		t.Fatal("listening on an ordinary file's path succeeded")
+	}
+	if b, err := os.ReadFile(f); err != nil || string(b) != "data" {
+		t.Errorf("the file was touched: %q %v", b, err)
+	}
 }
