@@ -59,6 +59,7 @@ func newRegistry() (*pipebench.Registry, error) {
 		reg.Observers.Register(procobs.Factory()),
 		reg.Observers.Register(promql.Factory()),
 		reg.Observers.Register(effect.Factory()),
+		reg.Observers.Register(effect.PostgresFactory()),
 	}
 	errs = append(errs, registerReporters()...)
 	for _, err := range errs {

@@ -116,10 +116,14 @@ func Factory() pipebench.Factory[pipebench.Observer] {
 // Observer polls one endpoint. Observe is called from one goroutine at a
 // time; Summary may be called besides it.
 type Observer struct {
+	*core
 	cfg    Config
 	client *http.Client
 	cursor string
+}
 
+// core records effects, whatever their source. Safe for concurrent use.
+type core struct {
 	mu       sync.Mutex
 	seen     map[uint64]struct{}
 	all      *hdrhistogram.Histogram
@@ -148,8 +152,18 @@ func New(cfg Config) (*Observer, error) {
 	if strings.HasPrefix(cfg.URL, "/") {
 		return nil, pipebench.UsageError("the effect observer needs an absolute url", "", nil)
 	}
-	return &Observer{cfg: cfg, client: &http.Client{Timeout: cfg.Timeout.D()}, seen: map[uint64]struct{}{},
-		all: hdrhistogram.New(1, 3_600_000_000, 3)}, nil
+	return &Observer{core: newCore(), cfg: cfg, client: &http.Client{Timeout: cfg.Timeout.D()}}, nil
+}
+
+func newCore() *core {
+	return &core{seen: map[uint64]struct{}{}, all: hdrhistogram.New(1, 3_600_000_000, 3)}
+}
+
+// item is one effect as a source read it.
+type item struct {
+	seq  uint64
+	sent time.Time // zero: unknown
+	at   time.Time // zero: when the poll saw it
 }
 
 // Observe polls once (following the cursor while the answer is a full
@@ -179,9 +193,18 @@ func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 		}
 		o.cursor = scalarString(next)
 	}
-	o.mu.Lock()
-	total := o.count
-	o.mu.Unlock()
+	pts := o.points(at, poll, backlog)
+	if ctx.Err() != nil {
+		err = nil // the run is ending: not a failed observation
+	}
+	return pts, err
+}
+
+// points are the Points of one poll.
+func (c *core) points(at time.Time, poll *hdrhistogram.Histogram, backlog *float64) []pipebench.Point {
+	c.mu.Lock()
+	total := c.count
+	c.mu.Unlock()
 	pts := []pipebench.Point{{Name: "effects", Kind: pipebench.KindCounter, At: at, Value: float64(total)}}
 	if poll.TotalCount() > 0 {
 		for _, q := range []struct {
@@ -195,10 +218,7 @@ func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 	if backlog != nil {
 		pts = append(pts, pipebench.Point{Name: "effect_backlog", Kind: pipebench.KindGauge, At: at, Value: *backlog})
 	}
-	if ctx.Err() != nil {
-		err = nil // the run is ending: not a failed observation
-	}
-	return pts, err
+	return pts
 }
 
 func (o *Observer) fetch(ctx context.Context) (any, error) {
@@ -242,49 +262,59 @@ func (o *Observer) fetch(ctx context.Context) (any, error) {
 // take records the new effects in doc; it returns how many items the
 // answer listed.
 func (o *Observer) take(doc any, polled time.Time, poll *hdrhistogram.Histogram) int {
-	items, _ := lookup(doc, o.cfg.Items).([]any)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, it := range items {
+	list, _ := lookup(doc, o.cfg.Items).([]any)
+	items := make([]item, 0, len(list))
+	for _, it := range list {
 		sv, ok := number(lookup(it, o.cfg.Seq))
 		if !ok || sv < 0 {
 			continue
 		}
-		seq := uint64(sv)
-		if _, dup := o.seen[seq]; dup {
-			continue
-		}
-		o.seen[seq] = struct{}{}
-		at := polled
+		e := item{seq: uint64(sv)}
 		if o.cfg.At != "" {
-			if t, ok := timeOf(lookup(it, o.cfg.At)); ok {
-				at = t
-			}
+			e.at, _ = timeOf(lookup(it, o.cfg.At))
 		}
-		o.count++
-		if o.first.IsZero() || at.Before(o.first) {
-			o.first = at
-		}
-		if at.After(o.last) {
-			o.last = at
-		}
-		sent, ok := timeOf(lookup(it, o.cfg.Sent))
-		if !ok {
-			o.noSent++
-			o.records = append(o.records, record{at: at, lat: -1})
+		e.sent, _ = timeOf(lookup(it, o.cfg.Sent))
+		items = append(items, e)
+	}
+	o.record(items, polled, poll)
+	return len(list)
+}
+
+// record adds the effects not seen before.
+func (c *core) record(items []item, polled time.Time, poll *hdrhistogram.Histogram) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range items {
+		if _, dup := c.seen[e.seq]; dup {
 			continue
 		}
-		us := at.Sub(sent).Microseconds()
+		c.seen[e.seq] = struct{}{}
+		at := e.at
+		if at.IsZero() {
+			at = polled
+		}
+		c.count++
+		if c.first.IsZero() || at.Before(c.first) {
+			c.first = at
+		}
+		if at.After(c.last) {
+			c.last = at
+		}
+		if e.sent.IsZero() {
+			c.noSent++
+			c.records = append(c.records, record{at: at, lat: -1})
+			continue
+		}
+		us := at.Sub(e.sent).Microseconds()
 		if us < 0 {
-			o.negative++
+			c.negative++
 			us = 0
 		}
 		us = max(us, 1)
 		_ = poll.RecordValue(us)
-		_ = o.all.RecordValue(us)
-		o.records = append(o.records, record{at: at, lat: time.Duration(us) * time.Microsecond})
+		_ = c.all.RecordValue(us)
+		c.records = append(c.records, record{at: at, lat: time.Duration(us) * time.Microsecond})
 	}
-	return len(items)
 }
 
 // Summary is the whole run's view of the effects.
@@ -298,15 +328,15 @@ type Summary struct {
 }
 
 // Summary returns the numbers so far.
-func (o *Observer) Summary() Summary {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	s := Summary{Count: o.count, First: o.first, Last: o.last, NoSentTime: o.noSent, ClockSkew: o.negative}
-	if o.all.TotalCount() > 0 {
-		s.P50 = time.Duration(o.all.ValueAtQuantile(50)) * time.Microsecond
-		s.P90 = time.Duration(o.all.ValueAtQuantile(90)) * time.Microsecond
-		s.P99 = time.Duration(o.all.ValueAtQuantile(99)) * time.Microsecond
-		s.Max = time.Duration(o.all.Max()) * time.Microsecond
+func (c *core) Summary() Summary {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := Summary{Count: c.count, First: c.first, Last: c.last, NoSentTime: c.noSent, ClockSkew: c.negative}
+	if c.all.TotalCount() > 0 {
+		s.P50 = time.Duration(c.all.ValueAtQuantile(50)) * time.Microsecond
+		s.P90 = time.Duration(c.all.ValueAtQuantile(90)) * time.Microsecond
+		s.P99 = time.Duration(c.all.ValueAtQuantile(99)) * time.Microsecond
+		s.Max = time.Duration(c.all.Max()) * time.Microsecond
 	}
 	return s
 }
@@ -314,11 +344,11 @@ func (o *Observer) Summary() Summary {
 // SummaryBetween returns the numbers of the effects that took effect in
 // [start, end): a phase's own latency quantiles, count and first and last
 // effect.
-func (o *Observer) SummaryBetween(start, end time.Time) Summary {
+func (c *core) SummaryBetween(start, end time.Time) Summary {
 	h := hdrhistogram.New(1, 3_600_000_000, 3)
 	var s Summary
-	o.mu.Lock()
-	for _, r := range o.records {
+	c.mu.Lock()
+	for _, r := range c.records {
 		if r.at.Before(start) || !r.at.Before(end) {
 			continue
 		}
@@ -335,7 +365,7 @@ func (o *Observer) SummaryBetween(start, end time.Time) Summary {
 		}
 		_ = h.RecordValue(max(r.lat.Microseconds(), 1))
 	}
-	o.mu.Unlock()
+	c.mu.Unlock()
 	if h.TotalCount() > 0 {
 		s.P50 = time.Duration(h.ValueAtQuantile(50)) * time.Microsecond
 		s.P90 = time.Duration(h.ValueAtQuantile(90)) * time.Microsecond
