@@ -161,8 +161,8 @@ type discard struct{}
 type wire []byte
 
 // codec sends a wire as it is, encodes anything else with the registered
-// proto codec, and skips decoding a *discard answer. Its name is "proto", so calls are ordinary
-// application/grpc+proto.
+// proto codec, and skips decoding a *discard answer. Its name is "proto",
+// so calls are ordinary application/grpc+proto.
 type codec struct{}
 
 var protoCodec = encoding.GetCodecV2("proto")
