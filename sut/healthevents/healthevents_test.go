@@ -208,3 +208,44 @@ func TestListenNeverRemovesAFile(t *testing.T) {
 		t.Errorf("the file was touched: %q %v", b, err)
 	}
 }
+
+// ReportStream queues every event of a client stream and acknowledges the
+// count.
+func TestReportStream(t *testing.T) {
+	s := start(t, Config{Listen: "unix://" + filepath.Join(t.TempDir(), "he.sock"), HTTPListen: "127.0.0.1:0", EffectRate: 1000, QueueSize: 100})
+	cc, err := grpc.NewClient(s.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	st, err := cc.NewStream(context.Background(), &grpc.StreamDesc{ClientStreams: true}, "/"+MethodStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		ev := dynamicpb.NewMessage(s.stream.Input())
+		if err := protojson.Unmarshal([]byte(`{"node_name":"n`+itoa(i)+`","sequence":"`+itoa(i)+`"}`), ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SendMsg(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	ack := dynamicpb.NewMessage(s.stream.Output())
+	if err := st.RecvMsg(ack); err != nil {
+		t.Fatal(err)
+	}
+	if n := ack.Get(s.stream.Output().Fields().ByName("accepted")).Uint(); n != 5 {
+		t.Errorf("accepted %d, want 5", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.Applied()) < 5 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := s.Applied(); len(got) != 5 || got[4].Seq != 5 || got[4].Node != "n5" {
+		t.Errorf("applied %+v", got)
+	}
+}
