@@ -142,6 +142,12 @@ func (o *Observer) distributionPoints(m Mapping, fam *dto.MetricFamily, instance
 		pts = append(pts,
 			pipebench.Point{Name: m.KPI + ".count", Labels: labels, Kind: pipebench.KindCounter, At: at, Value: cur.count},
 			pipebench.Point{Name: m.KPI + ".sum", Labels: labels, Kind: pipebench.KindCounter, At: at, Value: cur.sum})
+		if m.Buckets {
+			for i, le := range cur.upper {
+				bl := map[string]string{"instance": instance, "le": strconv.FormatFloat(le, 'g', -1, 64)}
+				pts = append(pts, pipebench.Point{Name: m.KPI + ".bucket", Labels: bl, Kind: pipebench.KindCounter, At: at, Value: cur.counts[i]})
+			}
+		}
 		if delta != nil && delta.count > 0 {
 			for _, q := range qs {
 				if v := delta.quantile(q); !math.IsNaN(v) {

@@ -28,7 +28,7 @@ func TestHistogramAndSummaryQuantiles(t *testing.T) {
 		s.Observe(float64(i) / 1000)
 	}
 	o, err := New(Config{URL: serve(t, reg), Timeout: pipebench.Duration(time.Second), Metrics: []Mapping{
-		{KPI: "req", Metric: "req_seconds", Quantiles: []float64{0.5, 0.99, 0.999}},
+		{KPI: "req", Metric: "req_seconds", Quantiles: []float64{0.5, 0.99, 0.999}, Buckets: true},
 		{KPI: "db", Metric: "db_seconds"},
 	}}, nil)
 	if err != nil {
@@ -41,6 +41,10 @@ func TestHistogramAndSummaryQuantiles(t *testing.T) {
 		}
 		got := map[string]pipebench.Point{}
 		for _, p := range pts {
+			if p.Name == "req.bucket" {
+				got[p.Name+"{"+p.Labels["le"]+"}"] = p
+				continue
+			}
 			got[p.Name] = p
 		}
 		return got
@@ -51,6 +55,9 @@ func TestHistogramAndSummaryQuantiles(t *testing.T) {
 	}
 	if _, ok := got["req.p50"]; ok {
 		t.Errorf("the first scrape has no interval, yet gave req.p50")
+	}
+	if got["req.bucket{0.05}"].Value != 0 || got["req.bucket{0.1}"].Value != 100 || got["req.bucket{+Inf}"].Value != 100 || got["req.bucket{1}"].Kind != pipebench.KindCounter {
+		t.Errorf("buckets: %+v %+v %+v", got["req.bucket{0.05}"], got["req.bucket{0.1}"], got["req.bucket{+Inf}"])
 	}
 	if !near(got["db.p50"].Value, 0.05) || !near(got["db.p99"].Value, 0.099) || got["db.count"].Value != 100 {
 		t.Errorf("summary: p50 %v p99 %v count %v", got["db.p50"].Value, got["db.p99"].Value, got["db.count"].Value)

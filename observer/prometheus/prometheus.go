@@ -38,6 +38,10 @@ type Mapping struct {
 	// Quantiles of a histogram or summary to report (default 0.5, 0.9,
 	// 0.99).
 	Quantiles []float64 `yaml:"quantiles" json:"quantiles,omitempty"`
+	// Buckets also reports a histogram's cumulative buckets as counters,
+	// KPI.bucket{le="0.5"}, so a phase's quantiles can be computed from
+	// the buckets' growth over the phase.
+	Buckets bool `yaml:"buckets" json:"buckets,omitempty"`
 }
 
 // Config configures the observer.
