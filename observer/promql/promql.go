@@ -140,6 +140,9 @@ func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 		}
 		pts = append(pts, toPoints(q, res)...)
 	}
+	if ctx.Err() != nil {
+		return pts, nil // the run is ending: not a failed observation
+	}
 	return pts, errors.Join(errs...)
 }
 
