@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/bufbuild/protocompile v0.14.1
 	github.com/chromedp/chromedp v0.23.0
 	github.com/goccy/go-yaml v1.19.2
 	github.com/invopop/jsonschema v0.14.0
@@ -33,6 +34,7 @@ require (
 	golang.org/x/net v0.62.0
 	gonum.org/v1/plot v0.17.0
 	google.golang.org/grpc v1.83.2
+	google.golang.org/protobuf v1.36.12
 	modernc.org/sqlite v1.61.1
 )
 
@@ -208,7 +210,6 @@ require (
 	gonum.org/v1/gonum v0.17.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/apimachinery v0.35.4 // indirect
 	k8s.io/client-go v0.35.4 // indirect

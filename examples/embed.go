@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// FS holds the example scenarios.
+// FS holds the example scenarios and the .proto files they use.
 //
-//go:embed *.yaml
+//go:embed *.yaml *.proto
 var FS embed.FS
 
 // Names lists the built-in scenarios (file names without .yaml).

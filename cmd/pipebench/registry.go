@@ -5,12 +5,15 @@ import (
 	"strings"
 
 	"github.com/pipebench/pipebench"
+	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
+	"github.com/pipebench/pipebench/observer/effect"
 	natsobs "github.com/pipebench/pipebench/observer/nats"
 	procobs "github.com/pipebench/pipebench/observer/process"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
+	"github.com/pipebench/pipebench/observer/promql"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/payload/loglines"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
@@ -24,6 +27,7 @@ import (
 	httpsink "github.com/pipebench/pipebench/sink/http"
 	natssink "github.com/pipebench/pipebench/sink/nats"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
+	"github.com/pipebench/pipebench/sut/healthevents"
 	"github.com/pipebench/pipebench/sut/jetstream"
 	"github.com/pipebench/pipebench/sut/otelcol"
 	"github.com/pipebench/pipebench/sut/relay"
@@ -41,11 +45,13 @@ func newRegistry() (*pipebench.Registry, error) {
 		reg.Generators.Register(otlpgen.MetricsFactory()),
 		reg.Generators.Register(otlpgen.LogsFactory()),
 		reg.Generators.Register(loglines.Factory()),
+		reg.Generators.Register(payload.MessageFactory()),
 
 		reg.Drivers.Register(httpdriver.Factory()),
 		reg.Drivers.Register(otlpdriver.Factory()),
 		reg.Drivers.Register(logfile.Factory()),
 		reg.Drivers.Register(natsdriver.Factory()),
+		reg.Drivers.Register(grpcdriver.Factory()),
 
 		reg.Sinks.Register(httpsink.Factory()),
 		reg.Sinks.Register(otlpsink.Factory()),
@@ -54,10 +60,14 @@ func newRegistry() (*pipebench.Registry, error) {
 		reg.SUTs.Register(relay.Factory()),
 		reg.SUTs.Register(otelcol.Factory()),
 		reg.SUTs.Register(jetstream.Factory()),
+		reg.SUTs.Register(healthevents.Factory()),
 
 		reg.Observers.Register(promobs.Factory()),
 		reg.Observers.Register(procobs.Factory()),
 		reg.Observers.Register(natsobs.Factory()),
+		reg.Observers.Register(promql.Factory()),
+		reg.Observers.Register(effect.Factory()),
+		reg.Observers.Register(effect.PostgresFactory()),
 
 		reg.Reporters.Register(reporter("text", "the terminal KPI table", text.New(text.Options{}))),
 		reg.Reporters.Register(reporter("md", "markdown tables in the reference reports' shape", markdown.New(markdown.Options{}))),

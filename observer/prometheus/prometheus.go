@@ -29,8 +29,19 @@ type Mapping struct {
 	Metric string `yaml:"metric" json:"metric"`
 	// Labels keep only the series with these label values.
 	Labels map[string]string `yaml:"labels" json:"labels,omitempty"`
-	// Kind is counter or gauge; empty takes the metric's TYPE.
+	// Kind is counter, gauge, histogram or summary; empty takes the
+	// metric's TYPE. A histogram or summary gives KPI.count and KPI.sum
+	// (counters) and a gauge per quantile, KPI.p50 etc.: for a histogram,
+	// of the observations since the previous scrape (from bucket deltas);
+	// for a summary, its own quantiles.
 	Kind string `yaml:"kind" json:"kind,omitempty"`
+	// Quantiles of a histogram or summary to report (default 0.5, 0.9,
+	// 0.99).
+	Quantiles []float64 `yaml:"quantiles" json:"quantiles,omitempty"`
+	// Buckets also reports a histogram's cumulative buckets as counters,
+	// KPI.bucket{le="0.5"}, so a phase's quantiles can be computed from
+	// the buckets' growth over the phase.
+	Buckets bool `yaml:"buckets" json:"buckets,omitempty"`
 }
 
 // Config configures the observer.
@@ -39,7 +50,7 @@ type Config struct {
 	// under test, labelled instance=NAME.
 	URL     string             `yaml:"url" json:"url,omitempty"`
 	Timeout pipebench.Duration `yaml:"timeout" json:"timeout"`
-	// Preset adds built-in mappings: "otelcol" or "relay".
+	// Preset adds built-in mappings: "otelcol", "relay" or "healthevents".
 	Preset  string    `yaml:"preset" json:"preset,omitempty"`
 	Metrics []Mapping `yaml:"metrics" json:"metrics,omitempty"`
 }
@@ -55,6 +66,13 @@ var Presets = map[string][]Mapping{
 		{KPI: "exporter_failed", Metric: "relay_exporter_send_failed_items", Kind: "counter"},
 		{KPI: "exporter_dropped", Metric: "relay_exporter_dropped_items", Kind: "counter"},
 		{KPI: "exporter_queue_size", Metric: "relay_exporter_queue_size", Kind: "gauge"},
+	},
+	"healthevents": {
+		{KPI: "events_received", Metric: "healthevents_events_received_total", Kind: "counter"},
+		{KPI: "events_refused", Metric: "healthevents_events_refused_total", Kind: "counter"},
+		{KPI: "effects_applied", Metric: "healthevents_effects_applied_total", Kind: "counter"},
+		{KPI: "backlog", Metric: "healthevents_backlog", Kind: "gauge"},
+		{KPI: "effect_latency_seconds", Metric: "healthevents_effect_latency_seconds", Kind: "histogram", Quantiles: []float64{0.5, 0.9, 0.99}},
 	},
 }
 
@@ -100,8 +118,13 @@ func (c *Config) Validate() error {
 		if m.KPI == "" || m.Metric == "" {
 			errs = append(errs, fmt.Errorf("metrics: entry %d needs kpi and metric", i))
 		}
-		if m.Kind != "" && m.Kind != "counter" && m.Kind != "gauge" {
-			errs = append(errs, fmt.Errorf("metrics: entry %d: kind %q is not counter or gauge", i, m.Kind))
+		if m.Kind != "" && m.Kind != "counter" && m.Kind != "gauge" && m.Kind != "histogram" && m.Kind != "summary" {
+			errs = append(errs, fmt.Errorf("metrics: entry %d: kind %q is not counter, gauge, histogram or summary", i, m.Kind))
+		}
+		for _, q := range m.Quantiles {
+			if !(q > 0 && q < 1) {
+				errs = append(errs, fmt.Errorf("metrics: entry %d: quantile %g is not between 0 and 1 (0.99 is the 99th percentile)", i, q))
+			}
 		}
 	}
 	if c.Timeout <= 0 {
@@ -141,6 +164,7 @@ type Observer struct {
 	targets  []target
 	mappings []Mapping
 	client   *http.Client
+	prevHist map[string]*cumulative // the previous scrape's buckets, by instance and KPI
 }
 
 var _ pipebench.Observer = (*Observer)(nil)
@@ -149,7 +173,7 @@ var _ pipebench.Observer = (*Observer)(nil)
 // URL when cfg.URL is empty.
 func New(cfg Config, instances []pipebench.Instance) (*Observer, error) {
 	o := &Observer{mappings: append(append([]Mapping(nil), Presets[cfg.Preset]...), cfg.Metrics...),
-		client: &http.Client{Timeout: cfg.Timeout.D()}}
+		client: &http.Client{Timeout: cfg.Timeout.D()}, prevHist: map[string]*cumulative{}}
 	if cfg.URL != "" {
 		o.targets = []target{{instance: hostOf(cfg.URL), url: cfg.URL}}
 	} else {
@@ -216,12 +240,17 @@ func (o *Observer) points(fams map[string]*dto.MetricFamily, instance string, at
 	}
 	sums := map[string]*acc{}
 	var order []string
+	var dists []pipebench.Point
 	for _, m := range o.mappings {
 		fam := fams[m.Metric]
 		if fam == nil {
 			fam = fams[m.Metric+"_total"]
 		}
 		if fam == nil {
+			continue
+		}
+		if t := fam.GetType(); t == dto.MetricType_HISTOGRAM || t == dto.MetricType_SUMMARY {
+			dists = append(dists, o.distributionPoints(m, fam, instance, at)...)
 			continue
 		}
 		kind := pipebench.KindGauge
@@ -256,7 +285,7 @@ func (o *Observer) points(fams map[string]*dto.MetricFamily, instance string, at
 	for _, k := range order {
 		pts = append(pts, pipebench.Point{Name: k, Labels: map[string]string{"instance": instance}, Kind: sums[k].kind, At: at, Value: sums[k].value})
 	}
-	return pts
+	return append(pts, dists...)
 }
 
 func matches(m *dto.Metric, want map[string]string) bool {

@@ -1,0 +1,207 @@
+package grpcdriver_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/pipebench/pipebench"
+	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
+	"github.com/pipebench/pipebench/examples"
+	"github.com/pipebench/pipebench/internal/protoschema"
+	"github.com/pipebench/pipebench/payload"
+	"github.com/pipebench/pipebench/runner"
+	"github.com/pipebench/pipebench/scenario"
+)
+
+// BenchmarkUnaryRate holds a fixed rate of unary calls (10k, 20k and 40k
+// calls/s; PIPEBENCH_BENCH_RATES="10000,20000" to choose) for
+// PIPEBENCH_BENCH_DURATION (default 5s) through the whole runner, against a
+// trivial server of the example HealthEventService in a child process, over
+// a Unix socket and over TCP. It reports achieved/target and the
+// generator's CPU (this process's user+sys seconds per second of load).
+// Run it with:
+//
+//	taskset -c 0 go test -run '^$' -bench UnaryRate -benchtime 1x ./driver/grpc/
+//
+// (taskset pins the generator to one core; the server child then runs on
+// the other.)
+func BenchmarkUnaryRate(b *testing.B) {
+	rates := []int{10000, 20000, 40000}
+	if v := os.Getenv("PIPEBENCH_BENCH_RATES"); v != "" {
+		rates = nil
+		for _, f := range strings.Split(v, ",") {
+			if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+				rates = append(rates, n)
+			}
+		}
+	}
+	dur := 5 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("PIPEBENCH_BENCH_DURATION")); err == nil && v > 0 {
+		dur = v
+	}
+	conns := 4
+	if v, err := strconv.Atoi(os.Getenv("PIPEBENCH_BENCH_CONNS")); err == nil && v > 0 {
+		conns = v
+	}
+	sock := filepath.Join(b.TempDir(), "bench.sock")
+	tcp := startServerProcess(b, sock)
+	reg := pipebench.NewRegistry()
+	if err := reg.Generators.Register(payload.MessageFactory()); err != nil {
+		b.Fatal(err)
+	}
+	if err := reg.Drivers.Register(grpcdriver.Factory()); err != nil {
+		b.Fatal(err)
+	}
+	for _, ep := range []struct{ name, endpoint string }{{"uds", "unix://" + sock}, {"tcp", tcp}} {
+		for _, rate := range rates {
+			b.Run(fmt.Sprintf("%s/%d", ep.name, rate), func(b *testing.B) {
+				yaml := fmt.Sprintf(`
+name: grpc-unary-bench
+target: {driver: grpc, endpoint: %q, method: pipebench.healthevents.v1.HealthEventService/Report, proto_files: [../../examples/healthevents.proto], connections: %d}
+workload:
+  generator: grpc-message
+  message: {version: 1, events: [{node_name: "node-{{seq %% 100}}", sequence: "{{seq}}", severity: SEVERITY_FATAL}]}
+phases:
+  - {name: hold, duration: %s, rate: %d/s}
+`, ep.endpoint, conns, dur, rate)
+				for b.Loop() {
+					sc, err := scenario.Parse("bench.yaml", []byte(yaml), scenario.Params{Registry: reg})
+					if err != nil {
+						b.Fatal(err)
+					}
+					plan, err := scenario.Compile(sc)
+					if err != nil {
+						b.Fatal(err)
+					}
+					var before, after syscall.Rusage
+					syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+					start := time.Now()
+					res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
+					wall := time.Since(start).Seconds()
+					syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+					if err != nil {
+						b.Fatal(err)
+					}
+					p := &res.Phases[0]
+					sent, _ := p.Get("sent_rate")
+					ok, _ := p.Get("accepted_rate")
+					p50, _ := p.Get("latency.p50")
+					p99, _ := p.Get("latency.p99")
+					cpu := tv(after.Utime) + tv(after.Stime) - tv(before.Utime) - tv(before.Stime)
+					b.ReportMetric(float64(rate), "target/s")
+					b.ReportMetric(sent, "sent/s")
+					b.ReportMetric(ok, "ok/s")
+					b.ReportMetric(sent/float64(rate)*100, "achieved%")
+					b.ReportMetric(cpu/wall, "cpu-cores")
+					b.ReportMetric(p50, "p50-ms")
+					b.ReportMetric(p99, "p99-ms")
+					b.Logf("status %s %v; GOMAXPROCS %d", res.Manifest.Status, res.Manifest.Reasons, runtime.GOMAXPROCS(0))
+				}
+			})
+		}
+	}
+}
+
+func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+// startServerProcess runs the trivial server in a child process (this test
+// binary again, on CPU 1 when taskset can put it there), listening on the
+// Unix socket sock and on a TCP port it returns. The child exits when its
+// stdin closes.
+func startServerProcess(b *testing.B, sock string) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := []string{os.Args[0], "-test.run=^TestHelperGRPCServer$"}
+	if ts, err := exec.LookPath("taskset"); err == nil && exec.Command(ts, "-c", "1", "true").Run() == nil {
+		args = append([]string{ts, "-c", "1"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "PIPEBENCH_HELPER_GRPC="+addr+","+sock)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		c1, err1 := net.Dial("tcp", addr)
+		c2, err2 := net.Dial("unix", sock)
+		if err1 == nil && err2 == nil {
+			c1.Close()
+			c2.Close()
+			return addr
+		}
+		if c1 != nil {
+			c1.Close()
+		}
+		if c2 != nil {
+			c2.Close()
+		}
+	}
+	b.Fatal("helper server did not start")
+	return ""
+}
+
+// TestHelperGRPCServer is not a test: it is the benchmark's server process,
+// and skips unless started as one. It decodes each request and answers an
+// empty acknowledgement.
+func TestHelperGRPCServer(t *testing.T) {
+	spec := os.Getenv("PIPEBENCH_HELPER_GRPC")
+	if spec == "" {
+		t.Skip("helper process for BenchmarkUnaryRate")
+	}
+	addr, sock, _ := strings.Cut(spec, ",")
+	files, err := protoschema.Compile(context.Background(), []string{"healthevents.proto"}, nil, examples.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := protoschema.Method(files, "pipebench.healthevents.v1.HealthEventService/Report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	srv.RegisterService(&grpc.ServiceDesc{
+		ServiceName: string(md.Parent().FullName()),
+		Methods: []grpc.MethodDesc{{MethodName: "Report", Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			in := dynamicpb.NewMessage(md.Input())
+			if err := dec(in); err != nil {
+				return nil, err
+			}
+			return dynamicpb.NewMessage(md.Output()), nil
+		}}},
+	}, nil)
+	lt, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lu, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lt)
+	go srv.Serve(lu)
+	io.Copy(io.Discard, os.Stdin) // until the parent closes stdin
+	srv.Stop()
+}
