@@ -89,25 +89,16 @@ func (c *Config) Validate() error {
 
 // Factory returns the factory of the "logfile" driver.
 func Factory() pipebench.Factory[pipebench.Driver] {
-	return pipebench.Factory[pipebench.Driver]{
-		Name:      "logfile",
-		Doc:       "appends batches of log lines to N producer files with size-based rotation, for a tailing pipeline",
-		NewConfig: func() any { return DefaultConfig() },
-		New: func(cfg any, env pipebench.Env) (pipebench.Driver, error) {
-			c, ok := cfg.(*Config)
-			if !ok || c == nil {
-				c = DefaultConfig()
-			}
-			cc := *c
-			if cc.Dir == "" {
+	return pipebench.NewFactory("logfile", "appends batches of log lines to N producer files with size-based rotation, for a tailing pipeline", DefaultConfig,
+		func(c *Config, env pipebench.Env) (pipebench.Driver, error) {
+			if c.Dir == "" {
 				if env.Dir == "" {
 					return nil, pipebench.UsageError("the logfile driver has no directory", "set dir", nil)
 				}
-				cc.Dir = filepath.Join(env.Dir, "logs")
+				c.Dir = filepath.Join(env.Dir, "logs")
 			}
-			return New(cc)
-		},
-	}
+			return New(*c)
+		}).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadLogLines})
 }
 
 // Driver writes batches to the producer files. Send is safe for concurrent

@@ -58,21 +58,8 @@ func (c *Config) Validate() error {
 // Factory returns the factory of the "otlp" sink.
 func Factory() pipebench.Factory[pipebench.Sink] {
 	def := func() *Config { return &Config{GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0"} }
-	return pipebench.Factory[pipebench.Sink]{
-		Name:      "otlp",
-		Doc:       "OTLP backend (gRPC and HTTP): matches pb.seq, injects faults, serves /metrics",
-		NewConfig: func() any { return def() },
-		New: func(cfg any, _ pipebench.Env) (pipebench.Sink, error) {
-			c, ok := cfg.(*Config)
-			if !ok || c == nil {
-				c = def()
-			}
-			if err := c.Validate(); err != nil {
-				return nil, err
-			}
-			return New(*c, 1), nil
-		},
-	}
+	return pipebench.NewFactory("otlp", "OTLP backend (gRPC and HTTP): matches pb.seq, injects faults, serves /metrics", def,
+		func(c *Config, _ pipebench.Env) (pipebench.Sink, error) { return New(*c, 1), nil })
 }
 
 // Sink is the OTLP backend. Start once, Shutdown once.
