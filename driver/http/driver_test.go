@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -68,22 +69,46 @@ func harness(http2 bool) drivertest.Harness { return harnessWith(http2, 0) }
 
 func harnessWith(http2 bool, pipeline int) drivertest.Harness {
 	g, _ := payload.EventFactory().New(nil, pipebench.Env{})
-	return drivertest.Harness{
+	h := drivertest.Harness{
 		Generator: g, Count: 3,
 		Receiver: receiver,
+		Target:   func(addr string) string { return "http://" + addr + "/events" },
 		New: func(t *testing.T, target string) pipebench.Driver {
 			c := defaultConfig()
 			c.Timeout = pipebench.Duration(300 * time.Millisecond)
 			c.HTTP2 = http2
 			c.Connections = 8
 			c.Pipeline = pipeline
+			c.TLS.InsecureSkipVerify = true
 			d, err := New(*c, target)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return d
 		},
+		Mismatches: []drivertest.Mismatch{
+			{Name: "plain server for a TLS client", Detail: "tls handshake", Start: func(t *testing.T) string {
+				srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+				t.Cleanup(srv.Close)
+				return "https://" + srv.Listener.Addr().String() + "/"
+			}},
+		},
 	}
+	if !http2 {
+		h.Connections = 8
+		h.Mismatches = append(h.Mismatches, drivertest.Mismatch{Name: "TLS server for a plain client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
+			srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			t.Cleanup(srv.Close)
+			return "http://" + srv.Listener.Addr().String() + "/"
+		}})
+	} else {
+		h.Mismatches = append(h.Mismatches, drivertest.Mismatch{Name: "HTTP/1.1-only server for an h2c client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
+			srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			t.Cleanup(srv.Close)
+			return "http://" + srv.Listener.Addr().String() + "/"
+		}})
+	}
+	return h
 }
 
 func TestConformanceHTTP1(t *testing.T) { drivertest.Run(t, harness(false)) }

@@ -52,7 +52,7 @@ const inlineBody = 16 << 10
 func newH1Pool(addr string, head []byte, tlsCfg *tls.Config, timeout time.Duration, conns int) *h1Pool {
 	p := &h1Pool{addr: addr, tls: tlsCfg, timeout: timeout, head: head, idle: make(chan *h1Conn, conns)}
 	for i := 0; i < conns; i++ {
-		c := &h1Conn{br: bufio.NewReaderSize(nil, 8<<10)}
+		c := &h1Conn{}
 		p.conns = append(p.conns, c)
 		p.idle <- c
 	}
@@ -72,7 +72,11 @@ func (p *h1Pool) dial(ctx context.Context, c *h1Conn, deadline time.Time) error 
 		return err
 	}
 	c.netc, c.reused = netc, false
-	c.br.Reset(netc)
+	if c.br == nil {
+		c.br = bufio.NewReaderSize(netc, 8<<10)
+	} else {
+		c.br.Reset(netc)
+	}
 	p.open.Add(1)
 	return nil
 }
