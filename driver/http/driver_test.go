@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/h2c"
+	"google.golang.org/grpc"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
@@ -182,4 +183,28 @@ func BenchmarkSendClosedLoop(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+}
+
+// An HTTP/1.1 client aimed at a gRPC (HTTP/2) port fails Start with a
+// protocol mismatch, on the plain and on the pipelined path.
+func TestHTTP1ToGRPCPortIsAMismatch(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	go srv.Serve(ln)
+	defer srv.Stop()
+	for _, pipeline := range []int{0, 4} {
+		c := defaultConfig()
+		c.Connections, c.Pipeline = 2, pipeline
+		d, err := New(*c, "http://"+ln.Addr().String()+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "protocol mismatch") {
+			t.Errorf("pipeline %d: Start against a gRPC port: %v", pipeline, err)
+		}
+		d.Shutdown(context.Background())
+	}
 }

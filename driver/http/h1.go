@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -59,11 +60,37 @@ func newH1Pool(addr string, head []byte, tlsCfg *tls.Config, timeout time.Durati
 	return p
 }
 
-// start opens every connection; see openAll.
+// start opens every connection (see openAll) and checks on the first one
+// that the server does not speak first.
 func (p *h1Pool) start(ctx context.Context) error {
-	return openAll(ctx, len(p.conns), p.timeout, func(ctx context.Context, i int) error {
-		return p.dial(ctx, p.conns[i], time.Now().Add(p.timeout))
+	err := openAll(ctx, len(p.conns), p.timeout, func(ctx context.Context, i int) error {
+		err := p.dial(ctx, p.conns[i], time.Now().Add(p.timeout))
+		if err == nil && i == 0 && p.tls == nil && speaksFirst(p.conns[i].netc) {
+			p.drop(p.conns[i])
+			return errSpeaksFirst
+		}
+		return err
 	})
+	return err
+}
+
+// speakFirstWait is how long Start listens for a server that speaks before
+// it is asked.
+const speakFirstWait = 200 * time.Millisecond
+
+// errSpeaksFirst is a server that sent bytes before any request.
+var errSpeaksFirst = fmt.Errorf("%w: the server spoke before any request, as an HTTP/2 or gRPC server does; this driver speaks HTTP/1.1 (set http2: true for an HTTP/2 server)", netclass.ErrProtocolMismatch)
+
+// speaksFirst reports whether a new plain connection receives bytes before
+// any request: an HTTP/1.1 server never sends any, an HTTP/2 (gRPC) server
+// sends its SETTINGS. What it reads is lost: call it only on a connection
+// that is dropped when it says true, before anything else reads it.
+func speaksFirst(c net.Conn) bool {
+	c.SetReadDeadline(time.Now().Add(speakFirstWait))
+	defer c.SetReadDeadline(time.Time{})
+	var b [9]byte
+	n, _ := c.Read(b[:])
+	return n > 0
 }
 
 func (p *h1Pool) dial(ctx context.Context, c *h1Conn, deadline time.Time) error {

@@ -136,6 +136,10 @@ func (c *pipeClient) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if i == 0 && c.tls == nil && speaksFirst(netc) {
+			netc.Close()
+			return errSpeaksFirst
+		}
 		pc := c.conns[i]
 		pc.mu.Lock()
 		if pc.up { // a send came first (Start is called before any send)
@@ -245,6 +249,13 @@ func (pc *pipeConn) read(gen uint64, netc net.Conn) {
 				if errors.As(err, &ne) && ne.Timeout() {
 					continue
 				}
+				break
+			}
+			pc.mu.Lock()
+			unasked := len(pc.pending) == 0
+			pc.mu.Unlock()
+			if unasked {
+				err = errUnasked
 				break
 			}
 			continue
@@ -413,6 +424,9 @@ func readResponse(br *bufio.Reader) (status int, closeAfter bool, err error) {
 		return status, closeAfter, nil
 	}
 }
+
+// errUnasked is a server that sent bytes while no request was waiting.
+var errUnasked = fmt.Errorf("%w: the server sent bytes while no request was waiting for an answer", netclass.ErrProtocolMismatch)
 
 // errPlainToTLS is a TLS server's answer to a plain-text request.
 var errPlainToTLS = fmt.Errorf("%w: the server speaks TLS (HTTPS) and the request was plain HTTP: use an https:// url", netclass.ErrProtocolMismatch)
