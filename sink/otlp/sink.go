@@ -76,8 +76,9 @@ type Sink struct {
 }
 
 var (
-	_ pipebench.Sink        = (*Sink)(nil)
-	_ pipebench.FaultSetter = (*Sink)(nil)
+	_ pipebench.Sink          = (*Sink)(nil)
+	_ pipebench.FaultSetter   = (*Sink)(nil)
+	_ pipebench.MultiEndpoint = (*Sink)(nil)
 )
 
 // New returns a sink that is not yet listening.
@@ -146,6 +147,20 @@ func (s *Sink) HTTPEndpoint() string {
 		return ""
 	}
 	return "http://" + s.httpLn.Addr().String()
+}
+
+// Endpoints implements pipebench.MultiEndpoint: "grpc" is the gRPC
+// host:port, "http" the HTTP base URL, each present when its listener is.
+// Valid after Start.
+func (s *Sink) Endpoints() map[string]string {
+	m := map[string]string{}
+	if e := s.GRPCEndpoint(); e != "" {
+		m["grpc"] = e
+	}
+	if e := s.HTTPEndpoint(); e != "" {
+		m["http"] = e
+	}
+	return m
 }
 
 // SetFaults implements pipebench.FaultSetter.
