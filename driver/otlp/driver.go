@@ -279,12 +279,14 @@ func (d *Driver) Start(ctx context.Context) error {
 	c, err := netclass.Dial(ctx, d.hostport, nil, d.cfg.Timeout.D())
 	if err != nil {
 		if o := netclass.Classify(err); o.Unreached {
+			d.Shutdown(context.Background())
 			return fmt.Errorf("otlp driver: cannot connect to %s (%s): %w; is the system under test listening there? OTLP/gRPC is usually on port 4317, OTLP/HTTP on 4318", d.hostport, o.Detail, err)
 		}
 	} else {
 		spoke := d.http != nil && speaksFirst(c)
 		c.Close()
 		if spoke {
+			d.Shutdown(context.Background())
 			return fmt.Errorf("otlp driver: %s speaks first, as an HTTP/2 or gRPC server does, so it is not an OTLP/HTTP endpoint (%s): OTLP/HTTP is usually on port 4318; for OTLP/gRPC (port 4317) set protocol: grpc", d.hostport, netclass.DetailMismatch)
 		}
 	}
@@ -326,6 +328,7 @@ func (d *Driver) Start(ctx context.Context) error {
 	close(work)
 	wg.Wait()
 	if failed.Load() > 0 {
+		d.Shutdown(context.Background())
 		return fmt.Errorf("otlp driver: %s accepts TCP connections but no gRPC connection could be made (%s): is it an OTLP/gRPC endpoint? OTLP/gRPC is usually on port 4317; for OTLP/HTTP (port 4318) set protocol: http", d.hostport, netclass.DetailMismatch)
 	}
 	return nil

@@ -18,6 +18,8 @@ type Error struct {
 	Need, Soft, Hard uint64
 }
 
+// Error says how many files are needed, what the limits are and how to
+// raise them.
 func (e *Error) Error() string {
 	return fmt.Sprintf("this run needs about %d open files but the limit is %d (hard limit %d): "+
 		"raise it before starting pipebench, e.g. `ulimit -n %d` in the shell, LimitNOFILE=%d in a systemd unit, "+

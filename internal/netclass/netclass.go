@@ -45,6 +45,7 @@ type HandshakeError struct {
 	Err  error
 }
 
+// Error names the address and the cause.
 func (e *HandshakeError) Error() string { return "tls handshake with " + e.Addr + ": " + e.Err.Error() }
 
 // Unwrap returns the cause.
