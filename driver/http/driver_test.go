@@ -2,6 +2,8 @@ package httpdriver
 
 import (
 	"context"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -98,7 +100,7 @@ func harnessWith(http2 bool, pipeline int) drivertest.Harness {
 	if !http2 {
 		h.Connections = 8
 		h.Mismatches = append(h.Mismatches, drivertest.Mismatch{Name: "TLS server for a plain client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
-			srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			srv := quietTLSServer()
 			t.Cleanup(srv.Close)
 			return "http://" + srv.Listener.Addr().String() + "/"
 		}})
@@ -207,4 +209,13 @@ func TestHTTP1ToGRPCPortIsAMismatch(t *testing.T) {
 		}
 		d.Shutdown(context.Background())
 	}
+}
+
+// quietTLSServer is an HTTPS server on loopback that does not log the
+// failed handshakes the tests cause.
+func quietTLSServer() *httptest.Server {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	return srv
 }

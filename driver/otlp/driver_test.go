@@ -3,6 +3,7 @@ package otlpdriver
 import (
 	"context"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -140,7 +141,7 @@ func TestConformanceHTTP(t *testing.T) {
 				return "http://" + receiver(t).Target
 			}},
 			{Name: "TLS server for a plain client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
-				srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+				srv := quietTLSServer()
 				t.Cleanup(srv.Close)
 				return "http://" + srv.Listener.Addr().String()
 			}},
@@ -364,3 +365,12 @@ type benchArrivals struct{ n atomic.Int64 }
 func (a *benchArrivals) Arrive(uint64, time.Time, time.Time) { a.n.Add(1) }
 func (a *benchArrivals) Faulted(int)                         {}
 func (a *benchArrivals) Unmatched(int)                       {}
+
+// quietTLSServer is an HTTPS server on loopback that does not log the
+// failed handshakes the tests cause.
+func quietTLSServer() *httptest.Server {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	return srv
+}
