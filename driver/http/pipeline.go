@@ -197,6 +197,11 @@ func (pc *pipeConn) run(gen uint64, netc net.Conn) {
 	pc.mu.Unlock()
 	readerDone := make(chan struct{})
 	go func() { pc.read(gen, netc); close(readerDone) }()
+	// Requests queued while the connection was opening are written at once.
+	select {
+	case pc.kick <- struct{}{}:
+	default:
+	}
 	for {
 		select {
 		case <-pc.kick:
@@ -206,6 +211,12 @@ func (pc *pipeConn) run(gen uint64, netc net.Conn) {
 		pc.mu.Lock()
 		if pc.gen != gen || !pc.up {
 			pc.mu.Unlock()
+			// The kick may have been meant for the writer of the next
+			// connection: pass it on.
+			select {
+			case pc.kick <- struct{}{}:
+			default:
+			}
 			return
 		}
 		buf := pc.out

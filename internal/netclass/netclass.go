@@ -144,7 +144,8 @@ func isTLS(err error) bool {
 // clients say when the peer speaks HTTP/1.1 (or something else).
 func IsMismatchText(msg string) bool {
 	for _, s := range []string{"error reading server preface", "frame too large", "server preface",
-		"malformed HTTP response", "malformed status line", "HTTP/1.x transport connection broken", "bogus greeting"} {
+		"malformed HTTP response", "malformed status line", "HTTP/1.x transport connection broken", "bogus greeting",
+		"client conn could not be established"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
