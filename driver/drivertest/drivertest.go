@@ -36,8 +36,9 @@ type Receiver struct {
 
 // Harness is what a driver's test gives the suite.
 type Harness struct {
-	// New builds the driver aimed at target, with a timeout shorter than
-	// the receiver's Slow.
+	// New builds the driver aimed at target, with a timeout well below
+	// the receiver's Slow (half of it or less) yet long enough for 32
+	// concurrent senders on a loaded machine (about a second).
 	New func(t *testing.T, target string) pipebench.Driver
 	// Receiver starts a fresh receiver.
 	Receiver func(t *testing.T) Receiver

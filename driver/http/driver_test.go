@@ -78,7 +78,7 @@ func harnessWith(http2 bool, pipeline int) drivertest.Harness {
 		Target:   func(addr string) string { return "http://" + addr + "/events" },
 		New: func(t *testing.T, target string) pipebench.Driver {
 			c := defaultConfig()
-			c.Timeout = pipebench.Duration(300 * time.Millisecond)
+			c.Timeout = pipebench.Duration(time.Second)
 			c.HTTP2 = http2
 			c.Connections = 8
 			c.Pipeline = pipeline

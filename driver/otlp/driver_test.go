@@ -67,7 +67,7 @@ func receiver(t *testing.T) drivertest.Receiver {
 }
 
 func newDriver(t *testing.T, protocol, target string) pipebench.Driver {
-	d, err := New(Config{Protocol: protocol, Compression: "none", Timeout: pipebench.Duration(300 * time.Millisecond), Connections: 2}, target)
+	d, err := New(Config{Protocol: protocol, Compression: "none", Timeout: pipebench.Duration(time.Second), Connections: 2}, target)
 	if err != nil {
 		t.Fatal(err)
 	}
