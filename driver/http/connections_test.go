@@ -144,3 +144,69 @@ func TestTooFewFilesFailsStart(t *testing.T) {
 		t.Errorf("exit code %d, want %d", pipebench.ExitCode(err), pipebench.ExitUsage)
 	}
 }
+
+// OpenConnections counts what is really open: connections the server
+// closed while idle stop counting before a send finds them closed, and a
+// send opens its connection again.
+func TestOpenConnectionsSeesServerClosedIdleConnections(t *testing.T) {
+	// First as it is (the connections look idle for less than idleCheck:
+	// the send finds out by writing), then with every send checking first.
+	t.Run("found by writing", serverClosesIdle)
+	t.Run("found by checking", func(t *testing.T) {
+		defer func(d time.Duration) { idleCheck = d }(idleCheck)
+		idleCheck = 0
+		serverClosesIdle(t)
+	})
+}
+
+func serverClosesIdle(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var accepted []net.Conn
+	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+		ConnState: func(c net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				mu.Lock()
+				accepted = append(accepted, c)
+				mu.Unlock()
+			}
+		}}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	c := defaultConfig()
+	c.Connections = 4
+	d, err := New(*c, "http://"+ln.Addr().String()+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(context.Background())
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.OpenConnections(); n != 4 {
+		t.Fatalf("after Start %d open, want 4", n)
+	}
+	if !waitUntil(10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(accepted) == 4 }) {
+		t.Fatal("the server did not accept 4 connections")
+	}
+	mu.Lock()
+	for _, c := range accepted {
+		c.Close()
+	}
+	mu.Unlock()
+	if !waitUntil(10*time.Second, func() bool { return d.OpenConnections() == 0 }) {
+		t.Fatalf("the server closed every connection; the driver still counts %d open", d.OpenConnections())
+	}
+	for i := 0; i < 4; i++ {
+		b := pipebench.Batch{Body: []byte("{}"), Count: 1}
+		if o := d.Send(context.Background(), &b); o.Class != pipebench.ClassOK {
+			t.Fatalf("send %d on a connection the server closed: %+v", i, o)
+		}
+	}
+	if n := d.OpenConnections(); n != 4 {
+		t.Errorf("after a send on each, %d open, want 4", n)
+	}
+}

@@ -157,7 +157,7 @@ func (d *Driver) Start(ctx context.Context) error {
 func (d *Driver) OpenConnections() int {
 	switch {
 	case d.h1 != nil:
-		return int(d.h1.open.Load())
+		return d.h1.openNow()
 	case d.pipe != nil:
 		return int(d.pipe.open.Load())
 	}

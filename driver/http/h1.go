@@ -30,7 +30,6 @@ type h1Pool struct {
 	head    []byte // request line, Host and the fixed headers
 	conns   []*h1Conn
 	idle    chan *h1Conn
-	open    atomic.Int64 // connections open now
 }
 
 // h1Conn is one connection of the pool; it is owned by whoever took it from
@@ -39,8 +38,19 @@ type h1Conn struct {
 	netc   net.Conn // nil when closed
 	br     *bufio.Reader
 	buf    []byte
-	reused bool // it has answered a request: a failure may mean the server closed it while idle
+	used   time.Time // when it last carried a request (or was opened)
+	// open is set while netc is open, for openNow, which reads it from
+	// another goroutine.
+	open atomic.Pointer[openConn]
 }
+
+// openConn is what openNow needs of an open connection: its socket, to
+// ask the kernel whether the peer closed it (nil when not available).
+type openConn struct{ raw syscall.RawConn }
+
+// idleCheck is how long a connection may sit idle before a send checks
+// that the server has not closed it (a variable for tests).
+var idleCheck = time.Second
 
 // errNoConn is a send that found every connection busy for the whole timeout.
 var errNoConn = errors.New("no free connection: every connection was busy for longer than the timeout")
@@ -98,23 +108,49 @@ func (p *h1Pool) dial(ctx context.Context, c *h1Conn, deadline time.Time) error 
 	if err != nil {
 		return err
 	}
-	c.netc, c.reused = netc, false
+	c.netc, c.used = netc, time.Now()
 	if c.br == nil {
 		c.br = bufio.NewReaderSize(netc, 8<<10)
 	} else {
 		c.br.Reset(netc)
 	}
-	p.open.Add(1)
+	c.open.Store(&openConn{raw: rawConn(netc)})
 	return nil
 }
 
 func (p *h1Pool) drop(c *h1Conn) {
 	if c.netc != nil {
+		c.open.Store(nil)
 		c.netc.Close()
 		c.netc = nil
-		p.open.Add(-1)
 	}
-	c.reused = false
+}
+
+// openNow counts the connections open now: opened and not closed by
+// either side. A connection the server closed while it sat idle counts
+// once the kernel knows (where it can be asked), not when the next send
+// finds out. Safe to call while sends run.
+func (p *h1Pool) openNow() int {
+	n := 0
+	for _, c := range p.conns {
+		if oc := c.open.Load(); oc != nil && (oc.raw == nil || !peerClosed(oc.raw)) {
+			n++
+		}
+	}
+	return n
+}
+
+// rawConn returns the socket under c (under its TLS layer too), or nil.
+func rawConn(c net.Conn) syscall.RawConn {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if sc, ok := c.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			return raw
+		}
+	}
+	return nil
 }
 
 // do sends one request and returns the answer's status.
@@ -135,21 +171,30 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 		}
 	}
 	defer func() { p.idle <- c }()
-	deadline := time.Now().Add(p.timeout)
+	now := time.Now()
+	deadline := now.Add(p.timeout)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
+	// A connection idle for a while may have been closed by the server:
+	// ask the kernel (one system call) before writing on it.
+	if c.netc != nil && now.Sub(c.used) > idleCheck {
+		if oc := c.open.Load(); oc != nil && oc.raw != nil && peerClosed(oc.raw) {
+			p.drop(c)
+		}
+	}
 	for attempt := 0; ; attempt++ {
-		if c.netc == nil {
+		fresh := c.netc == nil
+		if fresh {
 			if err := p.dial(ctx, c, deadline); err != nil {
 				return 0, err
 			}
 		}
-		// A connection that served requests may have been closed by the
-		// server while idle; that shows as a failed write or an EOF before
-		// any byte of the answer, and the request is sent again once on a
-		// new connection.
-		stale := c.reused && attempt == 0
+		// A connection opened before this send may have been closed by
+		// the server meanwhile; that shows as a failed write or an EOF
+		// before any byte of the answer, and the request is sent again
+		// once on a new connection.
+		stale := !fresh && attempt == 0
 		c.netc.SetDeadline(deadline)
 		var err error
 		if len(body) <= inlineBody {
@@ -179,7 +224,7 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 			p.drop(c)
 			return 0, err
 		}
-		c.reused = true
+		c.used = now
 		if closeAfter {
 			p.drop(c)
 		}
