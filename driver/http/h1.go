@@ -35,10 +35,10 @@ type h1Pool struct {
 // h1Conn is one connection of the pool; it is owned by whoever took it from
 // the idle channel.
 type h1Conn struct {
-	netc   net.Conn // nil when closed
-	br     *bufio.Reader
-	buf    []byte
-	used   time.Time // when it last carried a request (or was opened)
+	netc net.Conn // nil when closed
+	br   *bufio.Reader
+	buf  []byte
+	used time.Time // when it last carried a request (or was opened)
 	// open is set while netc is open, for openNow, which reads it from
 	// another goroutine.
 	open atomic.Pointer[openConn]
