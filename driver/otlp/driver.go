@@ -327,11 +327,21 @@ func (d *Driver) Start(ctx context.Context) error {
 	}
 	close(work)
 	wg.Wait()
-	if failed.Load() > 0 {
-		d.Shutdown(context.Background())
-		return fmt.Errorf("otlp driver: %s accepts TCP connections but no gRPC connection could be made (%s): is it an OTLP/gRPC endpoint? OTLP/gRPC is usually on port 4317; for OTLP/HTTP (port 4318) set protocol: http", d.hostport, netclass.DetailMismatch)
+	if failed.Load() == 0 {
+		return nil
 	}
-	return nil
+	ready := d.OpenConnections()
+	defer d.Shutdown(context.Background())
+	// Tell a target that stopped accepting connections from one that does
+	// not speak gRPC.
+	c, err = netclass.Dial(ctx, d.hostport, nil, d.cfg.Timeout.D())
+	if err != nil {
+		o := netclass.Classify(err)
+		return fmt.Errorf("otlp driver: %d of %d gRPC connections to %s were ready when it stopped accepting more (%s): %w", ready, len(d.conns), d.hostport, o.Detail, err)
+	}
+	c.Close()
+	return fmt.Errorf("otlp driver: %s accepts TCP connections but its gRPC connections fail, %d of %d were ready (%s): is it an OTLP/gRPC endpoint? OTLP/gRPC is usually on port 4317; for OTLP/HTTP (port 4318) set protocol: http",
+		d.hostport, ready, len(d.conns), netclass.DetailMismatch)
 }
 
 // speakFirstWait is how long Start listens for a server that speaks before
