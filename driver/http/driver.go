@@ -47,10 +47,11 @@ type Driver struct {
 	method  string
 	addr    string // host:port
 	headers []pipebench.Header
-	h1      *h1Pool      // HTTP/1.1, one request per connection at a time
-	pipe    *pipeClient  // HTTP/1.1 pipelined
-	std     *http.Client // HTTP/2
-	h2open  atomic.Int64 // HTTP/2 connections open now
+	h1      *h1Pool                         // HTTP/1.1, one request per connection at a time
+	pipe    *pipeClient                     // HTTP/1.1 pipelined
+	std     *http.Client                    // HTTP/2
+	probe   func(ctx context.Context) error // HTTP/2: can a connection be opened?
+	h2open  atomic.Int64                    // HTTP/2 connections open now
 }
 
 var (
@@ -114,6 +115,15 @@ func New(cfg Config, target string) (*Driver, error) {
 			return &countedConn{Conn: c, open: &d.h2open}, nil
 		}
 		d.std = &http.Client{Transport: tr, Timeout: timeout}
+		d.probe = func(ctx context.Context) error {
+			c, err := netclass.Dial(ctx, d.addr, h2tls, timeout)
+			if err == nil {
+				c.Close()
+			} else if !netclass.Classify(err).Unreached {
+				err = nil // a timeout is measured by the sends
+			}
+			return err
+		}
 		return d, nil
 	}
 	head := []byte(d.method + " " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: pipebench\r\n")
@@ -130,7 +140,7 @@ func New(cfg Config, target string) (*Driver, error) {
 
 // Start makes sure the process may open the connections asked for (raising
 // the soft limit on open files if needed) and, for HTTP/1.1, opens every
-// connection, 64 at a time. It fails with a clear error when the target
+// connection, 64 at a time (HTTP/2 opens one to check, and closes it). It fails with a clear error when the target
 // cannot be reached (nothing listens, TLS fails) or the limit on open
 // files is too low.
 func (d *Driver) Start(ctx context.Context) error {
@@ -143,6 +153,8 @@ func (d *Driver) Start(ctx context.Context) error {
 		err = d.h1.start(ctx)
 	case d.pipe != nil:
 		err = d.pipe.start(ctx)
+	case d.probe != nil:
+		err = d.probe(ctx)
 	}
 	if err != nil {
 		d.Shutdown(context.Background())
