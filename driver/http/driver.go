@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/net/http2"
 
@@ -118,8 +119,10 @@ func New(cfg Config, target string) (*Driver, error) {
 		d.probe = func(ctx context.Context) error {
 			c, err := netclass.Dial(ctx, d.addr, h2tls, timeout)
 			if err == nil {
+				err = checkH2(c, timeout)
 				c.Close()
-			} else if !netclass.Classify(err).Unreached {
+			}
+			if err != nil && !netclass.Classify(err).Unreached {
 				err = nil // a timeout is measured by the sends
 			}
 			return err
@@ -160,6 +163,39 @@ func (d *Driver) Start(ctx context.Context) error {
 		d.Shutdown(context.Background())
 		o := netclass.Classify(err)
 		return fmt.Errorf("http driver: cannot open connections to %s (%s): %w; is the system under test listening there, with the scheme (http or https) the url names?", d.addr, o.Detail, err)
+	}
+	return nil
+}
+
+// h2Preface is the HTTP/2 client connection preface followed by an empty
+// SETTINGS frame.
+const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + "\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+// checkH2 checks that the server on a new connection speaks HTTP/2: over
+// TLS it must have chosen h2 (ALPN); in clear text it must answer the
+// preface with a SETTINGS frame. It returns a protocol mismatch error when
+// it does not, or the I/O error (a timeout) when it cannot tell.
+func checkH2(c net.Conn, timeout time.Duration) error {
+	if tc, ok := c.(*tls.Conn); ok {
+		if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
+			return fmt.Errorf("%w: the server does not offer HTTP/2 over TLS (it chose %q): remove http2: true", netclass.ErrProtocolMismatch, p)
+		}
+		return nil
+	}
+	c.SetDeadline(time.Now().Add(timeout))
+	if _, err := io.WriteString(c, h2Preface); err != nil {
+		return err
+	}
+	var head [9]byte
+	_, err := io.ReadFull(c, head[:])
+	if bytes.HasPrefix(head[:], []byte("HTTP/")) {
+		return fmt.Errorf("%w: the server answered HTTP/1.1, not h2c: remove http2: true", netclass.ErrProtocolMismatch)
+	}
+	if err != nil {
+		return err
+	}
+	if head[3] != 0x4 { // the first frame an HTTP/2 server sends is SETTINGS
+		return fmt.Errorf("%w: the server did not answer the HTTP/2 preface with SETTINGS (it sent %q): remove http2: true", netclass.ErrProtocolMismatch, head[:])
 	}
 	return nil
 }
