@@ -226,7 +226,8 @@ func New(cfg Config, target string) (*Driver, error) {
 	}
 	d.hostport = hostport
 	for i := 0; i < cfg.Connections; i++ {
-		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		// Idleness off: a connection stays open however rarely it is used.
+		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithIdleTimeout(0)}
 		if cfg.Compression == "gzip" {
 			opts = append(opts, grpc.WithDefaultCallOptions(grpc.UseCompressor("gzip")))
 		}
