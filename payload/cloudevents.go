@@ -49,22 +49,11 @@ func CloudEventsFactory() pipebench.Factory[pipebench.Generator] {
 	def := func() *CloudEventsConfig {
 		return &CloudEventsConfig{Mode: "structured", Type: "dev.pipebench.event", Source: "/pipebench", Size: 256}
 	}
-	return pipebench.Factory[pipebench.Generator]{
-		Name:      "cloudevents",
-		Doc:       "CloudEvents 1.0 over HTTP, structured or binary content mode",
-		NewConfig: func() any { return def() },
-		New: func(cfg any, _ pipebench.Env) (pipebench.Generator, error) {
-			c, ok := cfg.(*CloudEventsConfig)
-			if !ok || c == nil {
-				c = def()
-			}
-			if err := c.Validate(); err != nil {
-				return nil, err
-			}
+	return pipebench.NewFactory("cloudevents", "CloudEvents 1.0 over HTTP, structured or binary content mode", def,
+		func(c *CloudEventsConfig, _ pipebench.Env) (pipebench.Generator, error) {
 			ce := &ceConfig{binary: c.Mode == "binary", typ: c.Type, source: c.Source}
 			return newJSON(c.Size, c.Fields, false, "application/json", ce)
-		},
-	}
+		}).WithPayloads([]pipebench.Payload{pipebench.PayloadBytes}, nil)
 }
 
 type ceConfig struct {

@@ -61,21 +61,11 @@ func (c *EventConfig) Validate() error {
 
 // EventFactory returns the factory of the "event" generator: JSON events.
 func EventFactory() pipebench.Factory[pipebench.Generator] {
-	return pipebench.Factory[pipebench.Generator]{
-		Name:      "event",
-		Doc:       "JSON events; sequence number in a header or a field",
-		NewConfig: func() any { return &EventConfig{Size: 256, SeqIn: "header", ContentType: "application/json"} },
-		New: func(cfg any, _ pipebench.Env) (pipebench.Generator, error) {
-			c, ok := cfg.(*EventConfig)
-			if !ok || c == nil {
-				c = &EventConfig{Size: 256, SeqIn: "header", ContentType: "application/json"}
-			}
-			if err := c.Validate(); err != nil {
-				return nil, err
-			}
+	return pipebench.NewFactory("event", "JSON events; sequence number in a header or a field",
+		func() *EventConfig { return &EventConfig{Size: 256, SeqIn: "header", ContentType: "application/json"} },
+		func(c *EventConfig, _ pipebench.Env) (pipebench.Generator, error) {
 			return newJSON(c.Size, c.Fields, c.SeqIn == "field", c.ContentType, nil)
-		},
-	}
+		}).WithPayloads([]pipebench.Payload{pipebench.PayloadBytes}, nil)
 }
 
 // field is one compiled templated field.

@@ -20,7 +20,8 @@ type Config struct {
 	URL string `yaml:"url" json:"url"`
 	// Method is POST or PUT.
 	Method string `yaml:"method" json:"method"`
-	// Connections is the size of the keep-alive pool.
+	// Connections is the number of connections, opened at Start and
+	// kept open for the run (HTTP/1.1; HTTP/2 opens what it needs).
 	Connections int `yaml:"connections" json:"connections"`
 	// HTTP2 sends HTTP/2: h2c (cleartext) for http://, over TLS for https://.
 	HTTP2 bool `yaml:"http2" json:"http2"`
@@ -47,6 +48,10 @@ type TLSConfig struct {
 	InsecureSkipVerify bool   `yaml:"insecure_skip_verify" json:"insecure_skip_verify,omitempty"`
 }
 
+// maxConnections bounds connections: each is a socket (and a file
+// descriptor) held for the whole run.
+const maxConnections = 100000
+
 func defaultConfig() *Config {
 	return &Config{Method: "POST", Connections: 64, Timeout: pipebench.Duration(5 * time.Second)}
 }
@@ -63,8 +68,8 @@ func (c *Config) Validate() error {
 	if m := strings.ToUpper(c.Method); m != "POST" && m != "PUT" {
 		errs = append(errs, fmt.Errorf("method: %q is not POST or PUT", c.Method))
 	}
-	if c.Connections < 1 {
-		errs = append(errs, fmt.Errorf("connections: must be at least 1"))
+	if c.Connections < 1 || c.Connections > maxConnections {
+		errs = append(errs, fmt.Errorf("connections: %d is outside 1..%d", c.Connections, maxConnections))
 	}
 	if c.Pipeline < 0 {
 		errs = append(errs, fmt.Errorf("pipeline: must be 0 (off) or more"))

@@ -1,66 +1,68 @@
-// Package httpdriver sends batches over HTTP: fasthttp for HTTP/1.1 (net/http
-// cannot hold tens of thousands of requests per second on one core), its own
-// batching client for pipelined HTTP/1.1 (pipeline.go), net/http with
-// golang.org/x/net/http2 for HTTP/2 and h2c.
+// Package httpdriver sends batches over HTTP: its own HTTP/1.1 client over a
+// fixed set of keep-alive connections opened at Start (net/http cannot hold
+// tens of thousands of requests per second on one core), a batching client
+// for pipelined HTTP/1.1 (pipeline.go), net/http with golang.org/x/net/http2
+// for HTTP/2 and h2c.
 package httpdriver
 
 import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync/atomic"
 	"time"
 
-	"github.com/valyala/fasthttp"
 	"golang.org/x/net/http2"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/fdlimit"
+	"github.com/pipebench/pipebench/internal/netclass"
 )
 
-// Factory returns the factory of the "http" driver.
+// Factory returns the factory of the "http" driver. It sends what it is
+// given as bytes: PayloadBytes and PayloadLogLines. With no url it aims at
+// the runner's target for "http" (Env.Targets), then Env.Target.
 func Factory() pipebench.Factory[pipebench.Driver] {
-	return pipebench.Factory[pipebench.Driver]{
-		Name:      "http",
-		Doc:       "HTTP/1.1 (keep-alive pool) or HTTP/2 (h2c or TLS) POST/PUT",
-		NewConfig: func() any { return defaultConfig() },
-		New: func(cfg any, env pipebench.Env) (pipebench.Driver, error) {
-			c, ok := cfg.(*Config)
-			if !ok || c == nil {
-				c = defaultConfig()
+	return pipebench.NewFactory("http", "HTTP/1.1 (keep-alive pool) or HTTP/2 (h2c or TLS) POST/PUT", defaultConfig,
+		func(c *Config, env pipebench.Env) (pipebench.Driver, error) {
+			target := env.Targets["http"]
+			if target == "" {
+				target = env.Target
 			}
-			return New(*c, env.Target)
-		},
-	}
+			return New(*c, target)
+		}).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadBytes, pipebench.PayloadLogLines})
 }
 
-// Driver sends batches over HTTP. Send is safe for concurrent use.
+// Driver sends batches over HTTP. Send is safe for concurrent use;
+// OpenConnections too.
 type Driver struct {
 	cfg     Config
 	url     string
 	method  string
+	addr    string // host:port
 	headers []pipebench.Header
-	fast    doer         // HTTP/1.1, one request per connection at a time
-	pipe    *pipeClient  // HTTP/1.1 pipelined
-	std     *http.Client // HTTP/2
+	h1      *h1Pool                         // HTTP/1.1, one request per connection at a time
+	pipe    *pipeClient                     // HTTP/1.1 pipelined
+	std     *http.Client                    // HTTP/2
+	probe   func(ctx context.Context) error // HTTP/2: can a connection be opened?
+	h2open  atomic.Int64                    // HTTP/2 connections open now
 }
 
-var _ pipebench.Driver = (*Driver)(nil)
-
-// doer is what the fasthttp clients have in common.
-type doer interface {
-	DoTimeout(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error
-}
+var (
+	_ pipebench.Driver             = (*Driver)(nil)
+	_ pipebench.ConnectionReporter = (*Driver)(nil)
+)
 
 // New builds a driver for cfg; target is used when cfg.URL is empty.
+// Connections are opened by Start (HTTP/1.1) or on demand (HTTP/2); a Send
+// before Start opens the connection it needs.
 func New(cfg Config, target string) (*Driver, error) {
 	if cfg.URL == "" {
 		cfg.URL = target
@@ -86,57 +88,137 @@ func New(cfg Config, target string) (*Driver, error) {
 			return nil, err
 		}
 	}
-	timeout := cfg.Timeout.D()
-	if cfg.HTTP2 {
-		tr := &http2.Transport{TLSClientConfig: tlsCfg}
-		if u.Scheme == "http" {
-			tr.AllowHTTP = true
-			tr.DialTLSContext = func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-				var dl net.Dialer
-				return dl.DialContext(ctx, network, addr)
-			}
-		}
-		d.std = &http.Client{Transport: tr, Timeout: timeout}
-		return d, nil
-	}
-	addr := u.Host
+	d.addr = u.Host
 	if u.Port() == "" {
 		if u.Scheme == "https" {
-			addr += ":443"
+			d.addr = net.JoinHostPort(u.Hostname(), "443")
 		} else {
-			addr += ":80"
+			d.addr = net.JoinHostPort(u.Hostname(), "80")
 		}
 	}
-	if cfg.Pipeline > 0 {
-		fixed := append([]pipebench.Header{{Name: "User-Agent", Value: "pipebench"}}, d.headers...)
-		d.pipe = newPipeClient(addr, d.method, u.RequestURI(), u.Host, tlsCfg, timeout, cfg.Connections, cfg.Pipeline, fixed)
+	timeout := cfg.Timeout.D()
+	if cfg.HTTP2 {
+		tr := &http2.Transport{}
+		h2tls := tlsCfg
+		if h2tls != nil {
+			h2tls = h2tls.Clone()
+			h2tls.NextProtos = []string{"h2"}
+		}
+		if u.Scheme == "http" {
+			tr.AllowHTTP = true
+		}
+		tr.DialTLSContext = func(ctx context.Context, _, addr string, _ *tls.Config) (net.Conn, error) {
+			c, err := netclass.Dial(ctx, addr, h2tls, timeout)
+			if err != nil {
+				return nil, err
+			}
+			d.h2open.Add(1)
+			return &countedConn{Conn: c, open: &d.h2open}, nil
+		}
+		d.std = &http.Client{Transport: tr, Timeout: timeout}
+		d.probe = func(ctx context.Context) error {
+			c, err := netclass.Dial(ctx, d.addr, h2tls, timeout)
+			if err == nil {
+				err = checkH2(c, timeout)
+				c.Close()
+			}
+			if err != nil && !netclass.Classify(err).Unreached {
+				err = nil // a timeout is measured by the sends
+			}
+			return err
+		}
 		return d, nil
 	}
-	d.fast = &fasthttp.HostClient{
-		Addr:                          addr,
-		IsTLS:                         u.Scheme == "https",
-		TLSConfig:                     tlsCfg,
-		MaxConns:                      cfg.Connections,
-		ReadTimeout:                   timeout,
-		WriteTimeout:                  timeout,
-		MaxIdleConnDuration:           time.Minute,
-		NoDefaultUserAgentHeader:      true,
-		DisableHeaderNamesNormalizing: false,
-		MaxConnWaitTimeout:            timeout,
+	head := []byte(d.method + " " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: pipebench\r\n")
+	for _, h := range d.headers {
+		head = append(head, h.Name+": "+h.Value+"\r\n"...)
 	}
+	if cfg.Pipeline > 0 {
+		d.pipe = newPipeClient(d.addr, tlsCfg, timeout, cfg.Connections, cfg.Pipeline, head)
+		return d, nil
+	}
+	d.h1 = newH1Pool(d.addr, head, tlsCfg, timeout, cfg.Connections)
 	return d, nil
 }
 
-// Start implements pipebench.Driver.
-func (d *Driver) Start(context.Context) error { return nil }
+// Start makes sure the process may open the connections asked for (raising
+// the soft limit on open files if needed) and, for HTTP/1.1, opens every
+// connection, 64 at a time (HTTP/2 opens one to check, and closes it). It fails with a clear error when the target
+// cannot be reached (nothing listens, TLS fails) or the limit on open
+// files is too low.
+func (d *Driver) Start(ctx context.Context) error {
+	if err := fdlimit.Ensure(d.cfg.Connections + fdlimit.Margin); err != nil {
+		return pipebench.UsageError(fmt.Sprintf("http driver: connections: %d", d.cfg.Connections), "", err)
+	}
+	var err error
+	switch {
+	case d.h1 != nil:
+		err = d.h1.start(ctx)
+	case d.pipe != nil:
+		err = d.pipe.start(ctx)
+	case d.probe != nil:
+		err = d.probe(ctx)
+	}
+	if err != nil {
+		d.Shutdown(context.Background())
+		o := netclass.Classify(err)
+		return fmt.Errorf("http driver: cannot open connections to %s (%s): %w; is the system under test listening there, with the scheme (http or https) the url names?", d.addr, o.Detail, err)
+	}
+	return nil
+}
 
-// Shutdown closes idle connections.
+// h2Preface is the HTTP/2 client connection preface followed by an empty
+// SETTINGS frame.
+const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + "\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+// checkH2 checks that the server on a new connection speaks HTTP/2: over
+// TLS it must have chosen h2 (ALPN); in clear text it must answer the
+// preface with a SETTINGS frame. It returns a protocol mismatch error when
+// it does not, or the I/O error (a timeout) when it cannot tell.
+func checkH2(c net.Conn, timeout time.Duration) error {
+	if tc, ok := c.(*tls.Conn); ok {
+		if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
+			return fmt.Errorf("%w: the server does not offer HTTP/2 over TLS (it chose %q): remove http2: true", netclass.ErrProtocolMismatch, p)
+		}
+		return nil
+	}
+	c.SetDeadline(time.Now().Add(timeout))
+	if _, err := io.WriteString(c, h2Preface); err != nil {
+		return err
+	}
+	var head [9]byte
+	_, err := io.ReadFull(c, head[:])
+	if bytes.HasPrefix(head[:], []byte("HTTP/")) {
+		return fmt.Errorf("%w: the server answered HTTP/1.1, not h2c: remove http2: true", netclass.ErrProtocolMismatch)
+	}
+	if err != nil {
+		return err
+	}
+	if head[3] != 0x4 { // the first frame an HTTP/2 server sends is SETTINGS
+		return fmt.Errorf("%w: the server did not answer the HTTP/2 preface with SETTINGS (it sent %q): remove http2: true", netclass.ErrProtocolMismatch, head[:])
+	}
+	return nil
+}
+
+// OpenConnections implements pipebench.ConnectionReporter: the
+// connections open now.
+func (d *Driver) OpenConnections() int {
+	switch {
+	case d.h1 != nil:
+		return d.h1.openNow()
+	case d.pipe != nil:
+		return int(d.pipe.open.Load())
+	}
+	return int(d.h2open.Load())
+}
+
+// Shutdown closes the connections.
 func (d *Driver) Shutdown(context.Context) error {
 	if d.pipe != nil {
 		d.pipe.close()
 	}
-	if c, ok := d.fast.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
+	if d.h1 != nil {
+		d.h1.close()
 	}
 	if d.std != nil {
 		d.std.CloseIdleConnections()
@@ -146,54 +228,29 @@ func (d *Driver) Shutdown(context.Context) error {
 
 // Send implements pipebench.Driver: it never returns an error, it classifies.
 func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
+	if ctx.Err() != nil {
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: ctx.Err().Error()}
+	}
 	if d.std != nil {
 		return d.sendStd(ctx, b)
 	}
+	var status int
+	var err error
 	if d.pipe != nil {
-		if ctx.Err() != nil {
-			return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled"}
-		}
-		status, err := d.pipe.do(ctx, b.ContentType, b.Headers, b.Body)
-		if err != nil {
-			return classifyErr(err)
-		}
-		return classifyStatus(status)
+		status, err = d.pipe.do(ctx, b.ContentType, b.Headers, b.Body)
+	} else {
+		status, err = d.h1.do(ctx, b.ContentType, b.Headers, b.Body)
 	}
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(d.url)
-	req.Header.SetMethod(d.method)
-	if b.ContentType != "" {
-		req.Header.SetContentType(b.ContentType)
-	}
-	for _, h := range d.headers {
-		req.Header.Set(h.Name, h.Value)
-	}
-	for _, h := range b.Headers {
-		req.Header.Set(h.Name, h.Value)
-	}
-	req.SetBodyRaw(b.Body)
-	resp.SkipBody = true
-	timeout := d.cfg.Timeout.D()
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
-		timeout = time.Until(dl)
-	}
-	if ctx.Err() != nil {
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled"}
-	}
-	err := d.fast.DoTimeout(req, resp, timeout)
 	if err != nil {
 		return classifyErr(err)
 	}
-	return classifyStatus(resp.StatusCode())
+	return classifyStatus(status)
 }
 
 func (d *Driver) sendStd(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
 	req, err := http.NewRequestWithContext(ctx, d.method, d.url, bytes.NewReader(b.Body))
 	if err != nil {
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "bad request"}
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "bad request", Message: err.Error()}
 	}
 	if b.ContentType != "" {
 		req.Header.Set("Content-Type", b.ContentType)
@@ -208,13 +265,21 @@ func (d *Driver) sendStd(ctx context.Context, b *pipebench.Batch) pipebench.Outc
 	if err != nil {
 		return classifyErr(err)
 	}
+	var head []byte
+	if resp.StatusCode == 400 {
+		head, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
+	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	if netclass.PlainToTLS(resp.StatusCode, head) {
+		return classifyErr(errPlainToTLS)
+	}
 	return classifyStatus(resp.StatusCode)
 }
 
 // classifyStatus maps an HTTP status to an outcome class: 2xx ok; 429 and
 // 503 refused (backpressure); 408 and 504 timeout; anything else error.
+// The target answered, so none is unreached.
 func classifyStatus(code int) pipebench.Outcome {
 	o := pipebench.Outcome{Code: code}
 	switch {
@@ -229,33 +294,20 @@ func classifyStatus(code int) pipebench.Outcome {
 		o.Class = pipebench.ClassError
 	}
 	o.Detail = strconv.Itoa(code)
+	o.Message = "HTTP " + strconv.Itoa(code) + " " + http.StatusText(code)
 	return o
 }
 
-// classifyErr maps a transport error to an outcome with a short detail.
+// classifyErr maps a transport error to an outcome with a short detail and
+// the full text.
 func classifyErr(err error) pipebench.Outcome {
-	var ne net.Error
-	switch {
-	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
-		errors.As(err, &ne) && ne.Timeout(), errors.Is(err, fasthttp.ErrNoFreeConns):
-		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "timeout"}
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "connection refused"}
-	case errors.Is(err, syscall.ECONNRESET):
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "connection reset"}
-	case errors.Is(err, errPipelineFull):
-		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "pipeline full"}
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, errConnClosed):
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "eof"}
-	case errors.Is(err, context.Canceled):
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled"}
+	switch err {
+	case errPipelineFull:
+		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "pipeline full", Message: err.Error()}
+	case errNoConn:
+		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "no free connection", Message: err.Error()}
+	case errConnClosed:
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "eof", Message: err.Error()}
 	}
-	msg := err.Error()
-	if strings.Contains(msg, "connection refused") {
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "connection refused"}
-	}
-	if strings.Contains(msg, "timeout") {
-		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "timeout"}
-	}
-	return pipebench.Outcome{Class: pipebench.ClassError, Detail: fmt.Sprintf("%.40s", msg)}
+	return netclass.Classify(err)
 }

@@ -2,8 +2,11 @@ package httpdriver
 
 import (
 	"context"
+	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/h2c"
+	"google.golang.org/grpc"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
@@ -68,22 +72,46 @@ func harness(http2 bool) drivertest.Harness { return harnessWith(http2, 0) }
 
 func harnessWith(http2 bool, pipeline int) drivertest.Harness {
 	g, _ := payload.EventFactory().New(nil, pipebench.Env{})
-	return drivertest.Harness{
+	h := drivertest.Harness{
 		Generator: g, Count: 3,
 		Receiver: receiver,
+		Target:   func(addr string) string { return "http://" + addr + "/events" },
 		New: func(t *testing.T, target string) pipebench.Driver {
 			c := defaultConfig()
-			c.Timeout = pipebench.Duration(300 * time.Millisecond)
+			c.Timeout = pipebench.Duration(time.Second)
 			c.HTTP2 = http2
 			c.Connections = 8
 			c.Pipeline = pipeline
+			c.TLS.InsecureSkipVerify = true
 			d, err := New(*c, target)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return d
 		},
+		Mismatches: []drivertest.Mismatch{
+			{Name: "plain server for a TLS client", Detail: "tls handshake", Start: func(t *testing.T) string {
+				srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+				t.Cleanup(srv.Close)
+				return "https://" + srv.Listener.Addr().String() + "/"
+			}},
+		},
 	}
+	if !http2 {
+		h.Connections = 8
+		h.Mismatches = append(h.Mismatches, drivertest.Mismatch{Name: "TLS server for a plain client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
+			srv := quietTLSServer()
+			t.Cleanup(srv.Close)
+			return "http://" + srv.Listener.Addr().String() + "/"
+		}})
+	} else {
+		h.Mismatches = append(h.Mismatches, drivertest.Mismatch{Name: "HTTP/1.1-only server for an h2c client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
+			srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			t.Cleanup(srv.Close)
+			return "http://" + srv.Listener.Addr().String() + "/"
+		}})
+	}
+	return h
 }
 
 func TestConformanceHTTP1(t *testing.T) { drivertest.Run(t, harness(false)) }
@@ -157,4 +185,37 @@ func BenchmarkSendClosedLoop(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+}
+
+// An HTTP/1.1 client aimed at a gRPC (HTTP/2) port fails Start with a
+// protocol mismatch, on the plain and on the pipelined path.
+func TestHTTP1ToGRPCPortIsAMismatch(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	go srv.Serve(ln)
+	defer srv.Stop()
+	for _, pipeline := range []int{0, 4} {
+		c := defaultConfig()
+		c.Connections, c.Pipeline = 2, pipeline
+		d, err := New(*c, "http://"+ln.Addr().String()+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "protocol mismatch") {
+			t.Errorf("pipeline %d: Start against a gRPC port: %v", pipeline, err)
+		}
+		d.Shutdown(context.Background())
+	}
+}
+
+// quietTLSServer is an HTTPS server on loopback that does not log the
+// failed handshakes the tests cause.
+func quietTLSServer() *httptest.Server {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	return srv
 }

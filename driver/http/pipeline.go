@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/netclass"
 )
 
 // pipeClient sends HTTP/1.1 requests pipelined over a fixed set of
@@ -30,6 +32,7 @@ type pipeClient struct {
 	head    []byte        // "METHOD PATH HTTP/1.1\r\nHost: ...\r\n" and the fixed headers
 	conns   []*pipeConn
 	next    atomic.Uint32
+	open    atomic.Int64 // connections open now
 }
 
 // idlePoll bounds how late a request queued on an idle connection gets its
@@ -41,16 +44,10 @@ var (
 	errConnClosed   = errors.New("connection closed by the server")
 )
 
-func newPipeClient(addr, method, path, host string, tlsCfg *tls.Config, timeout time.Duration, conns, maxPending int, headers []pipebench.Header) *pipeClient {
-	if path == "" {
-		path = "/"
-	}
-	var h bytes.Buffer
-	h.WriteString(method + " " + path + " HTTP/1.1\r\nHost: " + host + "\r\n")
-	for _, x := range headers {
-		h.WriteString(x.Name + ": " + x.Value + "\r\n")
-	}
-	c := &pipeClient{addr: addr, tls: tlsCfg, timeout: timeout, slots: make(chan struct{}, conns*maxPending), head: h.Bytes()}
+// newPipeClient returns a client of conns connections with up to
+// maxPending requests each; head is the request line and fixed headers.
+func newPipeClient(addr string, tlsCfg *tls.Config, timeout time.Duration, conns, maxPending int, head []byte) *pipeClient {
+	c := &pipeClient{addr: addr, tls: tlsCfg, timeout: timeout, slots: make(chan struct{}, conns*maxPending), head: head}
 	for i := 0; i < conns; i++ {
 		c.conns = append(c.conns, &pipeConn{c: c, kick: make(chan struct{}, 1)})
 	}
@@ -109,24 +106,9 @@ func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebenc
 	if !pc.up {
 		pc.up = true
 		pc.gen++
-		go pc.run(pc.gen)
+		go pc.run(pc.gen, nil)
 	}
-	b := append(pc.out, c.head...)
-	if contentType != "" {
-		b = append(b, "Content-Type: "...)
-		b = append(b, contentType...)
-		b = append(b, '\r', '\n')
-	}
-	for _, h := range hdrs {
-		b = append(b, h.Name...)
-		b = append(b, ':', ' ')
-		b = append(b, h.Value...)
-		b = append(b, '\r', '\n')
-	}
-	b = append(b, "Content-Length: "...)
-	b = strconv.AppendInt(b, int64(len(body)), 10)
-	b = append(b, '\r', '\n', '\r', '\n')
-	pc.out = append(b, body...)
+	pc.out = append(appendRequest(pc.out, c.head, contentType, hdrs, len(body)), body...)
 	pc.pending = append(pc.pending, call)
 	pc.mu.Unlock()
 	select {
@@ -146,31 +128,80 @@ func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebenc
 	}
 }
 
-// run opens the connection and writes until it fails; the reader runs
-// beside it. Every call queued on a failed connection is answered with the
-// error, and the next request opens a new connection.
-func (pc *pipeConn) run(gen uint64) {
-	d := net.Dialer{Timeout: pc.c.timeout}
-	netc, err := d.Dial("tcp", pc.c.addr)
-	if err == nil && pc.c.tls != nil {
-		tc := tls.Client(netc, pc.c.tls)
-		ctx, cancel := context.WithTimeout(context.Background(), pc.c.timeout)
-		err = tc.HandshakeContext(ctx)
-		cancel()
-		netc = tc
-	}
-	if err != nil {
-		if netc != nil {
-			netc.Close()
+// start opens every connection and starts its writer and reader; see
+// openAll.
+func (c *pipeClient) start(ctx context.Context) error {
+	return openAll(ctx, len(c.conns), c.timeout, func(ctx context.Context, i int) error {
+		netc, err := c.dial(ctx)
+		if err != nil {
+			return err
 		}
-		pc.fail(gen, err)
-		return
+		if i == 0 && c.tls == nil && speaksFirst(netc) {
+			netc.Close()
+			return errSpeaksFirst
+		}
+		pc := c.conns[i]
+		pc.mu.Lock()
+		if pc.up { // a send came first (Start is called before any send)
+			pc.mu.Unlock()
+			netc.Close()
+			return nil
+		}
+		pc.up = true
+		pc.gen++
+		gen := pc.gen
+		pc.mu.Unlock()
+		go pc.run(gen, netc)
+		return nil
+	})
+}
+
+// dial opens one connection, counted in c.open until it is closed.
+func (c *pipeClient) dial(ctx context.Context) (net.Conn, error) {
+	netc, err := netclass.Dial(ctx, c.addr, c.tls, c.timeout)
+	if err != nil {
+		return nil, err
+	}
+	c.open.Add(1)
+	return &countedConn{Conn: netc, open: &c.open}, nil
+}
+
+// countedConn takes itself off a count of open connections when it is
+// first closed.
+type countedConn struct {
+	net.Conn
+	open *atomic.Int64
+	once sync.Once
+}
+
+// Close closes the connection.
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.open.Add(-1) })
+	return c.Conn.Close()
+}
+
+// run writes on the connection (opening it first when netc is nil) until
+// it fails; the reader runs beside it. Every call queued on a failed
+// connection is answered with the error, and the next request opens a new
+// connection.
+func (pc *pipeConn) run(gen uint64, netc net.Conn) {
+	if netc == nil {
+		var err error
+		if netc, err = pc.c.dial(context.Background()); err != nil {
+			pc.fail(gen, err)
+			return
+		}
 	}
 	pc.mu.Lock()
 	pc.netc = netc
 	pc.mu.Unlock()
 	readerDone := make(chan struct{})
 	go func() { pc.read(gen, netc); close(readerDone) }()
+	// Requests queued while the connection was opening are written at once.
+	select {
+	case pc.kick <- struct{}{}:
+	default:
+	}
 	for {
 		select {
 		case <-pc.kick:
@@ -180,6 +211,12 @@ func (pc *pipeConn) run(gen uint64) {
 		pc.mu.Lock()
 		if pc.gen != gen || !pc.up {
 			pc.mu.Unlock()
+			// The kick may have been meant for the writer of the next
+			// connection: pass it on.
+			select {
+			case pc.kick <- struct{}{}:
+			default:
+			}
 			return
 		}
 		buf := pc.out
@@ -223,6 +260,13 @@ func (pc *pipeConn) read(gen uint64, netc net.Conn) {
 				if errors.As(err, &ne) && ne.Timeout() {
 					continue
 				}
+				break
+			}
+			pc.mu.Lock()
+			unasked := len(pc.pending) == 0
+			pc.mu.Unlock()
+			if unasked {
+				err = errUnasked
 				break
 			}
 			continue
@@ -321,11 +365,11 @@ func readResponse(br *bufio.Reader) (status int, closeAfter bool, err error) {
 		}
 		// HTTP/1.1 200 OK
 		if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
-			return 0, false, errors.New("malformed status line " + strconv.Quote(string(line)))
+			return 0, false, malformed(line)
 		}
 		status, err = strconv.Atoi(string(line[9:12]))
 		if err != nil {
-			return 0, false, errors.New("malformed status line " + strconv.Quote(string(line)))
+			return 0, false, malformed(line)
 		}
 		http10 := line[7] == '0'
 		length, chunked := int64(-1), false
@@ -369,15 +413,44 @@ func readResponse(br *bufio.Reader) (status int, closeAfter bool, err error) {
 				return 0, false, err
 			}
 		case length >= 0:
+			if status == 400 {
+				// A TLS server's complaint about a plain request?
+				head, _ := br.Peek(int(min(length, 512)))
+				if netclass.PlainToTLS(status, head) {
+					return 0, false, errPlainToTLS
+				}
+			}
 			if _, err := br.Discard(int(length)); err != nil {
 				return 0, false, err
 			}
 		default: // the body runs until the server closes
+			var head bytes.Buffer
+			io.Copy(&head, io.LimitReader(br, 512))
 			io.Copy(io.Discard, br)
+			if netclass.PlainToTLS(status, head.Bytes()) {
+				return 0, false, errPlainToTLS
+			}
 			return status, true, nil
 		}
 		return status, closeAfter, nil
 	}
+}
+
+// errUnasked is a server that sent bytes while no request was waiting.
+var errUnasked = fmt.Errorf("%w: the server sent bytes while no request was waiting for an answer", netclass.ErrProtocolMismatch)
+
+// errPlainToTLS is a TLS server's answer to a plain-text request.
+var errPlainToTLS = fmt.Errorf("%w: the server speaks TLS (HTTPS) and the request was plain HTTP: use an https:// url", netclass.ErrProtocolMismatch)
+
+// malformed is the error of a status line that is not HTTP/1.x.
+func malformed(line []byte) error {
+	if netclass.LooksLikeTLS(line) {
+		return errPlainToTLS
+	}
+	if len(line) > 80 {
+		line = line[:80]
+	}
+	return fmt.Errorf("%w: malformed status line %s: the server does not speak HTTP/1.1", netclass.ErrProtocolMismatch, strconv.Quote(string(line)))
 }
 
 func skipChunked(br *bufio.Reader) error {
@@ -415,11 +488,14 @@ func skipChunked(br *bufio.Reader) error {
 func readLine(br *bufio.Reader) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
-		return nil, errors.New("header line longer than 32 KiB")
+		return nil, fmt.Errorf("header line longer than %d bytes", br.Size())
 	}
 	if err != nil {
 		if err == io.EOF && len(line) == 0 {
 			return nil, io.EOF
+		}
+		if netclass.LooksLikeTLS(line) {
+			return nil, errPlainToTLS
 		}
 		return nil, err
 	}

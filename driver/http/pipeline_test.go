@@ -144,7 +144,7 @@ func TestPipelinedTimeoutAndRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	d2 := pipelined(t, "http://"+addr+"/", 1, 4, time.Second)
-	if o := d2.Send(context.Background(), &b); o.Class != pipebench.ClassError || o.Detail != "connection refused" {
+	if o := d2.Send(context.Background(), &b); o.Class != pipebench.ClassRefused || !o.Unreached || o.Detail != "connection refused" || !strings.Contains(o.Message, "refused") {
 		t.Fatalf("nothing listening: %+v", o)
 	}
 }
@@ -157,7 +157,7 @@ func TestPipelinedMalformedAnswer(t *testing.T) {
 	})
 	d := pipelined(t, target, 1, 4, time.Second)
 	b := pipebench.Batch{Body: []byte("x"), Count: 1}
-	if o := d.Send(context.Background(), &b); o.Class != pipebench.ClassError || !strings.Contains(o.Detail, "malformed status line") {
+	if o := d.Send(context.Background(), &b); o.Class != pipebench.ClassError || !o.Unreached || o.Detail != "protocol mismatch" || !strings.Contains(o.Message, "malformed status line") {
 		t.Fatalf("a non-HTTP answer: %+v", o)
 	}
 }

@@ -15,7 +15,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +29,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/gzip" // registers the gzip compressor
@@ -35,6 +38,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/fdlimit"
+	"github.com/pipebench/pipebench/internal/netclass"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 )
 
@@ -77,17 +82,22 @@ var forceRaw = grpc.ForceCodecV2(rawCodec{})
 // Config configures the OTLP driver.
 type Config struct {
 	// Endpoint is host:port for gRPC, a base URL for HTTP; empty means the
-	// runner's target.
+	// runner's target for the protocol, then its target, then the OTLP
+	// default port on loopback (127.0.0.1:4317 for grpc,
+	// http://127.0.0.1:4318 for http).
 	Endpoint      string                      `yaml:"endpoint" json:"endpoint,omitempty"`
 	Protocol      string                      `yaml:"protocol" json:"protocol"`       // grpc | http
 	Compression   string                      `yaml:"compression" json:"compression"` // none | gzip
 	Timeout       pipebench.Duration          `yaml:"timeout" json:"timeout"`
 	Headers       map[string]string           `yaml:"headers" json:"headers,omitempty"`
 	SecretHeaders map[string]pipebench.Secret `yaml:"secret_headers" json:"secret_headers,omitempty"`
-	// Connections is the number of gRPC connections used round-robin, or
-	// the HTTP keep-alive pool size.
+	// Connections is the number of gRPC connections, opened at Start,
+	// kept open and used round-robin; or the HTTP keep-alive pool size.
 	Connections int `yaml:"connections" json:"connections"`
 }
+
+// maxConnections bounds connections: each is a socket held for the run.
+const maxConnections = 100000
 
 // Validate reports every problem, each prefixed with its key.
 func (c *Config) Validate() error {
@@ -101,49 +111,63 @@ func (c *Config) Validate() error {
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout: must be more than 0"))
 	}
-	if c.Connections < 1 {
-		errs = append(errs, fmt.Errorf("connections: must be at least 1"))
+	if c.Connections < 1 || c.Connections > maxConnections {
+		errs = append(errs, fmt.Errorf("connections: %d is outside 1..%d", c.Connections, maxConnections))
 	}
 	return errors.Join(errs...)
 }
 
-// Factory returns the factory of the "otlp" driver.
+// DefaultConfig returns gRPC, no compression, a 5 s timeout and 2
+// connections.
+func DefaultConfig() *Config {
+	return &Config{Protocol: "grpc", Compression: "none", Timeout: pipebench.Duration(5 * time.Second), Connections: 2}
+}
+
+// The OTLP default endpoints on loopback.
+const (
+	DefaultGRPCEndpoint = "127.0.0.1:4317"
+	DefaultHTTPEndpoint = "http://127.0.0.1:4318"
+)
+
+// Factory returns the factory of the "otlp" driver. It accepts the three
+// OTLP payloads. Without an endpoint it aims at Env.Targets[protocol],
+// then Env.Target, then the protocol's default port on loopback.
 func Factory() pipebench.Factory[pipebench.Driver] {
-	def := func() *Config {
-		return &Config{Protocol: "grpc", Compression: "none", Timeout: pipebench.Duration(5 * time.Second), Connections: 2}
-	}
-	return pipebench.Factory[pipebench.Driver]{
-		Name:      "otlp",
-		Doc:       "OTLP traces, metrics and logs over gRPC or HTTP/protobuf",
-		NewConfig: func() any { return def() },
-		New: func(cfg any, env pipebench.Env) (pipebench.Driver, error) {
-			c, ok := cfg.(*Config)
-			if !ok || c == nil {
-				c = def()
+	return pipebench.NewFactory("otlp", "OTLP traces, metrics and logs over gRPC or HTTP/protobuf", DefaultConfig,
+		func(c *Config, env pipebench.Env) (pipebench.Driver, error) {
+			target := env.Targets[c.Protocol]
+			if target == "" {
+				target = env.Target
 			}
-			return New(*c, env.Target)
-		},
-	}
+			return New(*c, target)
+		}).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadOTLPTraces, pipebench.PayloadOTLPMetrics, pipebench.PayloadOTLPLogs})
 }
 
-// Driver sends OTLP. Send is safe for concurrent use.
+// Driver sends OTLP. Send is safe for concurrent use; OpenConnections too.
 type Driver struct {
-	cfg     Config
-	conns   []*grpc.ClientConn
-	traces  []ptraceotlp.GRPCClient
-	metrics []pmetricotlp.GRPCClient
-	logs    []plogotlp.GRPCClient
-	next    atomic.Uint64
-	http    *http.Client
-	base    string
-	md      metadata.MD
-	headers http.Header
+	cfg      Config
+	hostport string // where the connections go
+	conns    []*grpc.ClientConn
+	traces   []ptraceotlp.GRPCClient
+	metrics  []pmetricotlp.GRPCClient
+	logs     []plogotlp.GRPCClient
+	next     atomic.Uint64
+	http     *http.Client
+	httpOpen atomic.Int64 // HTTP connections open now
+	base     string
+	md       metadata.MD
+	headers  http.Header
 }
 
-var _ pipebench.Driver = (*Driver)(nil)
+var (
+	_ pipebench.Driver             = (*Driver)(nil)
+	_ pipebench.ConnectionReporter = (*Driver)(nil)
+)
 
-// New builds a driver; target is used when cfg.Endpoint is empty. For gRPC
-// an http:// target is reduced to its host:port.
+// New builds a driver; target is used when cfg.Endpoint is empty, and the
+// protocol's default endpoint when both are. For gRPC an http:// target is
+// reduced to its host:port; for HTTP a host:port becomes http://host:port.
+// Connections are opened by Start (gRPC) or on demand (HTTP).
 func New(cfg Config, target string) (*Driver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -152,7 +176,10 @@ func New(cfg Config, target string) (*Driver, error) {
 		cfg.Endpoint = target
 	}
 	if cfg.Endpoint == "" {
-		return nil, pipebench.UsageError("the otlp driver has no endpoint", "set target.endpoint, or add a sut or a sink", nil)
+		cfg.Endpoint = DefaultGRPCEndpoint
+		if cfg.Protocol == "http" {
+			cfg.Endpoint = DefaultHTTPEndpoint
+		}
 	}
 	d := &Driver{cfg: cfg, md: metadata.MD{}, headers: http.Header{}}
 	for k, v := range cfg.Headers {
@@ -168,11 +195,26 @@ func New(cfg Config, target string) (*Driver, error) {
 		if !strings.Contains(base, "://") {
 			base = "http://" + base
 		}
-		if _, err := url.Parse(base); err != nil {
-			return nil, pipebench.UsageError(fmt.Sprintf("endpoint %q is not a URL", cfg.Endpoint), "", err)
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, pipebench.UsageError(fmt.Sprintf("endpoint %q is not an http:// or https:// URL", cfg.Endpoint), "an OTLP/HTTP endpoint looks like http://127.0.0.1:4318", err)
 		}
 		d.base = strings.TrimSuffix(base, "/")
-		d.http = &http.Client{Timeout: cfg.Timeout.D(), Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Connections, MaxConnsPerHost: cfg.Connections}}
+		d.hostport = u.Host
+		if u.Port() == "" {
+			d.hostport = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+		}
+		dialer := &net.Dialer{Timeout: cfg.Timeout.D()}
+		tr := &http.Transport{MaxIdleConnsPerHost: cfg.Connections, MaxConnsPerHost: cfg.Connections,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := dialer.DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				d.httpOpen.Add(1)
+				return &countedConn{Conn: c, open: &d.httpOpen}, nil
+			}}
+		d.http = &http.Client{Timeout: cfg.Timeout.D(), Transport: tr}
 		return d, nil
 	}
 	hostport := cfg.Endpoint
@@ -182,8 +224,10 @@ func New(cfg Config, target string) (*Driver, error) {
 	if _, _, err := net.SplitHostPort(hostport); err != nil {
 		return nil, pipebench.UsageError(fmt.Sprintf("endpoint %q is not host:port", cfg.Endpoint), "a gRPC endpoint looks like 127.0.0.1:4317", nil)
 	}
+	d.hostport = hostport
 	for i := 0; i < cfg.Connections; i++ {
-		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		// Idleness off: a connection stays open however rarely it is used.
+		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithIdleTimeout(0)}
 		if cfg.Compression == "gzip" {
 			opts = append(opts, grpc.WithDefaultCallOptions(grpc.UseCompressor("gzip")))
 		}
@@ -199,8 +243,135 @@ func New(cfg Config, target string) (*Driver, error) {
 	return d, nil
 }
 
-// Start implements pipebench.Driver.
-func (d *Driver) Start(context.Context) error { return nil }
+// Endpoint returns where the driver sends: host:port for gRPC, the base URL
+// for HTTP.
+func (d *Driver) Endpoint() string {
+	if d.http != nil {
+		return d.base
+	}
+	return d.hostport
+}
+
+// countedConn takes itself off a count of open connections when it is
+// first closed.
+type countedConn struct {
+	net.Conn
+	open *atomic.Int64
+	once sync.Once
+}
+
+// Close closes the connection.
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.open.Add(-1) })
+	return c.Conn.Close()
+}
+
+// Start makes sure the process may open the connections asked for (raising
+// the soft limit on open files if needed), checks that something listens
+// at the endpoint, and for gRPC opens every connection, 64 at a time, and
+// waits (at most twice the timeout, at least 2 s) until each is ready. It
+// fails with a clear error when nothing listens there or the endpoint does
+// not speak gRPC. A connection still opening at the end of the wait is
+// left to finish; sends on it are measured.
+func (d *Driver) Start(ctx context.Context) error {
+	if err := fdlimit.Ensure(d.cfg.Connections + fdlimit.Margin); err != nil {
+		return pipebench.UsageError(fmt.Sprintf("otlp driver: connections: %d", d.cfg.Connections), "", err)
+	}
+	c, err := netclass.Dial(ctx, d.hostport, nil, d.cfg.Timeout.D())
+	if err != nil {
+		if o := netclass.Classify(err); o.Unreached {
+			d.Shutdown(context.Background())
+			return fmt.Errorf("otlp driver: cannot connect to %s (%s): %w; is the system under test listening there? OTLP/gRPC is usually on port 4317, OTLP/HTTP on 4318", d.hostport, o.Detail, err)
+		}
+	} else {
+		spoke := d.http != nil && speaksFirst(c)
+		c.Close()
+		if spoke {
+			d.Shutdown(context.Background())
+			return fmt.Errorf("otlp driver: %s speaks first, as an HTTP/2 or gRPC server does, so it is not an OTLP/HTTP endpoint (%s): OTLP/HTTP is usually on port 4318; for OTLP/gRPC (port 4317) set protocol: grpc", d.hostport, netclass.DetailMismatch)
+		}
+	}
+	if len(d.conns) == 0 {
+		return nil
+	}
+	wait, cancel := context.WithTimeout(ctx, max(2*d.cfg.Timeout.D(), 2*time.Second))
+	defer cancel()
+	var failed atomic.Int64
+	work := make(chan *grpc.ClientConn)
+	var wg sync.WaitGroup
+	for w := 0; w < min(64, len(d.conns)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for cc := range work {
+				cc.Connect()
+				for {
+					st := cc.GetState()
+					if st == connectivity.Ready {
+						break
+					}
+					if st == connectivity.TransientFailure || st == connectivity.Shutdown {
+						if failed.Add(1) == 1 {
+							cancel()
+						}
+						break
+					}
+					if !cc.WaitForStateChange(wait, st) {
+						break
+					}
+				}
+			}
+		}()
+	}
+	for _, cc := range d.conns {
+		work <- cc
+	}
+	close(work)
+	wg.Wait()
+	if failed.Load() == 0 {
+		return nil
+	}
+	ready := d.OpenConnections()
+	defer d.Shutdown(context.Background())
+	// Tell a target that stopped accepting connections from one that does
+	// not speak gRPC.
+	c, err = netclass.Dial(ctx, d.hostport, nil, d.cfg.Timeout.D())
+	if err != nil {
+		o := netclass.Classify(err)
+		return fmt.Errorf("otlp driver: %d of %d gRPC connections to %s were ready when it stopped accepting more (%s): %w", ready, len(d.conns), d.hostport, o.Detail, err)
+	}
+	c.Close()
+	return fmt.Errorf("otlp driver: %s accepts TCP connections but its gRPC connections fail, %d of %d were ready (%s): is it an OTLP/gRPC endpoint? OTLP/gRPC is usually on port 4317; for OTLP/HTTP (port 4318) set protocol: http",
+		d.hostport, ready, len(d.conns), netclass.DetailMismatch)
+}
+
+// speakFirstWait is how long Start listens for a server that speaks before
+// it is asked.
+const speakFirstWait = 200 * time.Millisecond
+
+// speaksFirst reports whether the server sent bytes before any request: an
+// HTTP/1.1 server never does, an HTTP/2 (gRPC) server sends its SETTINGS.
+func speaksFirst(c net.Conn) bool {
+	c.SetReadDeadline(time.Now().Add(speakFirstWait))
+	var b [9]byte
+	n, _ := c.Read(b[:])
+	return n > 0
+}
+
+// OpenConnections implements pipebench.ConnectionReporter: the gRPC
+// connections ready now, or the HTTP connections open now.
+func (d *Driver) OpenConnections() int {
+	if d.http != nil {
+		return int(d.httpOpen.Load())
+	}
+	n := 0
+	for _, cc := range d.conns {
+		if cc.GetState() == connectivity.Ready {
+			n++
+		}
+	}
+	return n
+}
 
 // Shutdown closes the connections.
 func (d *Driver) Shutdown(context.Context) error {
@@ -253,13 +424,13 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 			rejected = resp.PartialSuccess().RejectedLogRecords()
 		}
 	default:
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: fmt.Sprintf("not OTLP data: %T", b.Data)}
+		return notOTLP(b.Data)
 	}
 	if err != nil {
 		return classifyGRPC(err)
 	}
 	if rejected > 0 {
-		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "partial"}
+		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "partial", Message: fmt.Sprintf("partial success: %d items rejected", rejected)}
 	}
 	return pipebench.Outcome{Class: pipebench.ClassOK}
 }
@@ -300,21 +471,71 @@ func (d *Driver) sendRaw(ctx context.Context, cc *grpc.ClientConn, e *otlpgen.En
 	return 0, status.Error(codes.InvalidArgument, "unknown OTLP signal")
 }
 
-// classifyGRPC maps a gRPC status to an outcome class.
+// notOTLP is the outcome of a batch that holds no OTLP data.
+func notOTLP(data any) pipebench.Outcome {
+	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "not OTLP data",
+		Message: fmt.Sprintf("the otlp driver got %T, not OTLP data: use an otlp-traces, otlp-metrics or otlp-logs generator", data)}
+}
+
+// classifyGRPC maps a gRPC error to an outcome: UNAVAILABLE and
+// RESOURCE_EXHAUSTED are refused (backpressure), DEADLINE_EXCEEDED a
+// timeout, anything else an error; a connection refused, a failed name
+// lookup, a TLS failure or a peer that does not speak gRPC is unreached.
 func classifyGRPC(err error) pipebench.Outcome {
 	st, _ := status.FromError(err)
-	o := pipebench.Outcome{Code: int(st.Code()), Detail: st.Code().String()}
+	msg := err.Error()
+	o := pipebench.Outcome{Code: int(st.Code()), Detail: st.Code().String(), Message: msg}
+	unreached := func(c pipebench.Class, detail string) pipebench.Outcome {
+		o.Class, o.Detail, o.Unreached = c, detail, true
+		return o
+	}
+	busy := st.Code() == codes.Unavailable || st.Code() == codes.ResourceExhausted
+	switch {
+	case strings.Contains(msg, "connection refused"):
+		return unreached(pipebench.ClassRefused, netclass.DetailRefused)
+	case strings.Contains(msg, "no such host"), strings.Contains(msg, "produced zero addresses"), strings.Contains(msg, "name resolver error"):
+		return unreached(pipebench.ClassError, netclass.DetailDNS)
+	case strings.Contains(msg, "no route to host"), strings.Contains(msg, "network is unreachable"):
+		return unreached(pipebench.ClassError, netclass.DetailUnreachable)
+	case strings.Contains(msg, "too many open files"):
+		return unreached(pipebench.ClassError, netclass.DetailFiles)
+	case netclass.IsMismatchText(msg),
+		!busy && (strings.Contains(msg, "unexpected HTTP status code") || strings.Contains(msg, "received unexpected content-type")):
+		return unreached(pipebench.ClassError, netclass.DetailMismatch)
+	case strings.Contains(msg, "authentication handshake failed"), strings.Contains(msg, "tls: "):
+		return unreached(pipebench.ClassError, netclass.DetailTLS)
+	}
 	switch st.Code() {
 	case codes.Unavailable, codes.ResourceExhausted:
 		o.Class = pipebench.ClassRefused
 	case codes.DeadlineExceeded:
 		o.Class = pipebench.ClassTimeout
+	case codes.Canceled:
+		o.Class, o.Detail = pipebench.ClassError, "cancelled"
 	default:
 		o.Class = pipebench.ClassError
 	}
-	if strings.Contains(err.Error(), "connection refused") {
-		o.Class, o.Detail = pipebench.ClassError, "connection refused"
+	return o
+}
+
+// classifyHTTP maps an OTLP/HTTP answer's status to an outcome: 2xx ok;
+// 429, 502 and 503 refused (the retryable statuses of the OTLP spec); 408
+// and 504 timeout; anything else an error.
+func classifyHTTP(c int) pipebench.Outcome {
+	o := pipebench.Outcome{Code: c}
+	switch {
+	case c >= 200 && c < 300:
+		o.Class = pipebench.ClassOK
+		return o
+	case c == 429 || c == 503 || c == 502:
+		o.Class = pipebench.ClassRefused
+	case c == 408 || c == 504:
+		o.Class = pipebench.ClassTimeout
+	default:
+		o.Class = pipebench.ClassError
 	}
+	o.Detail = strconv.Itoa(c)
+	o.Message = "HTTP " + o.Detail + " " + http.StatusText(c)
 	return o
 }
 
@@ -334,7 +555,7 @@ func (d *Driver) sendHTTP(ctx context.Context, b *pipebench.Batch) pipebench.Out
 		case otlpgen.SignalLogs:
 			path = "/v1/logs"
 		default:
-			return pipebench.Outcome{Class: pipebench.ClassError, Detail: "unknown OTLP signal"}
+			return pipebench.Outcome{Class: pipebench.ClassError, Detail: "unknown OTLP signal", Message: fmt.Sprintf("unknown OTLP signal %v", data.Signal)}
 		}
 	case ptrace.Traces:
 		path = "/v1/traces"
@@ -346,10 +567,10 @@ func (d *Driver) sendHTTP(ctx context.Context, b *pipebench.Batch) pipebench.Out
 		path = "/v1/logs"
 		body, err = plogotlp.NewExportRequestFromLogs(data).MarshalProto()
 	default:
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: fmt.Sprintf("not OTLP data: %T", b.Data)}
+		return notOTLP(b.Data)
 	}
 	if err != nil {
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "marshal"}
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "marshal", Message: err.Error()}
 	}
 	var rd io.Reader = bytes.NewReader(body)
 	var tracked *trackedBody
@@ -372,7 +593,7 @@ func (d *Driver) sendHTTP(ctx context.Context, b *pipebench.Batch) pipebench.Out
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.base+path, rd)
 	if err != nil {
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "bad request"}
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "bad request", Message: err.Error()}
 	}
 	if tracked != nil {
 		req.ContentLength = int64(len(body))
@@ -384,27 +605,18 @@ func (d *Driver) sendHTTP(ctx context.Context, b *pipebench.Batch) pipebench.Out
 	}
 	resp, err := d.http.Do(req)
 	if err != nil {
-		var ne net.Error
-		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-			return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "timeout"}
-		}
-		if strings.Contains(err.Error(), "connection refused") {
-			return pipebench.Outcome{Class: pipebench.ClassError, Detail: "connection refused"}
-		}
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "transport"}
+		return netclass.Classify(err)
+	}
+	var head []byte
+	if resp.StatusCode == 400 {
+		head, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	switch c := resp.StatusCode; {
-	case c >= 200 && c < 300:
-		return pipebench.Outcome{Class: pipebench.ClassOK, Code: c}
-	case c == 429 || c == 503 || c == 502:
-		return pipebench.Outcome{Class: pipebench.ClassRefused, Code: c, Detail: fmt.Sprint(c)}
-	case c == 408 || c == 504:
-		return pipebench.Outcome{Class: pipebench.ClassTimeout, Code: c, Detail: fmt.Sprint(c)}
-	default:
-		return pipebench.Outcome{Class: pipebench.ClassError, Code: c, Detail: fmt.Sprint(c)}
+	if netclass.PlainToTLS(resp.StatusCode, head) {
+		return netclass.Classify(fmt.Errorf("%w: the endpoint speaks TLS (HTTPS) and the request was plain HTTP: use an https:// endpoint", netclass.ErrProtocolMismatch))
 	}
+	return classifyHTTP(resp.StatusCode)
 }
 
 // trackedBody is a request body that knows whether the transport closed it,

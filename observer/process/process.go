@@ -40,21 +40,9 @@ func (c *Config) Validate() error {
 
 // Factory returns the factory of the "process" observer.
 func Factory() pipebench.Factory[pipebench.Observer] {
-	return pipebench.Factory[pipebench.Observer]{
-		Name:      "process",
-		Doc:       "resident memory and CPU of processes (by pid, by listening port, or the embedded system's)",
-		NewConfig: func() any { return &Config{} },
-		New: func(cfg any, env pipebench.Env) (pipebench.Observer, error) {
-			c, ok := cfg.(*Config)
-			if !ok || c == nil {
-				c = &Config{}
-			}
-			if err := c.Validate(); err != nil {
-				return nil, err
-			}
-			return New(*c, env.Instances)
-		},
-	}
+	return pipebench.NewFactory("process", "resident memory and CPU of processes (by pid, by listening port, or the embedded system's)",
+		func() *Config { return &Config{} },
+		func(c *Config, env pipebench.Env) (pipebench.Observer, error) { return New(*c, env.Instances) })
 }
 
 type proc struct {

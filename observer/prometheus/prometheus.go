@@ -136,21 +136,8 @@ func (c *Config) Validate() error {
 // Factory returns the factory of the "prometheus" observer.
 func Factory() pipebench.Factory[pipebench.Observer] {
 	def := func() *Config { return &Config{Timeout: pipebench.Duration(2 * time.Second)} }
-	return pipebench.Factory[pipebench.Observer]{
-		Name:      "prometheus",
-		Doc:       "scrape a Prometheus endpoint and map its metrics to KPIs",
-		NewConfig: func() any { return def() },
-		New: func(cfg any, env pipebench.Env) (pipebench.Observer, error) {
-			c, ok := cfg.(*Config)
-			if !ok || c == nil {
-				c = def()
-			}
-			if err := c.Validate(); err != nil {
-				return nil, err
-			}
-			return New(*c, env.Instances)
-		},
-	}
+	return pipebench.NewFactory("prometheus", "scrape a Prometheus endpoint and map its metrics to KPIs", def,
+		func(c *Config, env pipebench.Env) (pipebench.Observer, error) { return New(*c, env.Instances) })
 }
 
 type target struct {

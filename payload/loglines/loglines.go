@@ -69,18 +69,9 @@ func (c *Config) Validate() error {
 
 // Factory returns the factory of the "loglines" generator.
 func Factory() pipebench.Factory[pipebench.Generator] {
-	return pipebench.Factory[pipebench.Generator]{
-		Name:      "loglines",
-		Doc:       "flog-like log lines (apache_common, apache_combined, json, syslog) carrying pb_seq and pb_sent",
-		NewConfig: func() any { return DefaultConfig() },
-		New: func(cfg any, _ pipebench.Env) (pipebench.Generator, error) {
-			c, ok := cfg.(*Config)
-			if !ok || c == nil {
-				c = DefaultConfig()
-			}
-			return New(*c)
-		},
-	}
+	return pipebench.NewFactory("loglines", "flog-like log lines (apache_common, apache_combined, json, syslog) carrying pb_seq and pb_sent", DefaultConfig,
+		func(c *Config, _ pipebench.Env) (pipebench.Generator, error) { return New(*c) },
+	).WithPayloads([]pipebench.Payload{pipebench.PayloadLogLines, pipebench.PayloadBytes}, nil)
 }
 
 // Generator builds batches of newline-terminated lines. It is safe for

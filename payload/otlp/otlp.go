@@ -65,21 +65,9 @@ func TracesFactory() pipebench.Factory[pipebench.Generator] {
 	def := func() *TracesConfig {
 		return &TracesConfig{SpansPerTrace: 2, Attributes: 40, AttributeSize: 16, Services: 1, ResourceAttributes: 5}
 	}
-	return pipebench.Factory[pipebench.Generator]{
-		Name:      "otlp-traces",
-		Doc:       "OTLP traces: N spans per trace, K attributes per span (protobuf encoded directly, byte for byte as pdata)",
-		NewConfig: func() any { return def() },
-		New: func(cfg any, _ pipebench.Env) (pipebench.Generator, error) {
-			c, ok := cfg.(*TracesConfig)
-			if !ok || c == nil {
-				c = def()
-			}
-			if err := c.Validate(); err != nil {
-				return nil, err
-			}
-			return newTraces(*c), nil
-		},
-	}
+	return pipebench.NewFactory("otlp-traces", "OTLP traces: N spans per trace, K attributes per span (protobuf encoded directly, byte for byte as pdata)", def,
+		func(c *TracesConfig, _ pipebench.Env) (pipebench.Generator, error) { return newTraces(*c), nil },
+	).WithPayloads([]pipebench.Payload{pipebench.PayloadOTLPTraces}, nil)
 }
 
 // Traces builds trace batches: Next encodes the export request directly
@@ -222,21 +210,9 @@ func (c *MetricsConfig) Validate() error {
 // item, spread over producers (default 2,000) with attributes (default 10).
 func MetricsFactory() pipebench.Factory[pipebench.Generator] {
 	def := func() *MetricsConfig { return &MetricsConfig{Producers: 2000, Attributes: 10, Type: "gauge"} }
-	return pipebench.Factory[pipebench.Generator]{
-		Name:      "otlp-metrics",
-		Doc:       "OTLP metric points from P producers with K attributes (gauge, sum or histogram)",
-		NewConfig: func() any { return def() },
-		New: func(cfg any, _ pipebench.Env) (pipebench.Generator, error) {
-			c, ok := cfg.(*MetricsConfig)
-			if !ok || c == nil {
-				c = def()
-			}
-			if err := c.Validate(); err != nil {
-				return nil, err
-			}
-			return &Metrics{cfg: *c}, nil
-		},
-	}
+	return pipebench.NewFactory("otlp-metrics", "OTLP metric points from P producers with K attributes (gauge, sum or histogram)", def,
+		func(c *MetricsConfig, _ pipebench.Env) (pipebench.Generator, error) { return &Metrics{cfg: *c}, nil },
+	).WithPayloads([]pipebench.Payload{pipebench.PayloadOTLPMetrics}, nil)
 }
 
 // Metrics builds pmetric.Metrics batches. Safe for concurrent use.
@@ -328,21 +304,9 @@ func (c *LogsConfig) Validate() error {
 // LogsFactory returns the factory of "otlp-logs": flog-like log lines.
 func LogsFactory() pipebench.Factory[pipebench.Generator] {
 	def := func() *LogsConfig { return &LogsConfig{Format: "apache_common", Attributes: 5} }
-	return pipebench.Factory[pipebench.Generator]{
-		Name:      "otlp-logs",
-		Doc:       "OTLP log records with flog-like bodies (apache common/combined, JSON, syslog)",
-		NewConfig: func() any { return def() },
-		New: func(cfg any, _ pipebench.Env) (pipebench.Generator, error) {
-			c, ok := cfg.(*LogsConfig)
-			if !ok || c == nil {
-				c = def()
-			}
-			if err := c.Validate(); err != nil {
-				return nil, err
-			}
-			return &Logs{cfg: *c}, nil
-		},
-	}
+	return pipebench.NewFactory("otlp-logs", "OTLP log records with flog-like bodies (apache common/combined, JSON, syslog)", def,
+		func(c *LogsConfig, _ pipebench.Env) (pipebench.Generator, error) { return &Logs{cfg: *c}, nil },
+	).WithPayloads([]pipebench.Payload{pipebench.PayloadOTLPLogs}, nil)
 }
 
 // Logs builds plog.Logs batches. Safe for concurrent use.

@@ -89,25 +89,16 @@ func (c *Config) Validate() error {
 
 // Factory returns the factory of the "logfile" driver.
 func Factory() pipebench.Factory[pipebench.Driver] {
-	return pipebench.Factory[pipebench.Driver]{
-		Name:      "logfile",
-		Doc:       "appends batches of log lines to N producer files with size-based rotation, for a tailing pipeline",
-		NewConfig: func() any { return DefaultConfig() },
-		New: func(cfg any, env pipebench.Env) (pipebench.Driver, error) {
-			c, ok := cfg.(*Config)
-			if !ok || c == nil {
-				c = DefaultConfig()
-			}
-			cc := *c
-			if cc.Dir == "" {
+	return pipebench.NewFactory("logfile", "appends batches of log lines to N producer files with size-based rotation, for a tailing pipeline", DefaultConfig,
+		func(c *Config, env pipebench.Env) (pipebench.Driver, error) {
+			if c.Dir == "" {
 				if env.Dir == "" {
 					return nil, pipebench.UsageError("the logfile driver has no directory", "set dir", nil)
 				}
-				cc.Dir = filepath.Join(env.Dir, "logs")
+				c.Dir = filepath.Join(env.Dir, "logs")
 			}
-			return New(cc)
-		},
-	}
+			return New(*c)
+		}).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadLogLines})
 }
 
 // Driver writes batches to the producer files. Send is safe for concurrent
@@ -203,7 +194,7 @@ func (d *Driver) Send(_ context.Context, b *pipebench.Batch) pipebench.Outcome {
 	}
 	if f.f == nil {
 		f.errors.Add(1)
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "file closed"}
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "file closed", Message: "logfile: " + f.path + " is closed (the driver was shut down, or reopening it after a failed rotation failed)"}
 	}
 	n, err := f.f.Write(b.Body)
 	f.size += int64(n)
@@ -271,14 +262,21 @@ func (d *Driver) rotate(f *file) error {
 	return nil
 }
 
+// writeError classifies a failed write; Message holds the error's text.
+// The files are the target, so nothing here is unreached.
 func writeError(err error) pipebench.Outcome {
+	o := pipebench.Outcome{Class: pipebench.ClassError, Detail: "write failed", Message: err.Error()}
 	switch {
 	case errors.Is(err, syscall.ENOSPC):
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "disk full"}
+		o.Detail = "disk full"
+	case errors.Is(err, syscall.EDQUOT):
+		o.Detail = "quota exceeded"
 	case errors.Is(err, os.ErrClosed):
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "file closed"}
+		o.Detail = "file closed"
+	case errors.Is(err, os.ErrPermission):
+		o.Detail = "permission denied"
 	}
-	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "write failed"}
+	return o
 }
 
 // Shutdown syncs and closes every file.

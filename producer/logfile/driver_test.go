@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -316,5 +317,23 @@ func BenchmarkSend(b *testing.B) {
 			b.ReportMetric(float64(bytes)/el/1e6, "MB/s")
 			b.ReportMetric(float64(rot), "rotations")
 		})
+	}
+}
+
+// A failed write is classified with the error's text; the driver declares
+// that it writes log lines.
+func TestFailuresCarryTheirMessage(t *testing.T) {
+	d := newDriver(t, nil)
+	d.Shutdown(context.Background())
+	o := d.Send(context.Background(), &pipebench.Batch{Body: []byte("x\n"), Count: 1})
+	if o.Class != pipebench.ClassError || o.Detail != "file closed" || o.Message == "" || o.Unreached {
+		t.Errorf("a send after Shutdown: %+v", o)
+	}
+	o = writeError(&os.PathError{Op: "write", Path: "/x/producer-0.log", Err: syscall.ENOSPC})
+	if o.Detail != "disk full" || !strings.Contains(o.Message, "producer-0.log") {
+		t.Errorf("a full disk: %+v", o)
+	}
+	if f := Factory(); len(f.Accepts) != 1 || f.Accepts[0] != pipebench.PayloadLogLines {
+		t.Errorf("logfile accepts %v", f.Accepts)
 	}
 }

@@ -55,21 +55,10 @@ func defaultConfig() *Config {
 
 // Factory returns the factory of the "http" sink.
 func Factory() pipebench.Factory[pipebench.Sink] {
-	return pipebench.Factory[pipebench.Sink]{
-		Name:      "http",
-		Doc:       "HTTP test backend: matches sequence numbers, injects faults, serves /metrics",
-		NewConfig: func() any { return defaultConfig() },
-		New: func(cfg any, _ pipebench.Env) (pipebench.Sink, error) {
-			c, ok := cfg.(*Config)
-			if !ok || c == nil {
-				c = defaultConfig()
-			}
-			if err := c.Validate(); err != nil {
-				return nil, err
-			}
+	return pipebench.NewFactory("http", "HTTP test backend: matches sequence numbers, injects faults, serves /metrics", defaultConfig,
+		func(c *Config, _ pipebench.Env) (pipebench.Sink, error) {
 			return New(Params{Listen: c.Listen, Path: c.Path, MaxBodyBytes: c.MaxBodyBytes, Seed: 1})
-		},
-	}
+		})
 }
 
 // Params configures New.

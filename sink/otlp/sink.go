@@ -58,21 +58,8 @@ func (c *Config) Validate() error {
 // Factory returns the factory of the "otlp" sink.
 func Factory() pipebench.Factory[pipebench.Sink] {
 	def := func() *Config { return &Config{GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0"} }
-	return pipebench.Factory[pipebench.Sink]{
-		Name:      "otlp",
-		Doc:       "OTLP backend (gRPC and HTTP): matches pb.seq, injects faults, serves /metrics",
-		NewConfig: func() any { return def() },
-		New: func(cfg any, _ pipebench.Env) (pipebench.Sink, error) {
-			c, ok := cfg.(*Config)
-			if !ok || c == nil {
-				c = def()
-			}
-			if err := c.Validate(); err != nil {
-				return nil, err
-			}
-			return New(*c, 1), nil
-		},
-	}
+	return pipebench.NewFactory("otlp", "OTLP backend (gRPC and HTTP): matches pb.seq, injects faults, serves /metrics", def,
+		func(c *Config, _ pipebench.Env) (pipebench.Sink, error) { return New(*c, 1), nil })
 }
 
 // Sink is the OTLP backend. Start once, Shutdown once.
@@ -89,8 +76,9 @@ type Sink struct {
 }
 
 var (
-	_ pipebench.Sink        = (*Sink)(nil)
-	_ pipebench.FaultSetter = (*Sink)(nil)
+	_ pipebench.Sink          = (*Sink)(nil)
+	_ pipebench.FaultSetter   = (*Sink)(nil)
+	_ pipebench.MultiEndpoint = (*Sink)(nil)
 )
 
 // New returns a sink that is not yet listening.
@@ -159,6 +147,20 @@ func (s *Sink) HTTPEndpoint() string {
 		return ""
 	}
 	return "http://" + s.httpLn.Addr().String()
+}
+
+// Endpoints implements pipebench.MultiEndpoint: "grpc" is the gRPC
+// host:port, "http" the HTTP base URL, each present when its listener is.
+// Valid after Start.
+func (s *Sink) Endpoints() map[string]string {
+	m := map[string]string{}
+	if e := s.GRPCEndpoint(); e != "" {
+		m["grpc"] = e
+	}
+	if e := s.HTTPEndpoint(); e != "" {
+		m["http"] = e
+	}
+	return m
 }
 
 // SetFaults implements pipebench.FaultSetter.

@@ -250,3 +250,26 @@ func BenchmarkSinkTraces(b *testing.B) {
 		b.ReportMetric(cpu/wall, "sink-cores")
 	}
 }
+
+// Endpoints names each listener by its protocol, and only those that are on.
+func TestEndpointsByProtocol(t *testing.T) {
+	ctx := context.Background()
+	s := New(Config{GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0"}, 1)
+	if err := s.Start(ctx, newArrivals()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(ctx)
+	var me pipebench.MultiEndpoint = s
+	e := me.Endpoints()
+	if len(e) != 2 || e["grpc"] != s.GRPCEndpoint() || e["http"] != s.HTTPEndpoint() || !strings.HasPrefix(e["http"], "http://127.0.0.1:") {
+		t.Errorf("endpoints %v", e)
+	}
+	h := New(Config{HTTPListen: "127.0.0.1:0"}, 1)
+	if err := h.Start(ctx, newArrivals()); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Shutdown(ctx)
+	if e := h.Endpoints(); len(e) != 1 || e["http"] == "" {
+		t.Errorf("HTTP-only sink: endpoints %v", e)
+	}
+}

@@ -156,3 +156,97 @@ func TestConfigValidateAndYAML(t *testing.T) {
 }
 
 func fmtSscan(s string, v *float64) (int, error) { return fmt.Sscan(s, v) }
+
+// With exporter: otlphttp the collector exports to the sink's OTLP/HTTP
+// listener: every span arrives exactly once, whether the driver sent it
+// over gRPC or over HTTP (aimed through the collector's Endpoints).
+func TestCollectorOTLPHTTPExporterDelivers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a collector")
+	}
+	ctx := context.Background()
+	arr := &arrivals{seqs: map[uint64]int{}}
+	sink := otlpsink.New(otlpsink.Config{GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0"}, 1)
+	if err := sink.Start(ctx, arr); err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Shutdown(ctx)
+	f := Factory()
+	cfg := f.NewConfig().(*Config)
+	cfg.Exporter = "otlphttp"
+	cfg.Batch.Timeout = pipebench.Duration(50 * time.Millisecond)
+	// The runner passes the sink's Endpoint (its gRPC listener) as Target
+	// and both listeners as Targets: otlphttp must take the HTTP one.
+	sut, err := f.New(cfg, pipebench.Env{Target: sink.Endpoint(), Targets: sink.Endpoints(), Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sut.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer sut.Shutdown(ctx)
+	gen, _ := otlpgen.TracesFactory().New(nil, pipebench.Env{})
+	const perBatch, batches = 100, 50
+	seq := uint64(1)
+	for _, protocol := range []string{"grpc", "http"} {
+		dcfg := otlpdriver.DefaultConfig()
+		dcfg.Protocol = protocol
+		drv, err := otlpdriver.Factory().New(dcfg, pipebench.Env{Target: sut.Endpoint(), Targets: sut.(pipebench.MultiEndpoint).Endpoints()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := drv.Start(ctx); err != nil {
+			t.Fatalf("%s: %v", protocol, err)
+		}
+		for i := 0; i < batches; i++ {
+			b := gen.Next(seq, perBatch, time.Now())
+			seq += perBatch
+			if o := drv.Send(ctx, &b); o.Class != pipebench.ClassOK {
+				t.Fatalf("%s send %d: %+v", protocol, i, o)
+			}
+		}
+		drv.Shutdown(ctx)
+	}
+	want := int(seq - 1)
+	if !waitFor(t, 20*time.Second, func() bool { n, _ := arr.count(); return n == want }) {
+		n, _ := arr.count()
+		t.Fatalf("sink got %d of %d spans", n, want)
+	}
+	arr.mu.Lock()
+	defer arr.mu.Unlock()
+	for s := uint64(1); s < seq; s++ {
+		if arr.seqs[s] != 1 {
+			t.Fatalf("span %d arrived %d times", s, arr.seqs[s])
+		}
+	}
+}
+
+// The exporter's endpoint follows its protocol; a sink without a listener
+// of that protocol is a usage error, not a run that loses everything.
+func TestSinkEndpointFollowsTheExporter(t *testing.T) {
+	both := map[string]string{"grpc": "127.0.0.1:4317", "http": "http://127.0.0.1:4318"}
+	for _, tc := range []struct {
+		exporter string
+		env      pipebench.Env
+		want     string
+	}{
+		{"otlp", pipebench.Env{Target: "127.0.0.1:4317", Targets: both}, "127.0.0.1:4317"},
+		{"otlphttp", pipebench.Env{Target: "127.0.0.1:4317", Targets: both}, "http://127.0.0.1:4318"},
+		{"otlp", pipebench.Env{Target: "127.0.0.1:5"}, "127.0.0.1:5"},
+		{"otlphttp", pipebench.Env{Target: "http://127.0.0.1:6"}, "http://127.0.0.1:6"},
+		{"otlphttp", pipebench.Env{Target: "127.0.0.1:4317"}, ""},
+		{"otlp", pipebench.Env{Target: "http://127.0.0.1:4318"}, ""},
+		{"otlp", pipebench.Env{}, ""},
+	} {
+		got, err := sinkEndpoint(tc.exporter, tc.env)
+		if tc.want == "" {
+			if err == nil || pipebench.ExitCode(err) != pipebench.ExitUsage {
+				t.Errorf("%s with %+v: %q, %v; want a usage error", tc.exporter, tc.env, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s with %+v: %q, %v; want %q", tc.exporter, tc.env, got, err, tc.want)
+		}
+	}
+}

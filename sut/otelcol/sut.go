@@ -55,9 +55,11 @@ type Config struct {
 	// GOMEMLIMIT for the child, e.g. "400MiB" ("" = unset).
 	GoMemLimit string `yaml:"gomemlimit" json:"gomemlimit,omitempty"`
 	// ConfigFile runs your own collector YAML instead of the generated
-	// one; it must receive OTLP gRPC on ${env:PIPEBENCH_OTLP_GRPC}, export
-	// to ${env:PIPEBENCH_SINK} and serve metrics on
-	// ${env:PIPEBENCH_METRICS_PORT}.
+	// one; it must receive OTLP gRPC on ${env:PIPEBENCH_OTLP_GRPC} (and
+	// OTLP/HTTP on ${env:PIPEBENCH_OTLP_HTTP}, if drivers send HTTP),
+	// export to ${env:PIPEBENCH_SINK} (host:port for the otlp exporter, a
+	// URL for otlphttp, as the exporter setting picks) and serve metrics
+	// on ${env:PIPEBENCH_METRICS_PORT}.
 	ConfigFile string `yaml:"config_file" json:"config_file,omitempty"`
 	// StartTimeout bounds the wait for the collector to come up.
 	StartTimeout pipebench.Duration `yaml:"start_timeout" json:"start_timeout"`
@@ -96,36 +98,66 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Factory returns the factory of the "otelcol" SUT.
+// Factory returns the factory of the "otelcol" SUT. The collector exports
+// to the sink's endpoint for its exporter's protocol: Env.Targets["grpc"]
+// for otlp and Env.Targets["http"] for otlphttp, else Env.Target when it
+// is of that protocol (a URL for otlphttp, host:port for otlp).
 func Factory() pipebench.Factory[pipebench.SUT] {
-	return pipebench.Factory[pipebench.SUT]{
-		Name:      "otelcol",
-		Doc:       "a real OpenTelemetry Collector " + CollectorVersion + " as a child process: otlp -> batch -> otlp/otlphttp exporter with queue and retry",
-		NewConfig: func() any { return defaultConfig() },
-		New: func(cfg any, env pipebench.Env) (pipebench.SUT, error) {
-			c, ok := cfg.(*Config)
-			if !ok || c == nil {
-				c = defaultConfig()
-			}
-			if err := c.Validate(); err != nil {
+	return pipebench.NewFactory("otelcol", "a real OpenTelemetry Collector "+CollectorVersion+" as a child process: otlp -> batch -> otlp/otlphttp exporter with queue and retry",
+		defaultConfig, func(c *Config, env pipebench.Env) (pipebench.SUT, error) {
+			sink, err := sinkEndpoint(c.Exporter, env)
+			if err != nil {
 				return nil, err
-			}
-			if env.Target == "" {
-				return nil, pipebench.UsageError("the collector has nowhere to export to", "add a sink: {type: otlp} to the scenario", nil)
 			}
 			dir := env.Dir
 			if dir == "" {
 				dir = os.TempDir()
 			}
-			return &Collector{cfg: *c, sink: env.Target, dir: dir}, nil
-		},
+			return &Collector{cfg: *c, sink: sink, dir: dir}, nil
+		})
+}
+
+// sinkEndpoint picks where the exporter sends: a base URL for otlphttp,
+// host:port for otlp.
+func sinkEndpoint(exporter string, env pipebench.Env) (string, error) {
+	if env.Target == "" && len(env.Targets) == 0 {
+		return "", pipebench.UsageError("the collector has nowhere to export to", "add a sink: {type: otlp} to the scenario", nil)
 	}
+	if exporter == "otlphttp" {
+		if e := env.Targets["http"]; e != "" {
+			if !strings.Contains(e, "://") {
+				e = "http://" + e
+			}
+			return e, nil
+		}
+		if strings.HasPrefix(env.Target, "http://") || strings.HasPrefix(env.Target, "https://") {
+			return env.Target, nil
+		}
+		return "", pipebench.UsageError(fmt.Sprintf("exporter: otlphttp needs the sink's OTLP/HTTP endpoint, and the sink gave only %q", env.Target),
+			"give the otlp sink an http_listen, or use exporter: otlp", nil)
+	}
+	if e := env.Targets["grpc"]; e != "" {
+		return hostPort(e), nil
+	}
+	if strings.HasPrefix(env.Target, "http://") || strings.HasPrefix(env.Target, "https://") {
+		return "", pipebench.UsageError(fmt.Sprintf("exporter: otlp (gRPC) needs the sink's OTLP/gRPC endpoint, and the sink gave only %q", env.Target),
+			"give the otlp sink a grpc_listen, or use exporter: otlphttp", nil)
+	}
+	return env.Target, nil
+}
+
+// hostPort strips a URL down to its host:port.
+func hostPort(e string) string {
+	if i := strings.Index(e, "://"); i >= 0 {
+		e = strings.TrimSuffix(e[i+3:], "/")
+	}
+	return e
 }
 
 // Collector is the running child. Start once, Shutdown once.
 type Collector struct {
 	cfg                          Config
-	sink                         string
+	sink                         string // the exporter's endpoint: host:port for otlp, a URL for otlphttp
 	dir                          string
 	grpcPort, httpPort, metricsP int
 	cmd                          *exec.Cmd
@@ -133,7 +165,10 @@ type Collector struct {
 	exited                       chan error
 }
 
-var _ pipebench.SUT = (*Collector)(nil)
+var (
+	_ pipebench.SUT           = (*Collector)(nil)
+	_ pipebench.MultiEndpoint = (*Collector)(nil)
+)
 
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -155,8 +190,8 @@ func (c *Collector) YAML() string {
 		if !strings.Contains(endpoint, "://") {
 			endpoint = "http://" + endpoint
 		}
-	} else if i := strings.Index(endpoint, "://"); i >= 0 {
-		endpoint = endpoint[i+3:]
+	} else {
+		endpoint = hostPort(endpoint)
 	}
 	for i := 0; i < c.cfg.Pipelines; i++ {
 		fmt.Fprintf(&b, "  %s/%d:\n    endpoint: %s\n", c.cfg.Exporter, i, endpoint)
@@ -203,7 +238,8 @@ func (c *Collector) Start(ctx context.Context) error {
 	}
 	c.cmd = exec.Command(exe)
 	c.cmd.Env = append(os.Environ(), ChildEnv+"="+path,
-		"PIPEBENCH_OTLP_GRPC=127.0.0.1:"+strconv.Itoa(c.grpcPort), "PIPEBENCH_SINK="+c.sink, "PIPEBENCH_METRICS_PORT="+strconv.Itoa(c.metricsP))
+		"PIPEBENCH_OTLP_GRPC=127.0.0.1:"+strconv.Itoa(c.grpcPort), "PIPEBENCH_OTLP_HTTP=127.0.0.1:"+strconv.Itoa(c.httpPort),
+		"PIPEBENCH_SINK="+c.sink, "PIPEBENCH_METRICS_PORT="+strconv.Itoa(c.metricsP))
 	if c.cfg.GoMemLimit != "" {
 		c.cmd.Env = append(c.cmd.Env, "GOMEMLIMIT="+c.cfg.GoMemLimit)
 	}
@@ -271,6 +307,12 @@ func (c *Collector) Endpoint() string { return "127.0.0.1:" + strconv.Itoa(c.grp
 
 // HTTPEndpoint is the OTLP HTTP receiver's base URL.
 func (c *Collector) HTTPEndpoint() string { return "http://127.0.0.1:" + strconv.Itoa(c.httpPort) }
+
+// Endpoints implements pipebench.MultiEndpoint: the receiver's "grpc"
+// host:port and "http" base URL. Valid after Start.
+func (c *Collector) Endpoints() map[string]string {
+	return map[string]string{"grpc": c.Endpoint(), "http": c.HTTPEndpoint()}
+}
 
 // MetricsURL is the collector's own Prometheus endpoint.
 func (c *Collector) MetricsURL() string {

@@ -65,24 +65,13 @@ func defaultConfig() *Config {
 
 // Factory returns the factory of the "relay" SUT.
 func Factory() pipebench.Factory[pipebench.SUT] {
-	return pipebench.Factory[pipebench.SUT]{
-		Name:      "relay",
-		Doc:       "in-process HTTP event gateway: bounded queue, retries, Prometheus metrics",
-		NewConfig: func() any { return defaultConfig() },
-		New: func(cfg any, env pipebench.Env) (pipebench.SUT, error) {
-			c, ok := cfg.(*Config)
-			if !ok || c == nil {
-				c = defaultConfig()
-			}
-			if err := c.Validate(); err != nil {
-				return nil, err
-			}
+	return pipebench.NewFactory("relay", "in-process HTTP event gateway: bounded queue, retries, Prometheus metrics", defaultConfig,
+		func(c *Config, env pipebench.Env) (pipebench.SUT, error) {
 			if env.Target == "" {
 				return nil, pipebench.UsageError("the relay has nowhere to forward to", "add a sink to the scenario", nil)
 			}
 			return New(*c, env.Target), nil
-		},
-	}
+		})
 }
 
 type request struct {

@@ -1,0 +1,212 @@
+package httpdriver
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/fdlimit"
+)
+
+// connCounter is a real net/http server on loopback that counts the
+// connections open now and the distinct connections that carried requests.
+type connCounter struct {
+	open atomic.Int64
+	mu   sync.Mutex
+	used map[string]bool
+	srv  *http.Server
+	addr string
+}
+
+func newConnCounter(t *testing.T) *connCounter {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &connCounter{used: map[string]bool{}, addr: ln.Addr().String()}
+	cc.srv = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			cc.mu.Lock()
+			cc.used[r.RemoteAddr] = true
+			cc.mu.Unlock()
+		}),
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			switch s {
+			case http.StateNew:
+				cc.open.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				cc.open.Add(-1)
+			}
+		},
+	}
+	go cc.srv.Serve(ln)
+	t.Cleanup(func() { cc.srv.Close() })
+	return cc
+}
+
+func (cc *connCounter) distinct() int {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return len(cc.used)
+}
+
+func waitUntil(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// connections: 2000 opens 2,000 connections at Start and keeps them while
+// a bounded number of requests is sent; the sends use every one of them.
+func TestTwoThousandConnectionsOpenAndUsed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 4,000 sockets")
+	}
+	const conns = 2000
+	for _, pipeline := range []int{0, 4} {
+		cc := newConnCounter(t)
+		c := defaultConfig()
+		c.Connections, c.Pipeline, c.Timeout = conns, pipeline, pipebench.Duration(10*time.Second)
+		d, err := New(*c, "http://"+cc.addr+"/in")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := d.OpenConnections(); n != conns {
+			t.Errorf("pipeline %d: OpenConnections after Start = %d, want %d", pipeline, n, conns)
+		}
+		if !waitUntil(15*time.Second, func() bool { return cc.open.Load() == conns }) {
+			t.Errorf("pipeline %d: the server sees %d connections open, want %d", pipeline, cc.open.Load(), conns)
+		}
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		for g := 0; g < 50; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 2*conns/50; i++ {
+					b := pipebench.Batch{Body: []byte("{}"), Count: 1}
+					if o := d.Send(context.Background(), &b); o.Class != pipebench.ClassOK {
+						failed.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if failed.Load() > 0 {
+			t.Errorf("pipeline %d: %d of %d sends failed", pipeline, failed.Load(), 2*conns)
+		}
+		if n := cc.distinct(); n != conns {
+			t.Errorf("pipeline %d: %d sends went over %d distinct connections, want all %d", pipeline, 2*conns, n, conns)
+		}
+		if n, open := d.OpenConnections(), cc.open.Load(); n != conns || open != conns {
+			t.Errorf("pipeline %d: after the sends the driver says %d open and the server sees %d, want %d", pipeline, n, open, conns)
+		}
+		d.Shutdown(context.Background())
+		if !waitUntil(10*time.Second, func() bool { return cc.open.Load() == 0 }) {
+			t.Errorf("pipeline %d: after Shutdown the server still sees %d connections", pipeline, cc.open.Load())
+		}
+		if n := d.OpenConnections(); n != 0 {
+			t.Errorf("pipeline %d: OpenConnections after Shutdown = %d", pipeline, n)
+		}
+	}
+}
+
+// A limit on open files too low for the connections asked for fails Start
+// with a message saying how to raise it.
+func TestTooFewFilesFailsStart(t *testing.T) {
+	_, hard := fdlimit.Current()
+	if hard == 0 || hard+1000 > maxConnections {
+		t.Skipf("the hard limit on open files (%d) is not below %d", hard, maxConnections)
+	}
+	c := defaultConfig()
+	c.Connections = int(hard) + 1000
+	d, err := New(*c, "http://127.0.0.1:9/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "ulimit -n") || !strings.Contains(err.Error(), "connections") {
+		t.Fatalf("Start with %d connections: %v", c.Connections, err)
+	}
+	if pipebench.ExitCode(err) != pipebench.ExitUsage {
+		t.Errorf("exit code %d, want %d", pipebench.ExitCode(err), pipebench.ExitUsage)
+	}
+}
+
+// OpenConnections counts what is really open: connections the server
+// closed while idle stop counting before a send finds them closed, and a
+// send opens its connection again.
+func TestOpenConnectionsSeesServerClosedIdleConnections(t *testing.T) {
+	// First as it is (the connections look idle for less than idleCheck:
+	// the send finds out by writing), then with every send checking first.
+	t.Run("found by writing", serverClosesIdle)
+	t.Run("found by checking", func(t *testing.T) {
+		defer func(d time.Duration) { idleCheck = d }(idleCheck)
+		idleCheck = 0
+		serverClosesIdle(t)
+	})
+}
+
+func serverClosesIdle(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var accepted []net.Conn
+	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+		ConnState: func(c net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				mu.Lock()
+				accepted = append(accepted, c)
+				mu.Unlock()
+			}
+		}}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	c := defaultConfig()
+	c.Connections = 4
+	d, err := New(*c, "http://"+ln.Addr().String()+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(context.Background())
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.OpenConnections(); n != 4 {
+		t.Fatalf("after Start %d open, want 4", n)
+	}
+	if !waitUntil(10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(accepted) == 4 }) {
+		t.Fatal("the server did not accept 4 connections")
+	}
+	mu.Lock()
+	for _, c := range accepted {
+		c.Close()
+	}
+	mu.Unlock()
+	if !waitUntil(10*time.Second, func() bool { return d.OpenConnections() == 0 }) {
+		t.Fatalf("the server closed every connection; the driver still counts %d open", d.OpenConnections())
+	}
+	for i := 0; i < 4; i++ {
+		b := pipebench.Batch{Body: []byte("{}"), Count: 1}
+		if o := d.Send(context.Background(), &b); o.Class != pipebench.ClassOK {
+			t.Fatalf("send %d on a connection the server closed: %+v", i, o)
+		}
+	}
+	if n := d.OpenConnections(); n != 4 {
+		t.Errorf("after a send on each, %d open, want 4", n)
+	}
+}
