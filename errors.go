@@ -58,3 +58,26 @@ func ExitCode(err error) int {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// Unreached marks err as the reason a driver could not reach its target at
+// all when it started (refused, unreachable, a TLS or protocol mismatch):
+// the runner then ends the run as invalid (exit 98), since nothing it could
+// measure would describe the system under test.
+func Unreached(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &unreachedError{err}
+}
+
+type unreachedError struct{ err error }
+
+func (e *unreachedError) Error() string { return e.err.Error() }
+func (e *unreachedError) Unwrap() error { return e.err }
+
+// IsUnreached reports whether err, or an error it wraps, was marked by
+// Unreached.
+func IsUnreached(err error) bool {
+	var u *unreachedError
+	return errors.As(err, &u)
+}

@@ -269,6 +269,12 @@ func (r *run) setup(ctx context.Context) error {
 		return err
 	}
 	if err := drv.Start(ctx); err != nil {
+		if pipebench.IsUnreached(err) {
+			// Nothing could reach the system under test: whatever was
+			// measured now would describe the network, not the system.
+			return &pipebench.Error{Code: pipebench.ExitInvalid, Msg: "run invalid: nothing reached the system under test", Err: err,
+				Hint: "check the target's address, port, protocol and TLS settings, and that it is running"}
+		}
 		return startErr("driver", r.plan.Target.Type, err)
 	}
 	r.c.drv = drv

@@ -162,7 +162,11 @@ func (d *Driver) Start(ctx context.Context) error {
 	if err != nil {
 		d.Shutdown(context.Background())
 		o := netclass.Classify(err)
-		return fmt.Errorf("http driver: cannot open connections to %s (%s): %w; is the system under test listening there, with the scheme (http or https) the url names?", d.addr, o.Detail, err)
+		err = fmt.Errorf("http driver: cannot open connections to %s (%s): %w; is the system under test listening there, with the scheme (http or https) the url names?", d.addr, o.Detail, err)
+		if o.Unreached {
+			return pipebench.Unreached(err)
+		}
+		return err
 	}
 	return nil
 }

@@ -281,14 +281,14 @@ func (d *Driver) Start(ctx context.Context) error {
 	if err != nil {
 		if o := netclass.Classify(err); o.Unreached {
 			d.Shutdown(context.Background())
-			return fmt.Errorf("otlp driver: cannot connect to %s (%s): %w; is the system under test listening there? OTLP/gRPC is usually on port 4317, OTLP/HTTP on 4318", d.hostport, o.Detail, err)
+			return pipebench.Unreached(fmt.Errorf("otlp driver: cannot connect to %s (%s): %w; is the system under test listening there? OTLP/gRPC is usually on port 4317, OTLP/HTTP on 4318", d.hostport, o.Detail, err))
 		}
 	} else {
 		spoke := d.http != nil && speaksFirst(c)
 		c.Close()
 		if spoke {
 			d.Shutdown(context.Background())
-			return fmt.Errorf("otlp driver: %s speaks first, as an HTTP/2 or gRPC server does, so it is not an OTLP/HTTP endpoint (%s): OTLP/HTTP is usually on port 4318; for OTLP/gRPC (port 4317) set protocol: grpc", d.hostport, netclass.DetailMismatch)
+			return pipebench.Unreached(fmt.Errorf("otlp driver: %s speaks first, as an HTTP/2 or gRPC server does, so it is not an OTLP/HTTP endpoint (%s): OTLP/HTTP is usually on port 4318; for OTLP/gRPC (port 4317) set protocol: grpc", d.hostport, netclass.DetailMismatch))
 		}
 	}
 	if len(d.conns) == 0 {
@@ -338,11 +338,15 @@ func (d *Driver) Start(ctx context.Context) error {
 	c, err = netclass.Dial(ctx, d.hostport, nil, d.cfg.Timeout.D())
 	if err != nil {
 		o := netclass.Classify(err)
-		return fmt.Errorf("otlp driver: %d of %d gRPC connections to %s were ready when it stopped accepting more (%s): %w", ready, len(d.conns), d.hostport, o.Detail, err)
+		err = fmt.Errorf("otlp driver: %d of %d gRPC connections to %s were ready when it stopped accepting more (%s): %w", ready, len(d.conns), d.hostport, o.Detail, err)
+		if ready == 0 && o.Unreached {
+			return pipebench.Unreached(err)
+		}
+		return err
 	}
 	c.Close()
-	return fmt.Errorf("otlp driver: %s accepts TCP connections but its gRPC connections fail, %d of %d were ready (%s): is it an OTLP/gRPC endpoint? OTLP/gRPC is usually on port 4317; for OTLP/HTTP (port 4318) set protocol: http",
-		d.hostport, ready, len(d.conns), netclass.DetailMismatch)
+	return pipebench.Unreached(fmt.Errorf("otlp driver: %s accepts TCP connections but its gRPC connections fail, %d of %d were ready (%s): is it an OTLP/gRPC endpoint? OTLP/gRPC is usually on port 4317; for OTLP/HTTP (port 4318) set protocol: http",
+		d.hostport, ready, len(d.conns), netclass.DetailMismatch))
 }
 
 // speakFirstWait is how long Start listens for a server that speaks before
