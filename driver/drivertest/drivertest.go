@@ -58,6 +58,11 @@ type Harness struct {
 	// for a gRPC client. Either Start fails with an error naming
 	// the Detail, or a send is ClassError, unreached, with that Detail.
 	Mismatches []Mismatch
+	// ServerSpeaksFirst says the protocol's server greets first (NATS
+	// sends INFO): a server that accepts and stays silent is then not of
+	// the protocol at all, so sends are a protocol mismatch (ClassError,
+	// unreached) instead of timeouts.
+	ServerSpeaksFirst bool
 }
 
 // Mismatch is a server speaking another protocol than the driver.
@@ -184,6 +189,14 @@ func Run(t *testing.T, h Harness) {
 			t.Fatalf("Start against a server that accepts connections: %v", err)
 		}
 		defer d.Shutdown(context.Background())
+		if h.ServerSpeaksFirst {
+			o := send(d, 1)
+			checkFailure(t, "a send to a silent server", o, pipebench.ClassError, true)
+			if o.Detail != "protocol mismatch" {
+				t.Errorf("a send to a silent server: %+v, want detail protocol mismatch", o)
+			}
+			return
+		}
 		checkFailure(t, "a send to a server that never answers", send(d, 1), pipebench.ClassTimeout, false)
 	})
 	for _, m := range h.Mismatches {

@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +56,38 @@ type conn struct {
 	js      js.JetStream
 	subject string // the subject with {conn} filled in
 	everUp  atomic.Bool
+	// probe caches whether the server refused a plain TCP connection
+	// lately, to tell a server gone from one being reconnected to.
+	probeMu   sync.Mutex
+	probeAt   time.Time
+	probeDown bool
+}
+
+// refusing reports whether the server this connection was last given
+// refuses TCP connections now (checked at most every 100 ms).
+func (c *conn) refusing() bool {
+	c.probeMu.Lock()
+	defer c.probeMu.Unlock()
+	if time.Since(c.probeAt) < 100*time.Millisecond {
+		return c.probeDown
+	}
+	c.probeAt, c.probeDown = time.Now(), false
+	for _, s := range c.nc.Servers() {
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" {
+			continue
+		}
+		nc, err := net.DialTimeout("tcp", u.Host, 200*time.Millisecond)
+		if err == nil {
+			nc.Close()
+			return false
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return false
+		}
+		c.probeDown = true
+	}
+	return c.probeDown
 }
 
 var (
@@ -69,6 +103,9 @@ func New(cfg Config, target string) (*Driver, error) {
 	}
 	if cfg.URL == "" {
 		cfg.URL = target
+		if target != "" && !strings.Contains(target, "://") {
+			cfg.URL = "nats://" + target // a bare host:port
+		}
 	}
 	if cfg.URL == "" {
 		return nil, pipebench.UsageError("the nats driver has no url", "set target.url (nats://HOST:4222), or add sut: {type: jetstream}", nil)
@@ -270,8 +307,17 @@ func (c *conn) down() pipebench.Outcome {
 	if err != nil {
 		msg = err.Error()
 	}
-	if !c.everUp.Load() || errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(msg, "connection refused") {
+	if errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(msg, "connection refused") || c.refusing() {
+		if !strings.Contains(msg, "refused") {
+			msg = "connection refused: " + msg
+		}
 		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "connection refused", Message: msg, Unreached: true}
+	}
+	if !c.everUp.Load() {
+		// The server takes connections but never completed the NATS
+		// handshake (it speaks first): not a NATS server.
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "protocol mismatch", Unreached: true,
+			Message: "the server accepts connections but never completed the NATS handshake: " + msg}
 	}
 	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "disconnected", Message: msg}
 }

@@ -159,7 +159,7 @@ func TestConformance(t *testing.T) {
 	for _, mode := range []string{ModeJS, ModeJSAsync} {
 		t.Run(mode, func(t *testing.T) {
 			drivertest.Run(t, drivertest.Harness{
-				Generator: newGen(t), Count: 1, Receiver: receiver,
+				Generator: newGen(t), Count: 1, Receiver: receiver, ServerSpeaksFirst: true,
 				New: func(t *testing.T, target string) pipebench.Driver {
 					cfg := *DefaultConfig()
 					cfg.Mode, cfg.Connections, cfg.Subject, cfg.Timeout = mode, 4, "pb.{conn}", pipebench.Duration(300*time.Millisecond)
