@@ -49,7 +49,7 @@ func runWith(reg *pipebench.Registry) limit.RunFunc {
 	}
 }
 
-// The sink alone, limited to 2,000 requests/s with a 100 ms bucket (a
+// The sink alone, limited to 1,000 requests/s with a 100 ms bucket (a
 // sharp capacity, as a gateway's): the search finds it within 5%. A 1%
 // tolerance and 4-second probes keep a loaded machine's scheduling stalls
 // (sends bunched after a late wake-up) from reading as refusals, while
@@ -69,11 +69,11 @@ phases:
   - name: load
     duration: 2s
     rate: 500/s
-    faults: {rate_limit: 2000/s, rate_limit_burst: 100ms}
+    faults: {rate_limit: 1000/s, rate_limit_burst: 100ms}
 `)
 	var lines []string
 	ans, err := limit.Search(context.Background(), limit.Params{
-		Plan: p, Run: runWith(reg), Start: 1500, Probe: 4 * time.Second, Precision: 0.05, Tolerance: 0.01, Budget: 3 * time.Minute,
+		Plan: p, Run: runWith(reg), Start: 750, Probe: 4 * time.Second, Precision: 0.05, Tolerance: 0.01, Budget: 3 * time.Minute,
 		Progress: func(pr limit.Probe, br limit.Bracket) {
 			lines = append(lines, pipebench.FormatCount(float64(pr.Rate))+" stable="+map[bool]string{true: "yes", false: "no: " + pr.Why}[pr.Stable])
 		},
@@ -85,8 +85,8 @@ phases:
 	if ans.Stopped != "precision" {
 		t.Errorf("stopped by %s", ans.Stopped)
 	}
-	if ans.Sustainable < 1900 || ans.Sustainable > 2100 {
-		t.Errorf("sustainable %v/s, want 2,000/s ± 5%%", ans.Sustainable)
+	if ans.Sustainable < 950 || ans.Sustainable > 1050 {
+		t.Errorf("sustainable %v/s, want 1,000/s ± 5%%", ans.Sustainable)
 	}
 	if ans.FirstUnstable <= ans.Sustainable || !strings.Contains(ans.FailedBecause, "refused") {
 		t.Errorf("first unstable %v (%s)", ans.FirstUnstable, ans.FailedBecause)
@@ -97,9 +97,9 @@ phases:
 	}
 }
 
-// The longest burst at 3,000/s that a 2,000/s limit with a 1-second bucket
-// absorbs is about 2 s (the bucket's 2,000 plus 2,000/s refilled, against
-// 3,000/s).
+// The longest burst at 1,500/s that a 1,000/s limit with a 1-second bucket
+// absorbs is about 2 s (the bucket's 1,000 plus 1,000/s refilled, against
+// 1,500/s).
 func TestSearchBurstTolerance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a search of several probes")
@@ -115,10 +115,10 @@ phases:
   - name: load
     duration: 1s
     rate: 500/s
-    faults: {rate_limit: 2000/s}
+    faults: {rate_limit: 1000/s}
 `)
 	ans, err := limit.Search(context.Background(), limit.Params{
-		Plan: p, Run: runWith(reg), Burst: 3000, Probe: 500 * time.Millisecond, Precision: 0.1, Budget: 2 * time.Minute,
+		Plan: p, Run: runWith(reg), Burst: 1500, Probe: 500 * time.Millisecond, Precision: 0.1, Budget: 2 * time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
