@@ -68,7 +68,7 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 	}
 	reasons = append(reasons, reached(total)...)
 	res.Thresholds = EvalThresholds(rec.Plan, res.Phases)
-	res.Detections = Detect(res, DetectOptions{})
+	res.Detections = DetectAll(res)
 	res.Summary = Summary(res)
 
 	switch {
@@ -356,4 +356,23 @@ func sortedKeys(m map[string]uint64) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// DetectAll runs every detector with its defaults: the general ones and
+// the event-bus ones (which name the eventing reference's classes F1, F2,
+// F3). Where both see a stream filling up, the general storage_fill and
+// storage_full findings are kept and the event-bus duplicates dropped.
+func DetectAll(res *pipebench.Result) []pipebench.Detection {
+	out := Detect(res, DetectOptions{})
+	storage := false
+	for _, d := range out {
+		storage = storage || d.Detector == "storage_fill" || d.Detector == "storage_full"
+	}
+	for _, d := range DetectNATS(res, NATSDetectOptions{}) {
+		if storage && (d.Detector == "storage_filling" || d.Detector == "stream_full") {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }

@@ -148,7 +148,7 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 	}
 	reasons = append(reasons, reached(totalSends)...)
 	res.Thresholds = EvalThresholds(plan, res.Phases)
-	res.Detections = Detect(res, DetectOptions{})
+	res.Detections = DetectAll(res)
 	res.Summary = Summary(res)
 
 	m := first.Manifest
