@@ -288,9 +288,10 @@ func (s *search) finish(br Bracket, why string) *Answer {
 // Judge decides whether a probe's system under test was stable: the
 // generator held the rate (else the probe shows pipebench's ceiling), no
 // more than tolerance of the items were refused, failed, dropped or lost,
-// delivery kept up with acceptance, the backlog and the exporter queue did
-// not grow through the probe (a slope over its window, not one reading),
-// and the scenario's thresholds held.
+// what was in flight at the end drained within a quarter of the probe (at
+// least a second), the backlog and the exporter queue did not grow through
+// the probe by more than 5% of its rate per second (a least-squares slope
+// over its window, not one reading), and the scenario's thresholds held.
 func Judge(res *pipebench.Result, tolerance float64) Probe {
 	pr := Probe{Result: res}
 	if res.Manifest.Status == pipebench.StatusInvalid {
@@ -332,14 +333,15 @@ func Judge(res *pipebench.Result, tolerance float64) Probe {
 		why = append(why, fmt.Sprintf("%s items lost", pipebench.FormatCount(v)))
 	}
 	ph := &res.Phases[0]
-	acc, _ := ph.Get("accepted")
-	if del, ok := ph.Get("delivered"); ok && acc > 0 && del < acc*(1-math.Max(tolerance, 0.02)) {
-		why = append(why, fmt.Sprintf("delivery fell behind: %s of %s accepted items arrived during the probe", pipebench.FormatCount(del), pipebench.FormatCount(acc)))
-	}
 	secs := ph.Ended.Sub(ph.Started).Seconds()
+	// A system that keeps up has only what is in flight left when the
+	// probe ends, and delivers it at once.
+	if dt, ok := t.Get("drain_time"); ok && dt > math.Max(1, secs/4) {
+		why = append(why, fmt.Sprintf("delivery fell behind: the backlog took %.1f s to drain after a %.0f s probe", dt, secs))
+	}
 	rate := sent / math.Max(secs, 1e-9)
 	for _, name := range []string{"backlog", "exporter_queue_size"} {
-		if g := growth(res.Series, name, ph.Started, ph.Ended); g > math.Max(0.02*rate, 1) {
+		if g := growth(res.Series, name, ph.Started, ph.Ended); g > math.Max(0.05*rate, 1) {
 			why = append(why, fmt.Sprintf("%s growing by %s/s through the probe", strings.ReplaceAll(name, "_", " "), pipebench.FormatCount(g)))
 		}
 	}
@@ -355,9 +357,18 @@ func Judge(res *pipebench.Result, tolerance float64) Probe {
 
 // growth is the least-squares slope per second of the series called name
 // (summed over its instances) over the second half of [from, to], where a
-// stable system has settled: a slope, not one reading.
+// stable system has settled, or over the whole window when the half holds
+// fewer than five observations: a slope, not one reading.
 func growth(series []pipebench.Series, name string, from, to time.Time) float64 {
-	mid := from.Add(to.Sub(from) / 2)
+	if g, n := slope(series, name, from.Add(to.Sub(from)/2), to); n >= 5 {
+		return g
+	}
+	g, _ := slope(series, name, from, to)
+	return g
+}
+
+// slope fits the series over [mid, to] and says how many points it had.
+func slope(series []pipebench.Series, name string, mid, to time.Time) (float64, int) {
 	byT := map[int64]float64{}
 	for _, s := range series {
 		if s.Name != name {
@@ -370,7 +381,7 @@ func growth(series []pipebench.Series, name string, from, to time.Time) float64 
 		}
 	}
 	if len(byT) < 3 {
-		return 0
+		return 0, len(byT)
 	}
 	var n, sx, sy, sxx, sxy float64
 	for t, v := range byT {
@@ -383,7 +394,7 @@ func growth(series []pipebench.Series, name string, from, to time.Time) float64 
 	}
 	den := n*sxx - sx*sx
 	if den == 0 {
-		return 0
+		return 0, len(byT)
 	}
-	return (n*sxy - sx*sy) / den
+	return (n*sxy - sx*sy) / den, len(byT)
 }
