@@ -156,12 +156,16 @@ func derivePhase(pr *pipebench.PhaseResult, ph pipebench.PlanPhase, in PhaseInpu
 	if !ph.Blast() {
 		return
 	}
-	// A blast is complete when its last item arrived at the sink, or,
-	// without a sink, when its last send returned.
+	// A blast is complete when its last item took effect (an effect
+	// observer's "effects" counter reached what was accepted), else when
+	// its last item arrived at the sink, else when its last send returned.
 	done, items := in.Sends.LastEnded, float64(in.Sends.Items[pipebench.ClassOK])
 	peakName := "in_flight"
 	if a := in.Arrivals; a != nil {
 		done, items, peakName = a.Last, float64(a.Own), "backlog"
+	}
+	if at, ok := effectsReached(series, in.Started, items); ok {
+		done, peakName = at, "effect_backlog"
 	}
 	if done.IsZero() || !done.After(in.Started) {
 		return
@@ -178,6 +182,30 @@ func derivePhase(pr *pipebench.PhaseResult, ph pipebench.PlanPhase, in PhaseInpu
 	if b, ok := seriesMax(series, peakName, in.Started, done.Add(time.Second)); ok {
 		pr.Set(pipebench.KPI{Name: "peak_backlog", Value: b, Unit: pipebench.UnitCount})
 	}
+}
+
+// effectsReached returns when the "effects" counter (an effect observer's
+// total of events that took effect) had grown by n since from: the first
+// observation at or after which it had.
+func effectsReached(series []pipebench.Series, from time.Time, n float64) (time.Time, bool) {
+	for _, s := range series {
+		if s.Name != "effects" || len(s.Labels) != 0 || n <= 0 {
+			continue
+		}
+		base := 0.0
+		for _, p := range s.Points {
+			if p.T.After(from) {
+				break
+			}
+			base = p.V
+		}
+		for _, p := range s.Points {
+			if p.T.After(from) && p.V-base >= n {
+				return p.T, true
+			}
+		}
+	}
+	return time.Time{}, false
 }
 
 func seriesMax(series []pipebench.Series, name string, from, to time.Time) (float64, bool) {

@@ -1,12 +1,16 @@
 package runner
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // drain waits until everything accepted has arrived at the sink, delivery
 // stopped moving for ten intervals, the drain time is up, or the run is
 // cut. After a signal the drain lasts at most AbortGrace.
 func (r *run) drain(aborted bool) {
 	if r.c.sink == nil {
+		r.drainObserved(aborted)
 		return
 	}
 	limit := r.plan.Drain.D()
@@ -41,4 +45,63 @@ func (r *run) drain(aborted bool) {
 			return
 		}
 	}
+}
+
+// drainObserved is the drain of a run without a sink whose observers
+// report a backlog of their own (an effect observer's effect_backlog, a
+// consumer's pending messages): observation goes on until every such
+// backlog is empty, it stopped moving for ten intervals, the drain time is
+// up, or the run is cut.
+func (r *run) drainObserved(aborted bool) {
+	if len(r.c.observers) == 0 || aborted {
+		return
+	}
+	if _, ok := r.observedBacklog(); !ok {
+		return
+	}
+	r.draining.Store(true)
+	r.phaseIdx.Store(int32(len(r.plan.Phases)))
+	limit := r.plan.Drain.D()
+	if limit <= 0 {
+		limit = 30 * time.Second
+	}
+	deadline := time.Now().Add(limit)
+	stallAfter := min(10*r.interval(), limit)
+	last, lastMove := -1.0, time.Now()
+	tick := time.NewTicker(r.interval() / 2)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		b, _ := r.observedBacklog()
+		if b <= 0 {
+			return
+		}
+		if b != last {
+			last, lastMove = b, time.Now()
+		} else if time.Since(lastMove) > stallAfter {
+			r.log.Info("drain stopped: the observed backlog did not move", "for", stallAfter)
+			return
+		}
+		select {
+		case <-r.cut():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// observedBacklog sums the latest value of every observed series that is a
+// backlog (named *_backlog or *_pending); ok is false when there is none.
+func (r *run) observedBacklog() (float64, bool) {
+	r.seriesMu.Lock()
+	defer r.seriesMu.Unlock()
+	var sum float64
+	ok := false
+	for _, s := range r.series.byKey {
+		if s.Name == "backlog" || len(s.Points) == 0 || !(strings.HasSuffix(s.Name, "_backlog") || s.Name == "consumer_pending") {
+			continue
+		}
+		sum += s.Points[len(s.Points)-1].V
+		ok = true
+	}
+	return sum, ok
 }

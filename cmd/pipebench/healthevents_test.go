@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pipebench/pipebench"
@@ -37,5 +38,45 @@ func TestHealthEventsBuiltinRuns(t *testing.T) {
 		if !seen[want] {
 			t.Errorf("no %s series; the result has %v", want, seen)
 		}
+	}
+}
+
+// The quarantine blast: 150 events as fast as 50 workers go, cordoned one
+// at a time at 25/s by the embedded service. The Result reports what a
+// blast means, read from the effects: about 6 s to complete (150 / 25/s,
+// within an observation interval or two), an effect rate of about 25/s,
+// and a peak backlog near the 150 sent.
+func TestHealthEventsBlastTimeToEffect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a blast for several seconds")
+	}
+	out := filepath.Join(t.TempDir(), "result.json")
+	stdout, stderr, code := cli(t, "run", "builtin:health-events-blast", "--quiet", "--no-store", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res pipebench.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	ph := &res.Phases[0]
+	ttc, _ := ph.Get("time_to_complete")
+	rate, _ := ph.Get("completion_rate")
+	peak, _ := ph.Get("peak_backlog")
+	if ttc < 5 || ttc > 8 {
+		t.Errorf("time_to_complete %v s, want about 6 s", ttc)
+	}
+	if rate < 150/8.0 || rate > 150/5.0 {
+		t.Errorf("completion_rate %v/s, want about 25/s", rate)
+	}
+	if peak < 100 || peak > 150 {
+		t.Errorf("peak_backlog %v, want near 150", peak)
+	}
+	if !strings.Contains(stdout, "time to complete") {
+		t.Errorf("the table lacks the blast rows:\n%s", stdout)
 	}
 }
