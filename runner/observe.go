@@ -188,6 +188,11 @@ func (r *run) emitProgress(now time.Time) {
 		}
 	}
 	r.seriesMu.Unlock()
+	if r.c.sink == nil {
+		// Without a sink nothing is matched: the backlog is what the
+		// observers report, if they do.
+		pr.Backlog, _ = r.observedBacklog()
+	}
 	pr.QueueSize = r.lastQueue.Load().(float64)
 	pr.Snapshot = r.snapshot
 	r.p.Progress(pr)

@@ -18,7 +18,9 @@ func (pr Progress) String() string {
 	} else {
 		fmt.Fprintf(&b, "[%d/%d %s] %s/%s", pr.PhaseIndex+1, pr.Phases, pr.Phase,
 			round(pr.PhaseElapsed), round(pr.PhaseDuration))
-		fmt.Fprintf(&b, "  target %s/s", pipebench.FormatCount(pr.TargetRate))
+		if pr.TargetRate > 0 {
+			fmt.Fprintf(&b, "  target %s/s", pipebench.FormatCount(pr.TargetRate))
+		}
 		if pr.RatesKnown {
 			fmt.Fprintf(&b, "  sent %s/s", pipebench.FormatCount(pr.SentRate))
 		}
