@@ -107,27 +107,38 @@ func Build(results ...*pipebench.Result) []Chart {
 	return out
 }
 
-// RunLabels names each run for legends: its version when the versions
-// differ, else its version and a short run id.
+// RunLabels names each run for legends by what tells them apart: the
+// version when the versions differ, the case when the cases differ (the
+// queue-depth reference overlays blasts of 10%, 25% and 50% of a fleet),
+// both when both do, and a short run id only when runs share both.
 func RunLabels(results []*pipebench.Result) []string {
 	out := make([]string, len(results))
-	seen := map[string]int{}
+	versions, cases, pairs := map[string]bool{}, map[string]bool{}, map[string]int{}
 	for _, r := range results {
-		seen[r.Manifest.Version]++
+		versions[r.Manifest.Version] = true
+		cases[r.Manifest.Case] = true
+		pairs[r.Manifest.Version+"\x00"+r.Manifest.Case]++
 	}
 	for i, r := range results {
-		v := r.Manifest.Version
-		if v == "" {
-			v = "run"
+		var parts []string
+		if len(versions) > 1 || len(cases) == 1 {
+			v := r.Manifest.Version
+			if v == "" {
+				v = "run"
+			}
+			parts = append(parts, v)
 		}
-		if seen[r.Manifest.Version] > 1 || r.Manifest.Version == "" {
+		if len(cases) > 1 && r.Manifest.Case != "" {
+			parts = append(parts, r.Manifest.Case)
+		}
+		if pairs[r.Manifest.Version+"\x00"+r.Manifest.Case] > 1 || r.Manifest.Version == "" && len(cases) == 1 {
 			id := r.Manifest.RunID
 			if len(id) > 8 {
 				id = id[len(id)-8:]
 			}
-			v += " " + id
+			parts = append(parts, id)
 		}
-		out[i] = v
+		out[i] = strings.Join(parts, " · ")
 	}
 	return out
 }
