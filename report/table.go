@@ -1,6 +1,11 @@
 package report
 
-import "github.com/pipebench/pipebench"
+import (
+	"sort"
+	"strings"
+
+	"github.com/pipebench/pipebench"
+)
 
 // Row is one line of the KPI table: a group (load, latency, pipeline,
 // sink), a label and one cell per phase ("-" where the phase lacks it).
@@ -13,6 +18,7 @@ type Row struct {
 type spec struct {
 	group, label string
 	cell         func(p *pipebench.PhaseResult) (string, bool)
+	name         string // the KPI the row shows
 }
 
 // Table returns the columns (the phases, then the total) and the rows of
@@ -35,7 +41,63 @@ func Table(r *pipebench.Result) ([]*pipebench.PhaseResult, []Row) {
 			out = append(out, Row{Group: sp.group, Label: sp.label, Cells: cells})
 		}
 	}
-	return phases, out
+	return phases, append(out, observedRows(r, phases)...)
+}
+
+// shown lists the KPIs the table's rows show or leave out on purpose (the
+// finer quantiles of generator timings), so observedRows adds the others.
+func shown(item string) map[string]bool {
+	m := map[string]bool{"service_time": true, "schedule_lag": true, "latency.mean": true, "e2e_latency.p90": true,
+		"e2e_latency.max": true, "accepted": true, "errors": true, "target_rate": true, "exporter_queue_size.last": true}
+	for _, sp := range specs(item) {
+		m[sp.name] = true
+	}
+	return m
+}
+
+// maxObservedRows bounds the rows observedRows adds.
+const maxObservedRows = 40
+
+// observedRows shows the KPIs no row names: a scenario's own metrics (a
+// PromQL query, a custom Prometheus mapping, an effect observer's
+// latency), one row per name and labels, in the group "observed".
+func observedRows(r *pipebench.Result, phases []*pipebench.PhaseResult) []Row {
+	skip := shown(r.Manifest.Item)
+	var keys []string
+	byKey := map[string]pipebench.KPI{}
+	for _, p := range phases {
+		for _, k := range p.KPIs {
+			base := k.Name
+			if i := strings.IndexByte(base, '.'); i > 0 && (base[:i] == "service_time" || base[:i] == "schedule_lag") {
+				base = base[:i]
+			}
+			if skip[base] || skip[k.Name] || strings.HasSuffix(k.Name, ".total") || strings.HasSuffix(k.Name, ".last") || strings.HasSuffix(k.Name, ".count") || strings.HasSuffix(k.Name, ".sum") {
+				continue
+			}
+			if _, seen := byKey[k.Key()]; !seen {
+				byKey[k.Key()] = k
+				keys = append(keys, k.Key())
+			}
+		}
+	}
+	sort.Strings(keys)
+	var out []Row
+	for _, key := range keys {
+		if len(out) == maxObservedRows {
+			break
+		}
+		cells := make([]string, len(phases))
+		for i, p := range phases {
+			cells[i] = "-"
+			for _, x := range p.KPIs {
+				if x.Key() == key {
+					cells[i] = Value(x)
+				}
+			}
+		}
+		out = append(out, Row{Group: "observed", Label: strings.ReplaceAll(key, "_", " "), Cells: cells})
+	}
+	return out
 }
 
 func kpi(name string) func(p *pipebench.PhaseResult) (string, bool) {
@@ -79,48 +141,48 @@ func perInstance(name string) func(p *pipebench.PhaseResult) (string, bool) {
 func specs(item string) []spec {
 	items := item + "s"
 	return []spec{
-		{"load", "target " + items + "/s", kpi("target_rate")},
-		{"load", "sent/s", kpi("sent_rate")},
-		{"load", "accepted/s", kpi("accepted_rate")},
-		{"load", "sent", kpi("sent")},
-		{"load", "dropped", kpi("dropped")},
-		{"load", "connections open", kpi("connections_open.max")},
-		{"load", "errors refused", labelled("errors", "class", "refused")},
-		{"load", "errors timeout", labelled("errors", "class", "timeout")},
-		{"load", "errors other", labelled("errors", "class", "error")},
-		{"latency", "p50", kpi("latency.p50")},
-		{"latency", "p75", kpi("latency.p75")},
-		{"latency", "p90", kpi("latency.p90")},
-		{"latency", "p95", kpi("latency.p95")},
-		{"latency", "p99", kpi("latency.p99")},
-		{"latency", "p99.9", kpi("latency.p999")},
-		{"latency", "max", kpi("latency.max")},
-		{"pipeline", "receiver accepted/s", perInstance("receiver_accepted_rate")},
-		{"pipeline", "receiver refused/s", perInstance("receiver_refused_rate")},
-		{"pipeline", "exporter sent/s", perInstance("exporter_sent_rate")},
-		{"pipeline", "exporter failed/s", perInstance("exporter_failed_rate")},
-		{"pipeline", "exporter queue max", perInstance("exporter_queue_size.max")},
-		{"pipeline", "memory MB", perInstance("memory_mb")},
-		{"pipeline", "CPU cores", perInstance("cpu_cores")},
-		{"sink", "delivered/s", kpi("delivered_rate")},
-		{"sink", "delivered", kpi("delivered")},
-		{"sink", "e2e p50", kpi("e2e_latency.p50")},
-		{"sink", "e2e p99", kpi("e2e_latency.p99")},
-		{"sink", "lost", kpi("lost")},
-		{"sink", "duplicates", kpi("duplicates")},
-		{"sink", "reordered", kpi("reordered")},
-		{"sink", "faulted by sink", kpi("faulted")},
-		{"sink", "drain time", kpi("drain_time")},
-		{"sink", "backlog max", kpi("backlog.max")},
-		{"limit", "stable", yesNo("stable")},
-		{"limit", "sustainable rate", kpi("sustainable_rate")},
-		{"limit", "± uncertainty", kpi("sustainable_rate.uncertainty")},
-		{"limit", "first unstable rate", kpi("first_unstable_rate")},
-		{"limit", "burst absorbed", kpi("burst_tolerance")},
-		{"limit", "± uncertainty (burst)", kpi("burst_tolerance.uncertainty")},
-		{"limit", "first burst not absorbed", kpi("first_unabsorbed_burst")},
-		{"blast", "time to complete", kpi("time_to_complete")},
-		{"blast", "peak backlog", kpi("peak_backlog")},
-		{"blast", "completion rate", kpi("completion_rate")},
+		{"load", "target " + items + "/s", kpi("target_rate"), "target_rate"},
+		{"load", "sent/s", kpi("sent_rate"), "sent_rate"},
+		{"load", "accepted/s", kpi("accepted_rate"), "accepted_rate"},
+		{"load", "sent", kpi("sent"), "sent"},
+		{"load", "dropped", kpi("dropped"), "dropped"},
+		{"load", "connections open", kpi("connections_open.max"), "connections_open.max"},
+		{"load", "errors refused", labelled("errors", "class", "refused"), "errors"},
+		{"load", "errors timeout", labelled("errors", "class", "timeout"), "errors"},
+		{"load", "errors other", labelled("errors", "class", "error"), "errors"},
+		{"latency", "p50", kpi("latency.p50"), "latency.p50"},
+		{"latency", "p75", kpi("latency.p75"), "latency.p75"},
+		{"latency", "p90", kpi("latency.p90"), "latency.p90"},
+		{"latency", "p95", kpi("latency.p95"), "latency.p95"},
+		{"latency", "p99", kpi("latency.p99"), "latency.p99"},
+		{"latency", "p99.9", kpi("latency.p999"), "latency.p999"},
+		{"latency", "max", kpi("latency.max"), "latency.max"},
+		{"pipeline", "receiver accepted/s", perInstance("receiver_accepted_rate"), "receiver_accepted_rate"},
+		{"pipeline", "receiver refused/s", perInstance("receiver_refused_rate"), "receiver_refused_rate"},
+		{"pipeline", "exporter sent/s", perInstance("exporter_sent_rate"), "exporter_sent_rate"},
+		{"pipeline", "exporter failed/s", perInstance("exporter_failed_rate"), "exporter_failed_rate"},
+		{"pipeline", "exporter queue max", perInstance("exporter_queue_size.max"), "exporter_queue_size.max"},
+		{"pipeline", "memory MB", perInstance("memory_mb"), "memory_mb"},
+		{"pipeline", "CPU cores", perInstance("cpu_cores"), "cpu_cores"},
+		{"sink", "delivered/s", kpi("delivered_rate"), "delivered_rate"},
+		{"sink", "delivered", kpi("delivered"), "delivered"},
+		{"sink", "e2e p50", kpi("e2e_latency.p50"), "e2e_latency.p50"},
+		{"sink", "e2e p99", kpi("e2e_latency.p99"), "e2e_latency.p99"},
+		{"sink", "lost", kpi("lost"), "lost"},
+		{"sink", "duplicates", kpi("duplicates"), "duplicates"},
+		{"sink", "reordered", kpi("reordered"), "reordered"},
+		{"sink", "faulted by sink", kpi("faulted"), "faulted"},
+		{"sink", "drain time", kpi("drain_time"), "drain_time"},
+		{"sink", "backlog max", kpi("backlog.max"), "backlog.max"},
+		{"limit", "stable", yesNo("stable"), "stable"},
+		{"limit", "sustainable rate", kpi("sustainable_rate"), "sustainable_rate"},
+		{"limit", "± uncertainty", kpi("sustainable_rate.uncertainty"), "sustainable_rate.uncertainty"},
+		{"limit", "first unstable rate", kpi("first_unstable_rate"), "first_unstable_rate"},
+		{"limit", "burst absorbed", kpi("burst_tolerance"), "burst_tolerance"},
+		{"limit", "± uncertainty (burst)", kpi("burst_tolerance.uncertainty"), "burst_tolerance.uncertainty"},
+		{"limit", "first burst not absorbed", kpi("first_unabsorbed_burst"), "first_unabsorbed_burst"},
+		{"blast", "time to complete", kpi("time_to_complete"), "time_to_complete"},
+		{"blast", "peak backlog", kpi("peak_backlog"), "peak_backlog"},
+		{"blast", "completion rate", kpi("completion_rate"), "completion_rate"},
 	}
 }
