@@ -1,7 +1,7 @@
 // Package otlpgen generates OpenTelemetry data: traces of N spans with K
 // attributes (encoded straight to OTLP protobuf, the bytes the collector's
 // pdata would marshal), metric points from P producers and log records in
-// flog-like formats (built with pdata). Every span, data point
+// flog-like formats (all encoded straight to OTLP protobuf). Every span, data point
 // and log record carries the attributes pb.seq (its sequence number) and
 // pb.sent (unix nanoseconds), which the OTLP sink reads back. No I/O.
 package otlpgen
@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -215,15 +216,40 @@ func MetricsFactory() pipebench.Factory[pipebench.Generator] {
 	).WithPayloads([]pipebench.Payload{pipebench.PayloadOTLPMetrics}, nil)
 }
 
-// Metrics builds pmetric.Metrics batches. Safe for concurrent use.
-type Metrics struct{ cfg MetricsConfig }
+// Metrics builds metric batches: Next encodes the export request directly
+// (Batch.Body, Batch.Data an *Encoded), Build gives the same points as
+// pmetric.Metrics. Safe for concurrent use.
+type Metrics struct {
+	cfg  MetricsConfig
+	once sync.Once
+	enc  metricsConst
+}
+
+var (
+	_ pipebench.Generator = (*Metrics)(nil)
+	_ pipebench.Releaser  = (*Metrics)(nil)
+	_ pipebench.Generator = (*Logs)(nil)
+	_ pipebench.Releaser  = (*Logs)(nil)
+)
 
 // ItemName says what one item is.
 func (m *Metrics) ItemName() string { return "metric point" }
 
 // Next builds count data points: point i belongs to producer (seq+i) mod
 // producers; with churn, a share of series get a new identity each time.
+// Body holds the encoded ExportMetricsServiceRequest (the very bytes pdata
+// would marshal for Build), Data an *Encoded that decodes them on demand.
+// Release takes the buffer back.
 func (m *Metrics) Next(seq uint64, count int, at time.Time) pipebench.Batch {
+	e := m.encode(seq, count, at)
+	return pipebench.Batch{Seq: seq, Count: count, Scheduled: at, ContentType: ContentType, Body: e.Body, Data: e}
+}
+
+// Release implements pipebench.Releaser: the body's buffer is reused.
+func (m *Metrics) Release(b *pipebench.Batch) { releaseEncoded(b) }
+
+// Build builds the data points of Next as pdata.
+func (m *Metrics) Build(seq uint64, count int, at time.Time) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
 	rm.Resource().Attributes().PutStr("service.name", "pipebench")
@@ -279,7 +305,7 @@ func (m *Metrics) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 			attrs(dp.Attributes(), seq+uint64(i))
 		}
 	}
-	return pipebench.Batch{Seq: seq, Count: count, Scheduled: at, Data: md}
+	return md
 }
 
 // LogsConfig configures the "otlp-logs" generator.
@@ -309,8 +335,14 @@ func LogsFactory() pipebench.Factory[pipebench.Generator] {
 	).WithPayloads([]pipebench.Payload{pipebench.PayloadOTLPLogs}, nil)
 }
 
-// Logs builds plog.Logs batches. Safe for concurrent use.
-type Logs struct{ cfg LogsConfig }
+// Logs builds log batches: Next encodes the export request directly
+// (Batch.Body, Batch.Data an *Encoded), Build gives the same records as
+// plog.Logs. Safe for concurrent use.
+type Logs struct {
+	cfg  LogsConfig
+	once sync.Once
+	enc  logsConst
+}
 
 // ItemName says what one item is.
 func (l *Logs) ItemName() string { return "log record" }
@@ -334,8 +366,20 @@ func (l *Logs) Line(q uint64, t time.Time) string {
 	return fmt.Sprintf(`%s - - [%s] "GET %s HTTP/1.1" %d %d`, ip, t.Format("02/Jan/2006:15:04:05 -0700"), path, status, 100+q%4000)
 }
 
-// Next builds count log records.
+// Next builds count log records: Body holds the encoded
+// ExportLogsServiceRequest (the very bytes pdata would marshal for Build),
+// Data an *Encoded that decodes them on demand. Release takes the buffer
+// back.
 func (l *Logs) Next(seq uint64, count int, at time.Time) pipebench.Batch {
+	e := l.encode(seq, count, at)
+	return pipebench.Batch{Seq: seq, Count: count, Scheduled: at, ContentType: ContentType, Body: e.Body, Data: e}
+}
+
+// Release implements pipebench.Releaser: the body's buffer is reused.
+func (l *Logs) Release(b *pipebench.Batch) { releaseEncoded(b) }
+
+// Build builds the log records of Next as pdata.
+func (l *Logs) Build(seq uint64, count int, at time.Time) plog.Logs {
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
 	rl.Resource().Attributes().PutStr("service.name", "pipebench")
@@ -357,5 +401,5 @@ func (l *Logs) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 			a.PutStr("attr."+strconv.Itoa(j), "value-"+strconv.Itoa(j))
 		}
 	}
-	return pipebench.Batch{Seq: seq, Count: count, Scheduled: at, Data: ld}
+	return ld
 }
