@@ -15,7 +15,7 @@ import (
 // idle machine; a shared one shows its neighbours.
 func BenchmarkClocks(b *testing.B) {
 	for b.Loop() {
-		for _, rate := range []float64{500, 2000, 10000} {
+		for _, rate := range []float64{500, 2000, 10000, 40000} {
 			for _, round := range []int{1, 2} {
 				for _, c := range []Clock{Coarse, Precise} {
 					name := map[Clock]string{Coarse: "coarse", Precise: "precise"}[c]

@@ -14,9 +14,9 @@ const (
 	// for the run, with a timer slack of 1 ns, sleeps with nanosleep
 	// until shortly before the due time and spins out the rest reading
 	// the clock. The spin is bounded: its margin adapts to how late the
-	// sleeps came back (from SpinMin up to SpinMax) and never exceeds a
-	// quarter of the time since the previous wake-up, so the spin costs
-	// at most a quarter of a core at any rate, and far less on an idle
+	// sleeps came back (from SpinMin up to SpinMax) and never exceeds an
+	// eighth of the time since the previous wake-up, so the spin costs
+	// at most an eighth of a core at any rate, and far less on an idle
 	// core where sleeps come back within microseconds (measured with
 	// BenchmarkClocks). Elsewhere it sleeps on a Go timer until 2 ms before the due
 	// time and yields (runtime.Gosched) until it. It reads the real
@@ -28,10 +28,16 @@ const (
 	Coarse
 )
 
-// SpinMin and SpinMax bound the busy wait at the end of a Precise wait.
+// SpinMin and SpinMax bound the busy wait at the end of a Precise wait;
+// MinWake is the shortest time between two Precise wake-ups (on Linux), so
+// the pacer wakes up at most 10,000 times a second: each wake-up costs a
+// sleep and a thread switch (about 25 µs of CPU on a busy 2-core machine,
+// measured with BenchmarkClocks), and above 10,000 sends/s each wake-up
+// starts the several sends due by then, at most MinWake late.
 const (
 	SpinMin = 20 * time.Microsecond
-	SpinMax = 250 * time.Microsecond
+	SpinMax = 100 * time.Microsecond
+	MinWake = 100 * time.Microsecond
 )
 
 // waiter waits until a time; begin and end bracket one Run.

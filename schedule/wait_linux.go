@@ -22,7 +22,7 @@ type preciseWaiter struct {
 	slack   uintptr
 	slackOK bool
 	g       margin
-	last    time.Time // when the previous wait returned
+	last    time.Time // the previous wait's target
 }
 
 func newPreciseWaiter() waiter { return &preciseWaiter{g: margin{m: SpinMin}} }
@@ -45,13 +45,18 @@ func (w *preciseWaiter) end() {
 }
 
 func (w *preciseWaiter) wait(ctx context.Context, t time.Time) bool {
-	// Spin at most a quarter of the time since the last wake-up, so the
-	// spin never takes more than a quarter of a core.
+	// Spin at most an eighth of the time since the last wake-up, so the
+	// spin never takes more than an eighth of a core.
 	spinCap := SpinMax
 	if !w.last.IsZero() {
-		spinCap = min(spinCap, t.Sub(w.last)/4)
+		// At most one wake-up per MinWake: above 1/MinWake sends a
+		// second, each wake-up starts several.
+		if early := w.last.Add(MinWake); t.Before(early) {
+			t = early
+		}
+		spinCap = min(spinCap, t.Sub(w.last)/8)
 	}
-	defer func() { w.last = time.Now() }()
+	w.last = t
 	for {
 		if ctx.Err() != nil {
 			return false
