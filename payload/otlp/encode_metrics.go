@@ -14,8 +14,20 @@ import (
 // back, so its fields come out from the highest number down and repeated
 // fields in order; a message field that pdata always writes (a scope, a
 // resource, a log record's body and ids) is written even when empty. Each
-// item is encoded into a scratch buffer first (its length prefixes it);
-// the envelopes are written once the items' total length is known.
+// item is encoded into a scratch buffer first (its length prefixes it),
+// the items into the pooled body buffer after room for the envelopes' tags
+// and lengths, which are written right-aligned before them once the items'
+// total length is known.
+
+// headRoom is room for four envelope tags and lengths and a Sum's
+// header, in front of the items.
+const headRoom = 4*(1+binary.MaxVarintLen64) + 4
+
+// prepend writes head right-aligned before b[at:] and returns where it
+// starts.
+func prepend(b []byte, at int, head []byte) int {
+	return at - copy(b[at-len(head):at], head)
+}
 
 // appendLen appends field num as a LEN field holding b.
 func appendLen(dst []byte, num protowire.Number, b []byte) []byte {
@@ -93,8 +105,9 @@ func (m *Metrics) encode(seq uint64, count int, at time.Time) *Encoded {
 	sent := at.UnixNano()
 	attr := m.attrField()
 	// Each point: its fields, highest number first, then its attributes.
-	per := 48 + len(c.attrs) + len(c.bounds)
-	pts := make([]byte, 0, count*per)
+	per := 64 + len(c.attrs) + len(c.bounds)
+	e := getEncoded(SignalMetrics, headRoom+count*per+len(c.name)+len(c.scope)+len(c.res))
+	pts := e.buf[:headRoom]
 	var pt, producer []byte
 	for i := 0; i < count; i++ {
 		q := seq + uint64(i)
@@ -124,35 +137,32 @@ func (m *Metrics) encode(seq uint64, count int, at time.Time) *Encoded {
 		pt = append(pt, c.attrs...)
 		pts = appendLen(pts, 1, pt)
 	}
-	dataLen := len(c.prefix) + len(pts)
+	dataLen := len(c.prefix) + len(pts) - headRoom
 	metricLen := 1 + protowire.SizeBytes(dataLen) + len(c.name)
 	smLen := 1 + protowire.SizeBytes(metricLen) + len(c.scope)
 	rmLen := 1 + protowire.SizeBytes(smLen) + len(c.res)
-	size := 1 + protowire.SizeBytes(rmLen)
-
-	e := getEncoded(SignalMetrics, size)
-	b := e.buf[:0]
-	b = protowire.AppendTag(b, 1, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(rmLen))
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(smLen))
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(metricLen))
-	b = protowire.AppendTag(b, m.dataField(), protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(dataLen))
-	b = append(b, c.prefix...)
-	b = append(b, pts...)
-	b = append(b, c.name...)
+	var head [headRoom]byte
+	h := head[:0]
+	h = protowire.AppendTag(h, 1, protowire.BytesType)
+	h = protowire.AppendVarint(h, uint64(rmLen))
+	h = protowire.AppendTag(h, 2, protowire.BytesType)
+	h = protowire.AppendVarint(h, uint64(smLen))
+	h = protowire.AppendTag(h, 2, protowire.BytesType)
+	h = protowire.AppendVarint(h, uint64(metricLen))
+	h = protowire.AppendTag(h, m.dataField(), protowire.BytesType)
+	h = protowire.AppendVarint(h, uint64(dataLen))
+	h = append(h, c.prefix...)
+	b := append(pts, c.name...)
 	b = append(b, c.scope...)
 	b = append(b, c.res...)
-	e.buf, e.Body = b, b
+	start := prepend(b, headRoom, h)
+	e.buf, e.Body = b, b[start:]
 	return e
 }
 
 // logsConst is what every batch of a Logs generator shares.
 type logsConst struct {
 	attrs []byte // attr.j = value-j, each as a log record's field 6
-	tail  []byte // scope (empty) and resource (service.name = pipebench)
 }
 
 func (l *Logs) init() {
@@ -166,15 +176,18 @@ func (l *Logs) encode(seq uint64, count int, at time.Time) *Encoded {
 	l.once.Do(l.init)
 	ts := uint64(at.UnixNano())
 	sent := at.UnixNano()
-	recs := make([]byte, 0, count*(160+len(l.enc.attrs)))
-	var rec, body []byte
+	e := getEncoded(SignalLogs, headRoom+count*(200+len(l.enc.attrs))+64)
+	recs := e.buf[:headRoom]
+	var rec, body, line []byte
+	date := l.appendDate(nil, at)
 	for i := 0; i < count; i++ {
 		q := seq + uint64(i)
 		rec = append(rec[:0], 0x52, 0, 0x4a, 0) // span and trace ids, empty
 		rec = appendIntKV(rec, 6, AttrSeq, int64(q))
 		rec = appendIntKV(rec, 6, AttrSent, sent)
 		rec = append(rec, l.enc.attrs...)
-		body = appendLen(body[:0], 1, []byte(l.Line(q, at)))
+		line = l.appendLine(line[:0], q, date)
+		body = appendLen(body[:0], 1, line)
 		rec = appendLen(rec, 5, body)
 		rec = append(rec, 0x10, 9) // severity INFO
 		if ts != 0 {
@@ -182,22 +195,21 @@ func (l *Logs) encode(seq uint64, count int, at time.Time) *Encoded {
 		}
 		recs = appendLen(recs, 2, rec)
 	}
-	const scope = 2  // field 1, empty
-	var res [64]byte // resource: service.name = pipebench
-	r := appendLen(res[:0], 1, appendStrKV(nil, 1, "service.name", "pipebench"))
-	slLen := len(recs) + scope
-	rlLen := 1 + protowire.SizeBytes(slLen) + len(r)
-	size := 1 + protowire.SizeBytes(rlLen)
-
-	e := getEncoded(SignalLogs, size)
-	b := e.buf[:0]
-	b = protowire.AppendTag(b, 1, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(rlLen))
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(slLen))
-	b = append(b, recs...)
-	b = append(b, 0x0a, 0)
-	b = append(b, r...)
-	e.buf, e.Body = b, b
+	const scope = 2 // field 1, empty
+	slLen := len(recs) - headRoom + scope
+	rlLen := 1 + protowire.SizeBytes(slLen) + len(logsResource)
+	var head [headRoom]byte
+	h := head[:0]
+	h = protowire.AppendTag(h, 1, protowire.BytesType)
+	h = protowire.AppendVarint(h, uint64(rlLen))
+	h = protowire.AppendTag(h, 2, protowire.BytesType)
+	h = protowire.AppendVarint(h, uint64(slLen))
+	b := append(recs, 0x0a, 0)
+	b = append(b, logsResource...)
+	start := prepend(b, headRoom, h)
+	e.buf, e.Body = b, b[start:]
 	return e
 }
+
+// logsResource is ResourceLogs field 1: service.name = pipebench.
+var logsResource = appendLen(nil, 1, appendStrKV(nil, 1, "service.name", "pipebench"))

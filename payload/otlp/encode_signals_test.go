@@ -2,6 +2,7 @@ package otlpgen
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -72,6 +73,36 @@ func TestEncodedLogsAreWhatPdataMarshals(t *testing.T) {
 			g.Release(&b)
 		}
 	}
+}
+
+// Line writes what the fmt-based formats say, for every format.
+func TestLineFormats(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 8, time.FixedZone("x", -5*3600))
+	for _, f := range []string{"apache_common", "apache_combined", "json", "syslog"} {
+		l := &Logs{cfg: LogsConfig{Format: f}}
+		for q := uint64(0); q < 50_000; q += 997 {
+			if got, want := l.Line(q, at), lineFmt(f, q, at); got != want {
+				t.Fatalf("%s %d:\n got %s\nwant %s", f, q, got, want)
+			}
+		}
+	}
+}
+
+// lineFmt is the reference the log lines follow.
+func lineFmt(format string, q uint64, t time.Time) string {
+	ip := fmt.Sprintf("10.%d.%d.%d", q%200, (q/200)%250, q%250)
+	path := paths[q%uint64(len(paths))]
+	status := []int{200, 200, 200, 201, 404, 500}[q%6]
+	switch format {
+	case "json":
+		return fmt.Sprintf(`{"host":%q,"user-identifier":"-","datetime":%q,"method":"GET","request":%q,"protocol":"HTTP/1.1","status":%d,"bytes":%d}`,
+			ip, t.Format("02/Jan/2006:15:04:05 -0700"), path, status, 100+q%4000)
+	case "syslog":
+		return fmt.Sprintf("<%d>1 %s host-%d app %d ID%d - request %s finished with %d", 160+q%8, t.Format(time.RFC3339), q%10, 1000+q%9000, q%100, path, status)
+	case "apache_combined":
+		return fmt.Sprintf(`%s - - [%s] "GET %s HTTP/1.1" %d %d "https://example.com/" "pipebench/1.0"`, ip, t.Format("02/Jan/2006:15:04:05 -0700"), path, status, 100+q%4000)
+	}
+	return fmt.Sprintf(`%s - - [%s] "GET %s HTTP/1.1" %d %d`, ip, t.Format("02/Jan/2006:15:04:05 -0700"), path, status, 100+q%4000)
 }
 
 // BenchmarkSignalsNext reports items per second for each signal's Next

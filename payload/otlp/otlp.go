@@ -351,19 +351,71 @@ var paths = []string{"/api/orders", "/api/users/42", "/static/app.js", "/healthz
 
 // Line returns a flog-like log line for item q at t.
 func (l *Logs) Line(q uint64, t time.Time) string {
-	ip := fmt.Sprintf("10.%d.%d.%d", q%200, (q/200)%250, q%250)
+	return string(l.appendLine(nil, q, l.appendDate(nil, t)))
+}
+
+// appendDate appends t as the line's format writes it.
+func (l *Logs) appendDate(b []byte, t time.Time) []byte {
+	if l.cfg.Format == "syslog" {
+		return t.AppendFormat(b, time.RFC3339)
+	}
+	return t.AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
+}
+
+// appendLine appends the line of item q, date being appendDate's.
+func (l *Logs) appendLine(b []byte, q uint64, date []byte) []byte {
+	var ipb [24]byte
+	ip := append(ipb[:0], "10."...)
+	ip = strconv.AppendUint(ip, q%200, 10)
+	ip = append(ip, '.')
+	ip = strconv.AppendUint(ip, (q/200)%250, 10)
+	ip = append(ip, '.')
+	ip = strconv.AppendUint(ip, q%250, 10)
 	path := paths[q%uint64(len(paths))]
-	status := []int{200, 200, 200, 201, 404, 500}[q%6]
+	status := int64([]int{200, 200, 200, 201, 404, 500}[q%6])
+	size := 100 + q%4000
 	switch l.cfg.Format {
 	case "json":
-		return fmt.Sprintf(`{"host":%q,"user-identifier":"-","datetime":%q,"method":"GET","request":%q,"protocol":"HTTP/1.1","status":%d,"bytes":%d}`,
-			ip, t.Format("02/Jan/2006:15:04:05 -0700"), path, status, 100+q%4000)
+		b = append(b, `{"host":`...)
+		b = strconv.AppendQuote(b, string(ip))
+		b = append(b, `,"user-identifier":"-","datetime":`...)
+		b = strconv.AppendQuote(b, string(date))
+		b = append(b, `,"method":"GET","request":`...)
+		b = strconv.AppendQuote(b, path)
+		b = append(b, `,"protocol":"HTTP/1.1","status":`...)
+		b = strconv.AppendInt(b, status, 10)
+		b = append(b, `,"bytes":`...)
+		b = strconv.AppendUint(b, size, 10)
+		return append(b, '}')
 	case "syslog":
-		return fmt.Sprintf("<%d>1 %s host-%d app %d ID%d - request %s finished with %d", 160+q%8, t.Format(time.RFC3339), q%10, 1000+q%9000, q%100, path, status)
-	case "apache_combined":
-		return fmt.Sprintf(`%s - - [%s] "GET %s HTTP/1.1" %d %d "https://example.com/" "pipebench/1.0"`, ip, t.Format("02/Jan/2006:15:04:05 -0700"), path, status, 100+q%4000)
+		b = append(b, '<')
+		b = strconv.AppendUint(b, 160+q%8, 10)
+		b = append(b, ">1 "...)
+		b = append(b, date...)
+		b = append(b, " host-"...)
+		b = strconv.AppendUint(b, q%10, 10)
+		b = append(b, " app "...)
+		b = strconv.AppendUint(b, 1000+q%9000, 10)
+		b = append(b, " ID"...)
+		b = strconv.AppendUint(b, q%100, 10)
+		b = append(b, " - request "...)
+		b = append(b, path...)
+		b = append(b, " finished with "...)
+		return strconv.AppendInt(b, status, 10)
 	}
-	return fmt.Sprintf(`%s - - [%s] "GET %s HTTP/1.1" %d %d`, ip, t.Format("02/Jan/2006:15:04:05 -0700"), path, status, 100+q%4000)
+	b = append(b, ip...)
+	b = append(b, " - - ["...)
+	b = append(b, date...)
+	b = append(b, `] "GET `...)
+	b = append(b, path...)
+	b = append(b, ` HTTP/1.1" `...)
+	b = strconv.AppendInt(b, status, 10)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, size, 10)
+	if l.cfg.Format == "apache_combined" {
+		b = append(b, ` "https://example.com/" "pipebench/1.0"`...)
+	}
+	return b
 }
 
 // Next builds count log records: Body holds the encoded
