@@ -66,8 +66,8 @@ type SendStats struct {
 	// so Latency = Wait + Service. Wait is from the start of the send to
 	// the write of the request (a free connection or window slot),
 	// Service from that write to the answer, Lag from scheduled to
-	// start; all in µs. A driver that does not report Outcome.Written
-	// has Wait 0 and Service from the start.
+	// start; all in µs. Wait holds only the sends whose driver reported
+	// Outcome.Written; for the others Service counts from the start.
 	Latency, Service, Wait, Lag *hdrhistogram.Histogram
 }
 
@@ -149,7 +149,9 @@ func (r *Recorder) Record(i int, s pipebench.Sample) {
 	p.Latency.RecordValue(micros(lat))
 	r.window.RecordValue(micros(lat))
 	p.Service.RecordValue(micros(svc))
-	p.Wait.RecordValue(micros(wait))
+	if !s.Outcome.Written.IsZero() {
+		p.Wait.RecordValue(micros(wait))
+	}
 	p.Lag.RecordValue(micros(lag))
 	r.mu.Unlock()
 }
