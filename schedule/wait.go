@@ -18,8 +18,8 @@ const (
 	// eighth of the time since the previous wake-up, so the spin costs
 	// at most an eighth of a core at any rate, and far less on an idle
 	// core where sleeps come back within microseconds (measured with
-	// BenchmarkClocks). Elsewhere it sleeps on a Go timer until 2 ms before the due
-	// time and yields (runtime.Gosched) until it. It reads the real
+	// BenchmarkClocks). Elsewhere it is the Go timer, whose runtime waits
+	// with sub-millisecond timeouts there. It reads the real
 	// clock: use Coarse inside a testing/synctest bubble.
 	Precise Clock = iota
 	// Coarse waits on a Go timer, which on Linux comes back up to about
