@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -196,22 +197,39 @@ phases:
 func us(h *hdrhistogram.Histogram, q float64) int64 { return h.ValueAtQuantile(q) }
 
 // BenchmarkTruth prints pipebench's latency error against the truth at
-// 500/s, 2,000/s and 10,000/s (PIPEBENCH_TRUTH_SECONDS per run, default
-// 3), before and after, interleaved.
+// 500/s, 2,000/s and 10,000/s, before and after, interleaved. Environment:
+// PIPEBENCH_TRUTH_SECONDS per run (default 3), PIPEBENCH_TRUTH_HOLD the
+// server's hold (default 20ms; 0s shows the floor: loopback and parsing),
+// PIPEBENCH_TRUTH_RATES (default 500,2000,10000).
 func BenchmarkTruth(b *testing.B) {
 	secs := 3
 	if v, err := strconv.Atoi(os.Getenv("PIPEBENCH_TRUTH_SECONDS")); err == nil && v > 0 {
 		secs = v
 	}
 	d := time.Duration(secs) * time.Second
-	const hold, every, conns = 20 * time.Millisecond, 10, 400
+	hold := 20 * time.Millisecond
+	if v, err := time.ParseDuration(os.Getenv("PIPEBENCH_TRUTH_HOLD")); err == nil && v >= 0 {
+		hold = v
+	}
+	rates := []float64{500, 2000, 10000}
+	if v := os.Getenv("PIPEBENCH_TRUTH_RATES"); v != "" {
+		rates = rates[:0]
+		for _, f := range strings.Split(v, ",") {
+			r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || r <= 0 {
+				b.Fatalf("PIPEBENCH_TRUTH_RATES: %q is not a positive rate", f)
+			}
+			rates = append(rates, r)
+		}
+	}
+	const every, conns = 10, 400
 	s := startServer(b, hold, every)
 	drv := s.driver(b, conns)
 	for b.Loop() {
 		fmt.Printf("server: every request held %v, every %dth answered 503; %d connections; %v per run; µs\n", hold, every, conns, d)
 		fmt.Printf("%7s %-7s %5s | %8s %8s | %8s %8s | %7s %7s | %7s %7s | %s\n",
 			"rate/s", "mode", "round", "true p50", "true p99", "pb p50", "pb p99", "err p50", "err p99", "lag p99", "waitp99", "counts (sent/failed, server's)")
-		for _, rate := range []float64{500, 2000, 10000} {
+		for _, rate := range rates {
 			for round := 1; round <= 2; round++ {
 				for _, mode := range []string{"before", "after", "runner"} {
 					s.reset()
