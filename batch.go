@@ -87,6 +87,12 @@ type Outcome struct {
 	// accepts the connection and never answers (a timeout) was reached.
 	// Connection refused is ClassRefused with Unreached set.
 	Unreached bool
+	// Written is when the driver began writing the request, after any
+	// wait for a free connection or a window slot; zero when the driver
+	// does not tell. The recorder splits the send at it: the wait before
+	// (KPI wait) and the service time after (service_time, write to
+	// answer).
+	Written time.Time
 }
 
 // Sample is one send as the runner measured it.

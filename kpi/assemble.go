@@ -40,7 +40,7 @@ type RunRecord struct {
 func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 	res := &pipebench.Result{Schema: pipebench.ResultSchema, Plan: rec.Plan, Series: rec.Series, Errors: rec.Messages}
 	var reasons []string
-	total := SendStats{Details: map[string]uint64{}, Latency: newHist(), Service: newHist(), Lag: newHist()}
+	total := SendStats{Details: map[string]uint64{}, Latency: newHist(), Service: newHist(), Wait: newHist(), Lag: newHist()}
 	for i, in := range rec.Phases {
 		ph := rec.Plan.Phases[i]
 		pr := Build(in, rec.Series)
@@ -371,6 +371,9 @@ func (dst *SendStats) merge(src SendStats) {
 	}
 	dst.Latency.Merge(src.Latency)
 	dst.Service.Merge(src.Service)
+	if src.Wait != nil {
+		dst.Wait.Merge(src.Wait)
+	}
 	dst.Lag.Merge(src.Lag)
 	if src.LastEnded.After(dst.LastEnded) {
 		dst.LastEnded = src.LastEnded

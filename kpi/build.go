@@ -78,6 +78,9 @@ func Build(in PhaseInput, series []pipebench.Series) pipebench.PhaseResult {
 	if s.Latency != nil && s.Latency.TotalCount() > 0 {
 		addQuantiles(add, "latency", s.Latency)
 		addQuantiles(add, "service_time", s.Service)
+		if s.Wait != nil && s.Wait.TotalCount() > 0 {
+			addQuantiles(add, "wait", s.Wait)
+		}
 		add("schedule_lag.p99", ms(s.Lag.ValueAtQuantile(99)), pipebench.UnitMillis)
 		add("schedule_lag.max", ms(s.Lag.Max()), pipebench.UnitMillis)
 	}

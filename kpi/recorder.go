@@ -60,9 +60,15 @@ type SendStats struct {
 	// LastEnded is when the phase's last send returned.
 	LastEnded time.Time
 	// Latency is measured from the scheduled time (coordinated-omission
-	// corrected), Service from the actual start, Lag from scheduled to
-	// start; all in µs.
-	Latency, Service, Lag *hdrhistogram.Histogram
+	// corrected: a send waits for nobody, and its wait for a connection
+	// or window slot counts) less the generator's own lateness in
+	// starting it (Lag, reported apart: the system did not cause it);
+	// so Latency = Wait + Service. Wait is from the start of the send to
+	// the write of the request (a free connection or window slot),
+	// Service from that write to the answer, Lag from scheduled to
+	// start; all in µs. Wait holds only the sends whose driver reported
+	// Outcome.Written; for the others Service counts from the start.
+	Latency, Service, Wait, Lag *hdrhistogram.Histogram
 }
 
 // Recorder collects the samples of one run, phase by phase. Record is safe
@@ -87,7 +93,7 @@ func NewRecorder(n int) *Recorder {
 	for i := range r.phases {
 		r.phases[i] = &SendStats{
 			Details: map[string]uint64{},
-			Latency: newHist(), Service: newHist(), Lag: newHist(),
+			Latency: newHist(), Service: newHist(), Wait: newHist(), Lag: newHist(),
 		}
 		r.live[i] = &Live{}
 	}
@@ -139,11 +145,27 @@ func (r *Recorder) Record(i int, s pipebench.Sample) {
 	if s.Ended.After(p.LastEnded) {
 		p.LastEnded = s.Ended
 	}
-	p.Latency.RecordValue(micros(s.Ended.Sub(s.Scheduled)))
-	r.window.RecordValue(micros(s.Ended.Sub(s.Scheduled)))
-	p.Service.RecordValue(micros(s.Ended.Sub(s.Started)))
-	p.Lag.RecordValue(micros(s.Started.Sub(s.Scheduled)))
+	lat, svc, wait, lag := split(s)
+	p.Latency.RecordValue(micros(lat))
+	r.window.RecordValue(micros(lat))
+	p.Service.RecordValue(micros(svc))
+	if !s.Outcome.Written.IsZero() {
+		p.Wait.RecordValue(micros(wait))
+	}
+	p.Lag.RecordValue(micros(lag))
 	r.mu.Unlock()
+}
+
+// split divides a send into latency (wait + service), service (write to
+// answer), wait (start to write) and lag (scheduled to start, the
+// generator's own lateness, not charged to the system).
+func split(s pipebench.Sample) (lat, svc, wait, lag time.Duration) {
+	written := s.Outcome.Written
+	if written.IsZero() || written.Before(s.Started) || written.After(s.Ended) {
+		written = s.Started
+	}
+	wait, svc = written.Sub(s.Started), s.Ended.Sub(written)
+	return wait + svc, svc, wait, max(s.Started.Sub(s.Scheduled), 0)
 }
 
 func (r *Recorder) keepMessage(c pipebench.Class, o pipebench.Outcome) {
@@ -221,6 +243,7 @@ func (r *Recorder) Stats(i int) SendStats {
 	}
 	out.Latency = hdrhistogram.Import(p.Latency.Export())
 	out.Service = hdrhistogram.Import(p.Service.Export())
+	out.Wait = hdrhistogram.Import(p.Wait.Export())
 	out.Lag = hdrhistogram.Import(p.Lag.Export())
 	return out
 }

@@ -22,10 +22,11 @@ func TestRecorderCountsAndLatencyFromSchedule(t *testing.T) {
 				if i%10 == 0 {
 					class = pipebench.ClassRefused
 				}
-				// Scheduled 5 ms before it started, served in 1 ms.
+				// Started 1 ms after it was due (the generator's own
+				// lateness), waited 4 ms for a connection, served in 1 ms.
 				r.Record(1, pipebench.Sample{
-					Scheduled: t0, Started: t0.Add(5 * time.Millisecond), Ended: t0.Add(6 * time.Millisecond),
-					Count: 10, Outcome: pipebench.Outcome{Class: class, Code: 503, Detail: "503"},
+					Scheduled: t0, Started: t0.Add(time.Millisecond), Ended: t0.Add(6 * time.Millisecond),
+					Count: 10, Outcome: pipebench.Outcome{Class: class, Code: 503, Detail: "503", Written: t0.Add(5 * time.Millisecond)},
 				})
 			}
 		}(g)
@@ -45,10 +46,17 @@ func TestRecorderCountsAndLatencyFromSchedule(t *testing.T) {
 	if got := s.Details["503"]; got != 80 {
 		t.Errorf("details[503] = %d, want 80", got)
 	}
-	// Latency counts from the scheduled time (6 ms), service time from the
-	// start (1 ms): coordinated omission corrected.
-	if p50 := s.Latency.ValueAtQuantile(50); p50 < 5990 || p50 > 6010 {
-		t.Errorf("latency p50 = %d µs, want 6000", p50)
+	// Latency counts the wait for a connection (coordinated omission
+	// corrected) but not the generator's own lateness: 5 ms; service time
+	// from the write (1 ms); the wait (4 ms) and the lag (1 ms) apart.
+	if p50 := s.Latency.ValueAtQuantile(50); p50 < 4995 || p50 > 5005 {
+		t.Errorf("latency p50 = %d µs, want 5000", p50)
+	}
+	if p50 := s.Wait.ValueAtQuantile(50); p50 < 3995 || p50 > 4005 {
+		t.Errorf("wait p50 = %d µs, want 4000", p50)
+	}
+	if p50 := s.Lag.ValueAtQuantile(50); p50 < 995 || p50 > 1005 {
+		t.Errorf("lag p50 = %d µs, want 1000", p50)
 	}
 	if p50 := s.Service.ValueAtQuantile(50); p50 < 995 || p50 > 1005 {
 		t.Errorf("service p50 = %d µs, want 1000", p50)
@@ -198,5 +206,37 @@ func TestRecorderLatencyWindow(t *testing.T) {
 	}
 	if s := r.Stats(0); s.Latency.TotalCount() != 101 {
 		t.Errorf("the phase histogram keeps every send: %d", s.Latency.TotalCount())
+	}
+}
+
+// A send splits into the wait before the request was written and the service
+// time after it; latency is their sum, and the generator's own lateness
+// (scheduled to start) is reported as lag, not charged.
+func TestRecorderSplitsWaitAndService(t *testing.T) {
+	r := NewRecorder(1)
+	t0 := time.Now()
+	r.Started(0, 1, 3*time.Millisecond)
+	r.Record(0, pipebench.Sample{
+		Scheduled: t0, Started: t0.Add(3 * time.Millisecond), Ended: t0.Add(30 * time.Millisecond), Count: 1,
+		Outcome: pipebench.Outcome{Written: t0.Add(10 * time.Millisecond)},
+	})
+	// A driver that does not report Written: no wait sample, service from
+	// the start.
+	r.Started(0, 1, 0)
+	r.Record(0, pipebench.Sample{Scheduled: t0, Started: t0, Ended: t0.Add(20 * time.Millisecond), Count: 1})
+	s := r.Stats(0)
+	check := func(name string, got int64, want time.Duration) {
+		t.Helper()
+		if d := got - want.Microseconds(); d < -30 || d > 30 {
+			t.Errorf("%s = %d µs, want %d µs", name, got, want.Microseconds())
+		}
+	}
+	check("latency max", s.Latency.Max(), 27*time.Millisecond)
+	check("latency min", s.Latency.Min(), 20*time.Millisecond)
+	check("service max", s.Service.Max(), 20*time.Millisecond)
+	check("wait max", s.Wait.Max(), 7*time.Millisecond)
+	check("lag max", s.Lag.Max(), 3*time.Millisecond)
+	if s.Wait.TotalCount() != 1 {
+		t.Errorf("wait samples = %d, want 1 (the driver that did not tell has none)", s.Wait.TotalCount())
 	}
 }

@@ -47,7 +47,7 @@ func Table(r *pipebench.Result) ([]*pipebench.PhaseResult, []Row) {
 // shown lists the KPIs the table's rows show or leave out on purpose (the
 // finer quantiles of generator timings), so observedRows adds the others.
 func shown(item string) map[string]bool {
-	m := map[string]bool{"service_time": true, "schedule_lag": true, "latency.mean": true, "e2e_latency.p90": true,
+	m := map[string]bool{"service_time": true, "schedule_lag": true, "wait": true, "latency.mean": true, "e2e_latency.p90": true,
 		"e2e_latency.max": true, "accepted": true, "errors": true, "target_rate": true, "exporter_queue_size.last": true}
 	for _, sp := range specs(item) {
 		m[sp.name] = true
@@ -68,7 +68,7 @@ func observedRows(r *pipebench.Result, phases []*pipebench.PhaseResult) []Row {
 	for _, p := range phases {
 		for _, k := range p.KPIs {
 			base := k.Name
-			if i := strings.IndexByte(base, '.'); i > 0 && (base[:i] == "service_time" || base[:i] == "schedule_lag") {
+			if i := strings.IndexByte(base, '.'); i > 0 && (base[:i] == "service_time" || base[:i] == "schedule_lag" || base[:i] == "wait") {
 				base = base[:i]
 			}
 			if skip[base] || skip[k.Name] || strings.HasSuffix(k.Name, ".total") || strings.HasSuffix(k.Name, ".last") || strings.HasSuffix(k.Name, ".count") || strings.HasSuffix(k.Name, ".sum") {
@@ -157,6 +157,11 @@ func specs(item string) []spec {
 		{"latency", "p99", kpi("latency.p99"), "latency.p99"},
 		{"latency", "p99.9", kpi("latency.p999"), "latency.p999"},
 		{"latency", "max", kpi("latency.max"), "latency.max"},
+		{"latency", "wait p50 (for a connection)", kpi("wait.p50"), "wait.p50"},
+		{"latency", "wait p99 (for a connection)", kpi("wait.p99"), "wait.p99"},
+		{"latency", "service p50 (write to answer)", kpi("service_time.p50"), "service_time.p50"},
+		{"latency", "service p99 (write to answer)", kpi("service_time.p99"), "service_time.p99"},
+		{"latency", "schedule lag p99 (generator)", kpi("schedule_lag.p99"), "schedule_lag.p99"},
 		{"pipeline", "receiver accepted/s", perInstance("receiver_accepted_rate"), "receiver_accepted_rate"},
 		{"pipeline", "receiver refused/s", perInstance("receiver_refused_rate"), "receiver_refused_rate"},
 		{"pipeline", "exporter sent/s", perInstance("exporter_sent_rate"), "exporter_sent_rate"},

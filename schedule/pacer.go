@@ -2,7 +2,8 @@
 // a pure function of elapsed time: it says when send n is due and how many
 // are due by a given time, so it is tested in virtual time. Run drives one in
 // real time without one sleep per send: at each wake-up it emits every send
-// that has fallen due, each with its own scheduled time.
+// that has fallen due, each with its own scheduled time. It wakes up within
+// tens of microseconds of the due time (the Precise clock, wait.go).
 package schedule
 
 import (
@@ -27,17 +28,23 @@ func New(ph pipebench.PlanPhase) (*Pacer, error) {
 	return &Pacer{c}, nil
 }
 
-// Run drives p in real time (or in a testing/synctest bubble's virtual time)
-// from start. It calls due(n, scheduled) for every send in order once it has
-// fallen due. When it wakes up late it emits every overdue send at once, each
-// with its own scheduled time, so a timer's granularity never caps the rate.
-// It returns when every send was emitted, due returned false, or ctx is
-// done, and reports how many sends it emitted.
+// Run drives p in real time from start with the Precise clock. It calls
+// due(n, scheduled) for every send in order once it has fallen due. When it
+// wakes up late it emits every overdue send at once, each with its own
+// scheduled time, so a timer's granularity never caps the rate. It returns
+// when every send was emitted, due returned false, or ctx is done, and
+// reports how many sends it emitted.
 func Run(ctx context.Context, p *Pacer, start time.Time, due func(n uint64, at time.Time) bool) uint64 {
+	return RunWith(ctx, p, start, Precise, due)
+}
+
+// RunWith is Run with the given clock (Coarse in a testing/synctest
+// bubble's virtual time).
+func RunWith(ctx context.Context, p *Pacer, start time.Time, clock Clock, due func(n uint64, at time.Time) bool) uint64 {
 	var n uint64
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
+	w := newWaiter(clock)
+	w.begin()
+	defer w.end()
 	for n < p.Sends() {
 		if ctx.Err() != nil {
 			return n
@@ -57,15 +64,8 @@ func Run(ctx context.Context, p *Pacer, start time.Time, due func(n uint64, at t
 			break
 		}
 		next, _ := p.At(n)
-		wait := next - time.Since(start)
-		if wait <= 0 {
-			continue
-		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
+		if !w.wait(ctx, start.Add(next)) {
 			return n
-		case <-timer.C:
 		}
 	}
 	return n

@@ -159,7 +159,7 @@ func TestRunVirtualTime40k(t *testing.T) {
 		start := time.Now()
 		var next uint64
 		var maxLate time.Duration
-		n := Run(context.Background(), p, start, func(i uint64, at time.Time) bool {
+		n := RunWith(context.Background(), p, start, Coarse, func(i uint64, at time.Time) bool {
 			if i != next {
 				t.Fatalf("send %d emitted, want %d", i, next)
 			}
@@ -191,11 +191,11 @@ func TestRunStopsOnCancelAndOnFalse(t *testing.T) {
 		p := mustNew(t, constant(10, time.Hour))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		n := Run(ctx, p, time.Now(), func(uint64, time.Time) bool { return true })
+		n := RunWith(ctx, p, time.Now(), Coarse, func(uint64, time.Time) bool { return true })
 		if n < 100 || n > 101 {
 			t.Errorf("after 10s at 10/s emitted %d, want 100 or 101", n)
 		}
-		n = Run(context.Background(), p, time.Now(), func(i uint64, _ time.Time) bool { return i < 4 })
+		n = RunWith(context.Background(), p, time.Now(), Coarse, func(i uint64, _ time.Time) bool { return i < 4 })
 		if n != 5 {
 			t.Errorf("stopping at the 5th send emitted %d", n)
 		}

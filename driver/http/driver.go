@@ -239,16 +239,19 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 		return d.sendStd(ctx, b)
 	}
 	var status int
+	var written time.Time
 	var err error
 	if d.pipe != nil {
-		status, err = d.pipe.do(ctx, b.ContentType, b.Headers, b.Body)
+		status, written, err = d.pipe.do(ctx, b.ContentType, b.Headers, b.Body)
 	} else {
-		status, err = d.h1.do(ctx, b.ContentType, b.Headers, b.Body)
+		status, written, err = d.h1.do(ctx, b.ContentType, b.Headers, b.Body)
 	}
+	out := classifyStatus(status)
 	if err != nil {
-		return classifyErr(err)
+		out = classifyErr(err)
 	}
-	return classifyStatus(status)
+	out.Written = written
+	return out
 }
 
 func (d *Driver) sendStd(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {

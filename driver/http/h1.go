@@ -153,8 +153,10 @@ func rawConn(c net.Conn) syscall.RawConn {
 	return nil
 }
 
-// do sends one request and returns the answer's status.
-func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.Header, body []byte) (int, error) {
+// do sends one request and returns the answer's status and when the
+// request began to be written, after the wait for a free connection (and
+// the opening of a closed one); zero if it never was.
+func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.Header, body []byte) (status int, written time.Time, err error) {
 	var c *h1Conn
 	select {
 	case c = <-p.idle:
@@ -164,10 +166,10 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 		case c = <-p.idle:
 			t.Stop()
 		case <-t.C:
-			return 0, errNoConn
+			return 0, written, errNoConn
 		case <-ctx.Done():
 			t.Stop()
-			return 0, ctx.Err()
+			return 0, written, ctx.Err()
 		}
 	}
 	defer func() { p.idle <- c }()
@@ -187,7 +189,7 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 		fresh := c.netc == nil
 		if fresh {
 			if err := p.dial(ctx, c, deadline); err != nil {
-				return 0, err
+				return 0, written, err
 			}
 		}
 		// A connection opened before this send may have been closed by
@@ -196,7 +198,7 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 		// once on a new connection.
 		stale := !fresh && attempt == 0
 		c.netc.SetDeadline(deadline)
-		var err error
+		written = time.Now()
 		if len(body) <= inlineBody {
 			c.buf = append(appendRequest(c.buf[:0], p.head, contentType, hdrs, len(body)), body...)
 			_, err = c.netc.Write(c.buf)
@@ -210,19 +212,20 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 			if stale && !isTimeout(err) {
 				continue
 			}
-			return 0, err
+			return 0, written, err
 		}
 		if _, err := c.br.Peek(1); err != nil {
 			p.drop(c)
 			if stale && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
 				continue
 			}
-			return 0, err
+			return 0, written, err
 		}
-		status, closeAfter, err := readResponse(c.br)
+		var closeAfter bool
+		status, closeAfter, err = readResponse(c.br)
 		if err != nil {
 			p.drop(c)
-			return 0, err
+			return 0, written, err
 		}
 		c.used = now
 		if closeAfter {
@@ -231,7 +234,7 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 		if cap(c.buf) > 1<<20 {
 			c.buf = nil
 		}
-		return status, nil
+		return status, written, nil
 	}
 }
 

@@ -81,7 +81,9 @@ type pipeConn struct {
 }
 
 // do sends one request and waits for its status code.
-func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebench.Header, body []byte) (int, error) {
+// It also returns when the request was queued for writing, after the wait
+// for a window slot (zero if it never was).
+func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebench.Header, body []byte) (int, time.Time, error) {
 	// A slot is taken here and given back when the answer (or the
 	// connection's failure) is read, even if the caller gave up.
 	select {
@@ -92,15 +94,16 @@ func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebenc
 		case c.slots <- struct{}{}:
 			t.Stop()
 		case <-t.C:
-			return 0, errPipelineFull
+			return 0, time.Time{}, errPipelineFull
 		case <-ctx.Done():
 			t.Stop()
-			return 0, ctx.Err()
+			return 0, time.Time{}, ctx.Err()
 		}
 	}
 	pc := c.conns[int(c.next.Add(1))%len(c.conns)]
 	call := callPool.Get().(*pipeCall)
-	call.at, call.status, call.err = time.Now(), 0, nil
+	written := time.Now()
+	call.at, call.status, call.err = written, 0, nil
 
 	pc.mu.Lock()
 	if !pc.up {
@@ -120,11 +123,11 @@ func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebenc
 	case <-call.done:
 		status, err := call.status, call.err
 		callPool.Put(call)
-		return status, err
+		return status, written, err
 	case <-ctx.Done():
 		// The call stays in the FIFO (its answer still has to be read);
 		// it is not reused.
-		return 0, ctx.Err()
+		return 0, written, ctx.Err()
 	}
 }
 

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -156,7 +154,7 @@ func TestScanMatchesExtract(t *testing.T) {
 
 	for _, typ := range []string{"gauge", "sum", "histogram"} {
 		mg := &Metrics{cfg: MetricsConfig{Producers: 3, Attributes: 2, Type: typ}}
-		md := mg.Next(1, 10, at).Data.(pmetric.Metrics)
+		md := mg.Build(1, 10, at)
 		ms := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
 		ms.AppendEmpty().SetEmptySummary().DataPoints().AppendEmpty()
 		ms.AppendEmpty().SetEmptyExponentialHistogram().DataPoints().AppendEmpty()
@@ -173,7 +171,7 @@ func TestScanMatchesExtract(t *testing.T) {
 	}
 
 	lg := &Logs{cfg: LogsConfig{Format: "json", Attributes: 3}}
-	ld := lg.Next(5, 30, at).Data.(plog.Logs)
+	ld := lg.Build(5, 30, at)
 	lbody, _ := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
 	if err := ScanLogs(lbody, &s); err != nil {
 		t.Fatal(err)

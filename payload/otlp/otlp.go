@@ -1,7 +1,7 @@
 // Package otlpgen generates OpenTelemetry data: traces of N spans with K
 // attributes (encoded straight to OTLP protobuf, the bytes the collector's
 // pdata would marshal), metric points from P producers and log records in
-// flog-like formats (built with pdata). Every span, data point
+// flog-like formats (all encoded straight to OTLP protobuf). Every span, data point
 // and log record carries the attributes pb.seq (its sequence number) and
 // pb.sent (unix nanoseconds), which the OTLP sink reads back. No I/O.
 package otlpgen
@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -215,15 +216,40 @@ func MetricsFactory() pipebench.Factory[pipebench.Generator] {
 	).WithPayloads([]pipebench.Payload{pipebench.PayloadOTLPMetrics}, nil)
 }
 
-// Metrics builds pmetric.Metrics batches. Safe for concurrent use.
-type Metrics struct{ cfg MetricsConfig }
+// Metrics builds metric batches: Next encodes the export request directly
+// (Batch.Body, Batch.Data an *Encoded), Build gives the same points as
+// pmetric.Metrics. Safe for concurrent use.
+type Metrics struct {
+	cfg  MetricsConfig
+	once sync.Once
+	enc  metricsConst
+}
+
+var (
+	_ pipebench.Generator = (*Metrics)(nil)
+	_ pipebench.Releaser  = (*Metrics)(nil)
+	_ pipebench.Generator = (*Logs)(nil)
+	_ pipebench.Releaser  = (*Logs)(nil)
+)
 
 // ItemName says what one item is.
 func (m *Metrics) ItemName() string { return "metric point" }
 
 // Next builds count data points: point i belongs to producer (seq+i) mod
 // producers; with churn, a share of series get a new identity each time.
+// Body holds the encoded ExportMetricsServiceRequest (the very bytes pdata
+// would marshal for Build), Data an *Encoded that decodes them on demand.
+// Release takes the buffer back.
 func (m *Metrics) Next(seq uint64, count int, at time.Time) pipebench.Batch {
+	e := m.encode(seq, count, at)
+	return pipebench.Batch{Seq: seq, Count: count, Scheduled: at, ContentType: ContentType, Body: e.Body, Data: e}
+}
+
+// Release implements pipebench.Releaser: the body's buffer is reused.
+func (m *Metrics) Release(b *pipebench.Batch) { releaseEncoded(b) }
+
+// Build builds the data points of Next as pdata.
+func (m *Metrics) Build(seq uint64, count int, at time.Time) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
 	rm.Resource().Attributes().PutStr("service.name", "pipebench")
@@ -279,7 +305,7 @@ func (m *Metrics) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 			attrs(dp.Attributes(), seq+uint64(i))
 		}
 	}
-	return pipebench.Batch{Seq: seq, Count: count, Scheduled: at, Data: md}
+	return md
 }
 
 // LogsConfig configures the "otlp-logs" generator.
@@ -309,8 +335,14 @@ func LogsFactory() pipebench.Factory[pipebench.Generator] {
 	).WithPayloads([]pipebench.Payload{pipebench.PayloadOTLPLogs}, nil)
 }
 
-// Logs builds plog.Logs batches. Safe for concurrent use.
-type Logs struct{ cfg LogsConfig }
+// Logs builds log batches: Next encodes the export request directly
+// (Batch.Body, Batch.Data an *Encoded), Build gives the same records as
+// plog.Logs. Safe for concurrent use.
+type Logs struct {
+	cfg  LogsConfig
+	once sync.Once
+	enc  logsConst
+}
 
 // ItemName says what one item is.
 func (l *Logs) ItemName() string { return "log record" }
@@ -319,23 +351,87 @@ var paths = []string{"/api/orders", "/api/users/42", "/static/app.js", "/healthz
 
 // Line returns a flog-like log line for item q at t.
 func (l *Logs) Line(q uint64, t time.Time) string {
-	ip := fmt.Sprintf("10.%d.%d.%d", q%200, (q/200)%250, q%250)
-	path := paths[q%uint64(len(paths))]
-	status := []int{200, 200, 200, 201, 404, 500}[q%6]
-	switch l.cfg.Format {
-	case "json":
-		return fmt.Sprintf(`{"host":%q,"user-identifier":"-","datetime":%q,"method":"GET","request":%q,"protocol":"HTTP/1.1","status":%d,"bytes":%d}`,
-			ip, t.Format("02/Jan/2006:15:04:05 -0700"), path, status, 100+q%4000)
-	case "syslog":
-		return fmt.Sprintf("<%d>1 %s host-%d app %d ID%d - request %s finished with %d", 160+q%8, t.Format(time.RFC3339), q%10, 1000+q%9000, q%100, path, status)
-	case "apache_combined":
-		return fmt.Sprintf(`%s - - [%s] "GET %s HTTP/1.1" %d %d "https://example.com/" "pipebench/1.0"`, ip, t.Format("02/Jan/2006:15:04:05 -0700"), path, status, 100+q%4000)
-	}
-	return fmt.Sprintf(`%s - - [%s] "GET %s HTTP/1.1" %d %d`, ip, t.Format("02/Jan/2006:15:04:05 -0700"), path, status, 100+q%4000)
+	return string(l.appendLine(nil, q, l.appendDate(nil, t)))
 }
 
-// Next builds count log records.
+// appendDate appends t as the line's format writes it.
+func (l *Logs) appendDate(b []byte, t time.Time) []byte {
+	if l.cfg.Format == "syslog" {
+		return t.AppendFormat(b, time.RFC3339)
+	}
+	return t.AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
+}
+
+// appendLine appends the line of item q, date being appendDate's.
+func (l *Logs) appendLine(b []byte, q uint64, date []byte) []byte {
+	var ipb [24]byte
+	ip := append(ipb[:0], "10."...)
+	ip = strconv.AppendUint(ip, q%200, 10)
+	ip = append(ip, '.')
+	ip = strconv.AppendUint(ip, (q/200)%250, 10)
+	ip = append(ip, '.')
+	ip = strconv.AppendUint(ip, q%250, 10)
+	path := paths[q%uint64(len(paths))]
+	status := int64([]int{200, 200, 200, 201, 404, 500}[q%6])
+	size := 100 + q%4000
+	switch l.cfg.Format {
+	case "json":
+		b = append(b, `{"host":`...)
+		b = strconv.AppendQuote(b, string(ip))
+		b = append(b, `,"user-identifier":"-","datetime":`...)
+		b = strconv.AppendQuote(b, string(date))
+		b = append(b, `,"method":"GET","request":`...)
+		b = strconv.AppendQuote(b, path)
+		b = append(b, `,"protocol":"HTTP/1.1","status":`...)
+		b = strconv.AppendInt(b, status, 10)
+		b = append(b, `,"bytes":`...)
+		b = strconv.AppendUint(b, size, 10)
+		return append(b, '}')
+	case "syslog":
+		b = append(b, '<')
+		b = strconv.AppendUint(b, 160+q%8, 10)
+		b = append(b, ">1 "...)
+		b = append(b, date...)
+		b = append(b, " host-"...)
+		b = strconv.AppendUint(b, q%10, 10)
+		b = append(b, " app "...)
+		b = strconv.AppendUint(b, 1000+q%9000, 10)
+		b = append(b, " ID"...)
+		b = strconv.AppendUint(b, q%100, 10)
+		b = append(b, " - request "...)
+		b = append(b, path...)
+		b = append(b, " finished with "...)
+		return strconv.AppendInt(b, status, 10)
+	}
+	b = append(b, ip...)
+	b = append(b, " - - ["...)
+	b = append(b, date...)
+	b = append(b, `] "GET `...)
+	b = append(b, path...)
+	b = append(b, ` HTTP/1.1" `...)
+	b = strconv.AppendInt(b, status, 10)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, size, 10)
+	if l.cfg.Format == "apache_combined" {
+		b = append(b, ` "https://example.com/" "pipebench/1.0"`...)
+	}
+	return b
+}
+
+// Next builds count log records: Body holds the encoded
+// ExportLogsServiceRequest (the very bytes pdata would marshal for Build),
+// Data an *Encoded that decodes them on demand. Release takes the buffer
+// back.
 func (l *Logs) Next(seq uint64, count int, at time.Time) pipebench.Batch {
+	e := l.encode(seq, count, at)
+	return pipebench.Batch{Seq: seq, Count: count, Scheduled: at, ContentType: ContentType, Body: e.Body, Data: e}
+}
+
+// Release implements pipebench.Releaser: the body's buffer is reused.
+func (l *Logs) Release(b *pipebench.Batch) { releaseEncoded(b) }
+
+// Build builds the log records of Next as pdata.
+func (l *Logs) Build(seq uint64, count int, at time.Time) plog.Logs {
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
 	rl.Resource().Attributes().PutStr("service.name", "pipebench")
@@ -357,5 +453,5 @@ func (l *Logs) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 			a.PutStr("attr."+strconv.Itoa(j), "value-"+strconv.Itoa(j))
 		}
 	}
-	return pipebench.Batch{Seq: seq, Count: count, Scheduled: at, Data: ld}
+	return ld
 }

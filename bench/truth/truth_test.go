@@ -1,0 +1,269 @@
+package truth_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/pipebench/pipebench"
+	httpdriver "github.com/pipebench/pipebench/driver/http"
+	"github.com/pipebench/pipebench/kpi"
+	"github.com/pipebench/pipebench/payload"
+	"github.com/pipebench/pipebench/runner"
+	"github.com/pipebench/pipebench/scenario"
+	"github.com/pipebench/pipebench/schedule"
+)
+
+// server holds every request for hold and answers every failEvery-th with
+// 503; it counts requests and records each hold time in µs.
+type server struct {
+	hold      time.Duration
+	failEvery uint64
+	n, failed atomic.Uint64
+	mu        sync.Mutex
+	truth     *hdrhistogram.Histogram
+	addr      string
+}
+
+func newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+}
+
+func startServer(tb testing.TB, hold time.Duration, failEvery uint64) *server {
+	tb.Helper()
+	s := &server{hold: hold, failEvery: failEvery, truth: newHist()}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.addr = ln.Addr().String()
+	srv := &http.Server{Handler: s}
+	go srv.Serve(ln)
+	tb.Cleanup(func() { srv.Close() })
+	return s
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	n := s.n.Add(1)
+	time.Sleep(s.hold)
+	code := http.StatusOK
+	if n%s.failEvery == 0 {
+		code = http.StatusServiceUnavailable
+		s.failed.Add(1)
+	}
+	held := time.Since(start)
+	s.mu.Lock()
+	s.truth.RecordValue(max(held.Microseconds(), 1))
+	s.mu.Unlock()
+	w.WriteHeader(code)
+}
+
+// reset starts a new measurement and returns the last one's truth.
+func (s *server) reset() (truth *hdrhistogram.Histogram, n, failed uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	truth, s.truth = s.truth, newHist()
+	return truth, s.n.Swap(0), s.failed.Swap(0)
+}
+
+// driver builds pipebench's http driver against s.
+func (s *server) driver(tb testing.TB, conns int) pipebench.Driver {
+	tb.Helper()
+	f := httpdriver.Factory()
+	cfg := f.NewConfig().(*httpdriver.Config)
+	cfg.URL, cfg.Connections = "http://"+s.addr+"/", conns
+	drv, err := f.New(cfg, pipebench.Env{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := drv.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { drv.Shutdown(context.Background()) })
+	return drv
+}
+
+// measured is what one mode measured: latency and lag quantiles, sends
+// and failures.
+type measured struct {
+	lat, lag, wait *hdrhistogram.Histogram
+	sent, failed   uint64
+}
+
+// drive runs the open-model executor's loop over drv at rate for d with
+// clock; old selects the former latency (from the scheduled time, the
+// generator's own lateness included) over the recorder's.
+func drive(tb testing.TB, drv pipebench.Driver, rate float64, d time.Duration, clock schedule.Clock, old bool) measured {
+	ph := pipebench.PlanPhase{Duration: pipebench.Duration(d), BatchSize: 1,
+		Profile: pipebench.Profile{Kind: pipebench.ProfileConstant, Rate: pipebench.Rate(rate)}}
+	p, err := schedule.New(ph)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rec := kpi.NewRecorder(1)
+	var mu sync.Mutex
+	oldLat := newHist()
+	body := []byte(`{"seq":1}`)
+	var wg sync.WaitGroup
+	schedule.RunWith(context.Background(), p, time.Now(), clock, func(n uint64, at time.Time) bool {
+		rec.Started(0, 1, time.Since(at))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := pipebench.Batch{Seq: n + 1, Count: 1, Scheduled: at, ContentType: "application/json", Body: body}
+			started := time.Now()
+			out := drv.Send(context.Background(), &b)
+			ended := time.Now()
+			rec.Record(0, pipebench.Sample{Scheduled: at, Started: started, Ended: ended, Count: 1, Bytes: len(body), Outcome: out})
+			if old {
+				mu.Lock()
+				oldLat.RecordValue(max(ended.Sub(at).Microseconds(), 1))
+				mu.Unlock()
+			}
+		}()
+		return true
+	})
+	wg.Wait()
+	st := rec.Stats(0)
+	m := measured{lat: st.Latency, lag: st.Lag, wait: st.Wait}
+	if old {
+		m.lat = oldLat
+	}
+	for c := range pipebench.NumClasses {
+		m.sent += st.Items[c]
+	}
+	m.failed = m.sent - st.Items[pipebench.ClassOK]
+	return m
+}
+
+// runWhole runs the whole runner against s at rate for d.
+func runWhole(tb testing.TB, s *server, rate float64, d time.Duration, conns int) measured {
+	reg := pipebench.NewRegistry()
+	if err := reg.Generators.Register(payload.EventFactory()); err != nil {
+		tb.Fatal(err)
+	}
+	if err := reg.Drivers.Register(httpdriver.Factory()); err != nil {
+		tb.Fatal(err)
+	}
+	yaml := fmt.Sprintf(`
+name: truth
+target: {driver: http, url: "http://%s/", connections: %d}
+workload: {generator: event, size: 64}
+phases:
+  - {name: hold, duration: %s, rate: %s/s}
+`, s.addr, conns, d, strconv.FormatFloat(rate, 'f', -1, 64))
+	sc, err := scenario.Parse("truth.yaml", []byte(yaml), scenario.Params{Registry: reg})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	plan, err := scenario.Compile(sc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &res.Phases[0]
+	get := func(name string, labels ...string) float64 { v, _ := p.Get(name, labels...); return v }
+	h := func(name string) *hdrhistogram.Histogram {
+		// The Result carries quantiles, not the histogram: rebuild one
+		// holding p50 and p99 at their ranks, enough for the table.
+		out := newHist()
+		out.RecordValues(int64(get(name+".p50")*1000), 50)
+		out.RecordValues(int64(get(name+".p99")*1000), 49)
+		out.RecordValues(int64(get(name+".max")*1000), 1)
+		return out
+	}
+	m := measured{lat: h("latency"), wait: h("wait"), lag: newHist(), sent: uint64(get("sent"))}
+	m.lag.RecordValues(int64(get("schedule_lag.p99")*1000), 100)
+	for _, c := range []string{"refused", "timeout", "error"} {
+		m.failed += uint64(get("errors", "class", c))
+	}
+	return m
+}
+
+func us(h *hdrhistogram.Histogram, q float64) int64 { return h.ValueAtQuantile(q) }
+
+// BenchmarkTruth prints pipebench's latency error against the truth at
+// 500/s, 2,000/s and 10,000/s, before and after, interleaved. Environment:
+// PIPEBENCH_TRUTH_SECONDS per run (default 3), PIPEBENCH_TRUTH_HOLD the
+// server's hold (default 20ms; 0s shows the floor: loopback and parsing),
+// PIPEBENCH_TRUTH_RATES (default 500,2000,10000).
+func BenchmarkTruth(b *testing.B) {
+	secs := 3
+	if v, err := strconv.Atoi(os.Getenv("PIPEBENCH_TRUTH_SECONDS")); err == nil && v > 0 {
+		secs = v
+	}
+	d := time.Duration(secs) * time.Second
+	hold := 20 * time.Millisecond
+	if v, err := time.ParseDuration(os.Getenv("PIPEBENCH_TRUTH_HOLD")); err == nil && v >= 0 {
+		hold = v
+	}
+	rates := []float64{500, 2000, 10000}
+	if v := os.Getenv("PIPEBENCH_TRUTH_RATES"); v != "" {
+		rates = rates[:0]
+		for _, f := range strings.Split(v, ",") {
+			r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || r <= 0 {
+				b.Fatalf("PIPEBENCH_TRUTH_RATES: %q is not a positive rate", f)
+			}
+			rates = append(rates, r)
+		}
+	}
+	const every, conns = 10, 400
+	s := startServer(b, hold, every)
+	drv := s.driver(b, conns)
+	for b.Loop() {
+		fmt.Printf("server: every request held %v, every %dth answered 503; %d connections; %v per run; µs\n", hold, every, conns, d)
+		fmt.Printf("%7s %-7s %5s | %8s %8s | %8s %8s | %7s %7s | %7s %7s | %s\n",
+			"rate/s", "mode", "round", "true p50", "true p99", "pb p50", "pb p99", "err p50", "err p99", "lag p99", "waitp99", "counts (sent/failed, server's)")
+		for _, rate := range rates {
+			for round := 1; round <= 2; round++ {
+				for _, mode := range []string{"before", "after", "runner"} {
+					s.reset()
+					var m measured
+					switch mode {
+					case "before":
+						m = drive(b, drv, rate, d, schedule.Coarse, true)
+					case "after":
+						m = drive(b, drv, rate, d, schedule.Precise, false)
+					default:
+						m = runWhole(b, s, rate, d, conns)
+					}
+					truth, n, failed := s.reset()
+					exact := "exact"
+					if m.sent != n || m.failed != failed {
+						exact = "DIFFER"
+					}
+					fmt.Printf("%7.0f %-7s %5d | %8d %8d | %8d %8d | %+7d %+7d | %7d %7d | %d/%d, %d/%d %s\n",
+						rate, mode, round, us(truth, 50), us(truth, 99), us(m.lat, 50), us(m.lat, 99),
+						us(m.lat, 50)-us(truth, 50), us(m.lat, 99)-us(truth, 99), us(m.lag, 99), us(m.wait, 99),
+						m.sent, m.failed, n, failed, exact)
+				}
+			}
+		}
+	}
+}
+
+// The server's counters and pipebench's agree exactly through the whole
+// runner (no timing asserted: the machine may be busy).
+func TestExactCountsAgainstKnownServer(t *testing.T) {
+	s := startServer(t, 5*time.Millisecond, 10)
+	m := runWhole(t, s, 500, time.Second, 16)
+	_, n, failed := s.reset()
+	if m.sent != 500 || n != 500 || m.failed != 50 || failed != 50 {
+		t.Errorf("pipebench sent %d failed %d; server received %d failed %d; want 500 and 50", m.sent, m.failed, n, failed)
+	}
+}

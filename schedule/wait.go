@@ -1,0 +1,94 @@
+package schedule
+
+import (
+	"context"
+	"time"
+)
+
+// Clock is how Run waits for the next due send.
+type Clock int
+
+const (
+	// Precise wakes up within tens of microseconds of the due time on an
+	// idle core. On Linux the pacer's goroutine keeps its own OS thread
+	// for the run, with a timer slack of 1 ns, sleeps with nanosleep
+	// until shortly before the due time and spins out the rest reading
+	// the clock. The spin is bounded: its margin adapts to how late the
+	// sleeps came back (from SpinMin up to SpinMax) and never exceeds an
+	// eighth of the time since the previous wake-up, so the spin costs
+	// at most an eighth of a core at any rate, and far less on an idle
+	// core where sleeps come back within microseconds (measured with
+	// BenchmarkClocks). Elsewhere it is the Go timer, whose runtime waits
+	// with sub-millisecond timeouts there. It reads the real
+	// clock: use Coarse inside a testing/synctest bubble.
+	Precise Clock = iota
+	// Coarse waits on a Go timer, which on Linux comes back up to about
+	// 1 ms late (the runtime's poller waits in whole milliseconds). It
+	// works in a testing/synctest bubble's virtual time.
+	Coarse
+)
+
+// SpinMin and SpinMax bound the busy wait at the end of a Precise wait;
+// MinWake is the shortest time between two Precise wake-ups (on Linux), so
+// the pacer wakes up at most 10,000 times a second: each wake-up costs a
+// sleep and a thread switch (about 25 µs of CPU on a busy 2-core machine,
+// measured with BenchmarkClocks), and above 10,000 sends/s each wake-up
+// starts the several sends due by then, at most MinWake late.
+const (
+	SpinMin = 20 * time.Microsecond
+	SpinMax = 100 * time.Microsecond
+	MinWake = 100 * time.Microsecond
+)
+
+// waiter waits until a time; begin and end bracket one Run.
+type waiter interface {
+	begin()
+	end()
+	// wait returns false when ctx was done before t.
+	wait(ctx context.Context, t time.Time) bool
+}
+
+func newWaiter(c Clock) waiter {
+	if c == Coarse {
+		return &timerWaiter{}
+	}
+	return newPreciseWaiter()
+}
+
+// timerWaiter waits on one reused Go timer.
+type timerWaiter struct{ t *time.Timer }
+
+func (w *timerWaiter) begin() {
+	w.t = time.NewTimer(time.Hour)
+	w.t.Stop()
+}
+
+func (w *timerWaiter) end() { w.t.Stop() }
+
+func (w *timerWaiter) wait(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	w.t.Reset(d)
+	select {
+	case <-ctx.Done():
+		w.t.Stop()
+		return false
+	case <-w.t.C:
+		return true
+	}
+}
+
+// margin adapts the spin margin: it follows the latest sleep overshoot up
+// at once and decays by 1/16 per wake-up, within [SpinMin, SpinMax].
+type margin struct{ m time.Duration }
+
+func (g *margin) get() time.Duration { return min(max(g.m+SpinMin/2, SpinMin), SpinMax) }
+
+func (g *margin) observe(over time.Duration) {
+	g.m -= g.m / 16
+	if over > g.m {
+		g.m = min(over, SpinMax)
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package schedule
+
+// newPreciseWaiter is the Go timer elsewhere than on Linux: the runtime
+// waits with a sub-millisecond timeout there (kevent on macOS and the BSDs,
+// high-resolution timers on Windows), so no spin is needed.
+func newPreciseWaiter() waiter { return &timerWaiter{} }
