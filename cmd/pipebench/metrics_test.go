@@ -143,6 +143,7 @@ phases:
     faults: {error_ratio: 0.3, error_status: 503}
 `), 0o644)
 	out := filepath.Join(dir, "result.json")
+	began := time.Now()
 	stdout, stderr, code := cli(t, "run", scen, "--quiet", "--no-store", "--out", out,
 		"--metrics-addr", metricsAddr, "--metrics-linger", "30s")
 	if code != 0 {
@@ -225,6 +226,14 @@ phases:
 	if n := promQuery(t, prom, "count_over_time("+metricsout.MetricSent+"[10m])", "")[""]; n < 5 {
 		t.Errorf("only %v scrapes of %s", n, metricsout.MetricSent)
 	}
+	// Every query of the Grafana dashboard in examples/ gives data over
+	// the run, against the real Prometheus.
+	for _, e := range dashboardExprs(t, "../../examples/grafana-dashboard.json") {
+		q := strings.ReplaceAll(e, "$__rate_interval", "1s")
+		if n := promRangeSeries(t, prom, q, began, time.Now()); n == 0 {
+			t.Errorf("dashboard query %q gives no data over the run", q)
+		}
+	}
 	if st := promQuery(t, prom, "last_over_time("+metricsout.MetricInfo+"[10m])", "status"); st[string(pipebench.StatusCompleted)] != 1 {
 		t.Errorf("run info's final status: %v, want %s", st, pipebench.StatusCompleted)
 	}
@@ -244,4 +253,59 @@ func bucketAround(v float64) (lo, hi float64) {
 		}
 	}
 	return lo, hi
+}
+
+// promRangeSeries runs a PromQL range query over [from, to] at a 500 ms step
+// and returns how many series have at least one point.
+func promRangeSeries(t *testing.T, base, q string, from, to time.Time) int {
+	t.Helper()
+	v := url.Values{"query": {q}, "start": {strconv.FormatInt(from.Unix(), 10)},
+		"end": {strconv.FormatInt(to.Unix()+1, 10)}, "step": {"0.5"}}
+	resp, err := http.Get(base + "/api/v1/query_range?" + v.Encode())
+	if err != nil {
+		t.Fatalf("query %s: %v", q, err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status, Error string
+		Data          struct {
+			Result []struct{ Values [][2]any }
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("query %s: %v", q, err)
+	}
+	if body.Status != "success" {
+		t.Fatalf("query %s: %s", q, body.Error)
+	}
+	n := 0
+	for _, r := range body.Data.Result {
+		if len(r.Values) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// dashboardExprs returns the PromQL expression of every panel target of a
+// Grafana dashboard JSON file.
+func dashboardExprs(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct{ Targets []struct{ Expr string } }
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out []string
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			out = append(out, tg.Expr)
+		}
+	}
+	return out
 }
