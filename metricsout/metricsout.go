@@ -154,54 +154,71 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements prometheus.Collector: it adds up the phases' live
-// statistics now.
-func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+// snap is the exposition at one moment.
+type snap struct {
+	status, phase             string
+	finished, hasSink         bool
+	index                     int
+	elapsed, remaining        float64
+	target, inFlight, backlog float64
+	queue                     float64 // -1: not observed
+	t                         totals
+}
+
+// snapshot reads the last Progress and adds up the phases' live statistics
+// now. It notes a read of the final values.
+func (e *Exporter) snapshot() snap {
 	e.mu.Lock()
 	p, seen, status, finished := e.last, e.seen, e.status, e.finished
 	e.mu.Unlock()
+	sn := snap{status: status, finished: finished, hasSink: p.HasSink, phase: "starting", queue: -1,
+		elapsed: p.Elapsed.Seconds(), remaining: p.Remaining.Seconds(), target: p.TargetRate,
+		inFlight: float64(max(p.InFlight, 0)), backlog: p.Backlog}
+	switch {
+	case finished:
+		sn.phase, sn.index, sn.target = "done", len(e.plan.Phases)+1, 0
+	case p.Draining:
+		sn.phase, sn.index = "drain", len(e.plan.Phases)+1
+	case seen && p.PhaseIndex >= 0:
+		sn.phase, sn.index = p.Phase, p.PhaseIndex+1
+	}
+	if seen {
+		sn.queue = p.QueueSize
+	}
+	if seen && p.PhaseStats != nil {
+		n := min(p.PhaseIndex, p.Phases-1)
+		for i := 0; i <= n; i++ {
+			s, a := p.PhaseStats(i)
+			sn.t.add(s, a)
+		}
+	}
+	if finished {
+		e.finalOnce.Do(func() { close(e.scrapedFinal) })
+	}
+	return sn
+}
+
+// Collect implements prometheus.Collector: it adds up the phases' live
+// statistics now.
+func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	sn := e.snapshot()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	gauge(descInfo, 1, e.plan.Scenario, e.plan.Case, e.plan.Version, status)
-	fin := 0.0
-	if finished {
-		fin = 1
+	gauge(descInfo, 1, e.plan.Scenario, e.plan.Case, e.plan.Version, sn.status)
+	gauge(descFinished, b2f(sn.finished))
+	gauge(descPhaseInfo, 1, sn.phase)
+	gauge(descPhaseIndex, float64(sn.index))
+	gauge(descElapsed, sn.elapsed)
+	gauge(descRemaining, sn.remaining)
+	gauge(descTarget, sn.target)
+	if sn.queue >= 0 {
+		gauge(descQueue, sn.queue)
 	}
-	gauge(descFinished, fin)
-	phase, index := "starting", 0
-	switch {
-	case finished:
-		phase, index = "done", len(e.plan.Phases)+1
-	case p.Draining:
-		phase, index = "drain", len(e.plan.Phases)+1
-	case seen && p.PhaseIndex >= 0:
-		phase, index = p.Phase, p.PhaseIndex+1
-	}
-	gauge(descPhaseInfo, 1, phase)
-	gauge(descPhaseIndex, float64(index))
-	gauge(descElapsed, p.Elapsed.Seconds())
-	gauge(descRemaining, p.Remaining.Seconds())
-	target := p.TargetRate
-	if finished {
-		target = 0
-	}
-	gauge(descTarget, target)
-	if seen && p.QueueSize >= 0 {
-		gauge(descQueue, p.QueueSize)
-	}
-
-	var t totals
-	if seen && p.PhaseStats != nil {
-		n := min(p.PhaseIndex, p.Phases-1)
-		for i := 0; i <= n; i++ {
-			s, a := p.PhaseStats(i)
-			t.add(s, a)
-		}
-	}
+	t := sn.t
 	counter(descSent, float64(t.sent))
 	counter(descAccepted, float64(t.items[pipebench.ClassOK]))
 	for _, c := range failureClasses {
@@ -209,22 +226,29 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(descDropped, float64(t.items[pipebench.ClassDropped]))
 	counter(descBytes, float64(t.bytes))
-	for _, c := range append([]pipebench.Class{pipebench.ClassOK}, failureClasses...) {
+	for _, c := range sendClasses {
 		counter(descSends, float64(t.batches[c]), c.String())
 	}
-	gauge(descInFlight, float64(max(p.InFlight, 0)))
-	ch <- histogram(descLatency, t.latency)
-	ch <- histogram(descService, t.service)
-	if p.HasSink {
+	gauge(descInFlight, sn.inFlight)
+	ch <- promHistogram(descLatency, t.latency)
+	ch <- promHistogram(descService, t.service)
+	if sn.hasSink {
 		counter(descDelivered, float64(t.delivered))
 		counter(descDup, float64(t.duplicates))
-		gauge(descBacklog, p.Backlog)
-		ch <- histogram(descE2E, t.e2e)
-	}
-	if finished {
-		e.finalOnce.Do(func() { close(e.scrapedFinal) })
+		gauge(descBacklog, sn.backlog)
+		ch <- promHistogram(descE2E, t.e2e)
 	}
 }
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sendClasses are the classes sends are counted by.
+var sendClasses = append([]pipebench.Class{pipebench.ClassOK}, failureClasses...)
 
 // totals adds up the phases.
 type totals struct {
@@ -264,31 +288,45 @@ func merge(into, h *hdrhistogram.Histogram) *hdrhistogram.Histogram {
 	return into
 }
 
-// histogram turns an HdrHistogram of microseconds into a Prometheus
-// histogram in seconds. A value is counted in a bucket when the lowest value
-// HdrHistogram keeps equivalent to it (within 0.1%) is at most the bucket's
-// bound.
-func histogram(d *prometheus.Desc, h *hdrhistogram.Histogram) prometheus.Metric {
-	counts := make(map[float64]uint64, len(Buckets))
-	var total uint64
-	var sum float64
-	if h != nil {
-		for _, bar := range h.Distribution() {
-			if bar.Count <= 0 {
-				continue
-			}
-			n := uint64(bar.Count)
-			total += n
-			v := float64(bar.From) / 1e6
-			for _, b := range Buckets {
-				if v <= b {
-					counts[b] += n
-				}
-			}
-		}
-		sum = h.Mean() * float64(h.TotalCount()) / 1e6
+// hist is an HdrHistogram of microseconds in Buckets, in seconds: Counts
+// holds the observations of each bucket alone (not cumulative), the last
+// one above the largest bound. A value is counted in a bucket when the
+// lowest value HdrHistogram keeps equivalent to it (within 0.1%) is at most
+// the bucket's bound.
+type hist struct {
+	Counts []uint64
+	Count  uint64
+	Sum    float64
+}
+
+func toHist(h *hdrhistogram.Histogram) hist {
+	out := hist{Counts: make([]uint64, len(Buckets)+1)}
+	if h == nil {
+		return out
 	}
-	return prometheus.MustNewConstHistogram(d, total, sum, counts)
+	for _, bar := range h.Distribution() {
+		if bar.Count <= 0 {
+			continue
+		}
+		v := float64(bar.From) / 1e6
+		i := sort.SearchFloat64s(Buckets, v) // the first bound >= v
+		out.Counts[i] += uint64(bar.Count)
+		out.Count += uint64(bar.Count)
+	}
+	out.Sum = h.Mean() * float64(h.TotalCount()) / 1e6
+	return out
+}
+
+// promHistogram is h as a Prometheus histogram.
+func promHistogram(d *prometheus.Desc, h *hdrhistogram.Histogram) prometheus.Metric {
+	x := toHist(h)
+	cum := make(map[float64]uint64, len(Buckets))
+	var run uint64
+	for i, b := range Buckets {
+		run += x.Counts[i]
+		cum[b] = run
+	}
+	return prometheus.MustNewConstHistogram(d, x.Count, x.Sum, cum)
 }
 
 // Server serves an Exporter's /metrics over HTTP.
