@@ -201,3 +201,25 @@ func TestServeRefusesABadAddress(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestPushOTLPRefusesABadEndpoint(t *testing.T) {
+	for _, ep := range []string{"collector", "ftp://127.0.0.1:4317", "http://"} {
+		_, err := PushOTLP(context.Background(), ep, time.Second, New(pipebench.Plan{}))
+		if err == nil || !strings.Contains(err.Error(), "--otlp-metrics") {
+			t.Errorf("%q: err = %v", ep, err)
+		}
+	}
+}
+
+func TestOTLPName(t *testing.T) {
+	for prom, want := range map[string][2]string{
+		MetricSent:       {"pipebench_items_sent", ""},
+		MetricLatency:    {"pipebench_send_latency", "s"},
+		MetricElapsed:    {"pipebench_elapsed", "s"},
+		MetricTargetRate: {"pipebench_target_rate_items_per_second", ""},
+	} {
+		if n, u := OTLPName(prom); n != want[0] || u != want[1] {
+			t.Errorf("OTLPName(%s) = %s, %s; want %v", prom, n, u, want)
+		}
+	}
+}

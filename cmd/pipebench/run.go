@@ -39,6 +39,7 @@ type runFlags struct {
 	dashboard   string
 	metricsAddr string
 	linger      time.Duration
+	otlpMetrics string
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -78,6 +79,7 @@ func (a *app) runCommand() *cobra.Command {
 	fl.StringVar(&f.dashboard, "dashboard", "", "serve a live page of the run's charts at this address (--dashboard alone: 127.0.0.1, a free port)")
 	fl.Lookup("dashboard").NoOptDefVal = "127.0.0.1:0"
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the run's own metrics for Prometheus on http://ADDR/metrics, like 127.0.0.1:9464 (port 0: a free one)")
+	fl.StringVar(&f.otlpMetrics, "otlp-metrics", "", "push the same metrics as OTLP over gRPC to this collector every interval, like 127.0.0.1:4317 or http://collector:4317")
 	fl.DurationVar(&f.linger, "metrics-linger", 0, "after the run, keep /metrics up until it was scraped once more (the final values) or this long passed")
 	return cmd
 }
@@ -154,8 +156,11 @@ func (a *app) run(ref string, f runFlags) error {
 	}
 	var metrics *metricsout.Exporter
 	var metricsSrv *metricsout.Server
-	if f.metricsAddr != "" {
+	var pusher *metricsout.Pusher
+	if f.metricsAddr != "" || f.otlpMetrics != "" {
 		metrics = metricsout.New(plan)
+	}
+	if f.metricsAddr != "" {
 		if metricsSrv, err = metricsout.Serve(f.metricsAddr, metrics); err != nil {
 			if dash != nil {
 				dash.Shutdown(context.Background())
@@ -163,6 +168,17 @@ func (a *app) run(ref string, f runFlags) error {
 			return err
 		}
 		fmt.Fprintf(a.stderr, "metrics: %s\n", metricsSrv.URL())
+	}
+	if f.otlpMetrics != "" {
+		if pusher, err = metricsout.PushOTLP(a.ctx, f.otlpMetrics, plan.Interval.D(), metrics); err != nil {
+			if dash != nil {
+				dash.Shutdown(context.Background())
+			}
+			if metricsSrv != nil {
+				metricsSrv.Shutdown(context.Background())
+			}
+			return err
+		}
 	}
 	params.Progress = func(p runner.Progress) {
 		if prog != nil {
@@ -181,6 +197,16 @@ func (a *app) run(ref string, f runFlags) error {
 	}
 	if metrics != nil {
 		metrics.Finish(res)
+	}
+	if pusher != nil {
+		// The final values, once; a collector that is gone costs at most 10 s.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := pusher.Shutdown(ctx); err != nil {
+			fmt.Fprintf(a.stderr, "pipebench: pushing the final OTLP metrics: %v\n", err)
+		}
+		cancel()
+	}
+	if metricsSrv != nil {
 		if f.linger > 0 {
 			cut := a.cut
 			if cut == nil {
