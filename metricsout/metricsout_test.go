@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/runner"
@@ -21,7 +23,7 @@ import (
 
 // fed returns an Exporter fed like the runner feeds it: a Progress whose
 // PhaseStats read a real Recorder and Arrivals holding the given sends.
-func fed(t *testing.T, latencies []time.Duration, failed int) *Exporter {
+func fed(t testing.TB, latencies []time.Duration, failed int) *Exporter {
 	t.Helper()
 	plan := pipebench.Plan{Scenario: "unit", Phases: []pipebench.PlanPhase{{Name: "only"}}}
 	rec := kpi.NewRecorder(1)
@@ -220,6 +222,24 @@ func TestOTLPName(t *testing.T) {
 	} {
 		if n, u := OTLPName(prom); n != want[0] || u != want[1] {
 			t.Errorf("OTLPName(%s) = %s, %s; want %v", prom, n, u, want)
+		}
+	}
+}
+
+// BenchmarkScrape measures one /metrics collection of a one-phase run with
+// 10,000 sends recorded: the cost each scrape adds to a run.
+func BenchmarkScrape(b *testing.B) {
+	lat := make([]time.Duration, 10000)
+	for i := range lat {
+		lat[i] = time.Duration(i) * time.Microsecond
+	}
+	e := fed(b, lat, 100)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(e)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := reg.Gather(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
