@@ -195,7 +195,18 @@ func (r *run) emitProgress(now time.Time) {
 	}
 	pr.QueueSize = r.lastQueue.Load().(float64)
 	pr.Snapshot = r.snapshot
+	pr.PhaseStats = r.phaseStats
 	r.p.Progress(pr)
+}
+
+// phaseStats is Progress.PhaseStats.
+func (r *run) phaseStats(i int) (kpi.SendStats, *kpi.ArrivalStats) {
+	s := r.rec.Stats(i)
+	if r.c.sink == nil || r.arr == nil {
+		return s, nil
+	}
+	a := r.arr.Stats(i, 0) // hi 0: no loss count, which needs the phase's end
+	return s, &a
 }
 
 // snapshot is Progress.Snapshot.

@@ -72,6 +72,13 @@ type Progress struct {
 	// names and start, the phases started so far (no KPIs yet) and a copy
 	// of every series. Safe to call from any goroutine, at any time.
 	Snapshot func() *pipebench.Result
+	// PhaseStats returns copies of phase i's send statistics (items by
+	// outcome class, latency histograms) and, with a sink, of its arrival
+	// statistics (end-to-end latency; loss is not counted here), nil
+	// without one. For exporters of the run's own metrics. Valid for
+	// 0 <= i <= min(PhaseIndex, Phases-1); safe from any goroutine, also
+	// after the run ended.
+	PhaseStats func(i int) (kpi.SendStats, *kpi.ArrivalStats)
 }
 
 // components are the plug-ins of one run.

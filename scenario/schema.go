@@ -81,7 +81,11 @@ func plugins[T any](c *pipebench.Catalog[T], typeKey string, common map[string]a
 			props[k] = v
 		}
 		if f.NewConfig != nil {
-			r := &jsonschema.Reflector{FieldNameTag: "yaml", DoNotReference: true, ExpandedStruct: true, AllowAdditionalProperties: false, Mapper: mapUnits}
+			// Every key of a plug-in section has a default: only a
+			// `jsonschema:"required"` tag makes one required, so that an
+			// editor does not flag a partial section (tls, batch, labels)
+			// that the decoder accepts.
+			r := &jsonschema.Reflector{FieldNameTag: "yaml", DoNotReference: true, ExpandedStruct: true, AllowAdditionalProperties: false, RequiredFromJSONSchemaTags: true, Mapper: mapUnits}
 			s := r.ReflectFromType(reflect.TypeOf(f.NewConfig()))
 			if s != nil && s.Properties != nil {
 				for p := s.Properties.Oldest(); p != nil; p = p.Next() {
