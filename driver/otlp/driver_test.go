@@ -44,6 +44,9 @@ func (s *traceServer) Export(ctx context.Context, req ptraceotlp.ExportRequest) 
 		select {
 		case <-time.After(s.slow):
 		case <-ctx.Done():
+			// The server's copy of the deadline can fire a moment before
+			// the client's: answering OK then would race the timeout.
+			return ptraceotlp.NewExportResponse(), status.FromContextError(ctx.Err()).Err()
 		}
 	}
 	s.spans.Add(int64(req.Traces().SpanCount()))
