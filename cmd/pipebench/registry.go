@@ -9,6 +9,7 @@ import (
 	httpdriver "github.com/pipebench/pipebench/driver/http"
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
+	promrwdriver "github.com/pipebench/pipebench/driver/promrw"
 	"github.com/pipebench/pipebench/observer/effect"
 	natsobs "github.com/pipebench/pipebench/observer/nats"
 	procobs "github.com/pipebench/pipebench/observer/process"
@@ -27,6 +28,7 @@ import (
 	httpsink "github.com/pipebench/pipebench/sink/http"
 	natssink "github.com/pipebench/pipebench/sink/nats"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
+	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 	"github.com/pipebench/pipebench/sut/healthevents"
 	"github.com/pipebench/pipebench/sut/jetstream"
 	"github.com/pipebench/pipebench/sut/otelcol"
@@ -52,10 +54,12 @@ func newRegistry() (*pipebench.Registry, error) {
 		reg.Drivers.Register(logfile.Factory()),
 		reg.Drivers.Register(natsdriver.Factory()),
 		reg.Drivers.Register(grpcdriver.Factory()),
+		reg.Drivers.Register(promrwdriver.Factory()),
 
 		reg.Sinks.Register(httpsink.Factory()),
 		reg.Sinks.Register(otlpsink.Factory()),
 		reg.Sinks.Register(natssink.Factory()),
+		reg.Sinks.Register(promrwsink.Factory()),
 
 		reg.SUTs.Register(relay.Factory()),
 		reg.SUTs.Register(otelcol.Factory()),
