@@ -85,6 +85,23 @@ func (c *Counts) Add(o Counts) {
 // ErrMalformed is wrapped by every decoding error.
 var ErrMalformed = errors.New("malformed remote-write request")
 
+// tag reads a field tag, with a fast path for one-byte tags.
+func tag(b []byte) (protowire.Number, protowire.Type, int) {
+	if len(b) > 0 && b[0] < 0x80 && b[0]>>3 != 0 {
+		return protowire.Number(b[0] >> 3), protowire.Type(b[0] & 7), 1
+	}
+	return protowire.ConsumeTag(b)
+}
+
+// bytesField reads a length-delimited value, with a fast path for
+// lengths under 128.
+func bytesField(b []byte) ([]byte, int) {
+	if len(b) > 0 && b[0] < 0x80 && int(b[0]) < len(b) {
+		return b[1 : 1+int(b[0])], 1 + int(b[0])
+	}
+	return protowire.ConsumeBytes(b)
+}
+
 // Decode reads an uncompressed WriteRequest, counting series and samples,
 // and calls seq for every sample of a SeqLabel="seq" series, with its
 // value as the sequence number and its timestamp in milliseconds. It keeps
@@ -92,13 +109,13 @@ var ErrMalformed = errors.New("malformed remote-write request")
 func Decode(b []byte, seq func(seq uint64, sentMillis int64)) (Counts, error) {
 	var c Counts
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := tag(b)
 		if n < 0 {
 			return c, fmt.Errorf("%w: %v", ErrMalformed, protowire.ParseError(n))
 		}
 		b = b[n:]
 		if num == 1 && typ == protowire.BytesType {
-			ts, n := protowire.ConsumeBytes(b)
+			ts, n := bytesField(b)
 			if n < 0 {
 				return c, fmt.Errorf("%w: timeseries: %v", ErrMalformed, protowire.ParseError(n))
 			}
@@ -122,15 +139,20 @@ func Decode(b []byte, seq func(seq uint64, sentMillis int64)) (Counts, error) {
 func decodeSeries(b []byte, c *Counts, seq func(uint64, int64)) error {
 	c.Series++
 	carrier, report := false, false
-	// Pass 1: labels.
+	// Pass 1: labels (to know the series' kind). Pass 2 starts at the
+	// first field that is not a label, as Prometheus writes labels first.
+	from := -1
 	for rest := b; len(rest) > 0; {
-		num, typ, n := protowire.ConsumeTag(rest)
+		num, typ, n := tag(rest)
 		if n < 0 {
 			return fmt.Errorf("%w: timeseries field: %v", ErrMalformed, protowire.ParseError(n))
 		}
+		if from < 0 && (num != 1 || typ != protowire.BytesType) {
+			from = len(b) - len(rest)
+		}
 		rest = rest[n:]
 		if num == 1 && typ == protowire.BytesType {
-			l, n := protowire.ConsumeBytes(rest)
+			l, n := bytesField(rest)
 			if n < 0 {
 				return fmt.Errorf("%w: label: %v", ErrMalformed, protowire.ParseError(n))
 			}
@@ -154,14 +176,18 @@ func decodeSeries(b []byte, c *Counts, seq func(uint64, int64)) error {
 		rest = rest[n:]
 	}
 	// Pass 2: samples (and native histograms, counted).
+	if from < 0 {
+		return nil
+	}
+	b = b[from:]
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := tag(b)
 		if n < 0 {
 			return fmt.Errorf("%w: timeseries field: %v", ErrMalformed, protowire.ParseError(n))
 		}
 		b = b[n:]
 		if (num == 2 || num == 4) && typ == protowire.BytesType {
-			s, n := protowire.ConsumeBytes(b)
+			s, n := bytesField(b)
 			if n < 0 {
 				return fmt.Errorf("%w: sample: %v", ErrMalformed, protowire.ParseError(n))
 			}
@@ -201,6 +227,13 @@ func decodeSeries(b []byte, c *Counts, seq func(uint64, int64)) error {
 }
 
 func decodeLabel(b []byte) (name, value []byte, err error) {
+	// Fast path: name then value, both shorter than 128 bytes.
+	if len(b) >= 4 && b[0] == 0x0a && b[1] < 0x80 {
+		n := int(b[1])
+		if 4+n <= len(b) && b[2+n] == 0x12 && b[3+n] < 0x80 && 4+n+int(b[3+n]) == len(b) {
+			return b[2 : 2+n], b[4+n:], nil
+		}
+	}
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
