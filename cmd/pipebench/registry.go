@@ -10,6 +10,7 @@ import (
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
 	promrwdriver "github.com/pipebench/pipebench/driver/promrw"
+	promscrapedriver "github.com/pipebench/pipebench/driver/promscrape"
 	"github.com/pipebench/pipebench/observer/effect"
 	natsobs "github.com/pipebench/pipebench/observer/nats"
 	procobs "github.com/pipebench/pipebench/observer/process"
@@ -32,6 +33,7 @@ import (
 	"github.com/pipebench/pipebench/sut/healthevents"
 	"github.com/pipebench/pipebench/sut/jetstream"
 	"github.com/pipebench/pipebench/sut/otelcol"
+	"github.com/pipebench/pipebench/sut/promagent"
 	"github.com/pipebench/pipebench/sut/relay"
 )
 
@@ -55,6 +57,7 @@ func newRegistry() (*pipebench.Registry, error) {
 		reg.Drivers.Register(natsdriver.Factory()),
 		reg.Drivers.Register(grpcdriver.Factory()),
 		reg.Drivers.Register(promrwdriver.Factory()),
+		reg.Drivers.Register(promscrapedriver.Factory()),
 
 		reg.Sinks.Register(httpsink.Factory()),
 		reg.Sinks.Register(otlpsink.Factory()),
@@ -65,6 +68,7 @@ func newRegistry() (*pipebench.Registry, error) {
 		reg.SUTs.Register(otelcol.Factory()),
 		reg.SUTs.Register(jetstream.Factory()),
 		reg.SUTs.Register(healthevents.Factory()),
+		reg.SUTs.Register(promagent.Factory()),
 
 		reg.Observers.Register(promobs.Factory()),
 		reg.Observers.Register(procobs.Factory()),
