@@ -144,7 +144,12 @@ func Factory() pipebench.Factory[pipebench.Driver] {
 			if target == "" {
 				target = env.Target
 			}
-			return New(*c, target)
+			d, err := New(*c, target)
+			if err == nil && env.Logger != nil && len(d.hostports) > c.Connections {
+				env.Logger.Warn("otlp driver: fewer connections than endpoints, so some endpoints get no traffic (as behind a Kubernetes Service); raise connections",
+					"connections", c.Connections, "endpoints", len(d.hostports))
+			}
+			return d, err
 		}).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadOTLPTraces, pipebench.PayloadOTLPMetrics, pipebench.PayloadOTLPLogs})
 }
 
