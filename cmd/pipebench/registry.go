@@ -9,6 +9,8 @@ import (
 	httpdriver "github.com/pipebench/pipebench/driver/http"
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
+	promrwdriver "github.com/pipebench/pipebench/driver/promrw"
+	promscrapedriver "github.com/pipebench/pipebench/driver/promscrape"
 	"github.com/pipebench/pipebench/observer/effect"
 	natsobs "github.com/pipebench/pipebench/observer/nats"
 	procobs "github.com/pipebench/pipebench/observer/process"
@@ -27,9 +29,11 @@ import (
 	httpsink "github.com/pipebench/pipebench/sink/http"
 	natssink "github.com/pipebench/pipebench/sink/nats"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
+	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 	"github.com/pipebench/pipebench/sut/healthevents"
 	"github.com/pipebench/pipebench/sut/jetstream"
 	"github.com/pipebench/pipebench/sut/otelcol"
+	"github.com/pipebench/pipebench/sut/promagent"
 	"github.com/pipebench/pipebench/sut/relay"
 )
 
@@ -52,15 +56,19 @@ func newRegistry() (*pipebench.Registry, error) {
 		reg.Drivers.Register(logfile.Factory()),
 		reg.Drivers.Register(natsdriver.Factory()),
 		reg.Drivers.Register(grpcdriver.Factory()),
+		reg.Drivers.Register(promrwdriver.Factory()),
+		reg.Drivers.Register(promscrapedriver.Factory()),
 
 		reg.Sinks.Register(httpsink.Factory()),
 		reg.Sinks.Register(otlpsink.Factory()),
 		reg.Sinks.Register(natssink.Factory()),
+		reg.Sinks.Register(promrwsink.Factory()),
 
 		reg.SUTs.Register(relay.Factory()),
 		reg.SUTs.Register(otelcol.Factory()),
 		reg.SUTs.Register(jetstream.Factory()),
 		reg.SUTs.Register(healthevents.Factory()),
+		reg.SUTs.Register(promagent.Factory()),
 
 		reg.Observers.Register(promobs.Factory()),
 		reg.Observers.Register(procobs.Factory()),

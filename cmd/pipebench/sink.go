@@ -14,6 +14,7 @@ import (
 	"github.com/pipebench/pipebench/kpi"
 	httpsink "github.com/pipebench/pipebench/sink/http"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
+	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 )
 
 type sinkFlags struct {
@@ -28,6 +29,7 @@ type sinkFlags struct {
 	every      time.Duration
 	otlpGRPC   string
 	otlpHTTP   string
+	rw         string
 }
 
 func (a *app) sinkCommand() *cobra.Command {
@@ -37,14 +39,17 @@ func (a *app) sinkCommand() *cobra.Command {
 		Short: "Run the test backend (HTTP or OTLP) on its own, with fault injection, for pipelines that run elsewhere",
 		Long: `Run the test backend on its own: an HTTP/CloudEvents sink (--listen), or with
 --otlp-grpc and/or --otlp-http an OTLP sink for a collector's otlp or otlphttp
-exporter. Either matches the sequence numbers pipebench's generators embed,
+exporter, or with --remote-write a Prometheus remote-write 1.0 receiver (for a
+Prometheus agent scraping pipebench producers: it counts series and samples,
+apart from the agent's up/scrape_* series and staleness markers). Each matches the sequence numbers pipebench's generators embed,
 counts delivered, duplicate, reordered and unmatched items, injects the faults
 given by the flags (answered as HTTP statuses, or as gRPC UNAVAILABLE /
 RESOURCE_EXHAUSTED), and serves its own counters on /metrics.`,
 		Example: `  pipebench sink --listen 127.0.0.1:9000
   pipebench sink --listen 127.0.0.1:9000 --error-ratio 0.7 --error-status 503
   pipebench sink --latency uniform:1ms:20ms --rate-limit 500/s --outage 30s:20s
-  pipebench sink --otlp-grpc 127.0.0.1:4317 --otlp-http 127.0.0.1:4318 --error-ratio 0.7`,
+  pipebench sink --otlp-grpc 127.0.0.1:4317 --otlp-http 127.0.0.1:4318 --error-ratio 0.7
+  pipebench sink --remote-write 127.0.0.1:9201   # remote_write url: http://127.0.0.1:9201/api/v1/write`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.sink(f, cmd.Flags().Changed("listen")) },
 	}
@@ -52,6 +57,7 @@ RESOURCE_EXHAUSTED), and serves its own counters on /metrics.`,
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:9000", "address of the HTTP sink")
 	fl.StringVar(&f.otlpGRPC, "otlp-grpc", "", "run the OTLP sink instead, with OTLP/gRPC on this address")
 	fl.StringVar(&f.otlpHTTP, "otlp-http", "", "run the OTLP sink instead, with OTLP/HTTP (and /metrics) on this address")
+	fl.StringVar(&f.rw, "remote-write", "", "run the Prometheus remote-write sink instead, on this address (path /api/v1/write, metrics at /metrics)")
 	fl.StringVar(&f.path, "path", "/", "path to accept events on (/ accepts any path)")
 	fl.Float64Var(&f.errorRatio, "error-ratio", 0, "fraction of requests (0..1) answered with --error-status")
 	fl.IntVar(&f.status, "error-status", 503, "HTTP status of injected errors (429, 500, 502, 503, 504)")
@@ -71,7 +77,31 @@ func (a *app) sink(f sinkFlags, listenSet bool) error {
 	arr := kpi.NewArrivals(1, nil)
 	arr.StartPhase(0, 0)
 	var shutdown func(context.Context) error
-	if f.otlpGRPC != "" || f.otlpHTTP != "" {
+	var extra func() string
+	if f.rw != "" && (f.otlpGRPC != "" || f.otlpHTTP != "") {
+		return pipebench.UsageError("--remote-write and --otlp-grpc/--otlp-http are different sinks", "give one of them", nil)
+	}
+	if f.rw != "" {
+		if listenSet || f.path != "/" {
+			return pipebench.UsageError("--listen and --path are for the HTTP sink", "give either --listen (HTTP sink) or --remote-write (remote-write sink)", nil)
+		}
+		cfg := promrwsink.DefaultConfig()
+		cfg.Listen = f.rw
+		if err := cfg.Validate(); err != nil {
+			return pipebench.UsageError(fmt.Sprintf("--remote-write %q is not an address", f.rw), "write host:port, like --remote-write 127.0.0.1:9201", nil)
+		}
+		s := promrwsink.New(*cfg)
+		s.SetFaults(pol, time.Now())
+		if err := s.Start(a.ctx, arr); err != nil {
+			return pipebench.UsageError("cannot start the remote-write sink", "choose a free address with --remote-write", err)
+		}
+		fmt.Fprintf(a.stdout, "sink listening: remote write on %s (metrics at %s); Ctrl-C to stop\n", s.Endpoint(), s.MetricsURL())
+		shutdown = s.Shutdown
+		extra = func() string {
+			st := s.Stats()
+			return fmt.Sprintf("  series %d  samples %d (served %d, scrape report %d, stale %d)", st.Series, st.Samples, st.Other, st.Report, st.Stale)
+		}
+	} else if f.otlpGRPC != "" || f.otlpHTTP != "" {
 		if listenSet || f.path != "/" {
 			return pipebench.UsageError("--listen and --path are for the HTTP sink", "give either --listen (HTTP sink) or --otlp-grpc/--otlp-http (OTLP sink)", nil)
 		}
@@ -119,8 +149,12 @@ func (a *app) sink(f sinkFlags, listenSet bool) error {
 		st := arr.Stats(0, ^uint64(0))
 		rate := float64(d-last) / time.Since(lastAt).Seconds()
 		last, lastAt = d, time.Now()
-		fmt.Fprintf(a.stdout, "delivered %d (%.0f/s)  faulted %d  unmatched %d  duplicates %d  reordered %d\n",
-			d, rate, faulted, unmatched, st.Duplicates, st.Reordered)
+		more := ""
+		if extra != nil {
+			more = extra()
+		}
+		fmt.Fprintf(a.stdout, "delivered %d (%.0f/s)  faulted %d  unmatched %d  duplicates %d  reordered %d%s\n",
+			d, rate, faulted, unmatched, st.Duplicates, st.Reordered, more)
 	}
 	for {
 		select {

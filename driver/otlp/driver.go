@@ -84,7 +84,12 @@ type Config struct {
 	// Endpoint is host:port for gRPC, a base URL for HTTP; empty means the
 	// runner's target for the protocol, then its target, then the OTLP
 	// default port on loopback (127.0.0.1:4317 for grpc,
-	// http://127.0.0.1:4318 for http).
+	// http://127.0.0.1:4318 for http). Several endpoints, comma-separated
+	// (the replicas of a system under test, as its Service would list
+	// them), share the load: gRPC connection i goes to endpoint i mod n,
+	// as a Kubernetes Service spreads connections over pods (with fewer
+	// connections than endpoints, some endpoints get nothing, as in
+	// Kubernetes); HTTP requests go to the endpoints in turn.
 	Endpoint      string                      `yaml:"endpoint" json:"endpoint,omitempty"`
 	Protocol      string                      `yaml:"protocol" json:"protocol"`       // grpc | http
 	Compression   string                      `yaml:"compression" json:"compression"` // none | gzip
@@ -139,24 +144,31 @@ func Factory() pipebench.Factory[pipebench.Driver] {
 			if target == "" {
 				target = env.Target
 			}
-			return New(*c, target)
+			d, err := New(*c, target)
+			if err == nil && env.Logger != nil && len(d.hostports) > c.Connections {
+				env.Logger.Warn("otlp driver: fewer connections than endpoints, so some endpoints get no traffic (as behind a Kubernetes Service); raise connections",
+					"connections", c.Connections, "endpoints", len(d.hostports))
+			}
+			return d, err
 		}).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadOTLPTraces, pipebench.PayloadOTLPMetrics, pipebench.PayloadOTLPLogs})
 }
 
 // Driver sends OTLP. Send is safe for concurrent use; OpenConnections too.
 type Driver struct {
-	cfg      Config
-	hostport string // where the connections go
-	conns    []*grpc.ClientConn
-	traces   []ptraceotlp.GRPCClient
-	metrics  []pmetricotlp.GRPCClient
-	logs     []plogotlp.GRPCClient
-	next     atomic.Uint64
-	http     *http.Client
-	httpOpen atomic.Int64 // HTTP connections open now
-	base     string
-	md       metadata.MD
-	headers  http.Header
+	cfg       Config
+	hostport  string   // where the connections go (the first endpoint's)
+	hostports []string // every endpoint's host:port
+	conns     []*grpc.ClientConn
+	traces    []ptraceotlp.GRPCClient
+	metrics   []pmetricotlp.GRPCClient
+	logs      []plogotlp.GRPCClient
+	next      atomic.Uint64
+	http      *http.Client
+	httpOpen  atomic.Int64 // HTTP connections open now
+	base      string       // the first endpoint's base URL
+	bases     []string     // every endpoint's base URL
+	md        metadata.MD
+	headers   http.Header
 }
 
 var (
@@ -190,22 +202,31 @@ func New(cfg Config, target string) (*Driver, error) {
 		d.md.Append(strings.ToLower(k), v.Reveal())
 		d.headers.Set(k, v.Reveal())
 	}
+	endpoints := strings.Split(cfg.Endpoint, ",")
+	for i := range endpoints {
+		endpoints[i] = strings.TrimSpace(endpoints[i])
+	}
 	if cfg.Protocol == "http" {
-		base := cfg.Endpoint
-		if !strings.Contains(base, "://") {
-			base = "http://" + base
+		for _, e := range endpoints {
+			base := e
+			if !strings.Contains(base, "://") {
+				base = "http://" + base
+			}
+			u, err := url.Parse(base)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return nil, pipebench.UsageError(fmt.Sprintf("endpoint %q is not an http:// or https:// URL", e), "an OTLP/HTTP endpoint looks like http://127.0.0.1:4318 (several: comma-separated)", err)
+			}
+			hp := u.Host
+			if u.Port() == "" {
+				hp = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+			}
+			d.bases = append(d.bases, strings.TrimSuffix(base, "/"))
+			d.hostports = append(d.hostports, hp)
 		}
-		u, err := url.Parse(base)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, pipebench.UsageError(fmt.Sprintf("endpoint %q is not an http:// or https:// URL", cfg.Endpoint), "an OTLP/HTTP endpoint looks like http://127.0.0.1:4318", err)
-		}
-		d.base = strings.TrimSuffix(base, "/")
-		d.hostport = u.Host
-		if u.Port() == "" {
-			d.hostport = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
-		}
+		d.base, d.hostport = d.bases[0], d.hostports[0]
+		perHost := (cfg.Connections + len(d.bases) - 1) / len(d.bases)
 		dialer := &net.Dialer{Timeout: cfg.Timeout.D()}
-		tr := &http.Transport{MaxIdleConnsPerHost: cfg.Connections, MaxConnsPerHost: cfg.Connections,
+		tr := &http.Transport{MaxIdleConnsPerHost: perHost, MaxConnsPerHost: perHost,
 			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 				c, err := dialer.DialContext(ctx, network, addr)
 				if err != nil {
@@ -217,15 +238,18 @@ func New(cfg Config, target string) (*Driver, error) {
 		d.http = &http.Client{Timeout: cfg.Timeout.D(), Transport: tr}
 		return d, nil
 	}
-	hostport := cfg.Endpoint
-	if u, err := url.Parse(hostport); err == nil && u.Host != "" {
-		hostport = u.Host
+	for _, hostport := range endpoints {
+		if u, err := url.Parse(hostport); err == nil && u.Host != "" {
+			hostport = u.Host
+		}
+		if _, _, err := net.SplitHostPort(hostport); err != nil {
+			return nil, pipebench.UsageError(fmt.Sprintf("endpoint %q is not host:port", hostport), "a gRPC endpoint looks like 127.0.0.1:4317 (several: comma-separated)", nil)
+		}
+		d.hostports = append(d.hostports, hostport)
 	}
-	if _, _, err := net.SplitHostPort(hostport); err != nil {
-		return nil, pipebench.UsageError(fmt.Sprintf("endpoint %q is not host:port", cfg.Endpoint), "a gRPC endpoint looks like 127.0.0.1:4317", nil)
-	}
-	d.hostport = hostport
+	d.hostport = d.hostports[0]
 	for i := 0; i < cfg.Connections; i++ {
+		hostport := d.hostports[i%len(d.hostports)]
 		// Idleness off: a connection stays open however rarely it is used.
 		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithIdleTimeout(0)}
 		if cfg.Compression == "gzip" {
@@ -244,12 +268,12 @@ func New(cfg Config, target string) (*Driver, error) {
 }
 
 // Endpoint returns where the driver sends: host:port for gRPC, the base URL
-// for HTTP.
+// for HTTP; several, comma-separated, when it spreads over several.
 func (d *Driver) Endpoint() string {
 	if d.http != nil {
-		return d.base
+		return strings.Join(d.bases, ",")
 	}
-	return d.hostport
+	return strings.Join(d.hostports, ",")
 }
 
 // countedConn takes itself off a count of open connections when it is
@@ -277,18 +301,20 @@ func (d *Driver) Start(ctx context.Context) error {
 	if err := fdlimit.Ensure(d.cfg.Connections + fdlimit.Margin); err != nil {
 		return pipebench.UsageError(fmt.Sprintf("otlp driver: connections: %d", d.cfg.Connections), "", err)
 	}
-	c, err := netclass.Dial(ctx, d.hostport, nil, d.cfg.Timeout.D())
-	if err != nil {
-		if o := netclass.Classify(err); o.Unreached {
-			d.Shutdown(context.Background())
-			return pipebench.Unreached(fmt.Errorf("otlp driver: cannot connect to %s (%s): %w; is the system under test listening there? OTLP/gRPC is usually on port 4317, OTLP/HTTP on 4318", d.hostport, o.Detail, err))
-		}
-	} else {
-		spoke := d.http != nil && speaksFirst(c)
-		c.Close()
-		if spoke {
-			d.Shutdown(context.Background())
-			return pipebench.Unreached(fmt.Errorf("otlp driver: %s speaks first, as an HTTP/2 or gRPC server does, so it is not an OTLP/HTTP endpoint (%s): OTLP/HTTP is usually on port 4318; for OTLP/gRPC (port 4317) set protocol: grpc", d.hostport, netclass.DetailMismatch))
+	for _, hostport := range d.hostports {
+		c, err := netclass.Dial(ctx, hostport, nil, d.cfg.Timeout.D())
+		if err != nil {
+			if o := netclass.Classify(err); o.Unreached {
+				d.Shutdown(context.Background())
+				return pipebench.Unreached(fmt.Errorf("otlp driver: cannot connect to %s (%s): %w; is the system under test listening there? OTLP/gRPC is usually on port 4317, OTLP/HTTP on 4318", hostport, o.Detail, err))
+			}
+		} else {
+			spoke := d.http != nil && speaksFirst(c)
+			c.Close()
+			if spoke {
+				d.Shutdown(context.Background())
+				return pipebench.Unreached(fmt.Errorf("otlp driver: %s speaks first, as an HTTP/2 or gRPC server does, so it is not an OTLP/HTTP endpoint (%s): OTLP/HTTP is usually on port 4318; for OTLP/gRPC (port 4317) set protocol: grpc", hostport, netclass.DetailMismatch))
+			}
 		}
 	}
 	if len(d.conns) == 0 {
@@ -335,7 +361,7 @@ func (d *Driver) Start(ctx context.Context) error {
 	defer d.Shutdown(context.Background())
 	// Tell a target that stopped accepting connections from one that does
 	// not speak gRPC.
-	c, err = netclass.Dial(ctx, d.hostport, nil, d.cfg.Timeout.D())
+	c, err := netclass.Dial(ctx, d.hostport, nil, d.cfg.Timeout.D())
 	if err != nil {
 		o := netclass.Classify(err)
 		err = fmt.Errorf("otlp driver: %d of %d gRPC connections to %s were ready when it stopped accepting more (%s): %w", ready, len(d.conns), d.hostport, o.Detail, err)
@@ -595,7 +621,11 @@ func (d *Driver) sendHTTP(ctx context.Context, b *pipebench.Batch) pipebench.Out
 			}
 		}()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.base+path, rd)
+	base := d.base
+	if len(d.bases) > 1 {
+		base = d.bases[d.next.Add(1)%uint64(len(d.bases))]
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, rd)
 	if err != nil {
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "bad request", Message: err.Error()}
 	}

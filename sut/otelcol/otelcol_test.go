@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
+	procobs "github.com/pipebench/pipebench/observer/process"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
 )
@@ -248,5 +249,144 @@ func TestSinkEndpointFollowsTheExporter(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s with %+v: %q, %v; want %q", tc.exporter, tc.env, got, err, tc.want)
 		}
+	}
+}
+
+// Two replicas: two collector processes, each with its own PID, memory and
+// metrics; the driver's connections spread over both; every span reaches
+// the sink exactly once, and the replicas' accepted spans add up to what
+// was sent.
+func TestTwoReplicasShareTheLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two collectors")
+	}
+	ctx := context.Background()
+	arr := &arrivals{seqs: map[uint64]int{}}
+	sink := otlpsink.New(otlpsink.Config{GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0"}, 1)
+	if err := sink.Start(ctx, arr); err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Shutdown(ctx)
+	f := Factory()
+	cfg := f.NewConfig().(*Config)
+	cfg.Replicas = 2
+	cfg.Batch.Timeout = pipebench.Duration(50 * time.Millisecond)
+	sut, err := f.New(cfg, pipebench.Env{Target: sink.Endpoint(), Targets: sink.Endpoints(), Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sut.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer sut.Shutdown(ctx)
+	in := sut.Instances()
+	if len(in) != 2 || in[0].PID == 0 || in[1].PID == 0 || in[0].PID == in[1].PID || in[0].MetricsURL == in[1].MetricsURL {
+		t.Fatalf("instances %+v: want two processes with their own metrics", in)
+	}
+	if eps := strings.Split(sut.Endpoint(), ","); len(eps) != 2 || eps[0] == eps[1] {
+		t.Fatalf("endpoint %q: want both replicas' receivers", sut.Endpoint())
+	}
+	gen, _ := otlpgen.TracesFactory().New(nil, pipebench.Env{})
+	const perBatch, batches = 50, 40
+	seq := uint64(1)
+	for _, protocol := range []string{"grpc", "http"} {
+		dcfg := otlpdriver.DefaultConfig()
+		dcfg.Protocol = protocol
+		dcfg.Connections = 2
+		drv, err := otlpdriver.Factory().New(dcfg, pipebench.Env{Target: sut.Endpoint(), Targets: sut.(pipebench.MultiEndpoint).Endpoints()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := drv.Start(ctx); err != nil {
+			t.Fatalf("%s: %v", protocol, err)
+		}
+		for i := 0; i < batches; i++ {
+			b := gen.Next(seq, perBatch, time.Now())
+			seq += perBatch
+			if o := drv.Send(ctx, &b); o.Class != pipebench.ClassOK {
+				t.Fatalf("%s send %d: %+v", protocol, i, o)
+			}
+		}
+		drv.Shutdown(ctx)
+	}
+	want := int(seq - 1)
+	if !waitFor(t, 20*time.Second, func() bool { n, _ := arr.count(); return n == want }) {
+		n, _ := arr.count()
+		t.Fatalf("sink got %d of %d spans", n, want)
+	}
+	arr.mu.Lock()
+	for s := uint64(1); s < seq; s++ {
+		if arr.seqs[s] != 1 {
+			arr.mu.Unlock()
+			t.Fatalf("span %d arrived %d times", s, arr.seqs[s])
+		}
+	}
+	arr.mu.Unlock()
+	// Each replica accepted a share, and the shares add up.
+	var accepted []float64
+	if !waitFor(t, 10*time.Second, func() bool {
+		accepted = accepted[:0]
+		sum := 0.0
+		for _, i := range in {
+			v := metricValue(scrape(t, i.MetricsURL), "otelcol_receiver_accepted_spans")
+			accepted = append(accepted, v)
+			sum += v
+		}
+		return sum == float64(want)
+	}) {
+		t.Fatalf("replicas accepted %v spans, want %d in all", accepted, want)
+	}
+	for i, v := range accepted {
+		if v == 0 {
+			t.Errorf("collector-%d accepted nothing: the driver did not spread its connections (%v)", i, accepted)
+		}
+	}
+	// Memory and CPU are per instance: two separate processes, each with
+	// its own resident memory, adding up to the pair's.
+	obs, err := procobs.New(procobs.Config{}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := obs.Observe(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := map[string]float64{}
+	for _, p := range pts {
+		if p.Name == "memory_rss_bytes" {
+			mem[p.Labels["instance"]] = p.Value
+		}
+	}
+	if len(mem) != 2 || mem["collector-0"] <= 0 || mem["collector-1"] <= 0 {
+		t.Fatalf("memory per instance %v: want collector-0 and collector-1", mem)
+	}
+	t.Logf("accepted spans per replica %v; resident memory per replica %.0f, %.0f MB (together %.0f MB)",
+		accepted, mem["collector-0"]/1e6, mem["collector-1"]/1e6, (mem["collector-0"]+mem["collector-1"])/1e6)
+}
+
+// metricValue sums the samples of one metric in a Prometheus exposition.
+func metricValue(exposition, name string) float64 {
+	sum := 0.0
+	for _, l := range strings.Split(exposition, "\n") {
+		if strings.HasPrefix(l, name+"{") || strings.HasPrefix(l, name+" ") {
+			f := strings.Fields(l)
+			var v float64
+			if _, err := fmt.Sscan(f[len(f)-1], &v); err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum
+}
+
+func TestReplicasValidate(t *testing.T) {
+	c := defaultConfig()
+	c.Replicas = 0
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "replicas:") {
+		t.Errorf("replicas 0: %v", err)
+	}
+	c.Replicas = 99
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "replicas:") {
+		t.Errorf("replicas 99: %v", err)
 	}
 }

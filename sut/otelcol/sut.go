@@ -63,13 +63,23 @@ type Config struct {
 	ConfigFile string `yaml:"config_file" json:"config_file,omitempty"`
 	// StartTimeout bounds the wait for the collector to come up.
 	StartTimeout pipebench.Duration `yaml:"start_timeout" json:"start_timeout"`
+	// Replicas is the number of collector processes, each with its own
+	// receiver, queue and metrics endpoint, all exporting to the sink: the
+	// reference's gateway runs 2. The SUT's endpoints then list every
+	// replica, comma-separated, and the otlp driver spreads its
+	// connections over them round-robin, as a Kubernetes Service spreads
+	// connections over pods.
+	Replicas int `yaml:"replicas" json:"replicas"`
 }
+
+// maxReplicas bounds replicas: each is a process of its own.
+const maxReplicas = 16
 
 func defaultConfig() *Config {
 	return &Config{Pipelines: 1, Signal: "traces", Exporter: "otlp", QueueSize: 1000, NumConsumers: 10,
 		Retry:        Retry{Enabled: true, InitialInterval: pipebench.Duration(time.Second), MaxInterval: pipebench.Duration(5 * time.Second), MaxElapsedTime: pipebench.Duration(5 * time.Minute)},
 		Batch:        Batch{SendBatchSize: 8192, Timeout: pipebench.Duration(200 * time.Millisecond)},
-		StartTimeout: pipebench.Duration(60 * time.Second)}
+		StartTimeout: pipebench.Duration(60 * time.Second), Replicas: 1}
 }
 
 // Validate reports every problem, each prefixed with its key.
@@ -83,6 +93,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Exporter != "otlp" && c.Exporter != "otlphttp" {
 		errs = append(errs, fmt.Errorf("exporter: %q is not otlp or otlphttp", c.Exporter))
+	}
+	if c.Replicas < 1 || c.Replicas > maxReplicas {
+		errs = append(errs, fmt.Errorf("replicas: %d is outside 1..%d", c.Replicas, maxReplicas))
 	}
 	if c.QueueSize < 1 {
 		errs = append(errs, fmt.Errorf("queue_size: must be at least 1"))
@@ -154,11 +167,18 @@ func hostPort(e string) string {
 	return e
 }
 
-// Collector is the running child. Start once, Shutdown once.
+// Collector is the running set of collector processes (one per replica).
+// Start once, Shutdown once.
 type Collector struct {
-	cfg                          Config
-	sink                         string // the exporter's endpoint: host:port for otlp, a URL for otlphttp
-	dir                          string
+	cfg      Config
+	sink     string // the exporter's endpoint: host:port for otlp, a URL for otlphttp
+	dir      string
+	replicas []*replica
+}
+
+// replica is one collector child process.
+type replica struct {
+	index                        int
 	grpcPort, httpPort, metricsP int
 	cmd                          *exec.Cmd
 	logPath                      string
@@ -179,10 +199,19 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// YAML returns the generated collector configuration.
+// YAML returns the generated configuration of the first replica (every
+// replica's differs only in its ports).
 func (c *Collector) YAML() string {
+	if len(c.replicas) == 0 {
+		return c.yamlFor(&replica{})
+	}
+	return c.yamlFor(c.replicas[0])
+}
+
+// yamlFor returns the generated configuration of replica r.
+func (c *Collector) yamlFor(r *replica) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:%d\n      http:\n        endpoint: 127.0.0.1:%d\n", c.grpcPort, c.httpPort)
+	fmt.Fprintf(&b, "receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:%d\n      http:\n        endpoint: 127.0.0.1:%d\n", r.grpcPort, r.httpPort)
 	fmt.Fprintf(&b, "processors:\n  batch:\n    send_batch_size: %d\n    timeout: %s\n", c.cfg.Batch.SendBatchSize, c.cfg.Batch.Timeout.D())
 	b.WriteString("exporters:\n")
 	endpoint := c.sink
@@ -199,11 +228,11 @@ func (c *Collector) YAML() string {
 			b.WriteString("    tls:\n      insecure: true\n")
 		}
 		fmt.Fprintf(&b, "    sending_queue:\n      enabled: true\n      queue_size: %d\n      num_consumers: %d\n", c.cfg.QueueSize, c.cfg.NumConsumers)
-		r := c.cfg.Retry
+		rt := c.cfg.Retry
 		fmt.Fprintf(&b, "    retry_on_failure:\n      enabled: %t\n      initial_interval: %s\n      max_interval: %s\n      max_elapsed_time: %s\n",
-			r.Enabled, r.InitialInterval.D(), r.MaxInterval.D(), r.MaxElapsedTime.D())
+			rt.Enabled, rt.InitialInterval.D(), rt.MaxInterval.D(), rt.MaxElapsedTime.D())
 	}
-	fmt.Fprintf(&b, "service:\n  telemetry:\n    logs:\n      level: warn\n    metrics:\n      level: detailed\n      readers:\n        - pull:\n            exporter:\n              prometheus:\n                host: 127.0.0.1\n                port: %d\n", c.metricsP)
+	fmt.Fprintf(&b, "service:\n  telemetry:\n    logs:\n      level: warn\n    metrics:\n      level: detailed\n      readers:\n        - pull:\n            exporter:\n              prometheus:\n                host: 127.0.0.1\n                port: %d\n", r.metricsP)
 	b.WriteString("  pipelines:\n")
 	for i := 0; i < c.cfg.Pipelines; i++ {
 		fmt.Fprintf(&b, "    %s/%d:\n      receivers: [otlp]\n      processors: [batch]\n      exporters: [%s/%d]\n", c.cfg.Signal, i, c.cfg.Exporter, i)
@@ -211,19 +240,42 @@ func (c *Collector) YAML() string {
 	return b.String()
 }
 
-// Start writes the configuration, starts the child and waits until its
-// OTLP port and metrics endpoint answer.
+// Start starts every replica, one after the other, and returns once each
+// one's OTLP port and metrics endpoint answer. If one fails, those already
+// started are stopped.
 func (c *Collector) Start(ctx context.Context) error {
+	n := max(c.cfg.Replicas, 1)
+	for i := 0; i < n; i++ {
+		r := &replica{index: i}
+		c.replicas = append(c.replicas, r)
+		if err := c.start(ctx, r); err != nil {
+			c.Shutdown(context.Background())
+			if n > 1 {
+				return fmt.Errorf("replica %d of %d: %w", i, n, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// start writes replica r's configuration, starts its child and waits
+// until its OTLP port and metrics endpoint answer.
+func (c *Collector) start(ctx context.Context, r *replica) error {
 	var err error
-	for _, p := range []*int{&c.grpcPort, &c.httpPort, &c.metricsP} {
+	for _, p := range []*int{&r.grpcPort, &r.httpPort, &r.metricsP} {
 		if *p, err = freePort(); err != nil {
 			return err
 		}
 	}
+	suffix := ""
+	if r.index > 0 {
+		suffix = "-" + strconv.Itoa(r.index)
+	}
 	path := c.cfg.ConfigFile
 	if path == "" {
-		path = filepath.Join(c.dir, "otelcol.yaml")
-		if err := os.WriteFile(path, []byte(c.YAML()), 0o644); err != nil {
+		path = filepath.Join(c.dir, "otelcol"+suffix+".yaml")
+		if err := os.WriteFile(path, []byte(c.yamlFor(r)), 0o644); err != nil {
 			return err
 		}
 	}
@@ -231,52 +283,51 @@ func (c *Collector) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("find the pipebench binary to run the collector: %w", err)
 	}
-	c.logPath = filepath.Join(c.dir, "otelcol.log")
-	logf, err := os.Create(c.logPath)
+	r.logPath = filepath.Join(c.dir, "otelcol"+suffix+".log")
+	logf, err := os.Create(r.logPath)
 	if err != nil {
 		return err
 	}
-	c.cmd = exec.Command(exe)
-	c.cmd.Env = append(os.Environ(), ChildEnv+"="+path,
-		"PIPEBENCH_OTLP_GRPC=127.0.0.1:"+strconv.Itoa(c.grpcPort), "PIPEBENCH_OTLP_HTTP=127.0.0.1:"+strconv.Itoa(c.httpPort),
-		"PIPEBENCH_SINK="+c.sink, "PIPEBENCH_METRICS_PORT="+strconv.Itoa(c.metricsP))
+	r.cmd = exec.Command(exe)
+	r.cmd.Env = append(os.Environ(), ChildEnv+"="+path,
+		"PIPEBENCH_OTLP_GRPC=127.0.0.1:"+strconv.Itoa(r.grpcPort), "PIPEBENCH_OTLP_HTTP=127.0.0.1:"+strconv.Itoa(r.httpPort),
+		"PIPEBENCH_SINK="+c.sink, "PIPEBENCH_METRICS_PORT="+strconv.Itoa(r.metricsP))
 	if c.cfg.GoMemLimit != "" {
-		c.cmd.Env = append(c.cmd.Env, "GOMEMLIMIT="+c.cfg.GoMemLimit)
+		r.cmd.Env = append(r.cmd.Env, "GOMEMLIMIT="+c.cfg.GoMemLimit)
 	}
-	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := c.cmd.Start(); err != nil {
+	r.cmd.Stdout, r.cmd.Stderr = logf, logf
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
 		logf.Close()
+		r.cmd = nil
 		return fmt.Errorf("start the collector: %w", err)
 	}
-	c.exited = make(chan error, 1)
-	go func() { c.exited <- c.cmd.Wait(); logf.Close() }()
+	r.exited = make(chan error, 1)
+	go func() { r.exited <- r.cmd.Wait(); logf.Close() }()
 	deadline := time.Now().Add(c.cfg.StartTimeout.D())
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-c.exited:
-			c.exited <- err
-			return fmt.Errorf("the collector exited while starting (%v); its log:\n%s", err, c.tail())
+		case err := <-r.exited:
+			r.exited <- err
+			return fmt.Errorf("the collector exited while starting (%v); its log:\n%s", err, r.tail())
 		case <-ctx.Done():
-			c.Shutdown(context.Background())
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
-		if c.ready() {
+		if r.ready() {
 			return nil
 		}
 	}
-	c.Shutdown(context.Background())
-	return fmt.Errorf("the collector did not come up within %s; its log:\n%s", c.cfg.StartTimeout, c.tail())
+	return fmt.Errorf("the collector did not come up within %s; its log:\n%s", c.cfg.StartTimeout, r.tail())
 }
 
-func (c *Collector) ready() bool {
-	conn, err := net.DialTimeout("tcp", c.Endpoint(), 200*time.Millisecond)
+func (r *replica) ready() bool {
+	conn, err := net.DialTimeout("tcp", r.endpoint(), 200*time.Millisecond)
 	if err != nil {
 		return false
 	}
 	conn.Close()
-	resp, err := http.Get(c.MetricsURL())
+	resp, err := http.Get(r.metricsURL())
 	if err != nil {
 		return false
 	}
@@ -285,8 +336,8 @@ func (c *Collector) ready() bool {
 }
 
 // tail returns the last lines of the child's log.
-func (c *Collector) tail() string {
-	f, err := os.Open(c.logPath)
+func (r *replica) tail() string {
+	f, err := os.Open(r.logPath)
 	if err != nil {
 		return "(no log)"
 	}
@@ -302,46 +353,83 @@ func (c *Collector) tail() string {
 	return strings.Join(lines, "\n")
 }
 
-// Endpoint is the OTLP gRPC receiver, host:port.
-func (c *Collector) Endpoint() string { return "127.0.0.1:" + strconv.Itoa(c.grpcPort) }
+func (r *replica) endpoint() string     { return "127.0.0.1:" + strconv.Itoa(r.grpcPort) }
+func (r *replica) httpEndpoint() string { return "http://127.0.0.1:" + strconv.Itoa(r.httpPort) }
+func (r *replica) metricsURL() string {
+	return "http://127.0.0.1:" + strconv.Itoa(r.metricsP) + "/metrics"
+}
 
-// HTTPEndpoint is the OTLP HTTP receiver's base URL.
-func (c *Collector) HTTPEndpoint() string { return "http://127.0.0.1:" + strconv.Itoa(c.httpPort) }
+// each joins f over the replicas with commas.
+func (c *Collector) each(f func(r *replica) string) string {
+	parts := make([]string, len(c.replicas))
+	for i, r := range c.replicas {
+		parts[i] = f(r)
+	}
+	return strings.Join(parts, ",")
+}
 
-// Endpoints implements pipebench.MultiEndpoint: the receiver's "grpc"
-// host:port and "http" base URL. Valid after Start.
+// Endpoint is the OTLP gRPC receiver, host:port; with several replicas,
+// every replica's, comma-separated ("127.0.0.1:A,127.0.0.1:B"), which the
+// otlp driver spreads its connections over.
+func (c *Collector) Endpoint() string { return c.each((*replica).endpoint) }
+
+// HTTPEndpoint is the OTLP HTTP receiver's base URL; with several
+// replicas, every replica's, comma-separated.
+func (c *Collector) HTTPEndpoint() string { return c.each((*replica).httpEndpoint) }
+
+// Endpoints implements pipebench.MultiEndpoint: the receivers' "grpc"
+// host:port and "http" base URL, comma-separated when there are several
+// replicas. Valid after Start.
 func (c *Collector) Endpoints() map[string]string {
 	return map[string]string{"grpc": c.Endpoint(), "http": c.HTTPEndpoint()}
 }
 
-// MetricsURL is the collector's own Prometheus endpoint.
+// MetricsURL is the first replica's own Prometheus endpoint.
 func (c *Collector) MetricsURL() string {
-	return "http://127.0.0.1:" + strconv.Itoa(c.metricsP) + "/metrics"
+	if len(c.replicas) == 0 {
+		return ""
+	}
+	return c.replicas[0].metricsURL()
 }
 
-// Instances implements pipebench.SUT.
+// Instances implements pipebench.SUT: one per replica, collector-0,
+// collector-1, and so on, each with its PID and metrics endpoint.
 func (c *Collector) Instances() []pipebench.Instance {
-	pid := 0
-	if c.cmd != nil && c.cmd.Process != nil {
-		pid = c.cmd.Process.Pid
+	var in []pipebench.Instance
+	for _, r := range c.replicas {
+		pid := 0
+		if r.cmd != nil && r.cmd.Process != nil {
+			pid = r.cmd.Process.Pid
+		}
+		in = append(in, pipebench.Instance{Name: "collector-" + strconv.Itoa(r.index), PID: pid, MetricsURL: r.metricsURL()})
 	}
-	return []pipebench.Instance{{Name: "collector-0", PID: pid, MetricsURL: c.MetricsURL()}}
+	return in
 }
 
-// Shutdown sends SIGTERM, waits (bounded by ctx, at most 15 s), then kills.
+// Shutdown sends SIGTERM to every replica, waits (bounded by ctx, at most
+// 15 s), then kills those still running.
 func (c *Collector) Shutdown(ctx context.Context) error {
-	if c.cmd == nil || c.cmd.Process == nil {
-		return nil
+	for _, r := range c.replicas {
+		if r.cmd != nil && r.cmd.Process != nil {
+			r.cmd.Process.Signal(syscall.SIGTERM)
+		}
 	}
-	c.cmd.Process.Signal(syscall.SIGTERM)
 	wait, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	select {
-	case <-c.exited:
-		return nil
-	case <-wait.Done():
-		c.cmd.Process.Kill()
-		<-c.exited
-		return errors.New("the collector did not stop on SIGTERM and was killed")
+	var errs []error
+	for _, r := range c.replicas {
+		if r.cmd == nil || r.cmd.Process == nil {
+			continue
+		}
+		select {
+		case err := <-r.exited:
+			r.exited <- err
+		case <-wait.Done():
+			r.cmd.Process.Kill()
+			err := <-r.exited
+			r.exited <- err
+			errs = append(errs, fmt.Errorf("collector-%d did not stop on SIGTERM and was killed", r.index))
+		}
 	}
+	return errors.Join(errs...)
 }

@@ -1,0 +1,90 @@
+package promrwdriver
+
+import (
+	"context"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/pipebench/pipebench"
+	otlpgen "github.com/pipebench/pipebench/payload/otlp"
+	promrwsink "github.com/pipebench/pipebench/sink/promrw"
+)
+
+// cpuSeconds is this process's user+system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// BenchmarkGenerateAndEncode is the generator side alone: otlp-metrics
+// batches of 500 points turned into compressed remote-write requests, on
+// one goroutine; samples per CPU-second.
+func BenchmarkGenerateAndEncode(b *testing.B) {
+	gen, _ := otlpgen.MetricsFactory().New(nil, pipebench.Env{})
+	w := &work{names: map[string]string{}}
+	n := 0
+	cpu := cpuSeconds()
+	seq := uint64(1)
+	for b.Loop() {
+		batch := gen.Next(seq, 500, time.Now())
+		seq += 500
+		_, s := w.encode(batch.Data.(pmetric.Metrics))
+		n += s
+	}
+	b.ReportMetric(float64(n)/(cpuSeconds()-cpu), "samples/cpu-s")
+}
+
+type countArrivals struct{ n atomic.Int64 }
+
+func (a *countArrivals) Arrive(uint64, time.Time, time.Time) { a.n.Add(1) }
+func (a *countArrivals) Faulted(int)                         {}
+func (a *countArrivals) Unmatched(int)                       {}
+
+// BenchmarkDriverToSink load-tests pipebench's own remote-write sink with
+// the driver, both in this process over loopback: samples/s delivered,
+// and samples per CPU-second of the whole process (generator, driver and
+// sink together; the generator's share alone is
+// BenchmarkGenerateAndEncode).
+func BenchmarkDriverToSink(b *testing.B) {
+	ctx := context.Background()
+	a := &countArrivals{}
+	sink := promrwsink.New(*promrwsink.DefaultConfig())
+	if err := sink.Start(ctx, a); err != nil {
+		b.Fatal(err)
+	}
+	defer sink.Shutdown(ctx)
+	cfg := DefaultConfig()
+	cfg.Connections = 8
+	d, err := New(*cfg, sink.Endpoint())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := d.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer d.Shutdown(ctx)
+	gen, _ := otlpgen.MetricsFactory().New(nil, pipebench.Env{})
+	var seq atomic.Uint64
+	b.SetParallelism(4)
+	cpu := cpuSeconds()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s := seq.Add(500) - 499
+			batch := gen.Next(s, 500, time.Now())
+			if o := d.Send(ctx, &batch); o.Class != pipebench.ClassOK {
+				b.Errorf("send: %+v", o)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	got := float64(a.n.Load())
+	b.ReportMetric(got/b.Elapsed().Seconds(), "samples/s")
+	b.ReportMetric(got/(cpuSeconds()-cpu), "samples/cpu-s")
+}

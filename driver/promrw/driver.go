@@ -1,0 +1,388 @@
+// Package promrwdriver load-tests Prometheus remote-write 1.0 receivers (a
+// collector's prometheusremotewrite receiver, a Prometheus with
+// --web.enable-remote-write-receiver, pipebench's own sink): the avalanche
+// use case with pipebench's pacing, faults and table.
+//
+// It takes the batches of the otlp-metrics generator (pmetric.Metrics) and
+// turns every data point into one sample of its own series: __name__ is the
+// metric name with every character outside [a-zA-Z0-9_:] replaced by _
+// (histograms get _count), the point's attributes become labels the same
+// way, and the label pipebench="seq" marks the series. As payload/promrw's
+// sequence convention says, the sample's value is the item's sequence
+// number and its timestamp the send time in milliseconds, so a
+// remote-write sink can match every sample. The request is snappy-
+// compressed protobuf with the remote-write 1.0 headers.
+package promrwdriver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/s2"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/netclass"
+	otlpgen "github.com/pipebench/pipebench/payload/otlp"
+	"github.com/pipebench/pipebench/payload/promrw"
+)
+
+// DefaultEndpoint is where Prometheus' own remote-write receiver listens.
+const DefaultEndpoint = "http://127.0.0.1:9090/api/v1/write"
+
+// Config configures the remote-write driver.
+type Config struct {
+	// Endpoint is the receiver's URL; empty means the runner's target
+	// (Env.Targets["prometheus-remote-write"], then Env.Target), then
+	// DefaultEndpoint.
+	Endpoint string             `yaml:"endpoint" json:"endpoint,omitempty"`
+	Timeout  pipebench.Duration `yaml:"timeout" json:"timeout"`
+	// Connections is the HTTP keep-alive pool size.
+	Connections   int                         `yaml:"connections" json:"connections"`
+	Headers       map[string]string           `yaml:"headers" json:"headers,omitempty"`
+	SecretHeaders map[string]pipebench.Secret `yaml:"secret_headers" json:"secret_headers,omitempty"`
+}
+
+// DefaultConfig returns a 5 s timeout and 4 connections.
+func DefaultConfig() *Config {
+	return &Config{Timeout: pipebench.Duration(5 * time.Second), Connections: 4}
+}
+
+// Validate reports every problem, each prefixed with its key.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout: must be more than 0"))
+	}
+	if c.Connections < 1 || c.Connections > 10000 {
+		errs = append(errs, fmt.Errorf("connections: %d is outside 1..10000", c.Connections))
+	}
+	if c.Endpoint != "" {
+		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("endpoint: %q is not an http:// or https:// URL (e.g. %s)", c.Endpoint, DefaultEndpoint))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Factory returns the factory of the "prometheus-remote-write" driver; it
+// accepts otlp-metrics batches.
+func Factory() pipebench.Factory[pipebench.Driver] {
+	return pipebench.NewFactory("prometheus-remote-write", "Prometheus remote write 1.0 (snappy protobuf): every metric point a sample of its own series", DefaultConfig,
+		func(c *Config, env pipebench.Env) (pipebench.Driver, error) {
+			target := env.Targets["prometheus-remote-write"]
+			if target == "" {
+				target = env.Target
+			}
+			return New(*c, target)
+		}).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadOTLPMetrics})
+}
+
+// Driver sends remote-write requests. Send is safe for concurrent use.
+type Driver struct {
+	cfg      Config
+	url      string
+	hostport string
+	client   *http.Client
+	open     atomic.Int64
+	headers  http.Header
+	pool     sync.Pool // *work
+}
+
+var (
+	_ pipebench.Driver             = (*Driver)(nil)
+	_ pipebench.ConnectionReporter = (*Driver)(nil)
+)
+
+// New builds a driver aimed at cfg.Endpoint, else target, else
+// DefaultEndpoint. Connections open on demand.
+func New(cfg Config, target string) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = target
+	}
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = DefaultEndpoint
+	}
+	if !strings.Contains(cfg.Endpoint, "://") {
+		cfg.Endpoint = "http://" + cfg.Endpoint + "/api/v1/write"
+	}
+	u, err := url.Parse(cfg.Endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, pipebench.UsageError(fmt.Sprintf("endpoint %q is not an http:// or https:// URL", cfg.Endpoint), "a remote-write endpoint looks like "+DefaultEndpoint, err)
+	}
+	d := &Driver{cfg: cfg, url: cfg.Endpoint, hostport: u.Host, headers: http.Header{}}
+	if u.Port() == "" {
+		d.hostport = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+	}
+	for k, v := range cfg.Headers {
+		d.headers.Set(k, v)
+	}
+	for k, v := range cfg.SecretHeaders {
+		d.headers.Set(k, v.Reveal())
+	}
+	d.headers.Set("Content-Type", promrw.ContentType)
+	d.headers.Set("Content-Encoding", promrw.ContentEncoding)
+	d.headers.Set(promrw.VersionHeader, promrw.Version)
+	d.headers.Set("User-Agent", "pipebench")
+	dialer := &net.Dialer{Timeout: cfg.Timeout.D()}
+	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Connections, MaxConnsPerHost: cfg.Connections,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			d.open.Add(1)
+			return &countedConn{Conn: c, open: &d.open}, nil
+		}}
+	d.client = &http.Client{Timeout: cfg.Timeout.D(), Transport: tr}
+	return d, nil
+}
+
+// Endpoint is the URL the driver posts to.
+func (d *Driver) Endpoint() string { return d.url }
+
+// countedConn takes itself off a count of open connections when it is
+// first closed.
+type countedConn struct {
+	net.Conn
+	open *atomic.Int64
+	once sync.Once
+}
+
+// Close closes the connection.
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.open.Add(-1) })
+	return c.Conn.Close()
+}
+
+// Start checks that something listens at the endpoint: when nothing does,
+// it fails with an unreached error naming the address.
+func (d *Driver) Start(ctx context.Context) error {
+	c, err := netclass.Dial(ctx, d.hostport, nil, d.cfg.Timeout.D())
+	if err != nil {
+		if o := netclass.Classify(err); o.Unreached {
+			return pipebench.Unreached(fmt.Errorf("remote-write driver: cannot connect to %s (%s): %w; is the receiver listening there? Prometheus receives remote write on :9090/api/v1/write with --web.enable-remote-write-receiver", d.hostport, o.Detail, err))
+		}
+		return nil
+	}
+	c.Close()
+	return nil
+}
+
+// OpenConnections implements pipebench.ConnectionReporter.
+func (d *Driver) OpenConnections() int { return int(d.open.Load()) }
+
+// Shutdown closes idle connections.
+func (d *Driver) Shutdown(context.Context) error {
+	d.client.CloseIdleConnections()
+	return nil
+}
+
+// work is one sender's reusable buffers.
+type work struct {
+	enc    promrw.Encoder
+	labels []promrw.Label
+	vals   [1]float64
+	ts     [1]int64
+	names  map[string]string // attribute key -> label name
+	zbuf   []byte
+}
+
+func (d *Driver) work() *work {
+	if w, ok := d.pool.Get().(*work); ok {
+		return w
+	}
+	return &work{names: map[string]string{}}
+}
+
+// Encode builds the snappy-compressed remote-write request for b's
+// metrics and returns it with its number of samples. The bytes are valid
+// until the work goes back to the pool.
+func (w *work) encode(md pmetric.Metrics) ([]byte, int) {
+	w.enc.Reset()
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				w.metric(ms.At(k))
+			}
+		}
+	}
+	// s2's snappy-compatible fast mode: the block format every snappy
+	// decoder reads, at less CPU than snappy.Encode's "better" mode.
+	if n := s2.MaxEncodedLen(len(w.enc.Bytes())); cap(w.zbuf) < n {
+		w.zbuf = make([]byte, n)
+	}
+	w.zbuf = s2.EncodeSnappy(w.zbuf[:cap(w.zbuf)], w.enc.Bytes())
+	return w.zbuf, w.enc.Samples()
+}
+
+func (w *work) metric(m pmetric.Metric) {
+	name := w.label(m.Name())
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		dps := m.Gauge().DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			dp := dps.At(i)
+			w.point(name, dp.Attributes(), number(dp), dp.Timestamp())
+		}
+	case pmetric.MetricTypeSum:
+		dps := m.Sum().DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			dp := dps.At(i)
+			w.point(name, dp.Attributes(), number(dp), dp.Timestamp())
+		}
+	case pmetric.MetricTypeHistogram:
+		dps := m.Histogram().DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			dp := dps.At(i)
+			w.point(name+"_count", dp.Attributes(), float64(dp.Count()), dp.Timestamp())
+		}
+	}
+}
+
+func number(dp pmetric.NumberDataPoint) float64 {
+	if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+		return float64(dp.IntValue())
+	}
+	return dp.DoubleValue()
+}
+
+// point appends one series of one sample. With pb.seq and pb.sent the
+// sample is the sequence number at the send time; otherwise the point's
+// own value and timestamp.
+func (w *work) point(name string, attrs pcommon.Map, value float64, ts pcommon.Timestamp) {
+	ls := append(w.labels[:0], promrw.Label{Name: "__name__", Value: name})
+	millis := ts.AsTime().UnixMilli()
+	carrier := false
+	attrs.Range(func(k string, v pcommon.Value) bool {
+		switch k {
+		case otlpgen.AttrSeq:
+			value, carrier = float64(v.Int()), true
+		case otlpgen.AttrSent:
+			millis = v.Int() / 1e6
+		default:
+			ls = append(ls, promrw.Label{Name: w.label(k), Value: v.AsString()})
+		}
+		return true
+	})
+	if carrier {
+		ls = append(ls, promrw.Label{Name: promrw.SeqLabel, Value: "seq"})
+	}
+	slices.SortFunc(ls[1:], func(a, b promrw.Label) int { return strings.Compare(a.Name, b.Name) })
+	w.labels = ls
+	w.vals[0], w.ts[0] = value, millis
+	w.enc.Series(ls, w.vals[:], w.ts[:])
+}
+
+// label turns an OTLP name into a Prometheus label or metric name,
+// remembering the answer.
+func (w *work) label(k string) string {
+	if n, ok := w.names[k]; ok {
+		return n
+	}
+	b := []byte(k)
+	for i, c := range b {
+		if !(c == '_' || c == ':' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (i > 0 && c >= '0' && c <= '9')) {
+			b[i] = '_'
+		}
+	}
+	n := string(b)
+	if len(w.names) < 10000 {
+		w.names[k] = n
+	}
+	return n
+}
+
+// Send implements pipebench.Driver.
+func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
+	md, ok := b.Data.(pmetric.Metrics)
+	if !ok {
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "not OTLP metrics",
+			Message: fmt.Sprintf("the prometheus-remote-write driver got %T, not metrics: use the otlp-metrics generator", b.Data)}
+	}
+	w := d.work()
+	body, _ := w.encode(md)
+	// The transport may read the body after Do returned (an early answer,
+	// an error): the buffers are reused only once it closed it.
+	tracked := &trackedBody{Reader: bytes.NewReader(body)}
+	defer func() {
+		if tracked.closed.Load() {
+			d.pool.Put(w)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout.D())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, tracked)
+	if err != nil {
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "bad request", Message: err.Error()}
+	}
+	req.ContentLength = int64(len(body))
+	req.Header = d.headers.Clone()
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return netclass.Classify(err)
+	}
+	var head []byte
+	if resp.StatusCode == 400 {
+		head, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if netclass.PlainToTLS(resp.StatusCode, head) {
+		return netclass.Classify(fmt.Errorf("%w: the endpoint speaks TLS (HTTPS) and the request was plain HTTP: use an https:// endpoint", netclass.ErrProtocolMismatch))
+	}
+	return classify(resp.StatusCode)
+}
+
+// classify maps the receiver's status to an outcome as remote write's
+// retry rules do: 2xx ok; 429 and 5xx refused (retryable backpressure),
+// except 504, a timeout, as is 408; any other 4xx an error (dropped).
+func classify(c int) pipebench.Outcome {
+	o := pipebench.Outcome{Code: c}
+	switch {
+	case c >= 200 && c < 300:
+		o.Class = pipebench.ClassOK
+		return o
+	case c == 408 || c == 504:
+		o.Class = pipebench.ClassTimeout
+	case c == 429 || c >= 500:
+		o.Class = pipebench.ClassRefused
+	default:
+		o.Class = pipebench.ClassError
+	}
+	o.Detail = strconv.Itoa(c)
+	o.Message = "HTTP " + o.Detail + " " + http.StatusText(c)
+	return o
+}
+
+// trackedBody is a request body that knows whether the transport closed
+// it, which it does once it is done reading.
+type trackedBody struct {
+	*bytes.Reader
+	closed atomic.Bool
+}
+
+// Close marks the body closed.
+func (t *trackedBody) Close() error {
+	t.closed.Store(true)
+	return nil
+}

@@ -1,0 +1,184 @@
+package promrwdriver
+
+import (
+	"context"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/snappy"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/driver/drivertest"
+	otlpgen "github.com/pipebench/pipebench/payload/otlp"
+	"github.com/pipebench/pipebench/payload/promrw"
+	promrwsink "github.com/pipebench/pipebench/sink/promrw"
+)
+
+// receiver is a real remote-write HTTP server on loopback that decodes
+// every request and whose answer the suite controls.
+func receiver(t *testing.T) drivertest.Receiver {
+	var samples atomic.Int64
+	var answer atomic.Int32
+	slow := 2 * time.Second
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch drivertest.Answer(answer.Load()) {
+		case drivertest.AnswerRefused:
+			w.WriteHeader(503)
+			return
+		case drivertest.AnswerError:
+			w.WriteHeader(400)
+			return
+		case drivertest.AnswerSlow:
+			select {
+			case <-time.After(slow):
+			case <-r.Context().Done():
+			}
+		}
+		body, _ := io.ReadAll(r.Body)
+		plain, err := snappy.Decode(nil, body)
+		if err != nil || r.Header.Get(promrw.VersionHeader) != promrw.Version {
+			w.WriteHeader(400)
+			return
+		}
+		c, err := promrw.Decode(plain, nil)
+		if err != nil {
+			w.WriteHeader(400)
+			return
+		}
+		samples.Add(int64(c.Matched))
+		w.WriteHeader(204)
+	}))
+	var once sync.Once
+	stop := func() { once.Do(srv.Close) }
+	t.Cleanup(stop)
+	return drivertest.Receiver{Target: srv.URL + "/api/v1/write", Received: samples.Load, Slow: slow,
+		Set: func(a drivertest.Answer) { answer.Store(int32(a)) }, Close: stop}
+}
+
+func newDriver(t *testing.T, target string) pipebench.Driver {
+	d, err := New(Config{Timeout: pipebench.Duration(time.Second), Connections: 4}, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func quietTLSServer() *httptest.Server {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	return srv
+}
+
+func TestConformance(t *testing.T) {
+	gen, _ := otlpgen.MetricsFactory().New(nil, pipebench.Env{})
+	drivertest.Run(t, drivertest.Harness{
+		Generator: gen, Count: 10, Receiver: receiver,
+		Target: func(addr string) string { return "http://" + addr + "/api/v1/write" },
+		New:    newDriver,
+		Mismatches: []drivertest.Mismatch{
+			{Name: "TLS server for a plain client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
+				srv := quietTLSServer()
+				t.Cleanup(srv.Close)
+				return "http://" + srv.Listener.Addr().String() + "/api/v1/write"
+			}},
+		},
+	})
+}
+
+type arrivals struct {
+	mu   sync.Mutex
+	seqs map[uint64]int
+	lat  time.Duration
+}
+
+func (a *arrivals) Arrive(seq uint64, sent, at time.Time) {
+	a.mu.Lock()
+	a.seqs[seq]++
+	a.lat = max(a.lat, at.Sub(sent))
+	a.mu.Unlock()
+}
+func (a *arrivals) Faulted(int)   {}
+func (a *arrivals) Unmatched(int) {}
+
+// The driver against pipebench's own remote-write sink: every metric point
+// of every type arrives once as a sample, matched by its sequence number,
+// with a send time close to now.
+func TestDriverIntoSink(t *testing.T) {
+	ctx := context.Background()
+	a := &arrivals{seqs: map[uint64]int{}}
+	sink := promrwsink.New(*promrwsink.DefaultConfig())
+	if err := sink.Start(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Shutdown(ctx)
+	d, err := Factory().New(DefaultConfig(), pipebench.Env{Target: sink.Endpoint()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(ctx)
+	seq := uint64(1)
+	for _, typ := range []string{"gauge", "sum", "histogram"} {
+		gen, err := otlpgen.MetricsFactory().New(&otlpgen.MetricsConfig{Producers: 7, Attributes: 3, Type: typ}, pipebench.Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 20; i++ {
+			b := gen.Next(seq, 50, time.Now())
+			seq += 50
+			if o := d.Send(ctx, &b); o.Class != pipebench.ClassOK {
+				t.Fatalf("%s send %d: %+v", typ, i, o)
+			}
+		}
+	}
+	st := sink.Stats()
+	if st.Matched != int(seq-1) || st.Series != int(seq-1) || st.Other != 0 {
+		t.Fatalf("sink stats %+v, want %d matched samples", st, seq-1)
+	}
+	for s := uint64(1); s < seq; s++ {
+		if a.seqs[s] != 1 {
+			t.Fatalf("seq %d arrived %d times", s, a.seqs[s])
+		}
+	}
+	if a.lat > time.Minute || a.lat < -time.Second {
+		t.Errorf("e2e latency %v: send times are not carried", a.lat)
+	}
+	// Faults at the sink are refusals at the driver.
+	sink.SetFaults(pipebench.FaultPolicy{ErrorRatio: 1, ErrorStatus: 429}, time.Now())
+	gen, _ := otlpgen.MetricsFactory().New(nil, pipebench.Env{})
+	b := gen.Next(seq, 10, time.Now())
+	if o := d.Send(ctx, &b); o.Class != pipebench.ClassRefused || o.Code != 429 {
+		t.Errorf("under a 429 fault: %+v", o)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	c := Config{Endpoint: "ftp://x", Timeout: 0, Connections: 0}
+	err := c.Validate()
+	for _, key := range []string{"endpoint:", "timeout:", "connections:"} {
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("Validate: %v lacks %s", err, key)
+		}
+	}
+	d, err := New(*DefaultConfig(), "http://127.0.0.1:1/api/v1/write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err == nil || !pipebench.IsUnreached(err) {
+		t.Errorf("Start against a closed port: %v, want unreached", err)
+	}
+	b := pipebench.Batch{Seq: 1, Count: 1, Data: "text"}
+	if o := d.Send(context.Background(), &b); o.Class != pipebench.ClassError || o.Message == "" {
+		t.Errorf("non-metrics batch: %+v", o)
+	}
+}

@@ -1,0 +1,89 @@
+package promrwsink
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/snappy"
+
+	"github.com/pipebench/pipebench/payload/promrw"
+)
+
+// benchRequest is a remote-write request shaped like a Prometheus agent's:
+// 500 samples (its max_samples_per_send), one per series of 12 labels.
+func benchRequest(seq uint64) (plain []byte, compressed []byte) {
+	var e promrw.Encoder
+	now := time.Now().UnixMilli()
+	ls := []promrw.Label{{Name: "__name__", Value: "pb_load_metric_0042"}, {Name: "instance", Value: "127.0.0.1:40123"}, {Name: "job", Value: "producers"}}
+	for j := 0; j < 8; j++ {
+		ls = append(ls, promrw.Label{Name: "label_" + strconv.Itoa(j), Value: "value-" + strconv.Itoa(j)})
+	}
+	ls = append(ls, promrw.Label{Name: "pipebench", Value: "seq"}, promrw.Label{Name: "series", Value: ""})
+	for i := 0; i < 500; i++ {
+		ls[len(ls)-1].Value = strconv.Itoa(i)
+		e.Series(ls, []float64{float64(seq + uint64(i))}, []int64{now})
+	}
+	return e.Bytes(), snappy.Encode(nil, e.Bytes())
+}
+
+type countArrivals struct{ n atomic.Int64 }
+
+func (a *countArrivals) Arrive(uint64, time.Time, time.Time) { a.n.Add(1) }
+func (a *countArrivals) Faulted(int)                         {}
+func (a *countArrivals) Unmatched(int)                       {}
+
+// BenchmarkDecode is the decoder's ceiling: samples/s on one goroutine.
+func BenchmarkDecode(b *testing.B) {
+	plain, _ := benchRequest(1)
+	n := 0
+	b.SetBytes(int64(len(plain)))
+	for b.Loop() {
+		c, err := promrw.Decode(plain, func(uint64, int64) {})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += c.Samples
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// BenchmarkSink posts agent-shaped requests to the sink over loopback
+// HTTP from parallel clients (run with -cpu 1 for the one-core figure; the
+// clients share that core).
+func BenchmarkSink(b *testing.B) {
+	a := &countArrivals{}
+	s := New(*DefaultConfig())
+	if err := s.Start(context.Background(), a); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	_, body := benchRequest(1)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	b.SetBytes(int64(len(body)))
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest(http.MethodPost, s.Endpoint(), bytes.NewReader(body))
+			req.Header.Set("Content-Encoding", "snappy")
+			req.Header.Set("Content-Type", "application/x-protobuf")
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(a.n.Load())/b.Elapsed().Seconds(), "samples/s")
+}

@@ -1,0 +1,130 @@
+package promagent
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+	promscrapedriver "github.com/pipebench/pipebench/driver/promscrape"
+	"github.com/pipebench/pipebench/internal/testutil"
+	promrwsink "github.com/pipebench/pipebench/sink/promrw"
+)
+
+type arrivals struct {
+	mu      sync.Mutex
+	seqs    map[uint64]int
+	faulted int
+}
+
+func (a *arrivals) Arrive(seq uint64, _, _ time.Time) { a.mu.Lock(); a.seqs[seq]++; a.mu.Unlock() }
+func (a *arrivals) Faulted(n int)                     { a.mu.Lock(); a.faulted += n; a.mu.Unlock() }
+func (a *arrivals) Unmatched(int)                     {}
+func (a *arrivals) count() (int, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.seqs), a.faulted
+}
+
+// Debian's Prometheus in agent mode scrapes the prometheus-scrape driver
+// and remote-writes to the remote-write sink: every item arrives exactly
+// once, also while the sink fails half the requests (the agent retries).
+func TestAgentDeliversEveryItemOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus")
+	}
+	if _, err := exec.LookPath("prometheus"); err != nil {
+		t.Skip("prometheus is not installed (Debian: apt-get install prometheus); skipping the agent test")
+	}
+	ctx := context.Background()
+	a := &arrivals{seqs: map[uint64]int{}}
+	sink := promrwsink.New(*promrwsink.DefaultConfig())
+	if err := sink.Start(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Shutdown(ctx)
+	f := Factory()
+	cfg := f.NewConfig().(*Config)
+	cfg.ScrapeInterval = pipebench.Duration(200 * time.Millisecond)
+	cfg.Queue.BatchSendDeadline = pipebench.Duration(100 * time.Millisecond)
+	sut, err := f.New(cfg, pipebench.Env{Target: sink.Endpoint(), Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sut.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer sut.Shutdown(ctx)
+	if in := sut.Instances(); len(in) != 1 || in[0].PID == 0 || in[0].MetricsURL == "" {
+		t.Fatalf("instances %+v", in)
+	}
+	drv, err := promscrapedriver.Factory().New(promscrapedriver.DefaultConfig(), pipebench.Env{Target: sut.Endpoint()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer drv.Shutdown(ctx)
+	seq := uint64(1)
+	send := func(batches int) {
+		for i := 0; i < batches; i++ {
+			b := pipebench.Batch{Seq: seq, Count: 50}
+			seq += 50
+			if o := drv.Send(ctx, &b); o.Class != pipebench.ClassOK {
+				t.Fatalf("send: %+v", o)
+			}
+		}
+	}
+	send(40)
+	testutil.Eventually(t, 30*time.Second, func() bool { n, _ := a.count(); return n == int(seq-1) }, "all %d items at the sink", seq-1)
+	sink.SetFaults(pipebench.FaultPolicy{ErrorRatio: 0.5, ErrorStatus: 503}, time.Now())
+	send(40)
+	testutil.Eventually(t, 60*time.Second, func() bool { n, _ := a.count(); return n == int(seq-1) }, "all %d items at the sink despite the faults", seq-1)
+	n, faulted := a.count()
+	if faulted == 0 {
+		t.Error("the sink faulted nothing")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for s := uint64(1); s < seq; s++ {
+		if a.seqs[s] != 1 {
+			t.Fatalf("item %d arrived %d times", s, a.seqs[s])
+		}
+	}
+	t.Logf("%d items delivered once each; %d samples faulted and retried by the agent", n, faulted)
+}
+
+func TestConfig(t *testing.T) {
+	c := &Config{Binary: "", ScrapeInterval: 0, Targets: []string{"x"}, TargetsSD: "ftp://x"}
+	err := c.Validate()
+	for _, key := range []string{"binary:", "scrape_interval:", "targets:", "targets_sd:", "queue:", "start_timeout:"} {
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("Validate: %v lacks %s", err, key)
+		}
+	}
+	if _, err := Factory().New(defaultConfig(), pipebench.Env{Target: "127.0.0.1:4317"}); err == nil || pipebench.ExitCode(err) != pipebench.ExitUsage {
+		t.Errorf("a non-URL sink: %v, want a usage error", err)
+	}
+	d := defaultConfig()
+	d.Binary = "no-such-prometheus-binary"
+	sut, err := Factory().New(d, pipebench.Env{Target: "http://127.0.0.1:1/api/v1/write", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sut.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "not installed") {
+		t.Errorf("a missing binary: %v", err)
+	}
+	ag := &Agent{cfg: *defaultConfig(), sink: "http://127.0.0.1:9/api/v1/write", scrapePort: 5}
+	ag.cfg.Targets = []string{"127.0.0.1:9100"}
+	ag.cfg.TargetsSD = "http://127.0.0.1:9100/targets"
+	y := ag.YAML()
+	for _, want := range []string{"127.0.0.1:5", "job_name: producers", "http_sd_configs", "remote_write:", "max_samples_per_send: 500"} {
+		if !strings.Contains(y, want) {
+			t.Errorf("YAML lacks %s:\n%s", want, y)
+		}
+	}
+}
