@@ -248,7 +248,15 @@ func (c *Collector) Start(ctx context.Context) error {
 	for i := 0; i < n; i++ {
 		r := &replica{index: i}
 		c.replicas = append(c.replicas, r)
-		if err := c.start(ctx, r); err != nil {
+		err := c.start(ctx, r)
+		// The ports are free when chosen, but another process may take
+		// one before the collector binds it: choose again.
+		for try := 0; try < 3 && err != nil && strings.Contains(err.Error(), "address already in use"); try++ {
+			c.stopReplica(r)
+			*r = replica{index: i}
+			err = c.start(ctx, r)
+		}
+		if err != nil {
 			c.Shutdown(context.Background())
 			if n > 1 {
 				return fmt.Errorf("replica %d of %d: %w", i, n, err)
@@ -432,4 +440,15 @@ func (c *Collector) Shutdown(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// stopReplica ends a replica that failed to start, if its child still
+// runs.
+func (c *Collector) stopReplica(r *replica) {
+	if r.cmd == nil || r.cmd.Process == nil || r.exited == nil {
+		return
+	}
+	r.cmd.Process.Kill()
+	err := <-r.exited
+	r.exited <- err
 }
