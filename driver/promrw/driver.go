@@ -315,6 +315,15 @@ func (w *work) label(k string) string {
 // Send implements pipebench.Driver.
 func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
 	md, ok := b.Data.(pmetric.Metrics)
+	if enc, isEnc := b.Data.(*otlpgen.Encoded); isEnc && enc.Signal == otlpgen.SignalMetrics {
+		// The metrics generator encodes straight to the wire: read the
+		// points back from it.
+		var err error
+		if md, err = enc.Metrics(); err != nil {
+			return pipebench.Outcome{Class: pipebench.ClassError, Detail: "bad OTLP metrics", Message: err.Error()}
+		}
+		ok = true
+	}
 	if !ok {
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "not OTLP metrics",
 			Message: fmt.Sprintf("the prometheus-remote-write driver got %T, not metrics: use the otlp-metrics generator", b.Data)}
