@@ -95,6 +95,21 @@ phases:
 	if v, _ := res.Total.Get("sustainable_rate"); v != ans.Sustainable || len(res.Phases) != len(ans.Probes) {
 		t.Errorf("result: %v, %d phases for %d probes", v, len(res.Phases), len(ans.Probes))
 	}
+	// The charts of the search: the target rate over time holds each
+	// probe's rate in turn.
+	rates := map[float64]bool{}
+	for _, s := range res.Series {
+		if s.Name == "target_rate" {
+			for _, p := range s.Points {
+				rates[p.V] = true
+			}
+		}
+	}
+	for _, p := range ans.Probes {
+		if !rates[float64(p.Rate)] {
+			t.Errorf("the target_rate series lacks probe %v/s: %v", p.Rate, rates)
+		}
+	}
 }
 
 // The longest burst at 1,500/s that a 1,000/s limit with a 1-second bucket

@@ -36,6 +36,7 @@ func (a *Answer) Result(plan pipebench.Plan, m pipebench.Manifest, burst pipeben
 		}
 		ended = ph.Ended
 	}
+	res.Series = probeSeries(a.Probes)
 	total := pipebench.PhaseResult{Name: "total", Started: started, Ended: ended}
 	name, unit := "sustainable_rate", pipebench.UnitPerSecond
 	if burst > 0 {
@@ -100,6 +101,36 @@ func (a *Answer) Words(burst pipebench.Rate) []string {
 		out = append(out, "stable up to --max: the limit is higher")
 	case "precision":
 		out = append(out, "stopped at the asked precision")
+	}
+	return out
+}
+
+// probeSeries joins the probes' series end to end, so the charts of the
+// search show each probe in turn: the target rate climbing and bisecting,
+// what was sent, accepted and delivered, the backlog and queues.
+func probeSeries(probes []Probe) []pipebench.Series {
+	byKey := map[string]*pipebench.Series{}
+	var keys []string
+	for _, p := range probes {
+		if p.Result == nil {
+			continue
+		}
+		for _, s := range p.Result.Series {
+			k := s.Key()
+			have, ok := byKey[k]
+			if !ok {
+				cp := s
+				cp.Points = nil
+				have = &cp
+				byKey[k] = have
+				keys = append(keys, k)
+			}
+			have.Points = append(have.Points, s.Points...)
+		}
+	}
+	out := make([]pipebench.Series, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, *byKey[k])
 	}
 	return out
 }
