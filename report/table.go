@@ -186,6 +186,7 @@ func specs(item string) []spec {
 		{"limit", "burst absorbed", kpi("burst_tolerance"), "burst_tolerance"},
 		{"limit", "± uncertainty (burst)", kpi("burst_tolerance.uncertainty"), "burst_tolerance.uncertainty"},
 		{"limit", "first burst not absorbed", kpi("first_unabsorbed_burst"), "first_unabsorbed_burst"},
+		{"limit", "probes", kpi("probes"), "probes"},
 		{"blast", "time to complete", kpi("time_to_complete"), "time_to_complete"},
 		{"blast", "peak backlog", kpi("peak_backlog"), "peak_backlog"},
 		{"blast", "completion rate", kpi("completion_rate"), "completion_rate"},
