@@ -69,7 +69,7 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 	reasons = append(reasons, reached(total)...)
 	res.Thresholds = EvalThresholds(rec.Plan, res.Phases)
 	res.Detections = DetectAll(res)
-	res.Summary = Summary(res)
+	res.Summary = append(Summary(res), Capacity(res)...)
 
 	switch {
 	case rec.Aborted:

@@ -150,7 +150,7 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 	reasons = append(reasons, reached(totalSends)...)
 	res.Thresholds = EvalThresholds(plan, res.Phases)
 	res.Detections = DetectAll(res)
-	res.Summary = Summary(res)
+	res.Summary = append(Summary(res), Capacity(res)...)
 
 	m := first.Manifest
 	m.RunID = first.Manifest.RunID + "-merged"
