@@ -22,7 +22,9 @@ const (
 	StatusFailed    Status = "failed"  // ran, a threshold failed (exit 99)
 	StatusInvalid   Status = "invalid" // the generator could not hold the plan, or nothing reached the target (exit 98)
 	StatusAborted   Status = "aborted" // stopped by a signal; partial result
-	StatusError     Status = "error"   // pipebench itself failed (exit 1)
+	// StatusRunning marks a checkpoint: the Result of a run still going.
+	StatusRunning Status = "running"
+	StatusError   Status = "error" // pipebench itself failed (exit 1)
 )
 
 // Result is the canonical record of one run. Every report is rendered from

@@ -26,6 +26,9 @@ type RunRecord struct {
 	// Messages are the first distinct failure messages by class.
 	Messages map[string][]string
 	Aborted  bool
+	// Partial marks a checkpoint of a run still going: its last phase is
+	// not judged, and its status is "running".
+	Partial bool
 	// ObserverErrors counts failed observations.
 	ObserverErrors uint64
 	// LoadEnded is when the last phase ended; ObservedUntil is the time of
@@ -50,8 +53,9 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 		}
 		res.Phases = append(res.Phases, pr)
 		total.merge(in.Sends)
-		// The phase a signal cut short is not judged on its shortfall.
-		if !rec.Aborted || i < len(rec.Phases)-1 {
+		// The phase a signal cut short (or a checkpoint caught running)
+		// is not judged on its shortfall.
+		if !(rec.Aborted || rec.Partial) || i < len(rec.Phases)-1 {
 			reasons = append(reasons, Validity(ph, &pr, in.Sends)...)
 		}
 	}
@@ -72,6 +76,9 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 	res.Summary = append(Summary(res), Capacity(res)...)
 
 	switch {
+	case rec.Partial:
+		m.Status = pipebench.StatusRunning
+		reasons = append([]string{fmt.Sprintf("checkpoint after %d of %d phases: the run was still going", len(rec.Phases), len(rec.Plan.Phases))}, reasons...)
 	case rec.Aborted:
 		m.Status = pipebench.StatusAborted
 		reasons = append([]string{fmt.Sprintf("stopped by a signal after %d of %d phases; the result is partial", len(rec.Phases), len(rec.Plan.Phases))}, reasons...)

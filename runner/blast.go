@@ -21,8 +21,7 @@ func (blast) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 	deadline, cancel := context.WithTimeout(ctx, ph.Duration.D())
 	defer cancel()
 	var next atomic.Uint64
-	base := r.nextSeq
-	r.nextSeq += sends * uint64(count)
+	base := r.nextSeq.Add(sends*uint64(count)) - sends*uint64(count)
 	var bw sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		bw.Add(1)

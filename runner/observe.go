@@ -17,6 +17,11 @@ func (r *run) observeLoop(ctx context.Context) {
 	defer t.Stop()
 	// A first observation now, so the first tick already has rates.
 	r.observeOnce(ctx, time.Now())
+	every := r.p.CheckpointEvery
+	if every <= 0 {
+		every = time.Minute
+	}
+	lastCheckpoint := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -24,6 +29,10 @@ func (r *run) observeLoop(ctx context.Context) {
 		case now := <-t.C:
 			r.observeOnce(ctx, now)
 			r.emitProgress(now)
+			if r.p.Checkpoint != nil && now.Sub(lastCheckpoint) >= every-every/10 && r.phaseIdx.Load() >= 0 {
+				lastCheckpoint = now
+				r.p.Checkpoint(r.checkpoint())
+			}
 		}
 	}
 }
@@ -214,7 +223,7 @@ func (r *run) snapshot() *pipebench.Result {
 	res := &pipebench.Result{Manifest: pipebench.Manifest{
 		Tool: "pipebench", ToolVersion: r.p.ToolVersion,
 		Scenario: r.plan.Scenario, Version: r.plan.Version, Case: r.plan.Case, Item: r.itemName(),
-		Started: r.loadStart.UTC(), Ended: time.Now().UTC(), Status: "running",
+		Started: r.loadStart.UTC(), Ended: time.Now().UTC(), Status: pipebench.StatusRunning,
 	}}
 	last := int(r.phaseIdx.Load()) // phaseT0[0..last] are written before phaseIdx
 	for i := 0; i <= last && i < len(r.plan.Phases); i++ {

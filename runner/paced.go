@@ -22,8 +22,7 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 		maxInFlight = 10000
 	}
 	schedule.Run(ctx, r.pacers[i], r.phaseT0[i], func(n uint64, at time.Time) bool {
-		seq := r.nextSeq
-		r.nextSeq += uint64(count)
+		seq := r.nextSeq.Add(uint64(count)) - uint64(count)
 		if live.InFlight.Load() >= maxInFlight {
 			r.rec.Dropped(i, count)
 			return true

@@ -55,23 +55,38 @@ func (r *run) itemName() string {
 
 // result hands everything recorded to kpi.Assemble.
 func (r *run) result(started, loadEnded, lastObs time.Time, aborted bool) *pipebench.Result {
+	return r.assemble(started, loadEnded, lastObs, aborted, false)
+}
+
+// checkpoint is the run so far as a partial Result, status "running".
+func (r *run) checkpoint() *pipebench.Result {
+	now := time.Now()
+	return r.assemble(r.started, now, now, false, true)
+}
+
+func (r *run) assemble(started, loadEnded, lastObs time.Time, aborted, partial bool) *pipebench.Result {
+	r.phaseMu.Lock()
+	phaseT0 := append([]time.Time(nil), r.phaseT0...)
+	phaseEnd := append([]time.Time(nil), r.phaseEnd...)
+	faultedAt := append([]uint64(nil), r.faultedAt...)
+	r.phaseMu.Unlock()
 	rec := kpi.RunRecord{
-		Plan: r.plan.Redacted(), Messages: r.rec.Messages(), Aborted: aborted,
+		Plan: r.plan.Redacted(), Messages: r.rec.Messages(), Aborted: aborted, Partial: partial,
 		ObserverErrors: r.obsErrors.Load(), LoadEnded: loadEnded, ObservedUntil: lastObs,
 	}
 	r.seriesMu.Lock()
 	rec.Series = r.series.list()
 	r.seriesMu.Unlock()
 	for i, ph := range r.plan.Phases {
-		if r.phaseT0[i].IsZero() {
+		if phaseT0[i].IsZero() {
 			break
 		}
-		end := r.phaseEnd[i]
+		end := phaseEnd[i]
 		if end.IsZero() {
 			end = time.Now()
 		}
 		in := kpi.PhaseInput{
-			Name: ph.Name, Started: r.phaseT0[i].UTC(), Ended: end.UTC(),
+			Name: ph.Name, Started: phaseT0[i].UTC(), Ended: end.UTC(),
 			TargetRate: ph.PlannedRate(),
 			Sends:      r.rec.Stats(i),
 		}
@@ -84,21 +99,21 @@ func (r *run) result(started, loadEnded, lastObs time.Time, aborted bool) *pipeb
 			in.Sends.Abandoned = started - recorded
 		}
 		if r.c.sink != nil {
-			hi := r.nextSeq
-			if i+1 < len(r.plan.Phases) && !r.phaseT0[i+1].IsZero() {
+			hi := r.nextSeq.Load()
+			if i+1 < len(r.plan.Phases) && !phaseT0[i+1].IsZero() {
 				hi = r.arr.PhaseStart(i + 1)
 			}
 			a := r.arr.Stats(i, hi)
 			in.Arrivals = &a
-			in.Faulted = r.faultedAt[i]
+			in.Faulted = faultedAt[i]
 			if i > 0 {
-				in.Faulted -= r.faultedAt[i-1]
+				in.Faulted -= faultedAt[i-1]
 			}
 		}
 		rec.Phases = append(rec.Phases, in)
 	}
 	if r.c.sink != nil && len(rec.Phases) > 0 {
-		a := r.arr.RunStats(len(rec.Phases), r.plan.FirstSeq(), r.nextSeq)
+		a := r.arr.RunStats(len(rec.Phases), r.plan.FirstSeq(), r.nextSeq.Load())
 		rec.Arrivals = &a
 		rec.Faulted, _ = r.arr.Totals()
 		last := rec.Phases[len(rec.Phases)-1].Ended

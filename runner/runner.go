@@ -39,6 +39,12 @@ type Params struct {
 	// AbortGrace bounds how long in-flight sends and the drain may take
 	// once the run was stopped by a signal (default 5s).
 	AbortGrace time.Duration
+	// Checkpoint, if set, is handed a partial Result (status "running")
+	// every CheckpointEvery while the run goes on, from the observation
+	// goroutine, so a soak killed by the machine loses at most one
+	// interval. CheckpointEvery defaults to a minute.
+	Checkpoint      func(*pipebench.Result)
+	CheckpointEvery time.Duration
 	// Cut, when done, abandons in-flight sends and the drain at once (a
 	// second Ctrl-C); the partial Result is still returned. nil: never.
 	Cut context.Context
@@ -133,7 +139,9 @@ type run struct {
 	series   *seriesSet
 	seriesMu sync.Mutex
 
-	nextSeq   uint64
+	phaseMu   sync.Mutex // guards phaseT0, phaseEnd and faultedAt for checkpoints
+	started   time.Time
+	nextSeq   atomic.Uint64 // the next sequence number; written by the executor, read by checkpoints
 	phaseIdx  atomic.Int32 // current phase, -1 before, len(phases) while draining
 	phaseT0   []time.Time
 	phaseEnd  []time.Time
@@ -149,6 +157,7 @@ type run struct {
 
 func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {
 	started := time.Now()
+	r.started = started
 	n := len(r.plan.Phases)
 	r.rec = kpi.NewRecorder(n)
 	r.series = newSeriesSet()
@@ -353,7 +362,7 @@ func (r *run) load(ctx context.Context) (aborted bool) {
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSends()
 	var wg sync.WaitGroup
-	r.nextSeq = r.plan.FirstSeq()
+	r.nextSeq.Store(r.plan.FirstSeq())
 	if !r.plan.StartAt.IsZero() {
 		sleepUntil(ctx, r.plan.StartAt) // shards start together
 	}
@@ -393,7 +402,10 @@ func (r *run) load(ctx context.Context) (aborted bool) {
 	// The last phase's final sends were still in flight when it ended; the
 	// faults the sink answered them with belong to it.
 	if last >= 0 {
-		r.faultedAt[last], _ = r.arr.Totals()
+		f, _ := r.arr.Totals()
+		r.phaseMu.Lock()
+		r.faultedAt[last] = f
+		r.phaseMu.Unlock()
 	}
 	return aborted
 }
@@ -402,18 +414,22 @@ func (r *run) startPhase(i int, ph pipebench.PlanPhase) {
 	if fs, ok := r.c.sink.(pipebench.FaultSetter); ok && r.c.sink != nil {
 		fs.SetFaults(ph.Faults, time.Now())
 	}
-	r.arr.StartPhase(i, r.nextSeq)
+	r.arr.StartPhase(i, r.nextSeq.Load())
 	r.arr.SetRunning(i)
+	r.phaseMu.Lock()
 	r.phaseT0[i] = time.Now()
+	r.phaseMu.Unlock()
 	r.phaseIdx.Store(int32(i))
 	r.log.Info("phase started", "phase", ph.Name, "duration", ph.Duration, "items", ph.Items)
 	r.emitProgress(r.phaseT0[i])
 }
 
 func (r *run) endPhase(i int) {
-	r.phaseEnd[i] = time.Now()
 	f, _ := r.arr.Totals()
+	r.phaseMu.Lock()
+	r.phaseEnd[i] = time.Now()
 	r.faultedAt[i] = f
+	r.phaseMu.Unlock()
 	r.emitProgress(time.Now())
 }
 

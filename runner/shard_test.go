@@ -96,3 +96,48 @@ thresholds: ["errors == 0"]
 		t.Error("a shard of another plan merged")
 	}
 }
+
+// Checkpoints while the run goes on: partial Results, status running, that
+// only grow, taken from another goroutine than the sends (run with -race).
+func TestCheckpoints(t *testing.T) {
+	reg := registry(t)
+	_, plan := parse(t, reg, `
+name: checkpoints
+target: {driver: http}
+sink: {type: http}
+interval: 100ms
+phases:
+  - {name: a, duration: 1s, rate: 300/s}
+  - {name: b, duration: 1s, rate: 300/s}
+`)
+	var mu sync.Mutex
+	var sents []float64
+	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg, CheckpointEvery: 200 * time.Millisecond,
+		Checkpoint: func(r *pipebench.Result) {
+			if r.Manifest.Status != pipebench.StatusRunning {
+				t.Errorf("checkpoint status %s", r.Manifest.Status)
+			}
+			if r.Total != nil {
+				v, _ := r.Total.Get("sent")
+				mu.Lock()
+				sents = append(sents, v)
+				mu.Unlock()
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sents) < 3 {
+		t.Fatalf("%d checkpoints in 2 s at 200 ms", len(sents))
+	}
+	for i := 1; i < len(sents); i++ {
+		if sents[i] < sents[i-1] {
+			t.Errorf("checkpoints went back: %v", sents)
+		}
+	}
+	if final, _ := res.Total.Get("sent"); final != 600 || sents[len(sents)-1] > final {
+		t.Errorf("final sent %v, checkpoints %v", final, sents)
+	}
+}

@@ -76,6 +76,7 @@ func TestBadInputsExitWithUsageCode(t *testing.T) {
 		{[]string{"run", "builtin:quickstart", "--shard", "5/4"}, "--shard \"5/4\" is not I/N"},
 		{[]string{"run", "builtin:quickstart", "--start-at", "yesterday"}, "--start-at \"yesterday\" is not a moment"},
 		{[]string{"merge", filepath.Join(dir, "missing.json")}, "missing.json"},
+		{[]string{"run", "builtin:quickstart", "--checkpoint", "1m"}, "--checkpoint needs --out"},
 		{[]string{"run", "builtin:quickstart", "--duration", "1ms"}, "too short"},
 	}
 	for _, c := range cases {

@@ -30,6 +30,7 @@ type runFlags struct {
 	durationSet bool
 	shard       string
 	startAt     string
+	checkpoint  time.Duration
 	sutVersion  string
 	quiet       bool
 	store       string
@@ -74,6 +75,7 @@ func (a *app) runCommand() *cobra.Command {
 	fl.BoolVar(&f.list, "list", false, "list the built-in scenarios")
 	storeFlag(cmd, &f.store)
 	fl.BoolVar(&f.noStore, "no-store", false, "do not save the run in the results history")
+	fl.DurationVar(&f.checkpoint, "checkpoint", 0, "with --out, write the Result so far to the --out file this often while the run goes on (status running), so a soak killed by the machine loses at most this much; 0: off")
 	fl.StringVar(&f.shard, "shard", "", "run slice I of N of the plan (rate/N, its own sequence range), like 2/4; merge the shards' results with pipebench merge")
 	fl.StringVar(&f.startAt, "start-at", "", "start the load at this moment, shared by every shard: RFC 3339 (2026-11-24T10:00:00Z) or +DURATION from now")
 	fl.StringVar(&f.dashboard, "dashboard", "", "serve a live page of the run's charts at this address (--dashboard alone: 127.0.0.1, a free port)")
@@ -146,6 +148,9 @@ func (a *app) run(ref string, f runFlags) error {
 	params := runner.Params{
 		Plan: plan, Registry: a.reg, Logger: logger,
 		ToolVersion: version, Args: pipebench.RedactArgs(os.Args), Cut: a.cut,
+	}
+	if err := a.checkpointTo(&params, f.out, f.checkpoint); err != nil {
+		return err
 	}
 	var dash *dashboard.Server
 	if f.dashboard != "" {

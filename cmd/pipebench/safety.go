@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/store"
 )
 
@@ -201,4 +202,26 @@ func (r redacting) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// checkpointTo makes the runner write the Result so far to out every
+// interval (--checkpoint), atomically, credentials removed; the final
+// Result replaces it at the end.
+func (a *app) checkpointTo(p *runner.Params, out string, every time.Duration) error {
+	switch {
+	case every == 0:
+		return nil
+	case every < 0:
+		return pipebench.UsageError(fmt.Sprintf("--checkpoint %s is negative", every), "write it like 5m", nil)
+	case out == "":
+		return pipebench.UsageError("--checkpoint needs --out", "the checkpoints are written to the --out file", nil)
+	}
+	p.CheckpointEvery = every
+	p.Checkpoint = func(res *pipebench.Result) {
+		scrubResult(res)
+		if err := writeResult(out, res); err != nil {
+			fmt.Fprintf(a.stderr, "pipebench: checkpoint: %v\n", pipebench.RedactText(err.Error()))
+		}
+	}
+	return nil
 }

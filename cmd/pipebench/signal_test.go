@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/store"
 	"github.com/pipebench/pipebench/store/storetest"
 )
@@ -234,5 +235,49 @@ func TestPostgresPasswordNeverWritten(t *testing.T) {
 	}
 	if args := strings.Join(saved.Manifest.Args, " "); !strings.Contains(args, "--store=postgres://"+u.User.Username()+":xxxxx@") {
 		t.Errorf("manifest args %q", args)
+	}
+}
+
+// A soak killed outright (SIGKILL, no chance to write anything) leaves its
+// last checkpoint: a readable Result, status running, complete up to its
+// time.
+func TestCheckpointSurvivesSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	scen := writeScenario(t, dir, `
+name: soak
+target: {driver: http}
+sink: {type: http}
+phases:
+  - {name: soak, duration: 10m, rate: 200/s}
+`)
+	out := filepath.Join(dir, "result.json")
+	cmd, _, stderr, done := startChild(t, "run", scen, "--out", out, "--checkpoint", "1s", "--no-store")
+	var res pipebench.Result
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		data, err := os.ReadFile(out)
+		if err != nil || json.Unmarshal(data, &res) != nil || len(res.Phases) == 0 {
+			return false
+		}
+		sent, _ := res.Phases[0].Get("sent")
+		return sent >= 400 // at least two seconds in
+	}, "no checkpoint with two seconds of load; stderr:\n%s", stderr.String())
+	cmd.Process.Kill()
+	<-done
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = pipebench.Result{}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatalf("the last checkpoint is not a readable Result: %v", err)
+	}
+	if res.Manifest.Status != pipebench.StatusRunning || res.Total == nil {
+		t.Fatalf("status %s, total %v", res.Manifest.Status, res.Total)
+	}
+	sent, _ := res.Total.Get("sent")
+	delivered, _ := res.Total.Get("delivered")
+	secs := res.Phases[0].Ended.Sub(res.Phases[0].Started).Seconds()
+	if sent < 400 || delivered < sent*0.9 || sent > 200*secs+200 {
+		t.Errorf("checkpoint: sent %v, delivered %v over %.1f s", sent, delivered, secs)
 	}
 }
