@@ -142,7 +142,7 @@ type run struct {
 	phaseMu   sync.Mutex // guards phaseT0, phaseEnd and faultedAt for checkpoints
 	started   time.Time
 	nextSeq   atomic.Uint64 // the next sequence number; written by the executor, read by checkpoints
-	phaseIdx  atomic.Int32 // current phase, -1 before, len(phases) while draining
+	phaseIdx  atomic.Int32  // current phase, -1 before, len(phases) while draining
 	phaseT0   []time.Time
 	phaseEnd  []time.Time
 	faultedAt []uint64
