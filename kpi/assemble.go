@@ -401,7 +401,7 @@ func sortedKeys(m map[string]uint64) []string {
 // F3). Where both see a stream filling up, the general storage_fill and
 // storage_full findings are kept and the event-bus duplicates dropped.
 func DetectAll(res *pipebench.Result) []pipebench.Detection {
-	out := Detect(res, DetectOptions{})
+	out := append(Detect(res, DetectOptions{}), Drift(res)...)
 	storage := false
 	for _, d := range out {
 		storage = storage || d.Detector == "storage_fill" || d.Detector == "storage_full"

@@ -67,3 +67,72 @@ func Capacity(res *pipebench.Result) []string {
 	}
 	return out
 }
+
+// minDriftSpan is the shortest run Drift judges: over less, the first and
+// last fifths are too short to compare.
+const minDriftSpan = time.Minute
+
+// Drift compares the throughput of the first fifth of a run's load with
+// the last fifth, each as a share of the target rate (so planned ramps are
+// not taken for drift): the throughput_drift KPI on the total row is the
+// last share over the first (1 = no drift). Throughput is delivered_rate
+// with a sink, else accepted_rate. Below 0.9 it is also a throughput_drop
+// detection, as the eventing reference saw throughput fall after hours.
+func Drift(res *pipebench.Result) []pipebench.Detection {
+	if res.Total == nil || len(res.Phases) == 0 {
+		return nil
+	}
+	from, to := res.Phases[0].Started, res.Phases[len(res.Phases)-1].Ended
+	span := to.Sub(from)
+	if span < minDriftSpan {
+		return nil
+	}
+	rate := "accepted_rate"
+	if _, ok := res.Total.Get("delivered"); ok {
+		rate = "delivered_rate"
+	}
+	share := func(a, b time.Time) (float64, bool) {
+		got, target := meanIn(res.Series, rate, a, b), meanIn(res.Series, "target_rate", a, b)
+		if target <= 0 || got < 0 {
+			return 0, false
+		}
+		return got / target, true
+	}
+	fifth := span / 5
+	first, ok1 := share(from, from.Add(fifth))
+	last, ok2 := share(to.Add(-fifth), to)
+	if !ok1 || !ok2 || first <= 0 {
+		return nil
+	}
+	drift := last / first
+	res.Total.Set(pipebench.KPI{Name: "throughput_drift", Value: drift, Unit: pipebench.UnitRatio})
+	if drift >= 0.9 {
+		return nil
+	}
+	return []pipebench.Detection{{
+		Detector: "throughput_drop", Series: rate, Began: to.Add(-fifth), Value: drift,
+		Message: fmt.Sprintf("throughput fell from %.0f%% of the target in the first %s to %.0f%% in the last %s",
+			100*first, pipebench.FormatDuration(fifth.Round(time.Second)), 100*last, pipebench.FormatDuration(fifth.Round(time.Second))),
+	}}
+}
+
+// meanIn is the mean of the series called name over [a, b], -1 when it
+// has no point there.
+func meanIn(series []pipebench.Series, name string, a, b time.Time) float64 {
+	sum, n := 0.0, 0
+	for _, s := range series {
+		if s.Name != name || len(s.Labels) != 0 {
+			continue
+		}
+		for _, p := range s.Points {
+			if !p.T.Before(a) && !p.T.After(b) {
+				sum += p.V
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return -1
+	}
+	return sum / float64(n)
+}

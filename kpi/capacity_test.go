@@ -3,6 +3,7 @@ package kpi
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pipebench/pipebench"
 )
@@ -41,5 +42,45 @@ func TestCapacity(t *testing.T) {
 		if !strings.Contains(words, want) {
 			t.Errorf("summary lacks %q:\n%s", want, words)
 		}
+	}
+}
+
+// A 10-minute soak at a constant 1,000/s whose delivery falls from 1,000/s
+// to 600/s in its last hours: a throughput_drop detection and a drift of
+// 0.6; steady delivery gives a drift of 1 and no detection.
+func TestDrift(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	run := func(late float64) *pipebench.Result {
+		tgt := pipebench.Series{Name: "target_rate"}
+		del := pipebench.Series{Name: "delivered_rate"}
+		for s := 0; s <= 600; s++ {
+			at := t0.Add(time.Duration(s) * time.Second)
+			v := 1000.0
+			if s > 400 {
+				v = late
+			}
+			tgt.Points = append(tgt.Points, pipebench.TimeValue{T: at, V: 1000})
+			del.Points = append(del.Points, pipebench.TimeValue{T: at, V: v})
+		}
+		res := &pipebench.Result{Series: []pipebench.Series{tgt, del},
+			Phases: []pipebench.PhaseResult{{Name: "soak", Started: t0, Ended: t0.Add(10 * time.Minute)}},
+			Total:  &pipebench.PhaseResult{Name: "total"}}
+		res.Total.Set(pipebench.KPI{Name: "delivered", Value: 1})
+		return res
+	}
+	res := run(600)
+	ds := Drift(res)
+	if d, _ := res.Total.Get("throughput_drift"); d < 0.59 || d > 0.61 {
+		t.Errorf("drift %v, want 0.6", d)
+	}
+	if len(ds) != 1 || ds[0].Detector != "throughput_drop" || !strings.Contains(ds[0].Message, "from 100% of the target in the first 2m to 60% in the last 2m") {
+		t.Errorf("detections %+v", ds)
+	}
+	res = run(1000)
+	if ds := Drift(res); len(ds) != 0 {
+		t.Errorf("steady delivery detected as a drop: %+v", ds)
+	}
+	if d, _ := res.Total.Get("throughput_drift"); d != 1 {
+		t.Errorf("steady drift %v", d)
 	}
 }

@@ -182,6 +182,7 @@ func specs(item string) []spec {
 		{"capacity", "headroom", kpi("headroom"), "headroom"},
 		{"capacity", "capacity", kpi("capacity"), "capacity"},
 		{"capacity", "backlog drains in", kpi("drain_estimate"), "drain_estimate"},
+		{"capacity", "throughput last/first fifth", kpi("throughput_drift"), "throughput_drift"},
 		{"limit", "stable", yesNo("stable"), "stable"},
 		{"limit", "sustainable rate", kpi("sustainable_rate"), "sustainable_rate"},
 		{"limit", "± uncertainty", kpi("sustainable_rate.uncertainty"), "sustainable_rate.uncertainty"},
