@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -138,7 +140,7 @@ func (a *app) limit(ref string, f limitFlags) error {
 		return searchErr
 	}
 	m := pipebench.Manifest{
-		RunID: started.UTC().Format("20060102T150405Z") + "-limit", Tool: "pipebench", ToolVersion: version,
+		RunID: limitRunID(started), Tool: "pipebench", ToolVersion: version,
 		Scenario: plan.Scenario, File: plan.File, Version: plan.Version, Case: plan.Case + " (limit)",
 		Labels: plan.Labels, Target: plan.Target.Type, Started: started.UTC(), Ended: time.Now().UTC(),
 		Args: pipebench.RedactArgs(os.Args), Item: "item",
@@ -191,4 +193,11 @@ func printProbe(w io.Writer, pr limit.Probe, br limit.Bracket, burst bool) {
 		line += "  budget left " + pipebench.FormatDuration(br.Left.Round(time.Second))
 	}
 	fmt.Fprintln(w, line)
+}
+
+// limitRunID is a sortable, unique id for a limit search's Result.
+func limitRunID(t time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return t.UTC().Format("20060102T150405Z") + "-limit-" + hex.EncodeToString(b[:])
 }
