@@ -92,6 +92,8 @@ missing slice are refused.`,
 			if err != nil {
 				return pipebench.UsageError("cannot merge these shards", "give every shard Result of one plan, once each", err)
 			}
+			// One id per merge, so merging again saves another run.
+			merged.Manifest.RunID = strings.Replace(limitRunID(time.Now()), "-limit-", "-merged-", 1)
 			notKept := a.keep(merged, rep, keepOpts{out: out, format: format, store: store, noStore: noStore})
 			return &silentExit{code: a.finalCode(exitFor(merged), notKept)}
 		},
