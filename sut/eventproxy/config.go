@@ -22,6 +22,11 @@ type StreamConfig struct {
 	Discard string `yaml:"discard" json:"discard"`
 	// Storage is "file" (default, in the run's directory) or "memory".
 	Storage string `yaml:"storage" json:"storage"`
+	// Retention is "limits" (default: messages stay until a limit
+	// discards them) or "interest" (a message is removed once every
+	// consumer acknowledged it; published with no consumer, it is
+	// dropped at once).
+	Retention string `yaml:"retention" json:"retention"`
 }
 
 // Config configures the event publisher proxy and its embedded nats-server.
@@ -47,7 +52,7 @@ type Config struct {
 // EVENTS without limits discarding old messages, 1 MiB bodies, a 5 s publish
 // timeout.
 func DefaultConfig() *Config {
-	return &Config{Prefix: "events", Stream: StreamConfig{Name: "EVENTS", Discard: "old", Storage: "file"},
+	return &Config{Prefix: "events", Stream: StreamConfig{Name: "EVENTS", Discard: "old", Storage: "file", Retention: "limits"},
 		MaxBodyBytes: 1 << 20, PublishTimeout: pipebench.Duration(5 * time.Second),
 		StartTimeout: pipebench.Duration(30 * time.Second)}
 }
@@ -73,6 +78,9 @@ func (c *Config) Validate() error {
 	}
 	if s.Storage != "file" && s.Storage != "memory" {
 		errs = append(errs, fmt.Errorf("stream.storage: %q is not file or memory", s.Storage))
+	}
+	if s.Retention != "limits" && s.Retention != "interest" {
+		errs = append(errs, fmt.Errorf("stream.retention: %q is not limits or interest", s.Retention))
 	}
 	if c.MaxBodyBytes < 1 {
 		errs = append(errs, fmt.Errorf("max_body_bytes: must be at least 1"))

@@ -144,6 +144,9 @@ func (c *Config) StreamSpec() js.StreamConfig {
 	if c.Stream.Discard == "new" {
 		sc.Discard = js.DiscardNew
 	}
+	if c.Stream.Retention == "interest" {
+		sc.Retention = js.InterestPolicy
+	}
 	return sc
 }
 

@@ -319,12 +319,12 @@ func TestTellsOnlyANATSSink(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	c := Config{Prefix: "a.>", Stream: StreamConfig{Name: "a.b", MaxBytes: -1, MaxMsgs: -1, Discard: "both", Storage: "tape"}, MaxStore: -1}
+	c := Config{Prefix: "a.>", Stream: StreamConfig{Name: "a.b", MaxBytes: -1, MaxMsgs: -1, Discard: "both", Storage: "tape", Retention: "never"}, MaxStore: -1}
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
-	for _, key := range []string{"prefix:", "stream.name:", "stream.max_bytes:", "stream.max_msgs:", "stream.discard:", "stream.storage:", "max_body_bytes:", "publish_timeout:", "max_store:", "start_timeout:"} {
+	for _, key := range []string{"prefix:", "stream.name:", "stream.max_bytes:", "stream.max_msgs:", "stream.discard:", "stream.storage:", "stream.retention:", "max_body_bytes:", "publish_timeout:", "max_store:", "start_timeout:"} {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("no %s line in:\n%v", key, err)
 		}
