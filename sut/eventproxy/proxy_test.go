@@ -339,3 +339,41 @@ func TestSubject(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPublish posts binary-mode CloudEvents from 4×GOMAXPROCS goroutines through
+// the proxy into a memory stream; each answer waits for the JetStream ack.
+func BenchmarkPublish(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.Stream.Storage = "memory"
+	p := New(*cfg, pipebench.Env{Dir: b.TempDir()})
+	if err := p.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	body := strings.Repeat("x", 200)
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		seq := 0
+		for pb.Next() {
+			seq++
+			req, _ := http.NewRequest(http.MethodPost, p.Endpoint(), strings.NewReader(`{"d":"`+body+`"}`))
+			for k, v := range binaryCE(seq) {
+				req.Header.Set(k, v)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				b.Errorf("HTTP %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
