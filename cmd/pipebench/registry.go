@@ -30,6 +30,7 @@ import (
 	natssink "github.com/pipebench/pipebench/sink/nats"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
 	promrwsink "github.com/pipebench/pipebench/sink/promrw"
+	"github.com/pipebench/pipebench/sut/eventproxy"
 	"github.com/pipebench/pipebench/sut/healthevents"
 	"github.com/pipebench/pipebench/sut/jetstream"
 	"github.com/pipebench/pipebench/sut/otelcol"
@@ -67,6 +68,7 @@ func newRegistry() (*pipebench.Registry, error) {
 		reg.SUTs.Register(relay.Factory()),
 		reg.SUTs.Register(otelcol.Factory()),
 		reg.SUTs.Register(jetstream.Factory()),
+		reg.SUTs.Register(eventproxy.Factory()),
 		reg.SUTs.Register(healthevents.Factory()),
 		reg.SUTs.Register(promagent.Factory()),
 

@@ -284,8 +284,9 @@ func (d *Driver) sendStd(ctx context.Context, b *pipebench.Batch) pipebench.Outc
 	return classifyStatus(resp.StatusCode)
 }
 
-// classifyStatus maps an HTTP status to an outcome class: 2xx ok; 429 and
-// 503 refused (backpressure); 408 and 504 timeout; anything else error.
+// classifyStatus maps an HTTP status to an outcome class: 2xx ok; 429, 503
+// and 507 (insufficient storage: an event proxy's stream is full) refused
+// (backpressure); 408 and 504 timeout; anything else error.
 // The target answered, so none is unreached.
 func classifyStatus(code int) pipebench.Outcome {
 	o := pipebench.Outcome{Code: code}
@@ -293,7 +294,7 @@ func classifyStatus(code int) pipebench.Outcome {
 	case code >= 200 && code < 300:
 		o.Class = pipebench.ClassOK
 		return o
-	case code == 429 || code == 503:
+	case code == 429 || code == 503 || code == 507:
 		o.Class = pipebench.ClassRefused
 	case code == 408 || code == 504:
 		o.Class = pipebench.ClassTimeout

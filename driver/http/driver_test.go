@@ -219,3 +219,14 @@ func quietTLSServer() *httptest.Server {
 	srv.StartTLS()
 	return srv
 }
+
+// Backpressure statuses are refusals, each told apart by its code: 507 is
+// an event proxy whose stream is full, 503 one whose broker is gone.
+func TestBackpressureStatusesAreRefused(t *testing.T) {
+	for _, code := range []int{429, 503, 507} {
+		o := classifyStatus(code)
+		if o.Class != pipebench.ClassRefused || o.Unreached || o.Detail != strconv.Itoa(code) {
+			t.Errorf("HTTP %d: %+v", code, o)
+		}
+	}
+}

@@ -50,7 +50,7 @@ type Config struct {
 	// under test, labelled instance=NAME.
 	URL     string             `yaml:"url" json:"url,omitempty"`
 	Timeout pipebench.Duration `yaml:"timeout" json:"timeout"`
-	// Preset adds built-in mappings: "otelcol", "relay" or "healthevents".
+	// Preset adds built-in mappings: "otelcol", "relay", "eventproxy" or "healthevents".
 	Preset  string    `yaml:"preset" json:"preset,omitempty"`
 	Metrics []Mapping `yaml:"metrics" json:"metrics,omitempty"`
 }
@@ -66,6 +66,13 @@ var Presets = map[string][]Mapping{
 		{KPI: "exporter_failed", Metric: "relay_exporter_send_failed_items", Kind: "counter"},
 		{KPI: "exporter_dropped", Metric: "relay_exporter_dropped_items", Kind: "counter"},
 		{KPI: "exporter_queue_size", Metric: "relay_exporter_queue_size", Kind: "gauge"},
+	},
+	"eventproxy": {
+		{KPI: "receiver_accepted", Metric: "eventproxy_events_accepted_total", Kind: "counter"},
+		{KPI: "receiver_refused", Metric: "eventproxy_events_refused_total", Kind: "counter"},
+		{KPI: "exporter_sent", Metric: "eventproxy_events_published_total", Kind: "counter"},
+		{KPI: "exporter_queue_size", Metric: "eventproxy_publish_in_flight", Kind: "gauge"},
+		{KPI: "publish_latency_seconds", Metric: "eventproxy_publish_duration_seconds", Kind: "histogram", Quantiles: []float64{0.5, 0.99}},
 	},
 	"healthevents": {
 		{KPI: "events_received", Metric: "healthevents_events_received_total", Kind: "counter"},

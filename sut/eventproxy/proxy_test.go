@@ -1,0 +1,379 @@
+package eventproxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	js "github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
+)
+
+func start(t *testing.T, cfg *Config, target string) *Proxy {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := New(*cfg, pipebench.Env{Dir: t.TempDir(), Target: target})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(context.Background()) })
+	return p
+}
+
+// post sends one request and returns its status.
+func post(t *testing.T, url, ct string, hdr map[string]string, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// scrape returns the proxy's metrics by name (summed over labels) and the
+// refused counter by reason.
+func scrape(t *testing.T, p *Proxy) (map[string]float64, map[string]float64) {
+	t.Helper()
+	resp, err := http.Get(p.Instances()[0].MetricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, refused := map[string]float64{}, map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.Metric {
+			switch {
+			case m.Counter != nil:
+				sum[name] += m.Counter.GetValue()
+				for _, l := range m.Label {
+					if l.GetName() == "reason" {
+						refused[l.GetValue()] += m.Counter.GetValue()
+					}
+				}
+			case m.Gauge != nil:
+				sum[name] += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				sum[name] += float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return sum, refused
+}
+
+func streamInfo(t *testing.T, p *Proxy) *js.StreamInfo {
+	t.Helper()
+	nc, err := nats.Connect(p.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	j, _ := js.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := j.Stream(ctx, p.cfg.Stream.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+func binaryCE(seq int) map[string]string {
+	s := strconv.Itoa(seq)
+	return map[string]string{"ce-specversion": "1.0", "ce-id": s, "ce-type": "com.example.order.created", "ce-source": "/test",
+		"ce-pbseq": s, "ce-pbsent": strconv.FormatInt(time.Now().UnixNano(), 10), "Pipebench-Count": "1"}
+}
+
+func structuredCE(seq int) string {
+	return fmt.Sprintf(`{"specversion":"1.0","id":"%d","type":"com.example.order.created","source":"/test","pbseq":"%d","pbsent":"%d","data":{"n":%d}}`,
+		seq, seq, time.Now().UnixNano(), seq)
+}
+
+// Every event of every content mode is published after its ack: what the
+// client got 2xx for, the proxy counted published, the stream holds, and a
+// durable consumer reads, with the headers the sink matches on.
+func TestCountsReconcile(t *testing.T) {
+	p := start(t, DefaultConfig(), "")
+	if !strings.HasPrefix(p.Endpoint(), "http://127.0.0.1:") {
+		t.Fatalf("endpoint %q", p.Endpoint())
+	}
+	ok, events, requests := 0, 0, 0
+	for i := 0; i < 60; i++ {
+		seq := i * 10
+		codes := []int{
+			post(t, p.Endpoint(), "application/json", binaryCE(seq), `{"n":1}`),
+			post(t, p.Endpoint(), "application/cloudevents+json", nil, structuredCE(seq+1)),
+			post(t, p.Endpoint(), "application/cloudevents-batch+json", map[string]string{"Pipebench-Count": "3"},
+				"["+structuredCE(seq+2)+","+structuredCE(seq+3)+","+structuredCE(seq+4)+"]"),
+			post(t, p.Endpoint(), "application/json", map[string]string{"Pipebench-Seq": strconv.Itoa(seq + 5), "Pipebench-Sent": "1", "Pipebench-Count": "1"}, `{"k":"v"}`),
+		}
+		for j, c := range codes {
+			if c != http.StatusNoContent {
+				t.Fatalf("request %d.%d: HTTP %d", i, j, c)
+			}
+			ok++
+		}
+		events += 6
+		requests += 4
+	}
+	m, refused := scrape(t, p)
+	if m[MetricAccepted] != float64(events) || m[MetricPublished] != float64(events) || m[MetricLatency] != float64(requests) || m[MetricInFlight] != 0 {
+		t.Errorf("metrics %v, want %d events accepted and published in %d publishes", m, events, requests)
+	}
+	for r, n := range refused {
+		if n != 0 {
+			t.Errorf("%v refused for %s", n, r)
+		}
+	}
+	if got := streamInfo(t, p).State.Msgs; got != uint64(requests) {
+		t.Errorf("stream holds %d messages, want %d", got, requests)
+	}
+
+	nc, err := nats.Connect(p.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	j, _ := js.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cons, err := j.CreateOrUpdateConsumer(ctx, "EVENTS", js.ConsumerConfig{Durable: "test", AckPolicy: js.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, binary := 0, 0
+	for got < requests {
+		batch, err := cons.Fetch(requests-got, js.FetchMaxWait(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			n++
+			if msg.Subject() != "events.com.example.order.created" && msg.Subject() != "events.event" {
+				t.Errorf("subject %q", msg.Subject())
+			}
+			if msg.Headers().Get("Ce-Pbseq") != "" {
+				binary++
+			}
+			msg.Ack()
+		}
+		if n == 0 {
+			break
+		}
+		got += n
+	}
+	if got != requests || binary != 60 {
+		t.Errorf("consumer read %d messages (%d binary with ce-pbseq), want %d (60)", got, binary, requests)
+	}
+}
+
+// A stream with discard new and a message limit refuses once full: 507,
+// counted as stream_full, and exactly the limit is published.
+func TestFullStreamAnswers507(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Stream.MaxMsgs, cfg.Stream.Discard, cfg.Stream.Storage = 50, "new", "memory"
+	p := start(t, cfg, "")
+	codes := map[int]int{}
+	for i := 0; i < 80; i++ {
+		codes[post(t, p.Endpoint(), "application/cloudevents+json", nil, structuredCE(i))]++
+	}
+	if codes[http.StatusNoContent] != 50 || codes[http.StatusInsufficientStorage] != 30 {
+		t.Fatalf("statuses %v, want 50×204 and 30×507", codes)
+	}
+	m, refused := scrape(t, p)
+	if m[MetricAccepted] != 80 || m[MetricPublished] != 50 || refused["stream_full"] != 30 {
+		t.Errorf("metrics %v refused %v", m, refused)
+	}
+	if got := streamInfo(t, p).State.Msgs; got != 50 {
+		t.Errorf("stream holds %d", got)
+	}
+}
+
+// With nats gone the proxy still answers, 503, counted as nats_unavailable.
+func TestNATSDownAnswers503(t *testing.T) {
+	p := start(t, DefaultConfig(), "")
+	if c := post(t, p.Endpoint(), "application/cloudevents+json", nil, structuredCE(1)); c != http.StatusNoContent {
+		t.Fatalf("HTTP %d before the outage", c)
+	}
+	p.StopNATS()
+	testutil.Eventually(t, 10*time.Second, func() bool { return !p.nc.IsConnected() }, "the publisher still looks connected")
+	for i := 0; i < 5; i++ {
+		if c := post(t, p.Endpoint(), "application/cloudevents+json", nil, structuredCE(2+i)); c != http.StatusServiceUnavailable {
+			t.Fatalf("HTTP %d with nats down, want 503", c)
+		}
+	}
+	if _, refused := scrape(t, p); refused["nats_unavailable"] != 5 {
+		t.Errorf("refused %v", refused)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxBodyBytes = 1000
+	p := start(t, cfg, "")
+	cases := []struct {
+		ct   string
+		hdr  map[string]string
+		body string
+		want int
+	}{
+		{"application/json", nil, `{not json`, 400},
+		{"application/json", map[string]string{"ce-specversion": "1.0", "ce-type": "x"}, `{}`, 400},
+		{"application/cloudevents+json", nil, `{"specversion":"1.0","id":"1"}`, 400},
+		{"application/cloudevents-batch+json", nil, `[]`, 400},
+		{"application/json", nil, `"` + strings.Repeat("x", 2000) + `"`, 413},
+	}
+	for i, c := range cases {
+		if got := post(t, p.Endpoint(), c.ct, c.hdr, c.body); got != c.want {
+			t.Errorf("case %d: HTTP %d, want %d", i, got, c.want)
+		}
+	}
+	_, refused := scrape(t, p)
+	if refused["bad_request"] != 4 || refused["too_large"] != 1 {
+		t.Errorf("refused %v", refused)
+	}
+	if got := streamInfo(t, p).State.Msgs; got != 0 {
+		t.Errorf("stream holds %d after only bad requests", got)
+	}
+}
+
+// The instance URL serves the proxy's metrics and the server's monitoring.
+func TestInstanceServesMetricsAndMonitoring(t *testing.T) {
+	p := start(t, DefaultConfig(), "")
+	in := p.Instances()
+	if len(in) != 1 || !strings.HasPrefix(in[0].MetricsURL, "http://127.0.0.1:") {
+		t.Fatalf("instances %+v", in)
+	}
+	resp, err := http.Get(in[0].MetricsURL + "/jsz?streams=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Streams int `json:"streams"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&j)
+	resp.Body.Close()
+	if err != nil || j.Streams != 1 {
+		t.Errorf("/jsz: %v, %d streams", err, j.Streams)
+	}
+	if m, _ := scrape(t, p); len(m) == 0 {
+		t.Error("no metrics")
+	}
+}
+
+// The SUT tells a waiting nats sink where to consume, and nothing else.
+func TestTellsOnlyANATSSink(t *testing.T) {
+	got := make(chan Attach, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var a Attach
+		json.NewDecoder(r.Body).Decode(&a)
+		got <- a
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	start(t, DefaultConfig(), srv.URL+"/events")
+	start(t, DefaultConfig(), srv.URL+attachPath)
+	select {
+	case a := <-got:
+		if !strings.HasPrefix(a.URL, "nats://127.0.0.1:") || a.Stream != "EVENTS" {
+			t.Errorf("attach %+v", a)
+		}
+	default:
+		t.Fatal("the nats sink was not told")
+	}
+	if len(got) != 0 {
+		t.Error("a target that is not a nats sink was posted to")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	c := Config{Prefix: "a.>", Stream: StreamConfig{Name: "a.b", MaxBytes: -1, MaxMsgs: -1, Discard: "both", Storage: "tape", Retention: "never"}, MaxStore: -1}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	for _, key := range []string{"prefix:", "stream.name:", "stream.max_bytes:", "stream.max_msgs:", "stream.discard:", "stream.storage:", "stream.retention:", "max_body_bytes:", "publish_timeout:", "max_store:", "start_timeout:"} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("no %s line in:\n%v", key, err)
+		}
+	}
+}
+
+func TestSubject(t *testing.T) {
+	p := New(*DefaultConfig(), pipebench.Env{})
+	for in, want := range map[string]string{"com.example.x": "events.com.example.x", "a b*c>": "events.a_b_c_", "..": "events._", "": "events.event"} {
+		if got := p.subject(in); got != want {
+			t.Errorf("subject(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// BenchmarkPublish posts binary-mode CloudEvents from 4×GOMAXPROCS goroutines through
+// the proxy into a memory stream; each answer waits for the JetStream ack.
+func BenchmarkPublish(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.Stream.Storage = "memory"
+	p := New(*cfg, pipebench.Env{Dir: b.TempDir()})
+	if err := p.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	body := strings.Repeat("x", 200)
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		seq := 0
+		for pb.Next() {
+			seq++
+			req, _ := http.NewRequest(http.MethodPost, p.Endpoint(), strings.NewReader(`{"d":"`+body+`"}`))
+			for k, v := range binaryCE(seq) {
+				req.Header.Set(k, v)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				b.Errorf("HTTP %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
