@@ -73,6 +73,11 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 		pts, err := o.obs.Observe(octx, now)
 		cancel()
 		if err != nil {
+			if ctx.Err() != nil {
+				// The run ended during this observation: the last one,
+				// taken after the drain, stands in for it.
+				continue
+			}
 			r.log.Warn("observer failed", "observer", o.name, "err", err)
 			r.countObserverError(o.name)
 			continue
