@@ -16,8 +16,8 @@ package suite
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"unicode/utf8"
