@@ -186,3 +186,35 @@ func TestBuiltinSuitesValidate(t *testing.T) {
 		t.Errorf("run --list shows suites:\n%s", stdout)
 	}
 }
+
+// The built-in kyma-traces suite end to end, each case scaled to 3 s
+// against the embedded collector: one row, the reference's four column
+// groups in its order. About a minute here.
+func TestBuiltinKymaTracesSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs four collector cases (about a minute)")
+	}
+	db := filepath.Join(t.TempDir(), "h.db")
+	stdout, stderr, code := cli(t, "suite", "run", "builtin:kyma-traces", "--duration", "3s", "-q", "--store", db)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	header := ""
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "| Version/Test |") {
+			header = l
+		}
+	}
+	want := []string{"Single Pipeline |", "Multi Pipeline |", "Single Pipeline Backpressure |", "Multi Pipeline Backpressure |"}
+	at := 0
+	for _, w := range want {
+		i := strings.Index(header[at:], w)
+		if i < 0 {
+			t.Fatalf("header lacks %q after column %d:\n%s", w, at, stdout)
+		}
+		at += i + len(w)
+	}
+	if strings.Count(stdout, "| otelcol-0.162.0 |") != 1 || !strings.Contains(stdout, "Receiver Accepted Spans/sec") {
+		t.Errorf("table:\n%s", stdout)
+	}
+}
