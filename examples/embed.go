@@ -8,14 +8,28 @@ import (
 	"strings"
 )
 
-// FS holds the example scenarios and the .proto files they use.
+// FS holds the example scenarios, the .proto files they use, and the
+// built-in suites under suites/.
 //
-//go:embed *.yaml *.proto
+//go:embed *.yaml *.proto suites/*.yaml
 var FS embed.FS
 
 // Names lists the built-in scenarios (file names without .yaml).
 func Names() []string {
 	entries, _ := fs.ReadDir(FS, ".")
+	var out []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// SuiteNames lists the built-in suites (file names in suites/ without
+// .yaml): `pipebench suite run builtin:NAME` runs suites/NAME.yaml.
+func SuiteNames() []string {
+	entries, _ := fs.ReadDir(FS, "suites")
 	var out []string
 	for _, e := range entries {
 		if name, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {

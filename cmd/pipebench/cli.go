@@ -106,7 +106,7 @@ Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where
 		Version:       version,
 	}
 	root.AddCommand(a.runCommand(), a.limitCommand(), a.mergeCommand(), a.validateCommand(), a.planCommand(), a.sinkCommand(), a.producersCommand(),
-		a.schemaCommand(), a.reportCommand())
+		a.schemaCommand(), a.reportCommand(), a.suiteCommand())
 	root.AddCommand(a.historyCommands()...)
 	return root
 }

@@ -90,12 +90,20 @@ func (a *app) historyCommands() []*cobra.Command {
 	}
 	storeFlag(show, &showRef)
 
-	var cmpRef, cmpScenario, baseline, candidate, format string
+	var cmpRef, cmpScenario, cmpSuite, baseline, candidate, format string
 	cmp := &cobra.Command{
 		Use:   "compare",
 		Short: "One row per version, a column group per test case; differences flagged only outside the noise",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmpSuite != "" {
+				// A suite is one table: versions × its cases.
+				all, err := a.selectSuite(cmpRef, cmpSuite, cmpScenario)
+				if err != nil {
+					return err
+				}
+				return a.compareOne(all, baseline, candidate)
+			}
 			all, err := a.loadAll(cmpRef, cmpScenario)
 			if err != nil {
 				return err
@@ -122,11 +130,12 @@ func (a *app) historyCommands() []*cobra.Command {
 	}
 	storeFlag(cmp, &cmpRef)
 	cmp.Flags().StringVar(&cmpScenario, "scenario", "", "only runs of this scenario")
+	cmp.Flags().StringVar(&cmpSuite, "suite", "", "only runs of this suite (its name, file or builtin:NAME), as one versions × cases table")
 	cmp.Flags().StringVar(&baseline, "baseline", "", "version to compare against (default: the second newest)")
 	cmp.Flags().StringVar(&candidate, "candidate", "", "version to judge (default: the newest)")
 	cmp.Flags().StringVar(&format, "format", "md", "table format (md)")
 
-	var gateRef, gateScenario, gateBase, gateCand string
+	var gateRef, gateScenario, gateSuite, gateBase, gateCand string
 	var tolerance float64
 	gate := &cobra.Command{
 		Use:   "gate --baseline VERSION",
@@ -136,7 +145,13 @@ func (a *app) historyCommands() []*cobra.Command {
 			if gateBase == "" {
 				return pipebench.UsageError("gate needs --baseline VERSION", "the version to hold the candidate to, e.g. --baseline 0.99.0", nil)
 			}
-			all, err := a.loadAll(gateRef, gateScenario)
+			var all []*pipebench.Result
+			var err error
+			if gateSuite != "" {
+				all, err = a.selectSuite(gateRef, gateSuite, gateScenario)
+			} else {
+				all, err = a.loadAll(gateRef, gateScenario)
+			}
 			if err != nil {
 				return err
 			}
@@ -165,6 +180,7 @@ func (a *app) historyCommands() []*cobra.Command {
 	}
 	storeFlag(gate, &gateRef)
 	gate.Flags().StringVar(&gateScenario, "scenario", "", "only runs of this scenario")
+	gate.Flags().StringVar(&gateSuite, "suite", "", "only runs of this suite (its name, file or builtin:NAME)")
 	gate.Flags().StringVar(&gateBase, "baseline", "", "version to hold the candidate to (required)")
 	gate.Flags().StringVar(&gateCand, "candidate", "", "version to judge (default: the newest)")
 	gate.Flags().Float64Var(&tolerance, "tolerance", 0.10, "relative change allowed before a regression fails the gate")

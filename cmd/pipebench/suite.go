@@ -1,0 +1,406 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/examples"
+	"github.com/pipebench/pipebench/report/markdown"
+	"github.com/pipebench/pipebench/runner"
+	"github.com/pipebench/pipebench/store"
+	"github.com/pipebench/pipebench/suite"
+)
+
+type suiteFlags struct {
+	sutVersion  string
+	duration    time.Duration
+	durationSet bool
+	store       string
+	noStore     bool
+	quiet       bool
+	verbose     bool
+}
+
+// suiteCommand is `pipebench suite`: run, list and validate suites.
+func (a *app) suiteCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "suite",
+		Short: "Run a suite of scenarios under one version label and print the versions × cases table",
+		Long: `A suite names scenarios that together make one table of a reference report: one row per
+version of the system under test, a column group per case. pipebench suite run runs them one
+after the other under one version label, saves each run in the history as pipebench run does,
+and prints the table of this version and every earlier version of the same suite.
+
+A suite file:
+
+  name: my-suite
+  version: 1.2.0                         # optional; --sut-version overrides it
+  scenarios:
+    - scenario: builtin:kyma-traces-single  # or a file, relative to the suite file
+      case: Single Pipeline                  # optional: the column group's title
+      duration: 2m                           # optional: scales the scenario as run --duration
+
+Compare or gate two versions of a suite with: pipebench compare --suite NAME, pipebench gate --suite NAME.`,
+	}
+	var f suiteFlags
+	run := &cobra.Command{
+		Use:   "run SUITE.yaml | builtin:NAME",
+		Short: "Run every scenario of a suite in turn and print the versions × cases table",
+		Example: `  pipebench suite run builtin:kyma-traces --sut-version otelcol-0.162.0
+  pipebench suite run builtin:kyma-traces --duration 1m     # every case 1 minute
+  pipebench suite run my-suite.yaml --store results.db`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.durationSet = cmd.Flags().Changed("duration")
+			return a.runSuite(args[0], f)
+		},
+	}
+	fl := run.Flags()
+	fl.StringVar(&f.sutVersion, "sut-version", "", "version label of every run (overrides the suite's and the scenarios' `version`)")
+	fl.DurationVar(&f.duration, "duration", 0, "scale every scenario to last this long (overrides the entries' duration)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress display")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
+	storeFlag(run, &f.store)
+	fl.BoolVar(&f.noStore, "no-store", false, "do not save the runs in the results history (the table then holds this run's version only)")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the built-in suites",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, n := range examples.SuiteNames() {
+				desc := ""
+				if s, err := a.loadSuite("builtin:" + n); err == nil {
+					desc = s.Description
+				}
+				fmt.Fprintf(a.stdout, "builtin:%-20s %s\n", n, firstLine(desc))
+			}
+			return nil
+		},
+	}
+	var vf suiteFlags
+	validate := &cobra.Command{
+		Use:   "validate SUITE.yaml | builtin:NAME",
+		Short: "Check a suite and every scenario it names without running anything",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			vf.durationSet = cmd.Flags().Changed("duration")
+			s, plans, err := a.planSuite(args[0], vf)
+			if err != nil {
+				return err
+			}
+			for _, p := range plans {
+				fmt.Fprintf(a.stdout, "%-32s %-36s %s %s\n", p.Case, p.Scenario, p.Version, pipebench.FormatDuration(p.Duration()))
+			}
+			fmt.Fprintf(a.stdout, "ok: suite %s, %d case(s)\n", s.Name, len(plans))
+			return nil
+		},
+	}
+	validate.Flags().StringVar(&vf.sutVersion, "sut-version", "", "version label, as for run")
+	validate.Flags().DurationVar(&vf.duration, "duration", 0, "scale every scenario, as for run")
+	cmd.AddCommand(run, list, validate)
+	return cmd
+}
+
+// loadSuite reads a suite from a file or builtin:NAME.
+func (a *app) loadSuite(ref string) (*suite.Suite, error) {
+	if name, ok := strings.CutPrefix(ref, "builtin:"); ok {
+		data, err := fs.ReadFile(examples.FS, "suites/"+name+".yaml")
+		if err != nil {
+			return nil, pipebench.UsageError(fmt.Sprintf("there is no built-in suite %q", name),
+				"list them with: pipebench suite list", nil)
+		}
+		return suite.Parse(ref, data)
+	}
+	data, err := os.ReadFile(ref)
+	if err != nil {
+		return nil, pipebench.UsageError(fmt.Sprintf("cannot read the suite %s", ref), "give a suite file or builtin:NAME (pipebench suite list)", err)
+	}
+	return suite.Parse(ref, data)
+}
+
+// planSuite loads a suite and compiles every scenario it names, so that a
+// mistake in the fourth is found before the first runs. Each plan carries
+// the suite's version (--sut-version first), its case and the suite label.
+func (a *app) planSuite(ref string, f suiteFlags) (*suite.Suite, []pipebench.Plan, error) {
+	s, err := a.loadSuite(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	version := f.sutVersion
+	if version == "" {
+		version = s.Version
+	}
+	var plans []pipebench.Plan
+	caseAt := map[string]int{}
+	for i, e := range s.Entries {
+		where := fmt.Sprintf("%s:%d: scenarios[%d]", s.File, e.Line, i)
+		sc, err := a.loadScenario(e.Scenario)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", where, err)
+		}
+		total, set := e.Duration.D(), e.Duration > 0
+		if f.durationSet {
+			total, set = f.duration, true
+		}
+		plan, err := compile(sc, total, set, version)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", where, err)
+		}
+		if e.Case != "" {
+			plan.Case = e.Case
+		}
+		if plan.Case == "" {
+			plan.Case = plan.Scenario
+		}
+		if prev, dup := caseAt[plan.Case]; dup {
+			return nil, nil, pipebench.UsageError(fmt.Sprintf("%s: case %q is also the case of scenarios[%d]", where, plan.Case, prev),
+				"give each entry its own case: label, so that each is its own column group", nil)
+		}
+		caseAt[plan.Case] = i
+		labels := map[string]string{}
+		for k, v := range plan.Labels {
+			labels[k] = v
+		}
+		labels[suite.LabelKey] = s.Name
+		plan.Labels = labels
+		plans = append(plans, plan)
+	}
+	return s, plans, nil
+}
+
+// runSuite runs a suite's plans in turn. Each finished run is saved at
+// once, so a suite stopped halfway (Ctrl-C) keeps the cases it finished; the
+// table at the end holds what the history has of the suite. The exit code
+// is the highest of the cases'.
+func (a *app) runSuite(ref string, f suiteFlags) error {
+	s, plans, err := a.planSuite(ref, f)
+	if err != nil {
+		return err
+	}
+	if !f.noStore {
+		if err := a.checkStore(f.store); err != nil {
+			return err
+		}
+	}
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(redacting{a.stderr}, &slog.HandlerOptions{Level: level}))
+	var total time.Duration
+	for _, p := range plans {
+		total += p.Duration()
+	}
+	fmt.Fprintf(a.stderr, "pipebench %s: suite %s, %d case(s), %s of load, version %q\n", version, s.Name, len(plans),
+		pipebench.FormatDuration(total), plans[0].Version)
+	var mine []*pipebench.Result
+	code := pipebench.ExitOK
+	for i, plan := range plans {
+		if a.ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(a.stderr, "\ncase %d/%d: %s (%s, %s)\n", i+1, len(plans), plan.Case, plan.Scenario, pipebench.FormatDuration(plan.Duration()))
+		var prog *progress
+		if !f.quiet {
+			prog = newProgress(a.stderr, plan)
+		}
+		params := runner.Params{
+			Plan: plan, Registry: a.reg, Logger: logger,
+			ToolVersion: version, Args: pipebench.RedactArgs(os.Args), Cut: a.cut,
+		}
+		params.Progress = func(p runner.Progress) {
+			if prog != nil {
+				prog.update(p)
+			}
+		}
+		res, runErr := runner.Run(a.ctx, params)
+		if prog != nil {
+			prog.done()
+		}
+		caseCode := pipebench.ExitCode(runErr)
+		if res != nil {
+			scrubResult(res)
+			notKept := false
+			if !f.noStore && !a.saveRun(f.store, res, "") {
+				notKept = true
+			}
+			caseCode = a.finalCode(exitFor(res), notKept)
+			if runErr != nil {
+				caseCode = a.finalCode(pipebench.ExitCode(runErr), notKept)
+			}
+			fmt.Fprintf(a.stderr, "case %d/%d: %s: %s\n", i+1, len(plans), plan.Case, res.Manifest.Status)
+			mine = append(mine, res)
+		}
+		if runErr != nil {
+			printError(a.stderr, fmt.Errorf("case %s: %w", plan.Case, runErr))
+		}
+		code = max(code, caseCode)
+	}
+	if done := len(finished(mine)); a.ctx.Err() != nil && done < len(plans) {
+		fmt.Fprintf(a.stderr, "\nsuite %s stopped: %d of %d case(s) finished and kept\n", s.Name, done, len(plans))
+		code = max(code, pipebench.ExitFailure)
+	}
+	table := mine
+	if !f.noStore {
+		var names []string
+		for _, p := range plans {
+			names = append(names, p.Scenario)
+		}
+		hist, err := a.suiteHistory(f.store, s.Name, names)
+		if err != nil {
+			printError(a.stderr, fmt.Errorf("read the suite's earlier runs: %w", err))
+		} else {
+			table = hist
+		}
+	}
+	if err := a.printSuiteTable(s.Name, plans, table); err != nil {
+		printError(a.stderr, err)
+		code = max(code, pipebench.ExitFailure)
+	}
+	return &silentExit{code: code}
+}
+
+// printSuiteTable prints the versions × cases table of a suite's runs:
+// column groups in the suite's case order, runs cut short left out.
+func (a *app) printSuiteTable(name string, plans []pipebench.Plan, runs []*pipebench.Result) error {
+	runs = suiteOrder(finished(runs), plans)
+	if len(runs) == 0 {
+		fmt.Fprintf(a.stdout, "suite %s: no finished case to show\n", name)
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "\n## %s\n\n", name)
+	return markdown.Render(a.stdout, markdown.Build(runs, markdown.Options{}))
+}
+
+// finished leaves out runs cut short by a signal: a partial case would
+// stand in the table as if it had run its whole course.
+func finished(runs []*pipebench.Result) []*pipebench.Result {
+	var out []*pipebench.Result
+	for _, r := range runs {
+		if r.Manifest.Status != pipebench.StatusAborted {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// suiteOrder sorts runs by their case's place in the suite (cases the
+// suite no longer has last), then by start: markdown.Build makes column
+// groups in the order it first meets them.
+func suiteOrder(runs []*pipebench.Result, plans []pipebench.Plan) []*pipebench.Result {
+	at := map[string]int{}
+	for i, p := range plans {
+		at[p.Case] = i
+	}
+	rank := func(r *pipebench.Result) int {
+		c := r.Manifest.Case
+		if c == "" {
+			c = r.Manifest.Scenario
+		}
+		if i, ok := at[c]; ok {
+			return i
+		}
+		return len(plans)
+	}
+	out := append([]*pipebench.Result(nil), runs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, rj := rank(out[i]), rank(out[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return out[i].Manifest.Started.Before(out[j].Manifest.Started)
+	})
+	return out
+}
+
+// suiteHistory reads the runs of a suite (those labelled suite=NAME),
+// oldest first, runs cut short left out. scenarios, when given, narrows the
+// reading to those scenarios' runs.
+func (a *app) suiteHistory(ref, name string, scenarios []string) ([]*pipebench.Result, error) {
+	if len(scenarios) == 0 {
+		scenarios = []string{""}
+	}
+	// Read even after Ctrl-C: the table of what was kept is still due.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), time.Minute)
+	defer cancel()
+	st, err := store.Open(ctx, ref)
+	if err != nil {
+		return nil, pipebench.UsageError("cannot open the results history", "check --store (a SQLite file path)", err)
+	}
+	defer st.Close()
+	seen := map[string]bool{}
+	var out []*pipebench.Result
+	for _, sc := range scenarios {
+		if seen[sc] {
+			continue
+		}
+		seen[sc] = true
+		runs, err := st.Runs(ctx, pipebench.RunFilter{Scenario: sc})
+		if err != nil {
+			return nil, err
+		}
+		for _, sum := range runs {
+			r, err := st.Run(ctx, sum.ID)
+			if err != nil {
+				return nil, err
+			}
+			if r.Manifest.Labels[suite.LabelKey] == name {
+				out = append(out, r)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Manifest.Started.Before(out[j].Manifest.Started) })
+	return finished(out), nil
+}
+
+// suiteName turns compare's and gate's --suite into the suite's name: a
+// suite file or builtin:NAME is read for its name; anything else is the
+// name itself.
+func (a *app) suiteName(ref string) (string, error) {
+	if strings.HasPrefix(ref, "builtin:") {
+		s, err := a.loadSuite(ref)
+		if err != nil {
+			return "", err
+		}
+		return s.Name, nil
+	}
+	if fi, err := os.Stat(ref); err == nil && !fi.IsDir() {
+		s, err := a.loadSuite(ref)
+		if err != nil {
+			return "", err
+		}
+		return s.Name, nil
+	}
+	return ref, nil
+}
+
+// selectSuite reads the runs compare and gate work on when --suite is
+// given: the suite's runs, of one scenario when scenario is not "".
+func (a *app) selectSuite(ref, suiteRef, scenario string) ([]*pipebench.Result, error) {
+	name, err := a.suiteName(suiteRef)
+	if err != nil {
+		return nil, err
+	}
+	var scenarios []string
+	if scenario != "" {
+		scenarios = []string{scenario}
+	}
+	runs, err := a.suiteHistory(ref, name, scenarios)
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) == 0 {
+		return nil, pipebench.UsageError(fmt.Sprintf("the history has no runs of suite %q", name), "run it first: pipebench suite run SUITE, or check --store", nil)
+	}
+	return runs, nil
+}

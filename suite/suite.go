@@ -1,0 +1,409 @@
+// Package suite reads suite files: a named list of scenarios run one after
+// the other under one version label, whose results line up as the reference
+// reports' tables (one row per version, a column group per case).
+//
+// A suite file:
+//
+//	name: kyma-traces
+//	description: the collector KPI limit test, traces
+//	version: otelcol-0.162.0        # optional; run --sut-version overrides it
+//	scenarios:
+//	  - scenario: builtin:kyma-traces-single   # a file (relative to the suite file) or builtin:NAME
+//	    case: Single Pipeline                  # optional; default: the scenario's case
+//	    duration: 2m                           # optional; scales the scenario as run --duration does
+package suite
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/pipebench/pipebench"
+)
+
+// MaxSize is the largest suite file accepted, in bytes.
+const MaxSize = 64 << 10
+
+// LabelKey is the Result label that names the suite a run belonged to;
+// compare --suite and gate --suite select runs by it.
+const LabelKey = "suite"
+
+// Suite is a decoded suite file.
+type Suite struct {
+	Name        string
+	Description string
+	// Version labels every run of the suite; "" keeps each scenario's own.
+	Version string
+	// File is where the suite came from ("builtin:NAME" for built-ins).
+	File    string
+	Entries []Entry
+}
+
+// Entry is one scenario of a suite.
+type Entry struct {
+	// Scenario is a file path or builtin:NAME. A relative path was made
+	// relative to the suite file's folder by Parse.
+	Scenario string
+	// Case labels the entry's column group; "" keeps the scenario's case.
+	Case string
+	// Duration, when not 0, scales the scenario to last this long.
+	Duration pipebench.Duration
+	// Line is where the entry starts in the suite file, for messages.
+	Line int
+}
+
+// Problem is one thing wrong in a suite file, with where it is.
+type Problem struct {
+	File   string
+	Line   int // 1-based; 0 when unknown
+	Column int
+	Path   string // scenarios[1].duration
+	Msg    string
+}
+
+// String prints the problem as file:line:col: path: message.
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", p.Line, p.Column)
+	}
+	b.WriteString(": ")
+	if p.Path != "" {
+		b.WriteString(p.Path + ": ")
+	}
+	b.WriteString(p.Msg)
+	return b.String()
+}
+
+// Errors are every problem found in one suite file, in file order. It
+// unwraps to a usage error (exit code 2).
+type Errors []Problem
+
+// Error prints a heading and one problem per line.
+func (e *Errors) Error() string {
+	var b strings.Builder
+	file := ""
+	if len(*e) > 0 {
+		file = (*e)[0].File
+	}
+	s := "s"
+	if len(*e) == 1 {
+		s = ""
+	}
+	fmt.Fprintf(&b, "suite %s is not valid (%d problem%s):", file, len(*e), s)
+	for _, p := range *e {
+		b.WriteString("\n  " + p.String())
+	}
+	return b.String()
+}
+
+// Unwrap returns the usage error that carries the exit code and a hint.
+func (e *Errors) Unwrap() error {
+	return &pipebench.Error{Code: pipebench.ExitUsage, Hint: "a suite has name, optional version and description, and scenarios: a list of {scenario, case, duration}; see examples/suites/"}
+}
+
+var (
+	topKeys   = []string{"name", "description", "version", "scenarios"}
+	entryKeys = []string{"scenario", "case", "duration"}
+)
+
+type decoder struct {
+	file string
+	errs Errors
+}
+
+func (d *decoder) add(n ast.Node, path, format string, args ...any) {
+	line, col := 0, 0
+	if n != nil && !reflect.ValueOf(n).IsNil() && n.GetToken() != nil {
+		line, col = n.GetToken().Position.Line, n.GetToken().Position.Column
+	}
+	d.errs = append(d.errs, Problem{File: d.file, Line: line, Column: col, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Parse decodes a suite file strictly: unknown or repeated keys, values of
+// the wrong kind, a missing name or scenario list, and bad durations are
+// reported with their line and column, all at once, as *Errors. file names
+// the source in messages; relative scenario paths are resolved against its
+// folder unless it starts with "builtin:".
+func Parse(file string, data []byte) (*Suite, error) {
+	d := &decoder{file: file}
+	s := d.decode(data)
+	if len(d.errs) > 0 {
+		sort.SliceStable(d.errs, func(i, j int) bool {
+			a, b := d.errs[i], d.errs[j]
+			if a.Line != b.Line {
+				return a.Line < b.Line
+			}
+			return a.Column < b.Column
+		})
+		errs := d.errs
+		return nil, &errs
+	}
+	return s, nil
+}
+
+func (d *decoder) decode(data []byte) *Suite {
+	if len(data) > MaxSize {
+		d.add(nil, "", "the file is %d bytes; a suite may be at most %d KiB: is it the right file?", len(data), MaxSize>>10)
+		return nil
+	}
+	if !utf8.Valid(data) || strings.ContainsRune(string(data), 0) {
+		d.add(nil, "", "the file is not UTF-8 text; a suite is a YAML file")
+		return nil
+	}
+	text := strings.TrimPrefix(string(data), "\uFEFF")
+	if strings.TrimSpace(text) == "" {
+		d.add(nil, "", "the file is empty: a suite needs at least name and scenarios")
+		return nil
+	}
+	f, err := parser.ParseBytes([]byte(text), 0)
+	if err != nil {
+		var ye yaml.Error
+		if errors.As(err, &ye) {
+			line, col := 0, 0
+			if tk := ye.GetToken(); tk != nil {
+				line, col = tk.Position.Line, tk.Position.Column
+			}
+			d.errs = append(d.errs, Problem{File: d.file, Line: line, Column: col, Msg: ye.GetMessage()})
+		} else {
+			d.add(nil, "", "%v", err)
+		}
+		return nil
+	}
+	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
+		d.add(nil, "", "the file holds no YAML document")
+		return nil
+	}
+	if len(f.Docs) > 1 {
+		d.add(f.Docs[1].Body, "", "the file holds %d YAML documents; a suite is one", len(f.Docs))
+	}
+	s := &Suite{File: d.file}
+	top, ok := d.fields(f.Docs[0].Body, "", topKeys)
+	if !ok {
+		return nil
+	}
+	var list ast.Node
+	for _, fl := range top {
+		switch fl.key {
+		case "name":
+			var ok bool
+			if s.Name, ok = d.scalar(fl.val, fl.key, "a string"); ok && strings.TrimSpace(s.Name) == "" {
+				d.add(fl.val, "name", "must not be empty")
+			}
+		case "description":
+			s.Description, _ = d.scalar(fl.val, fl.key, "a string")
+		case "version":
+			s.Version, _ = d.scalar(fl.val, fl.key, "a string")
+		case "scenarios":
+			list = fl.val
+			if list == nil {
+				list = fl.kn
+			}
+		}
+	}
+	// A missing key is reported at the top of the file.
+	if !d.has(top, "name") {
+		d.errs = append(d.errs, Problem{File: d.file, Line: 1, Column: 1, Path: "name", Msg: "missing: name the suite (its runs are found by it in the history)"})
+	}
+	if list == nil {
+		d.errs = append(d.errs, Problem{File: d.file, Line: 1, Column: 1, Path: "scenarios", Msg: "missing: list the scenarios to run, like - scenario: builtin:quickstart"})
+		return s
+	}
+	seq, ok := unwrap(list).(*ast.SequenceNode)
+	if !ok {
+		d.add(list, "scenarios", "expected a list of {scenario, case, duration}, got %s", kindOf(unwrap(list)))
+		return s
+	}
+	if len(seq.Values) == 0 {
+		d.add(list, "scenarios", "the list is empty: a suite runs at least one scenario")
+	}
+	cases := map[string]int{}
+	for i, item := range seq.Values {
+		path := fmt.Sprintf("scenarios[%d]", i)
+		e := Entry{}
+		if tk := item.GetToken(); tk != nil {
+			e.Line = tk.Position.Line
+		}
+		item = unwrap(item)
+		if sn, ok := item.(*ast.StringNode); ok {
+			// The short form: - builtin:NAME
+			e.Scenario = sn.Value
+		} else {
+			fs, ok := d.fields(item, path, entryKeys)
+			if !ok {
+				continue
+			}
+			for _, fl := range fs {
+				p := path + "." + fl.key
+				switch fl.key {
+				case "scenario":
+					e.Scenario, _ = d.scalar(fl.val, p, "a file path or builtin:NAME")
+				case "case":
+					e.Case, _ = d.scalar(fl.val, p, "a string")
+					if e.Case != "" {
+						if prev, dup := cases[e.Case]; dup {
+							d.add(fl.val, p, "case %q is already used by scenarios[%d]: each entry is its own column group", e.Case, prev)
+						}
+						cases[e.Case] = i
+					}
+				case "duration":
+					v, ok := d.scalar(fl.val, p, "a duration like 2m")
+					if !ok {
+						break
+					}
+					dur, err := pipebench.ParseDuration(v)
+					if err != nil {
+						d.add(fl.val, p, "%v", err)
+					} else if dur <= 0 {
+						d.add(fl.val, p, "must be more than 0, like 2m")
+					} else {
+						e.Duration = dur
+					}
+				}
+			}
+			if !d.has(fs, "scenario") {
+				d.add(item, path+".scenario", "missing: a scenario file or builtin:NAME")
+				continue
+			}
+		}
+		if strings.TrimSpace(e.Scenario) == "" {
+			d.add(item, path+".scenario", "must not be empty: a scenario file or builtin:NAME")
+			continue
+		}
+		e.Scenario = resolve(d.file, e.Scenario)
+		s.Entries = append(s.Entries, e)
+	}
+	return s
+}
+
+// resolve makes a relative scenario path relative to the suite file's
+// folder; builtin: references and absolute paths are kept.
+func resolve(file, ref string) string {
+	if strings.HasPrefix(ref, "builtin:") || filepath.IsAbs(ref) || ref == "-" {
+		return ref
+	}
+	if strings.HasPrefix(file, "builtin:") || file == "" || file == "-" {
+		return ref
+	}
+	return filepath.Join(filepath.Dir(file), ref)
+}
+
+type field struct {
+	key string
+	kn  ast.Node
+	val ast.Node
+}
+
+func (d *decoder) has(fs []field, key string) bool { return d.node(fs, key) != nil }
+
+func (d *decoder) node(fs []field, key string) ast.Node {
+	for _, f := range fs {
+		if f.key == key {
+			if f.val != nil {
+				return f.val
+			}
+			return f.kn
+		}
+	}
+	return nil
+}
+
+func (d *decoder) fields(n ast.Node, path string, known []string) ([]field, bool) {
+	n = unwrap(n)
+	var pairs []*ast.MappingValueNode
+	switch v := n.(type) {
+	case *ast.MappingNode:
+		pairs = v.Values
+	case *ast.MappingValueNode:
+		pairs = []*ast.MappingValueNode{v}
+	default:
+		d.add(n, path, "expected a mapping (key: value lines), got %s", kindOf(n))
+		return nil, false
+	}
+	seen := map[string]bool{}
+	var out []field
+	for _, p := range pairs {
+		key := strings.TrimSpace(p.Key.String())
+		if k, ok := p.Key.(*ast.StringNode); ok {
+			key = k.Value
+		}
+		at := key
+		if path != "" {
+			at = path + "." + key
+		}
+		if seen[key] {
+			d.add(p.Key, at, "key %q appears twice", key)
+			continue
+		}
+		seen[key] = true
+		if !contains(known, key) {
+			d.add(p.Key, at, "unknown key %q; a %s has %s", key, map[bool]string{true: "suite", false: "scenario entry"}[path == ""], strings.Join(known, ", "))
+			continue
+		}
+		out = append(out, field{key: key, kn: p.Key, val: unwrap(p.Value)})
+	}
+	return out, true
+}
+
+func (d *decoder) scalar(n ast.Node, path, want string) (string, bool) {
+	switch v := n.(type) {
+	case *ast.StringNode:
+		return v.Value, true
+	case *ast.LiteralNode:
+		return v.Value.Value, true
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode:
+		return v.GetToken().Value, true
+	}
+	d.add(n, path, "expected %s, got %s", want, kindOf(n))
+	return "", false
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func unwrap(n ast.Node) ast.Node {
+	for {
+		switch v := n.(type) {
+		case *ast.AnchorNode:
+			n = v.Value
+		case *ast.TagNode:
+			n = v.Value
+		case *ast.CommentGroupNode:
+			return nil
+		default:
+			return n
+		}
+	}
+}
+
+func kindOf(n ast.Node) string {
+	switch n.(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.NullNode, nil:
+		return "nothing"
+	case *ast.IntegerNode, *ast.FloatNode:
+		return "a number"
+	case *ast.BoolNode:
+		return "true/false"
+	default:
+		return "a string"
+	}
+}

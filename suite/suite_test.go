@@ -1,0 +1,93 @@
+package suite
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pipebench/pipebench"
+)
+
+func TestParseSuite(t *testing.T) {
+	s, err := Parse(filepath.Join("dir", "s.yaml"), []byte(`# a comment
+name: traces
+description: the traces table
+version: 1.2.0
+scenarios:
+  - scenario: builtin:kyma-traces-single
+    case: Single Pipeline
+    duration: 2m
+  - scenario: multi.yaml
+  - builtin:kyma-traces-backpressure
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "traces" || s.Version != "1.2.0" || s.Description != "the traces table" || len(s.Entries) != 3 {
+		t.Fatalf("%+v", s)
+	}
+	e := s.Entries
+	if e[0].Scenario != "builtin:kyma-traces-single" || e[0].Case != "Single Pipeline" || e[0].Duration.D().Minutes() != 2 || e[0].Line != 6 {
+		t.Errorf("entry 0: %+v", e[0])
+	}
+	if e[1].Scenario != filepath.Join("dir", "multi.yaml") || e[1].Duration != 0 {
+		t.Errorf("a relative path is relative to the suite file: %+v", e[1])
+	}
+	if e[2].Scenario != "builtin:kyma-traces-backpressure" {
+		t.Errorf("short form: %+v", e[2])
+	}
+}
+
+func TestParseReportsEveryProblemWithItsPlace(t *testing.T) {
+	_, err := Parse("s.yaml", []byte(`name: 3
+colour: blue
+scenarios:
+  - {scenario: a.yaml, duration: -1s}
+  - {case: B}
+  - scenario: [a, b]
+  - 7
+`))
+	var errs *Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("err %T %v", err, err)
+	}
+	if pipebench.ExitCode(err) != pipebench.ExitUsage {
+		t.Errorf("exit code %d", pipebench.ExitCode(err))
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`s.yaml:2:1: colour: unknown key "colour"`,
+		`s.yaml:4:34: scenarios[0].duration:`,
+		`s.yaml:5:5: scenarios[1].scenario: missing`,
+		`s.yaml:6:15: scenarios[2].scenario: expected a file path or builtin:NAME, got a list`,
+		`s.yaml:7:5: scenarios[3]: expected a mapping`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("lacks %q:\n%s", want, msg)
+		}
+	}
+	// In file order.
+	if strings.Index(msg, "colour") > strings.Index(msg, "scenarios[0]") {
+		t.Errorf("not in file order:\n%s", msg)
+	}
+}
+
+func TestParseRefusesWhatIsNotASuite(t *testing.T) {
+	for name, data := range map[string]string{
+		"empty":     "",
+		"binary":    "name: x\x00\n",
+		"two docs":  "name: x\nscenarios: [a.yaml]\n---\nname: y\n",
+		"a list":    "- a.yaml\n",
+		"no list":   "name: x\nscenarios: []\n",
+		"huge":      strings.Repeat("#", MaxSize+1),
+		"bad yaml":  "name: [x\n",
+		"no name":   "scenarios: [a.yaml]\n",
+		"null name": "name:\nscenarios: [a.yaml]\n",
+	} {
+		_, err := Parse("s.yaml", []byte(data))
+		if err == nil || pipebench.ExitCode(err) != pipebench.ExitUsage || !strings.Contains(err.Error(), "s.yaml") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
