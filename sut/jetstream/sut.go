@@ -12,7 +12,6 @@
 package jetstream
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -32,6 +31,7 @@ import (
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/childproc"
 )
 
 // StreamConfig is the stream the SUT creates.
@@ -168,14 +168,7 @@ func New(cfg Config, env pipebench.Env) *Server {
 	return s
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+func freePort() (int, error) { return childproc.FreePort() }
 
 // Start starts every node, waits until each serves clients and its
 // monitoring endpoint, creates the stream, and tells the sink.
@@ -303,22 +296,8 @@ func (nd *node) ready() bool {
 func (nd *node) clientURL() string  { return "nats://127.0.0.1:" + strconv.Itoa(nd.spec.Port) }
 func (nd *node) monitorURL() string { return "http://127.0.0.1:" + strconv.Itoa(nd.spec.HTTPPort) }
 
-func (nd *node) tail() string {
-	f, err := os.Open(nd.logPath)
-	if err != nil {
-		return "(no log)"
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		lines = append(lines, "  "+sc.Text())
-		if len(lines) > 20 {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
-}
+// tail returns the last lines of the child's log.
+func (nd *node) tail() string { return childproc.Tail(nd.logPath, 20) }
 
 // StreamSpec returns the jetstream stream configuration the SUT creates.
 func (c *Config) StreamSpec() js.StreamConfig {

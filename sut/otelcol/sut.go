@@ -7,7 +7,6 @@
 package otelcol
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/childproc"
 )
 
 // Retry mirrors the exporter's retry_on_failure.
@@ -190,14 +190,7 @@ var (
 	_ pipebench.MultiEndpoint = (*Collector)(nil)
 )
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+func freePort() (int, error) { return childproc.FreePort() }
 
 // YAML returns the generated configuration of the first replica (every
 // replica's differs only in its ports).
@@ -344,22 +337,7 @@ func (r *replica) ready() bool {
 }
 
 // tail returns the last lines of the child's log.
-func (r *replica) tail() string {
-	f, err := os.Open(r.logPath)
-	if err != nil {
-		return "(no log)"
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		lines = append(lines, "  "+sc.Text())
-		if len(lines) > 20 {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
-}
+func (r *replica) tail() string { return childproc.Tail(r.logPath, 20) }
 
 func (r *replica) endpoint() string     { return "127.0.0.1:" + strconv.Itoa(r.grpcPort) }
 func (r *replica) httpEndpoint() string { return "http://127.0.0.1:" + strconv.Itoa(r.httpPort) }

@@ -9,7 +9,6 @@
 package promagent
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/childproc"
 )
 
 // Queue mirrors remote_write's queue_config.
@@ -118,14 +118,7 @@ type Agent struct {
 
 var _ pipebench.SUT = (*Agent)(nil)
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+func freePort() (int, error) { return childproc.FreePort() }
 
 // YAML returns the agent's configuration.
 func (a *Agent) YAML() string {
@@ -209,23 +202,8 @@ func (a *Agent) Start(ctx context.Context) error {
 
 func (a *Agent) web() string { return "http://127.0.0.1:" + strconv.Itoa(a.webPort) }
 
-// tail returns the last lines of the agent's log.
-func (a *Agent) tail() string {
-	f, err := os.Open(a.logPath)
-	if err != nil {
-		return "(no log)"
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		lines = append(lines, "  "+sc.Text())
-		if len(lines) > 20 {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
-}
+// tail returns the last lines of the child's log.
+func (a *Agent) tail() string { return childproc.Tail(a.logPath, 20) }
 
 // Endpoint is the host:port the agent scrapes: the prometheus-scrape
 // driver serves there.
