@@ -12,10 +12,8 @@ package natssink
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -28,13 +26,14 @@ import (
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/natsattach"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/sink/fault"
 )
 
 // AttachPath is the path of the endpoint a sink without a url serves: the
 // jetstream SUT posts {"url", "stream"} to a target ending in it.
-const AttachPath = "/pipebench/nats-attach"
+const AttachPath = natsattach.Path
 
 // Config configures the NATS sink.
 type Config struct {
@@ -191,11 +190,8 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 }
 
 func (s *Sink) handleAttach(w http.ResponseWriter, r *http.Request) {
-	var a struct {
-		URL    string `json:"url"`
-		Stream string `json:"stream"`
-	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&a); err != nil || a.URL == "" {
+	a, err := natsattach.Decode(r.Body)
+	if err != nil {
 		http.Error(w, "post {\"url\": \"nats://...\", \"stream\": \"NAME\"}", http.StatusBadRequest)
 		return
 	}

@@ -17,7 +17,6 @@
 package eventproxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,6 +36,7 @@ import (
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/natsattach"
 )
 
 // ServerVersion is the nats-server release embedded.
@@ -67,10 +67,6 @@ type Proxy struct {
 
 var _ pipebench.SUT = (*Proxy)(nil)
 
-// attachPath ends the endpoint of a nats sink waiting to be told where to
-// consume (the sink's AttachPath; the packages do not import each other).
-const attachPath = "/pipebench/nats-attach"
-
 // New returns a proxy that is not started. env.Dir holds the stream's
 // storage (a temporary directory when empty); an env.Target that is a
 // waiting nats sink's endpoint (http://.../pipebench/nats-attach) is told
@@ -81,7 +77,7 @@ func New(cfg Config, env pipebench.Env) *Proxy {
 		dir = os.TempDir()
 	}
 	p := &Proxy{cfg: cfg, dir: dir, m: newMetrics(), done: make(chan struct{})}
-	if strings.HasPrefix(env.Target, "http://") && strings.HasSuffix(env.Target, attachPath) {
+	if strings.HasPrefix(env.Target, "http://") && strings.HasSuffix(env.Target, natsattach.Path) {
 		p.notify = env.Target
 	}
 	return p
@@ -338,32 +334,8 @@ func (p *Proxy) refuse(w http.ResponseWriter, count int, reason string, code int
 	http.Error(w, msg, code)
 }
 
-// Attach is what the SUT posts to a waiting sink: where to consume.
-type Attach struct {
-	URL    string `json:"url"`
-	Stream string `json:"stream"`
-}
-
 func (p *Proxy) tellSink(ctx context.Context) error {
-	body, _ := json.Marshal(Attach{URL: p.NATSURL(), Stream: p.cfg.Stream.Name})
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodPost, p.notify, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("the sink's endpoint %q: %w", p.notify, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("tell the sink where to consume: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		var b bytes.Buffer
-		b.ReadFrom(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("the sink at %s refused to attach (HTTP %d): %s", p.notify, resp.StatusCode, strings.TrimSpace(b.String()))
-	}
-	return nil
+	return natsattach.Post(ctx, p.notify, natsattach.Request{URL: p.NATSURL(), Stream: p.cfg.Stream.Name})
 }
 
 // Endpoint is the URL events are posted to (http://127.0.0.1:PORT/publish;

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/natsattach"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
@@ -295,16 +296,16 @@ func TestInstanceServesMetricsAndMonitoring(t *testing.T) {
 
 // The SUT tells a waiting nats sink where to consume, and nothing else.
 func TestTellsOnlyANATSSink(t *testing.T) {
-	got := make(chan Attach, 2)
+	got := make(chan natsattach.Request, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var a Attach
+		var a natsattach.Request
 		json.NewDecoder(r.Body).Decode(&a)
 		got <- a
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
 	start(t, DefaultConfig(), srv.URL+"/events")
-	start(t, DefaultConfig(), srv.URL+attachPath)
+	start(t, DefaultConfig(), srv.URL+natsattach.Path)
 	select {
 	case a := <-got:
 		if !strings.HasPrefix(a.URL, "nats://127.0.0.1:") || a.Stream != "EVENTS" {

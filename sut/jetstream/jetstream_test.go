@@ -15,6 +15,7 @@ import (
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/natsattach"
 )
 
 func TestMain(m *testing.M) {
@@ -148,15 +149,15 @@ func TestConfigErrors(t *testing.T) {
 
 // The SUT tells a waiting nats sink where to consume, and nothing else.
 func TestTellsOnlyANATSSink(t *testing.T) {
-	got := make(chan Attach, 2)
+	got := make(chan natsattach.Request, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var a Attach
+		var a natsattach.Request
 		json.NewDecoder(r.Body).Decode(&a)
 		got <- a
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	for _, target := range []string{srv.URL + "/events", srv.URL + attachPath} {
+	for _, target := range []string{srv.URL + "/events", srv.URL + natsattach.Path} {
 		s := New(*DefaultConfig(), pipebench.Env{Dir: t.TempDir(), Target: target})
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)

@@ -12,7 +12,6 @@
 package jetstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/childproc"
+	"github.com/pipebench/pipebench/internal/natsattach"
 )
 
 // StreamConfig is the stream the SUT creates.
@@ -162,7 +162,7 @@ func New(cfg Config, env pipebench.Env) *Server {
 		dir = os.TempDir()
 	}
 	s := &Server{cfg: cfg, dir: dir}
-	if strings.HasPrefix(env.Target, "http://") && strings.HasSuffix(env.Target, attachPath) {
+	if strings.HasPrefix(env.Target, "http://") && strings.HasSuffix(env.Target, natsattach.Path) {
 		s.notify = env.Target
 	}
 	return s
@@ -346,36 +346,9 @@ func (s *Server) createStream(ctx context.Context, deadline time.Time) error {
 	return fmt.Errorf("create stream %s: %w", s.cfg.Stream.Name, last)
 }
 
-// attachPath ends the endpoint of a nats sink waiting to be told where to
-// consume (the sink's AttachPath; the packages do not import each other).
-const attachPath = "/pipebench/nats-attach"
-
-// Attach is what the SUT posts to a waiting sink: where to consume.
-type Attach struct {
-	URL    string `json:"url"`
-	Stream string `json:"stream"`
-}
-
+// tellSink tells a waiting nats sink where to consume.
 func (s *Server) tellSink(ctx context.Context) error {
-	body, _ := json.Marshal(Attach{URL: s.Endpoint(), Stream: s.cfg.Stream.Name})
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodPost, s.notify, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("the sink's endpoint %q: %w", s.notify, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("tell the sink where to consume: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		var b bytes.Buffer
-		b.ReadFrom(resp.Body)
-		return fmt.Errorf("the sink at %s refused to attach (HTTP %d): %s", s.notify, resp.StatusCode, strings.TrimSpace(b.String()))
-	}
-	return nil
+	return natsattach.Post(ctx, s.notify, natsattach.Request{URL: s.Endpoint(), Stream: s.cfg.Stream.Name})
 }
 
 // Endpoint is the client URL; with a cluster, every node's URL separated by
