@@ -93,7 +93,9 @@ type Point struct {
 
 // Observer samples the state of the pipeline (a Prometheus endpoint, a
 // process, a NATS server). Observe is called from one goroutine at a time,
-// every interval; an error is recorded and the run goes on.
+// every interval; an error is recorded and the run goes on, and the points
+// returned with it are kept (an observer of several targets returns those
+// that answered).
 type Observer interface {
 	Observe(ctx context.Context, at time.Time) ([]Point, error)
 }

@@ -80,7 +80,8 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 			}
 			r.log.Warn("observer failed", "observer", o.name, "err", err)
 			r.countObserverError(o.name)
-			continue
+			// Points that came with the error (some of several targets
+			// answered) are kept.
 		}
 		points = append(points, pts...)
 	}
