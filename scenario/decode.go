@@ -14,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml/token"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/yamlnode"
 )
 
 // decoder walks the YAML syntax tree, so that every problem carries the
@@ -33,18 +34,11 @@ type field struct {
 	pair *ast.MappingValueNode
 }
 
-func pos(n ast.Node) (int, int) {
-	if n == nil || reflect.ValueOf(n).IsNil() || n.GetToken() == nil {
-		return 0, 0
-	}
-	p := n.GetToken().Position
-	return p.Line, p.Column
-}
+func pos(n ast.Node) (int, int) { return yamlnode.Pos(n) }
 
 // add records a problem at node n.
 func (d *decoder) add(n ast.Node, path, format string, args ...any) {
-	line, col := pos(n)
-	d.errs = append(d.errs, Problem{File: d.file, Line: line, Column: col, Path: path, Msg: fmt.Sprintf(format, args...)})
+	d.errs = append(d.errs, yamlnode.At(d.file, n, path, fmt.Sprintf(format, args...)))
 }
 
 func join(path, key string) string {
@@ -55,38 +49,10 @@ func join(path, key string) string {
 }
 
 // kindOf names what a node is, for "expected X, got Y" messages.
-func kindOf(n ast.Node) string {
-	switch n.(type) {
-	case *ast.MappingNode, *ast.MappingValueNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.NullNode, nil:
-		return "nothing"
-	case *ast.IntegerNode, *ast.FloatNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "true/false"
-	default:
-		return "a string"
-	}
-}
+func kindOf(n ast.Node) string { return yamlnode.KindOf(n) }
 
 // unwrap looks through anchors, tags and comments.
-func unwrap(n ast.Node) ast.Node {
-	for {
-		switch v := n.(type) {
-		case *ast.AnchorNode:
-			n = v.Value
-		case *ast.TagNode:
-			n = v.Value
-		case *ast.CommentGroupNode:
-			return nil
-		default:
-			return n
-		}
-	}
-}
+func unwrap(n ast.Node) ast.Node { return yamlnode.Unwrap(n) }
 
 // fields returns the pairs of a mapping node, reporting a node that is not
 // a mapping, duplicate keys, and (when known is not nil) unknown keys with a
@@ -126,24 +92,12 @@ func (d *decoder) fields(n ast.Node, path string, known []string) ([]field, bool
 	return out, true
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
+func contains(list []string, s string) bool { return yamlnode.Contains(list, s) }
 
 // scalar returns the text of a scalar node.
 func (d *decoder) scalar(n ast.Node, path, want string) (string, bool) {
-	switch v := n.(type) {
-	case *ast.StringNode:
-		return v.Value, true
-	case *ast.LiteralNode:
-		return v.Value.Value, true
-	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode:
-		return v.GetToken().Value, true
+	if v, ok := yamlnode.Scalar(n); ok {
+		return v, true
 	}
 	d.add(n, path, "expected %s, got %s", want, kindOf(n))
 	return "", false

@@ -2,75 +2,28 @@ package scenario
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/yamlnode"
 )
 
 // Problem is one thing wrong with a scenario, located in its file.
-type Problem struct {
-	File   string
-	Line   int // 1-based; 0 when unknown
-	Column int
-	Path   string // YAML path: phases[1].rate
-	Msg    string
-}
-
-// String prints the problem as file:line:col: path: message.
-func (p Problem) String() string {
-	var b strings.Builder
-	b.WriteString(p.File)
-	if p.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", p.Line, p.Column)
-	}
-	b.WriteString(": ")
-	if p.Path != "" {
-		b.WriteString(p.Path + ": ")
-	}
-	b.WriteString(p.Msg)
-	return b.String()
-}
+type Problem = yamlnode.Problem
 
 // Errors is every problem found in a scenario, in file order. It unwraps to
 // a usage error, so pipebench.ExitCode maps it to exit code 2.
 type Errors []Problem
 
 // Error prints a heading and one problem per line.
-func (e *Errors) Error() string {
-	var b strings.Builder
-	file := ""
-	if len(*e) > 0 {
-		file = (*e)[0].File
-	}
-	fmt.Fprintf(&b, "scenario %s is not valid (%d problem%s):", file, len(*e), plural(len(*e)))
-	for _, p := range *e {
-		b.WriteString("\n  " + p.String())
-	}
-	return b.String()
-}
+func (e *Errors) Error() string { return yamlnode.Format("scenario", *e) }
 
 // Unwrap returns the usage error that carries the exit code and a hint.
 func (e *Errors) Unwrap() error {
 	return &pipebench.Error{Code: pipebench.ExitUsage, Hint: "`pipebench schema` prints the whole format; examples/ has a file per feature"}
 }
 
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
-func (e *Errors) sort() {
-	sort.SliceStable(*e, func(i, j int) bool {
-		a, b := (*e)[i], (*e)[j]
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Column < b.Column
-	})
-}
+func (e *Errors) sort() { yamlnode.Sort(*e) }
 
 // suggest returns the nearest of valid to s (edit distance <= 2, or a
 // prefix), or "".

@@ -17,8 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"reflect"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -27,6 +25,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/yamlnode"
 )
 
 // MaxSize is the largest suite file accepted, in bytes.
@@ -61,50 +60,14 @@ type Entry struct {
 }
 
 // Problem is one thing wrong in a suite file, with where it is.
-type Problem struct {
-	File   string
-	Line   int // 1-based; 0 when unknown
-	Column int
-	Path   string // scenarios[1].duration
-	Msg    string
-}
-
-// String prints the problem as file:line:col: path: message.
-func (p Problem) String() string {
-	var b strings.Builder
-	b.WriteString(p.File)
-	if p.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", p.Line, p.Column)
-	}
-	b.WriteString(": ")
-	if p.Path != "" {
-		b.WriteString(p.Path + ": ")
-	}
-	b.WriteString(p.Msg)
-	return b.String()
-}
+type Problem = yamlnode.Problem
 
 // Errors are every problem found in one suite file, in file order. It
 // unwraps to a usage error (exit code 2).
 type Errors []Problem
 
 // Error prints a heading and one problem per line.
-func (e *Errors) Error() string {
-	var b strings.Builder
-	file := ""
-	if len(*e) > 0 {
-		file = (*e)[0].File
-	}
-	s := "s"
-	if len(*e) == 1 {
-		s = ""
-	}
-	fmt.Fprintf(&b, "suite %s is not valid (%d problem%s):", file, len(*e), s)
-	for _, p := range *e {
-		b.WriteString("\n  " + p.String())
-	}
-	return b.String()
-}
+func (e *Errors) Error() string { return yamlnode.Format("suite", *e) }
 
 // Unwrap returns the usage error that carries the exit code and a hint.
 func (e *Errors) Unwrap() error {
@@ -122,11 +85,7 @@ type decoder struct {
 }
 
 func (d *decoder) add(n ast.Node, path, format string, args ...any) {
-	line, col := 0, 0
-	if n != nil && !reflect.ValueOf(n).IsNil() && n.GetToken() != nil {
-		line, col = n.GetToken().Position.Line, n.GetToken().Position.Column
-	}
-	d.errs = append(d.errs, Problem{File: d.file, Line: line, Column: col, Path: path, Msg: fmt.Sprintf(format, args...)})
+	d.errs = append(d.errs, yamlnode.At(d.file, n, path, fmt.Sprintf(format, args...)))
 }
 
 // Parse decodes a suite file strictly: unknown or repeated keys, values of
@@ -138,13 +97,7 @@ func Parse(file string, data []byte) (*Suite, error) {
 	d := &decoder{file: file}
 	s := d.decode(data)
 	if len(d.errs) > 0 {
-		sort.SliceStable(d.errs, func(i, j int) bool {
-			a, b := d.errs[i], d.errs[j]
-			if a.Line != b.Line {
-				return a.Line < b.Line
-			}
-			return a.Column < b.Column
-		})
+		yamlnode.Sort(d.errs)
 		errs := d.errs
 		return nil, &errs
 	}
@@ -218,9 +171,9 @@ func (d *decoder) decode(data []byte) *Suite {
 		d.errs = append(d.errs, Problem{File: d.file, Line: 1, Column: 1, Path: "scenarios", Msg: "missing: list the scenarios to run, like - scenario: builtin:quickstart"})
 		return s
 	}
-	seq, ok := unwrap(list).(*ast.SequenceNode)
+	seq, ok := yamlnode.Unwrap(list).(*ast.SequenceNode)
 	if !ok {
-		d.add(list, "scenarios", "expected a list of {scenario, case, duration}, got %s", kindOf(unwrap(list)))
+		d.add(list, "scenarios", "expected a list of {scenario, case, duration}, got %s", yamlnode.KindOf(yamlnode.Unwrap(list)))
 		return s
 	}
 	if len(seq.Values) == 0 {
@@ -233,7 +186,7 @@ func (d *decoder) decode(data []byte) *Suite {
 		if tk := item.GetToken(); tk != nil {
 			e.Line = tk.Position.Line
 		}
-		item = unwrap(item)
+		item = yamlnode.Unwrap(item)
 		if sn, ok := item.(*ast.StringNode); ok {
 			// The short form: - builtin:NAME
 			e.Scenario = sn.Value
@@ -318,7 +271,7 @@ func (d *decoder) node(fs []field, key string) ast.Node {
 }
 
 func (d *decoder) fields(n ast.Node, path string, known []string) ([]field, bool) {
-	n = unwrap(n)
+	n = yamlnode.Unwrap(n)
 	var pairs []*ast.MappingValueNode
 	switch v := n.(type) {
 	case *ast.MappingNode:
@@ -326,7 +279,7 @@ func (d *decoder) fields(n ast.Node, path string, known []string) ([]field, bool
 	case *ast.MappingValueNode:
 		pairs = []*ast.MappingValueNode{v}
 	default:
-		d.add(n, path, "expected a mapping (key: value lines), got %s", kindOf(n))
+		d.add(n, path, "expected a mapping (key: value lines), got %s", yamlnode.KindOf(n))
 		return nil, false
 	}
 	seen := map[string]bool{}
@@ -345,65 +298,19 @@ func (d *decoder) fields(n ast.Node, path string, known []string) ([]field, bool
 			continue
 		}
 		seen[key] = true
-		if !contains(known, key) {
+		if !yamlnode.Contains(known, key) {
 			d.add(p.Key, at, "unknown key %q; a %s has %s", key, map[bool]string{true: "suite", false: "scenario entry"}[path == ""], strings.Join(known, ", "))
 			continue
 		}
-		out = append(out, field{key: key, kn: p.Key, val: unwrap(p.Value)})
+		out = append(out, field{key: key, kn: p.Key, val: yamlnode.Unwrap(p.Value)})
 	}
 	return out, true
 }
 
 func (d *decoder) scalar(n ast.Node, path, want string) (string, bool) {
-	switch v := n.(type) {
-	case *ast.StringNode:
-		return v.Value, true
-	case *ast.LiteralNode:
-		return v.Value.Value, true
-	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode:
-		return v.GetToken().Value, true
+	if v, ok := yamlnode.Scalar(n); ok {
+		return v, true
 	}
-	d.add(n, path, "expected %s, got %s", want, kindOf(n))
+	d.add(n, path, "expected %s, got %s", want, yamlnode.KindOf(n))
 	return "", false
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func unwrap(n ast.Node) ast.Node {
-	for {
-		switch v := n.(type) {
-		case *ast.AnchorNode:
-			n = v.Value
-		case *ast.TagNode:
-			n = v.Value
-		case *ast.CommentGroupNode:
-			return nil
-		default:
-			return n
-		}
-	}
-}
-
-func kindOf(n ast.Node) string {
-	switch n.(type) {
-	case *ast.MappingNode, *ast.MappingValueNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.NullNode, nil:
-		return "nothing"
-	case *ast.IntegerNode, *ast.FloatNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "true/false"
-	default:
-		return "a string"
-	}
 }
