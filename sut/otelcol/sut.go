@@ -42,7 +42,12 @@ type Batch struct {
 type Config struct {
 	// Pipelines fed by the one receiver, each exporting to the sink (the
 	// reference's multi-pipeline case is 3: every item then arrives 3
-	// times, and the sink counts the extra copies as duplicates).
+	// times). They are named p1, p2, ... (pipeline traces/p1, exporter
+	// otlp/p1); with more than one, each exporter adds the header
+	// x-pipebench-pipeline: pN, by which the sink keeps each pipeline's
+	// account apart (delivered, lost, duplicates, e2e latency per
+	// pipeline) and a fault policy can hit one pipeline (faults:
+	// {pipeline: p2, ...}).
 	Pipelines int `yaml:"pipelines" json:"pipelines"`
 	// Signal is traces, metrics or logs.
 	Signal string `yaml:"signal" json:"signal"`
@@ -215,10 +220,13 @@ func (c *Collector) yamlFor(r *replica) string {
 	} else {
 		endpoint = hostPort(endpoint)
 	}
-	for i := 0; i < c.cfg.Pipelines; i++ {
-		fmt.Fprintf(&b, "  %s/%d:\n    endpoint: %s\n", c.cfg.Exporter, i, endpoint)
+	for i := 1; i <= c.cfg.Pipelines; i++ {
+		fmt.Fprintf(&b, "  %s/p%d:\n    endpoint: %s\n", c.cfg.Exporter, i, endpoint)
 		if c.cfg.Exporter == "otlp" {
 			b.WriteString("    tls:\n      insecure: true\n")
+		}
+		if c.cfg.Pipelines > 1 {
+			fmt.Fprintf(&b, "    headers:\n      %s: p%d\n", pipebench.PipelineHeader, i)
 		}
 		fmt.Fprintf(&b, "    sending_queue:\n      enabled: true\n      queue_size: %d\n      num_consumers: %d\n", c.cfg.QueueSize, c.cfg.NumConsumers)
 		rt := c.cfg.Retry
@@ -227,8 +235,8 @@ func (c *Collector) yamlFor(r *replica) string {
 	}
 	fmt.Fprintf(&b, "service:\n  telemetry:\n    logs:\n      level: warn\n    metrics:\n      level: detailed\n      readers:\n        - pull:\n            exporter:\n              prometheus:\n                host: 127.0.0.1\n                port: %d\n", r.metricsP)
 	b.WriteString("  pipelines:\n")
-	for i := 0; i < c.cfg.Pipelines; i++ {
-		fmt.Fprintf(&b, "    %s/%d:\n      receivers: [otlp]\n      processors: [batch]\n      exporters: [%s/%d]\n", c.cfg.Signal, i, c.cfg.Exporter, i)
+	for i := 1; i <= c.cfg.Pipelines; i++ {
+		fmt.Fprintf(&b, "    %s/p%d:\n      receivers: [otlp]\n      processors: [batch]\n      exporters: [%s/p%d]\n", c.cfg.Signal, i, c.cfg.Exporter, i)
 	}
 	return b.String()
 }
