@@ -44,9 +44,10 @@ type Mapping struct {
 	Buckets bool `yaml:"buckets" json:"buckets,omitempty"`
 	// By reports one series per value of this label instead of their
 	// sum, each carrying the label (by: exporter gives
-	// KPI{exporter="otlp/p2",instance="collector-0"}) — when the metric
-	// has more than one value of it; with one, the mapping adds nothing
-	// (the summed mapping of the same metric already says it all).
+	// KPI{exporter="otlp/p2",instance="collector-0"}) — when some metric
+	// of a By mapping has more than one value of its label in the scrape;
+	// with one (a single exporter), By mappings add nothing: the summed
+	// mapping of the same metric already says it all.
 	By string `yaml:"by" json:"by,omitempty"`
 }
 
@@ -266,6 +267,7 @@ func (o *Observer) points(fams map[string]*dto.MetricFamily, instance string, at
 	}
 	splits := map[string]*split{}
 	var splitOrder []string
+	widest := 0 // the most values of a By label in one metric
 	for _, m := range o.mappings {
 		fam := fams[m.Metric]
 		if fam == nil {
@@ -284,9 +286,10 @@ func (o *Observer) points(fams map[string]*dto.MetricFamily, instance string, at
 		}
 		if m.By != "" {
 			vals := splitSums(m, fam)
-			if len(vals) < 2 {
+			if len(vals) == 0 {
 				continue
 			}
+			widest = max(widest, len(vals))
 			if splits[m.KPI] == nil {
 				splits[m.KPI] = &split{kind: kind, by: m.By, sums: map[string]float64{}}
 				splitOrder = append(splitOrder, m.KPI)
@@ -323,6 +326,9 @@ func (o *Observer) points(fams map[string]*dto.MetricFamily, instance string, at
 	pts := make([]pipebench.Point, 0, len(order))
 	for _, k := range order {
 		pts = append(pts, pipebench.Point{Name: k, Labels: map[string]string{"instance": instance}, Kind: sums[k].kind, At: at, Value: sums[k].value})
+	}
+	if widest < 2 {
+		splitOrder = nil // one exporter: the sums say it all
 	}
 	for _, name := range splitOrder {
 		sp := splits[name]

@@ -87,6 +87,24 @@ func defaultConfig() *Config {
 		StartTimeout: pipebench.Duration(60 * time.Second), Replicas: 1}
 }
 
+// PipelineNames returns the names the generated configuration's exporters
+// send in the x-pipebench-pipeline header (p1 ... pN; none with one
+// pipeline), and false when the collector runs from config_file, whose
+// pipelines pipebench does not know.
+func (c *Config) PipelineNames() ([]string, bool) {
+	if c.ConfigFile != "" {
+		return nil, false
+	}
+	if c.Pipelines < 2 {
+		return nil, true
+	}
+	names := make([]string, c.Pipelines)
+	for i := range names {
+		names[i] = "p" + strconv.Itoa(i+1)
+	}
+	return names, true
+}
+
 // Validate reports every problem, each prefixed with its key.
 func (c *Config) Validate() error {
 	var errs []error
