@@ -268,7 +268,7 @@ func (w *work) encodeWire(body []byte) ([]byte, int, error) {
 	w.reset()
 	err := w.walk.WalkMetricPoints(body, func(p *otlpgen.MetricPoint) error {
 		name := w.nameBytes(p.Name, p.Histogram)
-		ls := append(w.blabs[:0], [2][]byte{[]byte("__name__"), name})
+		ls := append(w.blabs[:0], [2][]byte{nameLabel, name})
 		for _, a := range p.Attrs {
 			ls = append(ls, [2][]byte{w.nameBytes(a.Key, false), a.Value})
 		}
@@ -297,7 +297,7 @@ func (w *work) encodeWire(body []byte) ([]byte, int, error) {
 	return b, n, nil
 }
 
-var seqName, seqValue = []byte(promrw.SeqLabel), []byte("seq")
+var seqName, seqValue, nameLabel = []byte(promrw.SeqLabel), []byte("seq"), []byte("__name__")
 
 // nameBytes is label for the direct path: the Prometheus name of an OTLP
 // name (with _count for a histogram's metric name), remembered.
