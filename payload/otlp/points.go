@@ -285,7 +285,6 @@ func (w *PointWalk) attr(key, val []byte, vnum protowire.Number, x uint64) error
 	return nil
 }
 
-
 // appendDouble writes f as pcommon.Value.AsString does: NaN, Infinity,
 // -Infinity, else as ES6 converts a number to a string.
 func appendDouble(b []byte, f float64) []byte {
