@@ -197,11 +197,13 @@ func (s *Sink) recorder(pipeline string) pipebench.Arrivals {
 	if r, ok := s.pipes.Load(pipeline); ok {
 		return r.(pipebench.Arrivals)
 	}
-	var r pipebench.Arrivals = s.rec
-	if pa, ok := s.rec.(pipebench.PipelineArrivals); ok && pipebench.ValidPipelineName(pipeline) {
-		if pr := pa.Pipeline(pipeline); pr != nil {
-			r = pr
-		}
+	pa, ok := s.rec.(pipebench.PipelineArrivals)
+	if !ok || !pipebench.ValidPipelineName(pipeline) {
+		return s.rec
+	}
+	r := pa.Pipeline(pipeline)
+	if r == nil { // no more pipelines told apart: the totals alone
+		return s.rec
 	}
 	s.pipes.Store(pipeline, r)
 	return r
