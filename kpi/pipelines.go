@@ -2,6 +2,7 @@ package kpi
 
 import (
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -219,4 +220,18 @@ func PipelineKPIs(pipes map[string]PipelineStats, secs float64) []pipebench.KPI 
 		}
 	}
 	return out
+}
+
+// byPipeline lists the pipelines whose KPI name is above 0, with their
+// values ("p2 2,700, p3 100"), in pipeline order; "" when none is.
+func byPipeline(p *pipebench.PhaseResult, name string) string {
+	ks := p.All(name)
+	sort.Slice(ks, func(i, j int) bool { return ks[i].Labels["pipeline"] < ks[j].Labels["pipeline"] })
+	var parts []string
+	for _, k := range ks {
+		if k.Value > 0 {
+			parts = append(parts, k.Labels["pipeline"]+" "+pipebench.FormatCount(k.Value))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,8 +1,11 @@
 package kpi
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipebench/pipebench"
 )
 
 // Three pipelines each deliver a copy of every item: no duplicates; a
@@ -69,5 +72,23 @@ func TestArrivalsPipelinesBounded(t *testing.T) {
 	}
 	if a.Pipeline("one-too-many") != nil {
 		t.Error("more than MaxPipelines pipelines were made")
+	}
+}
+
+// With pipelines, the summary says loss and duplicates are copies and
+// names the pipelines that had them.
+func TestSummaryNamesPipelines(t *testing.T) {
+	tot := pipebench.PhaseResult{Name: "total", KPIs: []pipebench.KPI{
+		{Name: "accepted", Value: 3000}, {Name: "lost", Value: 2700}, {Name: "duplicates", Value: 4},
+		{Name: "pipeline_lost", Labels: map[string]string{"pipeline": "p1"}, Value: 0},
+		{Name: "pipeline_lost", Labels: map[string]string{"pipeline": "p2"}, Value: 2700},
+		{Name: "pipeline_duplicates", Labels: map[string]string{"pipeline": "p3"}, Value: 4},
+	}}
+	got := strings.Join(Summary(&pipebench.Result{Total: &tot}), "\n")
+	for _, want := range []string{"2,700 copies of the 3,000 accepted items never arrived at the sink (lost), by pipeline: p2 2,700",
+		"4 items arrived more than once through the same pipeline (duplicates), by pipeline: p3 4"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary %q lacks %q", got, want)
+		}
 	}
 }
