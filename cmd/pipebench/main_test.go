@@ -98,6 +98,9 @@ func TestPlanAndValidateSendNothing(t *testing.T) {
 	if !strings.Contains(stdout, "PHASE") || !strings.Contains(stdout, "total:") {
 		t.Errorf("plan output:\n%s", stdout)
 	}
+	if got := describeFaults(pipebench.FaultPolicy{Pipeline: "p2", ErrorRatio: 0.7, ErrorStatus: 503}); got != "pipeline p2 only: 70% answered 503" {
+		t.Errorf("a fault on one pipeline reads %q", got)
+	}
 	stdout, stderr, code = cli(t, "validate", "builtin:quickstart")
 	if code != 0 || !strings.Contains(stdout, "ok") {
 		t.Fatalf("validate: exit %d: %s %s", code, stdout, stderr)

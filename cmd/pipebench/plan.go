@@ -181,5 +181,8 @@ func describeFaults(f pipebench.FaultPolicy) string {
 	for _, o := range f.Outages {
 		parts = append(parts, fmt.Sprintf("outage at %s for %s", o.Start, o.Duration))
 	}
+	if f.Pipeline != "" {
+		return "pipeline " + f.Pipeline + " only: " + strings.Join(parts, "; ")
+	}
 	return strings.Join(parts, "; ")
 }
