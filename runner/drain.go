@@ -25,11 +25,21 @@ func (r *run) drain(aborted bool) {
 	r.arr.SetRunning(len(r.plan.Phases))
 	deadline := time.Now().Add(limit)
 	stallAfter := min(10*r.interval(), limit)
-	last, lastMove := r.arr.Delivered(), time.Now()
+	// Movement is what is still outstanding changing: with several
+	// pipelines told apart, a slow pipeline's copies arriving count even
+	// when every item already arrived once through another.
+	last, lastMove := r.arr.Outstanding(), time.Now()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for time.Now().Before(deadline) {
-		if r.arr.Outstanding() == 0 {
+		out := r.arr.Outstanding()
+		if out == 0 {
+			return
+		}
+		if out != last {
+			last, lastMove = out, time.Now()
+		} else if time.Since(lastMove) > stallAfter {
+			r.log.Info("drain stopped: nothing arrived", "for", stallAfter)
 			return
 		}
 		select {
@@ -37,12 +47,6 @@ func (r *run) drain(aborted bool) {
 			r.log.Info("drain cut short")
 			return
 		case <-tick.C:
-		}
-		if d := r.arr.Delivered(); d != last {
-			last, lastMove = d, time.Now()
-		} else if time.Since(lastMove) > stallAfter {
-			r.log.Info("drain stopped: nothing arrived", "for", stallAfter)
-			return
 		}
 	}
 }
