@@ -39,8 +39,10 @@ type Mapping struct {
 	// 0.99).
 	Quantiles []float64 `yaml:"quantiles" json:"quantiles,omitempty"`
 	// Buckets also reports a histogram's cumulative buckets as counters,
-	// KPI.bucket{le="0.5"}, so a phase's quantiles can be computed from
-	// the buckets' growth over the phase.
+	// KPI_bucket{le="0.5"}: each phase (and the whole run) then has the
+	// quantiles of all its observations, KPI.p50, .p75, .p90, .p95, .p99,
+	// from the buckets' growth over the phase (kpi.HistogramKPIs), besides
+	// the per-scrape gauges' KPI.p50.max and .last.
 	Buckets bool `yaml:"buckets" json:"buckets,omitempty"`
 }
 
