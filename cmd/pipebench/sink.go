@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/unixsock"
 	"github.com/pipebench/pipebench/kpi"
 	httpsink "github.com/pipebench/pipebench/sink/http"
-	"github.com/pipebench/pipebench/internal/unixsock"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
 	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 )
