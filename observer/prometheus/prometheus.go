@@ -81,7 +81,7 @@ var Presets = map[string][]Mapping{
 		{KPI: "events_refused", Metric: "healthevents_events_refused_total", Kind: "counter"},
 		{KPI: "effects_applied", Metric: "healthevents_effects_applied_total", Kind: "counter"},
 		{KPI: "backlog", Metric: "healthevents_backlog", Kind: "gauge"},
-		{KPI: "effect_latency_seconds", Metric: "healthevents_effect_latency_seconds", Kind: "histogram", Quantiles: []float64{0.5, 0.9, 0.99}},
+		{KPI: "effect_latency_seconds", Metric: "healthevents_effect_latency_seconds", Kind: "histogram", Quantiles: []float64{0.5, 0.9, 0.99}, Buckets: true},
 	},
 }
 
