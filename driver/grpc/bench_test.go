@@ -32,8 +32,10 @@ import (
 // calls/s; PIPEBENCH_BENCH_RATES="10000,20000" to choose) for
 // PIPEBENCH_BENCH_DURATION (default 5s) through the whole runner, against a
 // trivial server of the example HealthEventService in a child process, over
-// a Unix socket and over TCP. It reports achieved/target and the
-// generator's CPU (this process's user+sys seconds per second of load).
+// a Unix socket and over TCP (PIPEBENCH_BENCH_CONNS connections, default
+// 4). It reports achieved/target, the generator's CPU (this process's
+// user+sys seconds per second of load) and the calls answered OK per
+// CPU-second it used, which stays comparable on a busy machine.
 // Run it with:
 //
 //	taskset -c 0 go test -run '^$' -bench UnaryRate -benchtime 1x ./driver/grpc/
@@ -115,6 +117,7 @@ phases:
 					b.ReportMetric(ok, "ok/s")
 					b.ReportMetric(ok/float64(rate)*100, "achieved%")
 					b.ReportMetric(cpu/wall, "cpu-cores")
+					b.ReportMetric(ok*p.Ended.Sub(p.Started).Seconds()/max(cpu, 1e-9), "calls/cpu-s")
 					b.ReportMetric(p50, "p50-ms")
 					b.ReportMetric(p99, "p99-ms")
 					b.Logf("status %s %v; GOMAXPROCS %d", res.Manifest.Status, res.Manifest.Reasons, runtime.GOMAXPROCS(0))
@@ -175,6 +178,7 @@ func runGhz(b *testing.B, ghz, endpoint string, rate, conns int, dur time.Durati
 	b.ReportMetric(okRate, "ok/s")
 	b.ReportMetric(okRate/float64(rate)*100, "achieved%")
 	b.ReportMetric(cpu/wall, "cpu-cores")
+	b.ReportMetric(float64(rep.StatusCodes["OK"])/max(cpu, 1e-9), "calls/cpu-s")
 	for _, d := range rep.Distribution {
 		switch d.Percentage {
 		case 50:
