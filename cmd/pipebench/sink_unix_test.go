@@ -3,14 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
@@ -63,5 +66,45 @@ func TestSinkOnUnixSocket(t *testing.T) {
 		if code := execute(context.Background(), args, io.Discard, &errb); code != 2 || !strings.Contains(errb.String(), "unix:///") {
 			t.Errorf("%v: exit %d, want 2 and a hint: %s", args, code, errb.String())
 		}
+	}
+}
+
+// A real OpenTelemetry Collector exports to the OTLP sink on a Unix
+// socket: the sink's unix:///… endpoint is the collector's exporter
+// target, and every span sent arrives.
+func TestCollectorExportsToSinkOnUnixSocket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a collector")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "uds.yaml")
+	os.WriteFile(file, []byte(`name: collector-to-uds-sink
+sut: {type: otelcol, signal: traces}
+target: {driver: otlp}
+workload: {generator: otlp-traces, batch: 50}
+sink: {type: otlp, grpc_listen: "unix://`+filepath.Join(dir, "sink.sock")+`", http_listen: ""}
+interval: 500ms
+drain: 20s
+phases:
+  - {name: load, duration: 2s, rate: 500/s}
+`), 0o644)
+	out := filepath.Join(dir, "result.json")
+	stdout, stderr, code := cli(t, "run", file, "-q", "--no-store", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res pipebench.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	sent, _ := res.Total.Get("accepted")
+	del, _ := res.Total.Get("delivered")
+	lost, _ := res.Total.Get("lost")
+	if sent < 900 || del != sent || lost != 0 {
+		t.Errorf("accepted %g, delivered %g, lost %g: every span should reach the sink over the socket", sent, del, lost)
 	}
 }
