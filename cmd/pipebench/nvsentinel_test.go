@@ -60,8 +60,8 @@ func TestBuiltinNVSentinelSustainedSuite(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	rows := suiteTable(t, stdout, "nvsentinel-sustained")
-	checkHeader(t, rows, "Test", "Event Rate", "Request Rate", "P50 Latency", "P75 Latency", "P95 Latency", "P99 Latency",
-		"Effect Rate", "Effect P50", "Effect P99", "Total Events", "Peak Backlog", "Status")
+	checkHeader(t, rows, "Test", "Event Rate (/s)", "Request Rate (/s)", "P50 Latency (ms)", "P75 Latency (ms)", "P95 Latency (ms)", "P99 Latency (ms)",
+		"Effect Rate (/s)", "Effect P50 (ms)", "Effect P99 (ms)", "Total Events", "Peak Backlog", "Status")
 	if len(rows) != 4 {
 		t.Fatalf("%d rows, want 3:\n%s", len(rows)-1, stdout)
 	}
@@ -95,8 +95,8 @@ func TestBuiltinNVSentinelBurstSuite(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	rows := suiteTable(t, stdout, "nvsentinel-burst")
-	checkHeader(t, rows, "Test", "Duration", "Event Rate", "Request Rate", "P50 Latency", "P75 Latency", "P99 Latency",
-		"Effect Rate", "Effect P50", "Effect P99", "Peak Backlog", "Refused", "Status")
+	checkHeader(t, rows, "Test", "Duration", "Event Rate (/s)", "Request Rate (/s)", "P50 Latency (ms)", "P75 Latency (ms)", "P99 Latency (ms)",
+		"Effect Rate (/s)", "Effect P50 (ms)", "Effect P99 (ms)", "Peak Backlog", "Refused (/s)", "Status")
 	if len(rows) != 8 {
 		t.Fatalf("%d rows, want 7:\n%s", len(rows)-1, stdout)
 	}
@@ -134,7 +134,7 @@ func TestBuiltinNVSentinelBlastSuite(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	rows := suiteTable(t, stdout, "nvsentinel-blast")
-	checkHeader(t, rows, "Scale", "Nodes", "Time to Complete", "Peak Queue", "Avg Rate", "Effect P50", "Effect P90", "Effect P99", "Status")
+	checkHeader(t, rows, "Scale", "Nodes", "Time to Complete (s)", "Peak Queue", "Avg Rate (/s)", "Effect P50 (ms)", "Effect P90 (ms)", "Effect P99 (ms)", "Status")
 	if len(rows) != 4 {
 		t.Fatalf("%d rows, want 3:\n%s", len(rows)-1, stdout)
 	}
