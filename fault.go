@@ -31,6 +31,31 @@ type FaultPolicy struct {
 	// Outages are windows, measured from the start of the phase, during
 	// which every request is answered with ErrorStatus.
 	Outages []Window `json:"outages,omitempty"`
+	// Pipeline, when set, limits the policy to the requests of one
+	// pipeline of the system under test (the sink tells pipelines apart by
+	// the x-pipebench-pipeline header their exporter adds, as the
+	// embedded collector's generated configuration does: p1, p2, ...);
+	// the other pipelines' requests pass untouched.
+	Pipeline string `json:"pipeline,omitempty"`
+}
+
+// PipelineHeader is the request header (gRPC metadata key) by which an
+// exporter tells the sink which pipeline of the system under test it
+// belongs to.
+const PipelineHeader = "x-pipebench-pipeline"
+
+// ValidPipelineName reports whether s can name a pipeline: 1 to 64
+// letters, digits, '_', '.', '-' or '/'.
+func ValidPipelineName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-' || c == '/') {
+			return false
+		}
+	}
+	return true
 }
 
 // IsZero reports whether p injects nothing.
@@ -120,6 +145,13 @@ func (p FaultPolicy) Validate(phaseDur Duration) error {
 	}
 	if p.RateLimitBurst != 0 && p.RateLimit == 0 {
 		errs = append(errs, fmt.Errorf("rate_limit_burst: goes with rate_limit"))
+	}
+	if p.Pipeline != "" {
+		if !ValidPipelineName(p.Pipeline) {
+			errs = append(errs, fmt.Errorf("pipeline: %q is not a pipeline name: use the name the sink sees in the x-pipebench-pipeline header (the embedded collector's pipelines are p1, p2, ...)", p.Pipeline))
+		} else if p.IsZero() {
+			errs = append(errs, fmt.Errorf("pipeline: says which pipeline the faults hit, and no fault is given: add error_ratio, outages, rate_limit or latency"))
+		}
 	}
 	for i, w := range p.Outages {
 		if w.Duration <= 0 {

@@ -55,6 +55,19 @@ type Arrivals interface {
 	Unmatched(n int)
 }
 
+// PipelineArrivals is the optional ability of an Arrivals to keep the
+// accounts of each pipeline of the system under test apart: a sink that
+// tells pipelines apart (by PipelineHeader) reports a request's items to
+// Pipeline(name), so that a fan-out of one item to several pipelines is not
+// counted as duplicates, and loss, duplicates and end-to-end latency are
+// known per pipeline.
+type PipelineArrivals interface {
+	// Pipeline returns the recorder of the named pipeline, or nil when
+	// no more pipelines can be told apart (the sink then reports to the
+	// Arrivals itself).
+	Pipeline(name string) Arrivals
+}
+
 // Sink is a test backend the pipeline exports to.
 //
 // Start begins serving and returns once Endpoint is valid; Shutdown stops

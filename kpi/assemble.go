@@ -362,9 +362,15 @@ func Summary(r *pipebench.Result) []string {
 	}
 	if v, ok := t.Get("lost"); ok && v > 0 {
 		acc, _ := t.Get("accepted")
-		out = append(out, fmt.Sprintf("%s of %s accepted items never arrived at the sink (lost)", pipebench.FormatCount(v), pipebench.FormatCount(acc)))
+		if by := byPipeline(t, "pipeline_lost"); by != "" {
+			out = append(out, fmt.Sprintf("%s copies of the %s accepted items never arrived at the sink (lost), by pipeline: %s", pipebench.FormatCount(v), pipebench.FormatCount(acc), by))
+		} else {
+			out = append(out, fmt.Sprintf("%s of %s accepted items never arrived at the sink (lost)", pipebench.FormatCount(v), pipebench.FormatCount(acc)))
+		}
 	}
-	if v, _ := t.Get("duplicates"); v > 0 {
+	if v, _ := t.Get("duplicates"); v > 0 && byPipeline(t, "pipeline_duplicates") != "" {
+		out = append(out, fmt.Sprintf("%s items arrived more than once through the same pipeline (duplicates), by pipeline: %s", pipebench.FormatCount(v), byPipeline(t, "pipeline_duplicates")))
+	} else if v > 0 {
 		out = append(out, fmt.Sprintf("%s items arrived more than once (duplicates)", pipebench.FormatCount(v)))
 	}
 	return out

@@ -100,6 +100,7 @@ func Build(in PhaseInput, series []pipebench.Series) pipebench.PhaseResult {
 		add("duplicates", float64(a.Duplicates), pipebench.UnitCount)
 		add("reordered", float64(a.Reordered), pipebench.UnitCount)
 		add("faulted", float64(in.Faulted), pipebench.UnitCount)
+		p.KPIs = append(p.KPIs, PipelineKPIs(a.Pipelines, secs)...)
 	}
 	p.KPIs = append(p.KPIs, ObservedKPIs(series, in.Started, in.Ended)...)
 	return p

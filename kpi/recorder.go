@@ -268,6 +268,8 @@ type Arrivals struct {
 	now    atomic.Int32
 	// OnDeliver, if set, is called with the phase of each unique arrival.
 	live []*Live
+	// pipes are the pipelines told apart (Pipeline), by name.
+	pipes map[string]*pipeArrivals
 }
 
 type arrivalPhase struct {
@@ -370,10 +372,15 @@ func (a *Arrivals) Faulted(n int) { a.faulted.Add(uint64(n)) }
 // Unmatched implements pipebench.Arrivals.
 func (a *Arrivals) Unmatched(n int) { a.unmatched.Add(uint64(n)) }
 
-// Outstanding returns how many accepted items have not arrived yet.
+// Outstanding returns how many accepted items have not arrived yet; with
+// several pipelines told apart, how many copies, summed over the
+// pipelines.
 func (a *Arrivals) Outstanding() uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if len(a.pipes) > 0 {
+		return a.outstandingPipelines()
+	}
 	return a.arrived.MissingFrom(a.accepted, 0, ^uint64(0))
 }
 
@@ -400,6 +407,12 @@ type ArrivalStats struct {
 	Stray uint64
 	E2E   *hdrhistogram.Histogram // µs
 	Last  time.Time               // last arrival
+	// Pipelines holds each pipeline's own account when the sink told
+	// several apart (nil otherwise). Delivered, Reordered and E2E above
+	// then count each item once, at its first copy; Duplicates and Lost
+	// are the pipelines' summed: an item one pipeline lost is lost even
+	// though the others delivered it.
+	Pipelines map[string]PipelineStats
 }
 
 // Stats returns phase i's arrival statistics; hi is the first sequence
@@ -412,7 +425,7 @@ func (a *Arrivals) Stats(i int, hi uint64) ArrivalStats {
 		lo = a.starts[i]
 	}
 	p := a.phases[i]
-	return ArrivalStats{
+	st := ArrivalStats{
 		Delivered:  a.DeliveredDuring(i),
 		Own:        p.delivered,
 		Duplicates: p.duplicates,
@@ -422,6 +435,14 @@ func (a *Arrivals) Stats(i int, hi uint64) ArrivalStats {
 		E2E:        hdrhistogram.Import(p.e2e.Export()),
 		Last:       p.last,
 	}
+	if len(a.pipes) > 0 {
+		var lost uint64
+		st.Pipelines, lost = a.pipelineStats(i, i+1, lo, hi, false)
+		if hi > lo {
+			st.Lost = lost
+		}
+	}
+	return st
 }
 
 // Totals returns the faulted and unmatched counts of the whole run.
@@ -463,6 +484,13 @@ func (a *Arrivals) RunStats(n int, lo, hi uint64) ArrivalStats {
 	}
 	for i := range a.during { // every phase, and the drain after the last
 		st.Delivered += a.during[i].Load()
+	}
+	if len(a.pipes) > 0 {
+		var lost uint64
+		st.Pipelines, lost = a.pipelineStats(0, n, lo, hi, true)
+		if hi > lo {
+			st.Lost = lost
+		}
 	}
 	return st
 }

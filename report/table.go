@@ -41,6 +41,7 @@ func Table(r *pipebench.Result) ([]*pipebench.PhaseResult, []Row) {
 			out = append(out, Row{Group: sp.group, Label: sp.label, Cells: cells})
 		}
 	}
+	out = append(out, pipelineRows(phases)...)
 	return phases, append(out, observedRows(r, phases)...)
 }
 
@@ -71,7 +72,7 @@ func observedRows(r *pipebench.Result, phases []*pipebench.PhaseResult) []Row {
 			if i := strings.IndexByte(base, '.'); i > 0 && (base[:i] == "service_time" || base[:i] == "schedule_lag" || base[:i] == "wait") {
 				base = base[:i]
 			}
-			if skip[base] || skip[k.Name] || strings.HasSuffix(k.Name, ".total") || strings.HasSuffix(k.Name, ".last") || strings.HasSuffix(k.Name, ".count") || strings.HasSuffix(k.Name, ".sum") {
+			if skip[base] || skip[k.Name] || perPipeline(k.Name) || strings.HasSuffix(k.Name, ".total") || strings.HasSuffix(k.Name, ".last") || strings.HasSuffix(k.Name, ".count") || strings.HasSuffix(k.Name, ".sum") {
 				continue
 			}
 			if _, seen := byKey[k.Key()]; !seen {

@@ -24,6 +24,16 @@ type decoder struct {
 	p    Params
 	errs Errors
 	src  []byte // the file, for hints about syntax errors
+	// pipelineFaults are the faults.pipeline keys met, checked against
+	// the sink and the system under test once the whole file is read.
+	pipelineFaults []located
+}
+
+// located is a value with the node and path it was read from.
+type located struct {
+	value string
+	node  ast.Node
+	path  string
 }
 
 // field is one key: value of a mapping.
@@ -356,6 +366,7 @@ func (d *decoder) decode(data []byte) *Scenario {
 	} else {
 		d.add(body, "phases", "missing: add at least one phase, like `phases: [{name: load, duration: 1m, rate: 100/s}]`")
 	}
+	d.checkPipelineFaults(sc)
 	if fl, ok := byKey["thresholds"]; ok {
 		sc.Thresholds = d.thresholds(fl.val, sc.Phases)
 	}

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
@@ -246,7 +247,51 @@ func (d *decoder) phases(n ast.Node, df phaseDefaults) []Phase {
 	return out
 }
 
-var faultKeys = []string{"error_ratio", "error_status", "latency", "rate_limit", "rate_limit_burst", "outages"}
+var faultKeys = []string{"error_ratio", "error_status", "latency", "rate_limit", "rate_limit_burst", "outages", "pipeline"}
+
+// pipelineSinks are the sinks that tell the pipelines of the system under
+// test apart (by the x-pipebench-pipeline header), so that a fault policy
+// can hit one of them.
+var pipelineSinks = map[string]bool{"otlp": true}
+
+// pipelineNamer is what a system under test's configuration says of its
+// pipelines: the names its exporters send in x-pipebench-pipeline (the
+// embedded collector's p1, p2, ...; none with a single pipeline), and
+// whether it knows them (a collector run from your own file does not).
+type pipelineNamer interface {
+	PipelineNames() (names []string, known bool)
+}
+
+// checkPipelineFaults checks each faults.pipeline against the sink, which
+// must tell pipelines apart, and against the system under test, whose
+// pipelines it must name when it says what they are.
+func (d *decoder) checkPipelineFaults(sc *Scenario) {
+	for _, pf := range d.pipelineFaults {
+		if sc.Sink == nil || !pipelineSinks[sc.Sink.Type] {
+			sink := "no sink"
+			if sc.Sink != nil {
+				sink = "the " + sc.Sink.Type + " sink"
+			}
+			d.add(pf.node, pf.path, "%q: only the otlp sink tells pipelines apart (by the x-pipebench-pipeline header), and this scenario has %s", pf.value, sink)
+			continue
+		}
+		if sc.SUT == nil {
+			continue
+		}
+		pn, ok := sc.SUT.Config.(pipelineNamer)
+		if !ok {
+			continue
+		}
+		names, known := pn.PipelineNames()
+		if known && !slices.Contains(names, pf.value) {
+			if len(names) == 0 {
+				d.add(pf.node, pf.path, "%q: the %s system under test has one pipeline, which sends no pipeline name: drop pipeline, or give it pipelines: 2 or more", pf.value, sc.SUT.Type)
+			} else {
+				d.add(pf.node, pf.path, "%q is not a pipeline of the %s system under test: use one of %s", pf.value, sc.SUT.Type, strings.Join(names, ", "))
+			}
+		}
+	}
+}
 
 // faults decodes a fault policy and checks it with the policy's own
 // Validate (phaseDur, when known, bounds the outage windows), pointing each
@@ -269,6 +314,11 @@ func (d *decoder) faults(n ast.Node, path string, phaseDur pipebench.Duration) p
 			fp.RateLimit, _ = d.rate(f.val, p)
 		case "rate_limit_burst":
 			fp.RateLimitBurst, _ = d.duration(f.val, p)
+		case "pipeline":
+			fp.Pipeline = d.str(f, path)
+			if pipebench.ValidPipelineName(fp.Pipeline) {
+				d.pipelineFaults = append(d.pipelineFaults, located{fp.Pipeline, f.val, p})
+			}
 		case "outages":
 			items, _ := d.list(f.val, p)
 			for i, it := range items {

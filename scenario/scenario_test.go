@@ -219,3 +219,51 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// pipelinesConfig stands in for a system under test that names its
+// pipelines (the embedded collector).
+type pipelinesConfig struct {
+	Pipelines int `yaml:"pipelines"`
+}
+
+func (c *pipelinesConfig) PipelineNames() ([]string, bool) {
+	var n []string
+	for i := 1; i <= c.Pipelines && c.Pipelines > 1; i++ {
+		n = append(n, fmt.Sprintf("p%d", i))
+	}
+	return n, true
+}
+
+// faults.pipeline is decoded, and refused with a located reason when the
+// sink cannot tell pipelines apart or the system under test has no such
+// pipeline.
+func TestFaultsPipelineKey(t *testing.T) {
+	reg := testRegistry()
+	reg.Sinks.Register(pipebench.Factory[pipebench.Sink]{Name: "otlp", New: func(any, pipebench.Env) (pipebench.Sink, error) { return nil, nil }})
+	reg.SUTs.Register(pipebench.Factory[pipebench.SUT]{Name: "multi", NewConfig: func() any { return &pipelinesConfig{Pipelines: 1} },
+		New: func(any, pipebench.Env) (pipebench.SUT, error) { return nil, nil }})
+	p := params()
+	p.Registry = reg
+	doc := func(sink, pipelines, fault string) string {
+		return fmt.Sprintf("name: x\nsut: {type: multi, pipelines: %s}\ntarget: {driver: otlp}\nworkload: {generator: otlp-traces}\nsink: {type: %s}\nphases:\n  - name: load\n    duration: 1s\n    rate: 10/s\n    faults: %s\n", pipelines, sink, fault)
+	}
+	sc, err := Parse("ok.yaml", []byte(doc("otlp", "3", "{pipeline: p2, error_ratio: 0.7}")), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := sc.Phases[0].Faults; f.Pipeline != "p2" || f.ErrorRatio != 0.7 {
+		t.Errorf("faults %+v", f)
+	}
+	for _, c := range []struct{ sink, pipelines, fault, want string }{
+		{"http", "3", "{pipeline: p2, error_ratio: 0.7}", `ok.yaml:10:24: phases[0].faults.pipeline: "p2": only the otlp sink tells pipelines apart`},
+		{"otlp", "3", "{pipeline: p4, error_ratio: 0.7}", `phases[0].faults.pipeline: "p4" is not a pipeline of the multi system under test: use one of p1, p2, p3`},
+		{"otlp", "1", "{pipeline: p1, error_ratio: 0.7}", `"p1": the multi system under test has one pipeline`},
+		{"otlp", "3", "{pipeline: p2}", `phases[0].faults.pipeline: says which pipeline the faults hit, and no fault is given`},
+		{"otlp", "3", "{pipeline: 'a b', error_ratio: 0.1}", `is not a pipeline name`},
+	} {
+		_, err := Parse("ok.yaml", []byte(doc(c.sink, c.pipelines, c.fault)), p)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s %s: %v\nwant %q", c.sink, c.pipelines, c.fault, err, c.want)
+		}
+	}
+}

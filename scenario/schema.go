@@ -25,6 +25,8 @@ func Schema(reg *pipebench.Registry) ([]byte, error) {
 		"rate_limit":       rate,
 		"rate_limit_burst": dur,
 		"outages":          map[string]any{"type": "array", "items": obj(map[string]any{"start": dur, "duration": dur}, "duration")},
+		"pipeline": map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_./-]{1,64}$`,
+			"description": "the one pipeline of the system under test the faults hit (p1, p2, ... with the embedded collector); the otlp sink tells pipelines apart by the x-pipebench-pipeline header"},
 	})
 	phase := obj(map[string]any{
 		"name": map[string]any{"type": "string"}, "duration": dur, "rate": rate,

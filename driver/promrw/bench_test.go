@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pmetric"
-
 	"github.com/pipebench/pipebench"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	promrwsink "github.com/pipebench/pipebench/sink/promrw"
@@ -22,21 +20,47 @@ func cpuSeconds() float64 {
 }
 
 // BenchmarkGenerateAndEncode is the generator side alone: otlp-metrics
-// batches of 500 points turned into compressed remote-write requests, on
-// one goroutine; samples per CPU-second.
+// batches of 500 points (10 attributes) turned into compressed
+// remote-write requests on one goroutine, samples per CPU-second of the
+// process. pdata is the conversion through pmetric.Metrics (the driver's
+// path before the direct one, and still its fallback); direct reads the
+// generator's OTLP wire bytes; v2 is direct into a 2.0 request. Run with
+// -count to interleave them.
 func BenchmarkGenerateAndEncode(b *testing.B) {
-	gen, _ := otlpgen.MetricsFactory().New(nil, pipebench.Env{})
-	w := &work{names: map[string]string{}}
-	n := 0
-	cpu := cpuSeconds()
-	seq := uint64(1)
-	for b.Loop() {
-		batch := gen.Next(seq, 500, time.Now())
-		seq += 500
-		_, s := w.encode(batch.Data.(pmetric.Metrics))
-		n += s
+	for _, c := range []struct {
+		name     string
+		v2, pdat bool
+	}{{"pdata", false, true}, {"direct", false, false}, {"direct-v2", true, false}} {
+		b.Run(c.name, func(b *testing.B) {
+			gen, _ := otlpgen.MetricsFactory().New(&otlpgen.MetricsConfig{Producers: 20, Attributes: 10, Type: "gauge"}, pipebench.Env{})
+			rel := gen.(pipebench.Releaser)
+			w := &work{v2: c.v2, names: map[string]string{}, bnames: map[string][]byte{}}
+			n := 0
+			cpu := cpuSeconds()
+			seq := uint64(1)
+			for b.Loop() {
+				batch := gen.Next(seq, 500, time.Now())
+				seq += 500
+				enc := batch.Data.(*otlpgen.Encoded)
+				var s int
+				if c.pdat {
+					md, err := enc.Metrics()
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, s = w.encode(md)
+				} else {
+					var err error
+					if _, s, err = w.encodeWire(enc.Body); err != nil {
+						b.Fatal(err)
+					}
+				}
+				rel.Release(&batch)
+				n += s
+			}
+			b.ReportMetric(float64(n)/(cpuSeconds()-cpu), "samples/cpu-s")
+		})
 	}
-	b.ReportMetric(float64(n)/(cpuSeconds()-cpu), "samples/cpu-s")
 }
 
 type countArrivals struct{ n atomic.Int64 }

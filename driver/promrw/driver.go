@@ -1,4 +1,5 @@
-// Package promrwdriver load-tests Prometheus remote-write 1.0 receivers (a
+// Package promrwdriver load-tests Prometheus remote-write receivers, 1.0
+// or 2.0 (protocol: "2.0"; a
 // collector's prometheusremotewrite receiver, a Prometheus with
 // --web.enable-remote-write-receiver, pipebench's own sink): the avalanche
 // use case with pipebench's pacing, faults and table.
@@ -11,7 +12,12 @@
 // sequence convention says, the sample's value is the item's sequence
 // number and its timestamp the send time in milliseconds, so a
 // remote-write sink can match every sample. The request is snappy-
-// compressed protobuf with the remote-write 1.0 headers.
+// compressed protobuf with the headers of its protocol version.
+//
+// The metrics generator's batches (already encoded OTLP) are converted
+// straight from the OTLP wire bytes to the remote-write request, without
+// pdata; pmetric.Metrics batches (and OTLP whose attributes hold bytes,
+// arrays or maps) go through pdata.
 package promrwdriver
 
 import (
@@ -54,11 +60,15 @@ type Config struct {
 	Connections   int                         `yaml:"connections" json:"connections"`
 	Headers       map[string]string           `yaml:"headers" json:"headers,omitempty"`
 	SecretHeaders map[string]pipebench.Secret `yaml:"secret_headers" json:"secret_headers,omitempty"`
+	// Protocol is the remote-write version: "1.0" (prometheus.WriteRequest,
+	// the default) or "2.0" (io.prometheus.write.v2.Request, with its
+	// symbol table).
+	Protocol string `yaml:"protocol" json:"protocol,omitempty"`
 }
 
 // DefaultConfig returns a 5 s timeout and 4 connections.
 func DefaultConfig() *Config {
-	return &Config{Timeout: pipebench.Duration(5 * time.Second), Connections: 4}
+	return &Config{Timeout: pipebench.Duration(5 * time.Second), Connections: 4, Protocol: "1.0"}
 }
 
 // Validate reports every problem, each prefixed with its key.
@@ -66,6 +76,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout: must be more than 0"))
+	}
+	if c.Protocol != "" && c.Protocol != "1.0" && c.Protocol != "2.0" {
+		errs = append(errs, fmt.Errorf("protocol: %q is not a remote-write version: use 1.0 or 2.0", c.Protocol))
 	}
 	if c.Connections < 1 || c.Connections > 10000 {
 		errs = append(errs, fmt.Errorf("connections: %d is outside 1..10000", c.Connections))
@@ -81,7 +94,7 @@ func (c *Config) Validate() error {
 // Factory returns the factory of the "prometheus-remote-write" driver; it
 // accepts otlp-metrics batches.
 func Factory() pipebench.Factory[pipebench.Driver] {
-	return pipebench.NewFactory("prometheus-remote-write", "Prometheus remote write 1.0 (snappy protobuf): every metric point a sample of its own series", DefaultConfig,
+	return pipebench.NewFactory("prometheus-remote-write", "Prometheus remote write 1.0 or 2.0 (snappy protobuf): every metric point a sample of its own series", DefaultConfig,
 		func(c *Config, env pipebench.Env) (pipebench.Driver, error) {
 			target := env.Targets["prometheus-remote-write"]
 			if target == "" {
@@ -100,6 +113,7 @@ type Driver struct {
 	open     atomic.Int64
 	headers  http.Header
 	pool     sync.Pool // *work
+	v2       bool      // remote write 2.0
 }
 
 var (
@@ -136,9 +150,15 @@ func New(cfg Config, target string) (*Driver, error) {
 	for k, v := range cfg.SecretHeaders {
 		d.headers.Set(k, v.Reveal())
 	}
-	d.headers.Set("Content-Type", promrw.ContentType)
 	d.headers.Set("Content-Encoding", promrw.ContentEncoding)
-	d.headers.Set(promrw.VersionHeader, promrw.Version)
+	if cfg.Protocol == "2.0" {
+		d.v2 = true
+		d.headers.Set("Content-Type", promrw.ContentTypeV2)
+		d.headers.Set(promrw.VersionHeader, promrw.VersionV2)
+	} else {
+		d.headers.Set("Content-Type", promrw.ContentType)
+		d.headers.Set(promrw.VersionHeader, promrw.Version)
+	}
 	d.headers.Set("User-Agent", "pipebench")
 	dialer := &net.Dialer{Timeout: cfg.Timeout.D()}
 	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Connections, MaxConnsPerHost: cfg.Connections,
@@ -196,11 +216,16 @@ func (d *Driver) Shutdown(context.Context) error {
 
 // work is one sender's reusable buffers.
 type work struct {
+	v2     bool
 	enc    promrw.Encoder
+	enc2   promrw.V2Encoder
 	labels []promrw.Label
+	blabs  [][2][]byte
 	vals   [1]float64
 	ts     [1]int64
 	names  map[string]string // attribute key -> label name
+	bnames map[string][]byte // metric or attribute name -> label name (direct path)
+	walk   otlpgen.PointWalk
 	zbuf   []byte
 }
 
@@ -208,14 +233,101 @@ func (d *Driver) work() *work {
 	if w, ok := d.pool.Get().(*work); ok {
 		return w
 	}
-	return &work{names: map[string]string{}}
+	return &work{v2: d.v2, names: map[string]string{}, bnames: map[string][]byte{}}
 }
 
-// Encode builds the snappy-compressed remote-write request for b's
+// reset empties the request being built.
+func (w *work) reset() {
+	if w.v2 {
+		w.enc2.Reset()
+	} else {
+		w.enc.Reset()
+	}
+}
+
+// compress snappy-compresses the request built and returns it with its
+// number of samples. The bytes are valid until the work goes back to the
+// pool.
+func (w *work) compress() ([]byte, int) {
+	plain, samples := w.enc.Bytes(), w.enc.Samples()
+	if w.v2 {
+		plain, samples = w.enc2.Bytes(), w.enc2.Samples()
+	}
+	// s2's snappy-compatible fast mode: the block format every snappy
+	// decoder reads, at less CPU than snappy.Encode's "better" mode.
+	if n := s2.MaxEncodedLen(len(plain)); cap(w.zbuf) < n {
+		w.zbuf = make([]byte, n)
+	}
+	w.zbuf = s2.EncodeSnappy(w.zbuf[:cap(w.zbuf)], plain)
+	return w.zbuf, samples
+}
+
+// encodeWire builds the request straight from an encoded OTLP metrics
+// request, point by point, as encode does from pdata.
+func (w *work) encodeWire(body []byte) ([]byte, int, error) {
+	w.reset()
+	err := w.walk.WalkMetricPoints(body, func(p *otlpgen.MetricPoint) error {
+		name := w.nameBytes(p.Name, p.Histogram)
+		ls := append(w.blabs[:0], [2][]byte{nameLabel, name})
+		for _, a := range p.Attrs {
+			ls = append(ls, [2][]byte{w.nameBytes(a.Key, false), a.Value})
+		}
+		value, millis := p.Value, int64(p.TimeNanos)/1e6
+		if p.HasSeq {
+			value = float64(p.Seq)
+			ls = append(ls, [2][]byte{seqName, seqValue})
+		}
+		if p.HasSent {
+			millis = p.Sent / 1e6
+		}
+		slices.SortFunc(ls[1:], func(a, b [2][]byte) int { return bytes.Compare(a[0], b[0]) })
+		w.blabs = ls
+		w.vals[0], w.ts[0] = value, millis
+		if w.v2 {
+			w.enc2.SeriesBytes(ls, w.vals[:], w.ts[:])
+		} else {
+			w.enc.SeriesBytes(ls, w.vals[:], w.ts[:])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	b, n := w.compress()
+	return b, n, nil
+}
+
+var seqName, seqValue, nameLabel = []byte(promrw.SeqLabel), []byte("seq"), []byte("__name__")
+
+// nameBytes is label for the direct path: the Prometheus name of an OTLP
+// name (with _count for a histogram's metric name), remembered.
+func (w *work) nameBytes(k []byte, hist bool) []byte {
+	key := string(k) // no allocation for the lookup
+	if hist {
+		if n, ok := w.bnames["\x00"+key]; ok {
+			return n
+		}
+		n := []byte(w.label(key) + "_count")
+		if len(w.bnames) < 10000 {
+			w.bnames["\x00"+key] = n
+		}
+		return n
+	}
+	if n, ok := w.bnames[key]; ok {
+		return n
+	}
+	n := []byte(w.label(key))
+	if len(w.bnames) < 10000 {
+		w.bnames[key] = n
+	}
+	return n
+}
+
+// encode builds the snappy-compressed remote-write request for b's
 // metrics and returns it with its number of samples. The bytes are valid
 // until the work goes back to the pool.
 func (w *work) encode(md pmetric.Metrics) ([]byte, int) {
-	w.enc.Reset()
+	w.reset()
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		sms := rms.At(i).ScopeMetrics()
@@ -226,13 +338,7 @@ func (w *work) encode(md pmetric.Metrics) ([]byte, int) {
 			}
 		}
 	}
-	// s2's snappy-compatible fast mode: the block format every snappy
-	// decoder reads, at less CPU than snappy.Encode's "better" mode.
-	if n := s2.MaxEncodedLen(len(w.enc.Bytes())); cap(w.zbuf) < n {
-		w.zbuf = make([]byte, n)
-	}
-	w.zbuf = s2.EncodeSnappy(w.zbuf[:cap(w.zbuf)], w.enc.Bytes())
-	return w.zbuf, w.enc.Samples()
+	return w.compress()
 }
 
 func (w *work) metric(m pmetric.Metric) {
@@ -290,7 +396,11 @@ func (w *work) point(name string, attrs pcommon.Map, value float64, ts pcommon.T
 	slices.SortFunc(ls[1:], func(a, b promrw.Label) int { return strings.Compare(a.Name, b.Name) })
 	w.labels = ls
 	w.vals[0], w.ts[0] = value, millis
-	w.enc.Series(ls, w.vals[:], w.ts[:])
+	if w.v2 {
+		w.enc2.Series(ls, w.vals[:], w.ts[:])
+	} else {
+		w.enc.Series(ls, w.vals[:], w.ts[:])
+	}
 }
 
 // label turns an OTLP name into a Prometheus label or metric name,
@@ -314,22 +424,30 @@ func (w *work) label(k string) string {
 
 // Send implements pipebench.Driver.
 func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
+	w := d.work()
+	var body []byte
 	md, ok := b.Data.(pmetric.Metrics)
 	if enc, isEnc := b.Data.(*otlpgen.Encoded); isEnc && enc.Signal == otlpgen.SignalMetrics {
-		// The metrics generator encodes straight to the wire: read the
-		// points back from it.
+		// The metrics generator encodes straight to the wire: convert
+		// from it, through pdata only when an attribute is not a scalar.
 		var err error
-		if md, err = enc.Metrics(); err != nil {
+		body, _, err = w.encodeWire(enc.Body)
+		if errors.Is(err, otlpgen.ErrComplexValue) {
+			if md, err = enc.Metrics(); err == nil {
+				body, _ = w.encode(md)
+			}
+		}
+		if err != nil {
+			d.pool.Put(w)
 			return pipebench.Outcome{Class: pipebench.ClassError, Detail: "bad OTLP metrics", Message: err.Error()}
 		}
-		ok = true
-	}
-	if !ok {
+	} else if ok {
+		body, _ = w.encode(md)
+	} else {
+		d.pool.Put(w)
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "not OTLP metrics",
 			Message: fmt.Sprintf("the prometheus-remote-write driver got %T, not metrics: use the otlp-metrics generator", b.Data)}
 	}
-	w := d.work()
-	body, _ := w.encode(md)
 	// The transport may read the body after Do returned (an early answer,
 	// an error): the buffers are reused only once it closed it.
 	tracked := &trackedBody{Reader: bytes.NewReader(body)}

@@ -44,6 +44,13 @@ type Mapping struct {
 	// from the buckets' growth over the phase (kpi.HistogramKPIs), besides
 	// the per-scrape gauges' KPI.p50.max and .last.
 	Buckets bool `yaml:"buckets" json:"buckets,omitempty"`
+	// By reports one series per value of this label instead of their
+	// sum, each carrying the label (by: exporter gives
+	// KPI{exporter="otlp/p2",instance="collector-0"}) — when some metric
+	// of a By mapping has more than one value of its label in the scrape;
+	// with one (a single exporter), By mappings add nothing: the summed
+	// mapping of the same metric already says it all.
+	By string `yaml:"by" json:"by,omitempty"`
 }
 
 // Config configures the observer.
@@ -60,7 +67,7 @@ type Config struct {
 // Presets are the built-in mappings, by name. Each KPI sums the metric over
 // all its series (receivers, exporters, transports) per instance.
 var Presets = map[string][]Mapping{
-	"otelcol": otelcolPreset(),
+	"otelcol": append(otelcolPreset(), otelcolPerExporter()...),
 	"relay": {
 		{KPI: "receiver_accepted", Metric: "relay_receiver_accepted_items", Kind: "counter"},
 		{KPI: "receiver_refused", Metric: "relay_receiver_refused_items", Kind: "counter"},
@@ -102,6 +109,24 @@ func otelcolPreset() []Mapping {
 		Mapping{KPI: "memory_rss_bytes", Metric: "otelcol_process_memory_rss", Kind: "gauge"},
 		Mapping{KPI: "cpu_seconds", Metric: "otelcol_process_cpu_seconds", Kind: "counter"},
 	)
+}
+
+// otelcolPerExporter is the otelcol preset's split of the exporter
+// metrics by exporter, for collectors with several pipelines (each
+// pipeline's own exporter, otlp/p1, otlp/p2, ...): per_exporter_sent,
+// per_exporter_failed, per_exporter_enqueue_failed (counters) and
+// per_exporter_queue_size, with the label exporter. Their names are their
+// own so that sums over instances never count an item twice.
+func otelcolPerExporter() []Mapping {
+	var m []Mapping
+	for _, sig := range []string{"spans", "metric_points", "log_records"} {
+		m = append(m,
+			Mapping{KPI: "per_exporter_sent", Metric: "otelcol_exporter_sent_" + sig, Kind: "counter", By: "exporter"},
+			Mapping{KPI: "per_exporter_failed", Metric: "otelcol_exporter_send_failed_" + sig, Kind: "counter", By: "exporter"},
+			Mapping{KPI: "per_exporter_enqueue_failed", Metric: "otelcol_exporter_enqueue_failed_" + sig, Kind: "counter", By: "exporter"},
+		)
+	}
+	return append(m, Mapping{KPI: "per_exporter_queue_size", Metric: "otelcol_exporter_queue_size", Kind: "gauge", By: "exporter"})
 }
 
 // Validate reports every problem, each prefixed with its key.
@@ -237,6 +262,14 @@ func (o *Observer) points(fams map[string]*dto.MetricFamily, instance string, at
 	sums := map[string]*acc{}
 	var order []string
 	var dists []pipebench.Point
+	type split struct {
+		kind pipebench.MetricKind
+		by   string
+		sums map[string]float64
+	}
+	splits := map[string]*split{}
+	var splitOrder []string
+	widest := 0 // the most values of a By label in one metric
 	for _, m := range o.mappings {
 		fam := fams[m.Metric]
 		if fam == nil {
@@ -252,6 +285,21 @@ func (o *Observer) points(fams map[string]*dto.MetricFamily, instance string, at
 		kind := pipebench.KindGauge
 		if m.Kind == "counter" || (m.Kind == "" && fam.GetType() == dto.MetricType_COUNTER) {
 			kind = pipebench.KindCounter
+		}
+		if m.By != "" {
+			vals := splitSums(m, fam)
+			if len(vals) == 0 {
+				continue
+			}
+			widest = max(widest, len(vals))
+			if splits[m.KPI] == nil {
+				splits[m.KPI] = &split{kind: kind, by: m.By, sums: map[string]float64{}}
+				splitOrder = append(splitOrder, m.KPI)
+			}
+			for k, v := range vals {
+				splits[m.KPI].sums[k] += v
+			}
+			continue
 		}
 		for _, metric := range fam.GetMetric() {
 			if !matches(metric, m.Labels) {
@@ -281,7 +329,49 @@ func (o *Observer) points(fams map[string]*dto.MetricFamily, instance string, at
 	for _, k := range order {
 		pts = append(pts, pipebench.Point{Name: k, Labels: map[string]string{"instance": instance}, Kind: sums[k].kind, At: at, Value: sums[k].value})
 	}
+	if widest < 2 {
+		splitOrder = nil // one exporter: the sums say it all
+	}
+	for _, name := range splitOrder {
+		sp := splits[name]
+		keys := make([]string, 0, len(sp.sums))
+		for k := range sp.sums {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			pts = append(pts, pipebench.Point{Name: name, Labels: map[string]string{"instance": instance, sp.by: k}, Kind: sp.kind, At: at, Value: sp.sums[k]})
+		}
+	}
 	return append(pts, dists...)
+}
+
+// splitSums sums the metric per value of the label m.By (series without
+// the label are left out).
+func splitSums(m Mapping, fam *dto.MetricFamily) map[string]float64 {
+	sums := map[string]float64{}
+	for _, metric := range fam.GetMetric() {
+		if !matches(metric, m.Labels) {
+			continue
+		}
+		var v float64
+		switch {
+		case metric.GetCounter() != nil:
+			v = metric.GetCounter().GetValue()
+		case metric.GetGauge() != nil:
+			v = metric.GetGauge().GetValue()
+		case metric.GetUntyped() != nil:
+			v = metric.GetUntyped().GetValue()
+		default:
+			continue
+		}
+		for _, l := range metric.GetLabel() {
+			if l.GetName() == m.By && l.GetValue() != "" {
+				sums[l.GetValue()] += v
+			}
+		}
+	}
+	return sums
 }
 
 func matches(m *dto.Metric, want map[string]string) bool {

@@ -92,3 +92,48 @@ func TestInstancesAndErrors(t *testing.T) {
 		t.Errorf("validate: %v", err)
 	}
 }
+
+// The otelcol preset splits the exporter metrics by exporter when there
+// are several (one per pipeline), under names of their own, and adds
+// nothing with one exporter.
+func TestOtelcolPresetSplitsByExporter(t *testing.T) {
+	for _, exporters := range [][]string{{"otlp/p1", "otlp/p2", "otlp/p3"}, {"otlp/p1"}} {
+		reg := prometheus.NewRegistry()
+		sent := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "otelcol_exporter_sent_spans"}, []string{"exporter"})
+		queue := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "otelcol_exporter_queue_size"}, []string{"exporter"})
+		reg.MustRegister(sent, queue)
+		for i, e := range exporters {
+			sent.WithLabelValues(e).Add(float64(100 * (i + 1)))
+			queue.WithLabelValues(e).Set(float64(i))
+		}
+		o, err := New(Config{URL: serve(t, reg), Preset: "otelcol", Timeout: pipebench.Duration(time.Second)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pts, err := o.Observe(context.Background(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]pipebench.Point{}
+		for _, p := range pts {
+			got[pipebench.KeyOf(p.Name, map[string]string{"exporter": p.Labels["exporter"]})] = p
+		}
+		if len(exporters) == 1 {
+			for k := range got {
+				if strings.HasPrefix(k, "per_exporter") {
+					t.Errorf("one exporter, yet %s", k)
+				}
+			}
+			continue
+		}
+		if p := got[`per_exporter_sent{exporter="otlp/p2"}`]; p.Value != 200 || p.Kind != pipebench.KindCounter {
+			t.Errorf("per_exporter_sent of otlp/p2 = %+v; points %v", p, pts)
+		}
+		if p := got[`per_exporter_queue_size{exporter="otlp/p3"}`]; p.Value != 2 || p.Kind != pipebench.KindGauge {
+			t.Errorf("per_exporter_queue_size of otlp/p3 = %+v", p)
+		}
+		if p := got[`exporter_sent{exporter=""}`]; p.Value != 600 {
+			t.Errorf("the summed exporter_sent = %+v, want 600", p)
+		}
+	}
+}

@@ -331,6 +331,24 @@ func (e *Encoder) Series(labels []Label, values []float64, millis []int64) {
 	e.samples += len(values)
 }
 
+// SeriesBytes is Series with labels as name, value byte slices.
+func (e *Encoder) SeriesBytes(labels [][2][]byte, values []float64, millis []int64) {
+	s := e.series[:0]
+	for _, l := range labels {
+		s = protowire.AppendTag(s, 1, protowire.BytesType)
+		s = protowire.AppendVarint(s, uint64(1+protowire.SizeBytes(len(l[0]))+1+protowire.SizeBytes(len(l[1]))))
+		s = protowire.AppendTag(s, 1, protowire.BytesType)
+		s = protowire.AppendBytes(s, l[0])
+		s = protowire.AppendTag(s, 2, protowire.BytesType)
+		s = protowire.AppendBytes(s, l[1])
+	}
+	s = appendSamples(s, values, millis)
+	e.series = s
+	e.buf = protowire.AppendTag(e.buf, 1, protowire.BytesType)
+	e.buf = protowire.AppendBytes(e.buf, s)
+	e.samples += len(values)
+}
+
 func labelSize(l Label) int {
 	return 1 + protowire.SizeBytes(len(l.Name)) + 1 + protowire.SizeBytes(len(l.Value))
 }

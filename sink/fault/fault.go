@@ -57,10 +57,19 @@ func (in *Injector) Set(p pipebench.FaultPolicy, phaseStart time.Time) {
 // failing it keeps the share of failures at or below the ratio, so with 0.1
 // exactly every 10th request fails. Outages fail every request in their
 // window; the rate limit is a token bucket of one second's worth.
-func (in *Injector) Decide(now time.Time) Decision {
+func (in *Injector) Decide(now time.Time) Decision { return in.DecideFor(now, "") }
+
+// DecideFor decides for one request of the named pipeline ("" when the
+// request does not say) arriving at now. A policy limited to one pipeline
+// (FaultPolicy.Pipeline) lets every other request through untouched, and
+// its ratio counts only that pipeline's requests.
+func (in *Injector) DecideFor(now time.Time, pipeline string) Decision {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	p := in.p
+	if p.Pipeline != "" && p.Pipeline != pipeline {
+		return Decision{}
+	}
 	var d Decision
 	if p.Latency != nil {
 		d.Delay = in.draw(p.Latency)

@@ -1,6 +1,7 @@
 package fault
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -92,6 +93,47 @@ func TestLatencyDistributions(t *testing.T) {
 		mean := sum / n
 		if diff := mean - c.mean; diff > c.mean/20 || diff < -c.mean/20 {
 			t.Errorf("%s: mean %v, want %v ±5%%", l.Kind, mean, c.mean)
+		}
+	}
+}
+
+// A policy limited to one pipeline fails exactly its ratio of that
+// pipeline's requests and none of the others', whatever the interleaving.
+func TestPipelinePolicyHitsOnlyItsPipeline(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	in := New(1)
+	in.Set(pipebench.FaultPolicy{ErrorRatio: 0.7, ErrorStatus: 503, Pipeline: "p2"}, t0)
+	fails := map[string]int{}
+	for i := 0; i < 3000; i++ {
+		name := []string{"p1", "p2", "p3", ""}[i%4]
+		if d := in.DecideFor(t0, name); d.Fail {
+			if d.Status != 503 || d.Reason != "error_ratio" {
+				t.Fatalf("request %d of %q: %+v", i, name, d)
+			}
+			fails[name]++
+		}
+	}
+	if fails["p2"] != 525 || len(fails) != 1 { // 750 requests of p2, 70% of them
+		t.Errorf("failures by pipeline %v, want p2: 525 alone", fails)
+	}
+	// Decide (no pipeline known) never hits a pipeline's policy.
+	if d := in.Decide(t0); d.Fail {
+		t.Errorf("a request without pipeline failed: %+v", d)
+	}
+}
+
+func TestPipelineKeyValidation(t *testing.T) {
+	for _, c := range []struct {
+		p    pipebench.FaultPolicy
+		want string
+	}{
+		{pipebench.FaultPolicy{Pipeline: "p2"}, "no fault is given"},
+		{pipebench.FaultPolicy{Pipeline: "p 2", ErrorRatio: 0.5}, "is not a pipeline name"},
+		{pipebench.FaultPolicy{Pipeline: "p2", ErrorRatio: 0.5}, ""},
+	} {
+		err := c.p.Validate(0)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "pipeline: ")) {
+			t.Errorf("%+v: %v, want %q", c.p, err, c.want)
 		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/pipebench/pipebench"
@@ -73,6 +74,9 @@ type Sink struct {
 	reg            *prometheus.Registry
 	items          *prometheus.CounterVec
 	requests       *prometheus.CounterVec
+	// pipes caches the recorder of each pipeline named by the
+	// x-pipebench-pipeline header (pipebench.PipelineArrivals).
+	pipes sync.Map
 }
 
 var (
@@ -183,10 +187,42 @@ func (s *Sink) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// admit applies the fault policy to a request of n items; it returns the
-// HTTP status to fail with, or 0 to accept.
-func (s *Sink) admit(ctx context.Context, n int) int {
-	d := s.inj.Decide(time.Now())
+// recorder returns where the items of the named pipeline are reported:
+// the pipeline's own recorder when the Arrivals keeps pipelines apart, else
+// (and for requests that name none, or no valid one) the Arrivals itself.
+func (s *Sink) recorder(pipeline string) pipebench.Arrivals {
+	if pipeline == "" {
+		return s.rec
+	}
+	if r, ok := s.pipes.Load(pipeline); ok {
+		return r.(pipebench.Arrivals)
+	}
+	pa, ok := s.rec.(pipebench.PipelineArrivals)
+	if !ok || !pipebench.ValidPipelineName(pipeline) {
+		return s.rec
+	}
+	r := pa.Pipeline(pipeline)
+	if r == nil { // no more pipelines told apart: the totals alone
+		return s.rec
+	}
+	s.pipes.Store(pipeline, r)
+	return r
+}
+
+// grpcPipeline returns the pipeline a gRPC request names in its metadata
+// ("" when none).
+func grpcPipeline(ctx context.Context) string {
+	if v := metadata.ValueFromIncomingContext(ctx, pipebench.PipelineHeader); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// admit applies the fault policy to a request of n items of the named
+// pipeline, reported to rec; it returns the HTTP status to fail with, or 0
+// to accept.
+func (s *Sink) admit(ctx context.Context, n int, pipeline string, rec pipebench.Arrivals) int {
+	d := s.inj.DecideFor(time.Now(), pipeline)
 	if d.Delay > 0 {
 		t := time.NewTimer(d.Delay)
 		select {
@@ -196,7 +232,7 @@ func (s *Sink) admit(ctx context.Context, n int) int {
 		}
 	}
 	if d.Fail {
-		s.rec.Faulted(n)
+		rec.Faulted(n)
 		s.items.WithLabelValues("faulted").Add(float64(n))
 		return d.Status
 	}
@@ -304,11 +340,13 @@ func (e *export) handle(ctx context.Context, r *raw) (*empty, error) {
 	if err := e.scan(r.buf.ReadOnlyData(), sc); err != nil {
 		return nil, status.Errorf(codes.Internal, "grpc: error unmarshalling request: %v", err)
 	}
-	if code := e.s.admit(ctx, sc.Items); code != 0 {
+	pipeline := grpcPipeline(ctx)
+	rec := e.s.recorder(pipeline)
+	if code := e.s.admit(ctx, sc.Items, pipeline, rec); code != 0 {
 		e.s.requests.WithLabelValues(strconv.Itoa(code)).Inc()
 		return nil, grpcError(code)
 	}
-	e.s.arrive(sc, time.Now())
+	e.s.arrive(sc, time.Now(), rec)
 	e.s.requests.WithLabelValues("200").Inc()
 	return &empty{}, nil
 }
@@ -350,10 +388,10 @@ func (s *Sink) register(srv *grpc.Server) {
 	}
 }
 
-// arrive reports the items of an accepted request.
-func (s *Sink) arrive(sc *otlpgen.Scan, now time.Time) {
+// arrive reports the items of an accepted request to rec.
+func (s *Sink) arrive(sc *otlpgen.Scan, now time.Time, rec pipebench.Arrivals) {
 	for _, m := range sc.Marks {
-		s.rec.Arrive(m.Seq, time.Unix(0, m.Sent), now)
+		rec.Arrive(m.Seq, time.Unix(0, m.Sent), now)
 	}
 	s.record(sc.Items, sc.Unmatched)
 }
@@ -398,13 +436,15 @@ func (s *Sink) httpHandler(signal string) http.HandlerFunc {
 			http.Error(w, "not an OTLP protobuf request: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if code := s.admit(r.Context(), sc.Items); code != 0 {
+		pipeline := r.Header.Get(pipebench.PipelineHeader)
+		rec := s.recorder(pipeline)
+		if code := s.admit(r.Context(), sc.Items, pipeline, rec); code != 0 {
 			s.requests.WithLabelValues(strconv.Itoa(code)).Inc()
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "injected fault", code)
 			return
 		}
-		s.arrive(sc, time.Now())
+		s.arrive(sc, time.Now(), rec)
 		s.requests.WithLabelValues("200").Inc()
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.WriteHeader(http.StatusOK)

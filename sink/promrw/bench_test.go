@@ -17,7 +17,18 @@ import (
 // benchRequest is a remote-write request shaped like a Prometheus agent's:
 // 500 samples (its max_samples_per_send), one per series of 12 labels.
 func benchRequest(seq uint64) (plain []byte, compressed []byte) {
-	var e promrw.Encoder
+	return benchRequestWith(&promrw.Encoder{}, seq)
+}
+
+// benchRequestV2 is benchRequest as a 2.0 request.
+func benchRequestV2(seq uint64) (plain []byte, compressed []byte) {
+	return benchRequestWith(&promrw.V2Encoder{}, seq)
+}
+
+func benchRequestWith(e interface {
+	Series([]promrw.Label, []float64, []int64)
+	Bytes() []byte
+}, seq uint64) (plain []byte, compressed []byte) {
 	now := time.Now().UnixMilli()
 	ls := []promrw.Label{{Name: "__name__", Value: "pb_load_metric_0042"}, {Name: "instance", Value: "127.0.0.1:40123"}, {Name: "job", Value: "producers"}}
 	for j := 0; j < 8; j++ {
@@ -44,6 +55,22 @@ func BenchmarkDecode(b *testing.B) {
 	b.SetBytes(int64(len(plain)))
 	for b.Loop() {
 		c, err := promrw.Decode(plain, func(uint64, int64) {})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += c.Samples
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// BenchmarkDecodeV2 is BenchmarkDecode for the same request in 2.0.
+func BenchmarkDecodeV2(b *testing.B) {
+	plain, _ := benchRequestV2(1)
+	var d promrw.V2Decoder
+	n := 0
+	b.SetBytes(int64(len(plain)))
+	for b.Loop() {
+		c, err := d.Decode(plain, func(uint64, int64) {})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,5 +1,7 @@
-// Package promrwsink is a Prometheus remote-write 1.0 receiver used as the
-// test backend: it decodes each snappy-compressed WriteRequest by hand,
+// Package promrwsink is a Prometheus remote-write receiver (1.0 and 2.0)
+// used as the test backend: it decodes each snappy-compressed request
+// (prometheus.WriteRequest, or io.prometheus.write.v2.Request when the
+// Content-Type says proto=io.prometheus.write.v2.Request) by hand,
 // counts series and samples (apart: samples matched by sequence number,
 // samples a target served, the scraper's own report series such as up,
 // and staleness markers), reports arrivals to a pipebench.Arrivals, injects
@@ -62,7 +64,7 @@ func (c *Config) Validate() error {
 
 // Factory returns the factory of the "prometheus-remote-write" sink.
 func Factory() pipebench.Factory[pipebench.Sink] {
-	return pipebench.NewFactory("prometheus-remote-write", "Prometheus remote-write 1.0 receiver: counts series and samples, matches sequence numbers, injects faults, serves /metrics",
+	return pipebench.NewFactory("prometheus-remote-write", "Prometheus remote-write receiver (1.0 and 2.0): counts series and samples, matches sequence numbers, injects faults, serves /metrics",
 		DefaultConfig, func(c *Config, _ pipebench.Env) (pipebench.Sink, error) { return New(*c), nil })
 }
 
@@ -70,6 +72,7 @@ func Factory() pipebench.Factory[pipebench.Sink] {
 type Stats struct {
 	promrw.Counts
 	Requests int // requests accepted
+	V2       int // of which remote write 2.0
 	Faulted  int // samples in requests answered with an injected fault
 	Bad      int // requests refused as unreadable
 }
@@ -92,6 +95,7 @@ type Sink struct {
 	samples  *prometheus.CounterVec
 	series   prometheus.Counter
 	bufs     sync.Pool
+	v2       sync.Pool // *promrw.V2Decoder
 }
 
 var (
@@ -203,8 +207,11 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) int {
 	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != promrw.ContentEncoding {
 		return s.refuse(w, http.StatusUnsupportedMediaType, "Content-Encoding "+enc+" is not snappy")
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, promrw.ContentType) {
-		return s.refuse(w, http.StatusUnsupportedMediaType, "Content-Type "+ct+" is not application/x-protobuf (remote write 1.0)")
+	version := 1
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if version = promrw.MessageOf(ct); version == 0 {
+			return s.refuse(w, http.StatusUnsupportedMediaType, "Content-Type "+ct+" is neither application/x-protobuf (remote write 1.0, proto=prometheus.WriteRequest) nor "+promrw.ContentTypeV2+" (2.0)")
+		}
 	}
 	bp := s.buffer()
 	defer s.bufs.Put(bp)
@@ -238,8 +245,17 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) int {
 		case <-t.C:
 		}
 	}
+	decode := promrw.Decode
+	if version == 2 {
+		dec, _ := s.v2.Get().(*promrw.V2Decoder)
+		if dec == nil {
+			dec = new(promrw.V2Decoder)
+		}
+		defer s.v2.Put(dec)
+		decode = dec.Decode
+	}
 	if d.Fail {
-		c, err := promrw.Decode(plain, nil)
+		c, err := decode(plain, nil)
 		if err != nil {
 			return s.refuse(w, http.StatusBadRequest, err.Error())
 		}
@@ -253,7 +269,7 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) int {
 		return d.Status
 	}
 	now := time.Now()
-	c, err := promrw.Decode(plain, func(seq uint64, sent int64) { s.rec.Arrive(seq, time.UnixMilli(sent), now) })
+	c, err := decode(plain, func(seq uint64, sent int64) { s.rec.Arrive(seq, time.UnixMilli(sent), now) })
 	if err != nil {
 		// Samples matched before the error were reported; Prometheus does
 		// not retry a 400, so they are not sent twice.
@@ -271,7 +287,18 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) int {
 	s.mu.Lock()
 	s.stats.Counts.Add(c)
 	s.stats.Requests++
+	if version == 2 {
+		s.stats.V2++
+	}
 	s.mu.Unlock()
+	if version == 2 {
+		// A 2.0 sender reads what was written from the answer; without
+		// these headers it takes the receiver for a 1.0 one.
+		sm, hi, ex := promrw.WrittenHeaders(c)
+		w.Header().Set(promrw.SamplesWrittenHeader, sm)
+		w.Header().Set(promrw.HistogramsWrittenHeader, hi)
+		w.Header().Set(promrw.ExemplarsWrittenHeader, ex)
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return http.StatusNoContent
 }

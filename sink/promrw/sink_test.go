@@ -70,9 +70,14 @@ func request(seq uint64, n int) []byte {
 
 func post(t *testing.T, url string, body []byte) int {
 	t.Helper()
+	return postCT(t, url, body, "application/x-protobuf")
+}
+
+func postCT(t *testing.T, url string, body []byte, contentType string) int {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("Content-Type", contentType)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

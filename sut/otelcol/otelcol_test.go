@@ -149,10 +149,16 @@ func TestConfigValidateAndYAML(t *testing.T) {
 	col := &Collector{cfg: *defaultConfig(), sink: "127.0.0.1:9"}
 	col.cfg.Pipelines = 3
 	y := col.YAML()
-	for _, want := range []string{"otlp/2:", "traces/2:", "sending_queue:", "retry_on_failure:", "prometheus:"} {
+	for _, want := range []string{"otlp/p3:", "traces/p3:", "exporters: [otlp/p2]", "x-pipebench-pipeline: p2", "sending_queue:", "retry_on_failure:", "prometheus:"} {
 		if !strings.Contains(y, want) {
 			t.Errorf("yaml lacks %s:\n%s", want, y)
 		}
+	}
+	// One pipeline: no header, so the sink's single-pipeline path is
+	// unchanged.
+	col.cfg.Pipelines = 1
+	if y := col.YAML(); strings.Contains(y, "x-pipebench-pipeline") || !strings.Contains(y, "otlp/p1:") {
+		t.Errorf("one pipeline:\n%s", y)
 	}
 }
 

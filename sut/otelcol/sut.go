@@ -42,7 +42,12 @@ type Batch struct {
 type Config struct {
 	// Pipelines fed by the one receiver, each exporting to the sink (the
 	// reference's multi-pipeline case is 3: every item then arrives 3
-	// times, and the sink counts the extra copies as duplicates).
+	// times). They are named p1, p2, ... (pipeline traces/p1, exporter
+	// otlp/p1); with more than one, each exporter adds the header
+	// x-pipebench-pipeline: pN, by which the sink keeps each pipeline's
+	// account apart (delivered, lost, duplicates, e2e latency per
+	// pipeline) and a fault policy can hit one pipeline (faults:
+	// {pipeline: p2, ...}).
 	Pipelines int `yaml:"pipelines" json:"pipelines"`
 	// Signal is traces, metrics or logs.
 	Signal string `yaml:"signal" json:"signal"`
@@ -80,6 +85,24 @@ func defaultConfig() *Config {
 		Retry:        Retry{Enabled: true, InitialInterval: pipebench.Duration(time.Second), MaxInterval: pipebench.Duration(5 * time.Second), MaxElapsedTime: pipebench.Duration(5 * time.Minute)},
 		Batch:        Batch{SendBatchSize: 8192, Timeout: pipebench.Duration(200 * time.Millisecond)},
 		StartTimeout: pipebench.Duration(60 * time.Second), Replicas: 1}
+}
+
+// PipelineNames returns the names the generated configuration's exporters
+// send in the x-pipebench-pipeline header (p1 ... pN; none with one
+// pipeline), and false when the collector runs from config_file, whose
+// pipelines pipebench does not know.
+func (c *Config) PipelineNames() ([]string, bool) {
+	if c.ConfigFile != "" {
+		return nil, false
+	}
+	if c.Pipelines < 2 {
+		return nil, true
+	}
+	names := make([]string, c.Pipelines)
+	for i := range names {
+		names[i] = "p" + strconv.Itoa(i+1)
+	}
+	return names, true
 }
 
 // Validate reports every problem, each prefixed with its key.
@@ -218,10 +241,13 @@ func (c *Collector) yamlFor(r *replica) string {
 	} else {
 		endpoint = hostPort(endpoint)
 	}
-	for i := 0; i < c.cfg.Pipelines; i++ {
-		fmt.Fprintf(&b, "  %s/%d:\n    endpoint: %s\n", c.cfg.Exporter, i, endpoint)
+	for i := 1; i <= c.cfg.Pipelines; i++ {
+		fmt.Fprintf(&b, "  %s/p%d:\n    endpoint: %s\n", c.cfg.Exporter, i, endpoint)
 		if c.cfg.Exporter == "otlp" {
 			b.WriteString("    tls:\n      insecure: true\n")
+		}
+		if c.cfg.Pipelines > 1 {
+			fmt.Fprintf(&b, "    headers:\n      %s: p%d\n", pipebench.PipelineHeader, i)
 		}
 		fmt.Fprintf(&b, "    sending_queue:\n      enabled: true\n      queue_size: %d\n      num_consumers: %d\n", c.cfg.QueueSize, c.cfg.NumConsumers)
 		rt := c.cfg.Retry
@@ -230,8 +256,8 @@ func (c *Collector) yamlFor(r *replica) string {
 	}
 	fmt.Fprintf(&b, "service:\n  telemetry:\n    logs:\n      level: warn\n    metrics:\n      level: detailed\n      readers:\n        - pull:\n            exporter:\n              prometheus:\n                host: 127.0.0.1\n                port: %d\n", r.metricsP)
 	b.WriteString("  pipelines:\n")
-	for i := 0; i < c.cfg.Pipelines; i++ {
-		fmt.Fprintf(&b, "    %s/%d:\n      receivers: [otlp]\n      processors: [batch]\n      exporters: [%s/%d]\n", c.cfg.Signal, i, c.cfg.Exporter, i)
+	for i := 1; i <= c.cfg.Pipelines; i++ {
+		fmt.Fprintf(&b, "    %s/p%d:\n      receivers: [otlp]\n      processors: [batch]\n      exporters: [%s/p%d]\n", c.cfg.Signal, i, c.cfg.Exporter, i)
 	}
 	return b.String()
 }
