@@ -122,17 +122,19 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result) *pipebenc
 	if secs := last.Ended.Sub(first.Started).Seconds(); secs > 0 && paced {
 		in.TargetRate = planned / secs
 	}
+	until := rec.ObservedUntil
+	if until.IsZero() {
+		until = time.Now()
+	}
 	if rec.Arrivals == nil {
 		t := Build(in, res.Series)
+		setHistograms(&t, res.Series, first.Started, until)
 		return &t
 	}
 	in.Arrivals = rec.Arrivals
 	in.Faulted = rec.Faulted
 	t := Build(in, res.Series)
-	until := rec.ObservedUntil
-	if until.IsZero() {
-		until = time.Now()
-	}
+	setHistograms(&t, res.Series, first.Started, until)
 	for _, k := range ObservedKPIs(res.Series, first.Started, until) {
 		if strings.HasSuffix(k.Name, ".total") {
 			t.Set(k)
@@ -189,6 +191,9 @@ func derivePhase(pr *pipebench.PhaseResult, ph pipebench.PlanPhase, in PhaseInpu
 	if b, ok := seriesMax(series, peakName, in.Started, done.Add(time.Second)); ok {
 		pr.Set(pipebench.KPI{Name: "peak_backlog", Value: b, Unit: pipebench.UnitCount})
 	}
+	// The blast's latency histograms (event to effect) span until it took
+	// effect, not only the moment it took to send.
+	setHistograms(pr, series, in.Started, done)
 }
 
 // effectsReached returns when the "effects" counter (an effect observer's

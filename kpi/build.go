@@ -123,7 +123,8 @@ func ms(us int64) float64 { return float64(us) / 1000 }
 // gives its max; a raw counter gives NAME.total (its value at the end of the
 // window); any other gauge gives NAME.max and NAME.last. Series the
 // runner writes itself (target_rate, sent_rate, ...) are skipped: their KPIs
-// come from exact counts.
+// come from exact counts. Histograms reported as NAME_bucket counters give
+// their quantiles over the window (HistogramKPIs).
 func ObservedKPIs(series []pipebench.Series, from, to time.Time) []pipebench.KPI {
 	var out []pipebench.KPI
 	for _, s := range series {
@@ -154,6 +155,7 @@ func ObservedKPIs(series []pipebench.Series, from, to time.Time) []pipebench.KPI
 				pipebench.KPI{Name: s.Name + ".last", Labels: s.Labels, Value: pts[len(pts)-1].V, Unit: s.Unit})
 		}
 	}
+	out = append(out, HistogramKPIs(series, from, to)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
 	return out
 }

@@ -60,9 +60,10 @@ func (r *run) drainObserved(aborted bool) {
 	if len(r.c.observers) == 0 || aborted {
 		return
 	}
-	if _, ok := r.observedBacklog(); !ok {
+	if _, _, ok := r.observedBacklog(); !ok {
 		return
 	}
+	began := time.Now()
 	r.draining.Store(true)
 	r.phaseIdx.Store(int32(len(r.plan.Phases)))
 	limit := r.plan.Drain.D()
@@ -75,8 +76,11 @@ func (r *run) drainObserved(aborted bool) {
 	tick := time.NewTicker(r.interval() / 2)
 	defer tick.Stop()
 	for time.Now().Before(deadline) {
-		b, _ := r.observedBacklog()
-		if b <= 0 {
+		// Only a backlog observed after the load ended tells it is
+		// empty: one seen before (a blast shorter than the interval) is
+		// from before the last events were sent.
+		b, at, _ := r.observedBacklog()
+		if b <= 0 && !at.Before(began) {
 			return
 		}
 		if b != last {
@@ -94,18 +98,24 @@ func (r *run) drainObserved(aborted bool) {
 }
 
 // observedBacklog sums the latest value of every observed series that is a
-// backlog (named *_backlog or *_pending); ok is false when there is none.
-func (r *run) observedBacklog() (float64, bool) {
+// backlog (named *_backlog or *_pending), and the time of the oldest of
+// those latest values; ok is false when there is none.
+func (r *run) observedBacklog() (float64, time.Time, bool) {
 	r.seriesMu.Lock()
 	defer r.seriesMu.Unlock()
 	var sum float64
+	var at time.Time
 	ok := false
 	for _, s := range r.series.byKey {
 		if s.Name == "backlog" || len(s.Points) == 0 || !(strings.HasSuffix(s.Name, "_backlog") || s.Name == "consumer_pending") {
 			continue
 		}
-		sum += s.Points[len(s.Points)-1].V
+		p := s.Points[len(s.Points)-1]
+		sum += p.V
+		if !ok || p.T.Before(at) {
+			at = p.T
+		}
 		ok = true
 	}
-	return sum, ok
+	return sum, at, ok
 }

@@ -206,7 +206,7 @@ func (r *run) emitProgress(now time.Time) {
 	if r.c.sink == nil {
 		// Without a sink nothing is matched: the backlog is what the
 		// observers report, if they do.
-		pr.Backlog, _ = r.observedBacklog()
+		pr.Backlog, _, _ = r.observedBacklog()
 	}
 	pr.QueueSize = r.lastQueue.Load().(float64)
 	pr.Snapshot = r.snapshot

@@ -34,7 +34,7 @@ func TestHealthEventsBuiltinRuns(t *testing.T) {
 	for _, s := range res.Series {
 		seen[s.Name] = true
 	}
-	for _, want := range []string{"effects", "effect_backlog", "effect_latency_ms.p99", "effects_applied", "backlog"} {
+	for _, want := range []string{"effects", "effect_backlog", "effect_latency_ms_bucket", "effects_applied", "backlog"} {
 		if !seen[want] {
 			t.Errorf("no %s series; the result has %v", want, seen)
 		}

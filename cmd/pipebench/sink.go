@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/unixsock"
 	"github.com/pipebench/pipebench/kpi"
 	httpsink "github.com/pipebench/pipebench/sink/http"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
@@ -49,12 +49,14 @@ RESOURCE_EXHAUSTED), and serves its own counters on /metrics.`,
   pipebench sink --listen 127.0.0.1:9000 --error-ratio 0.7 --error-status 503
   pipebench sink --latency uniform:1ms:20ms --rate-limit 500/s --outage 30s:20s
   pipebench sink --otlp-grpc 127.0.0.1:4317 --otlp-http 127.0.0.1:4318 --error-ratio 0.7
-  pipebench sink --remote-write 127.0.0.1:9201   # remote_write url: http://127.0.0.1:9201/api/v1/write`,
+  pipebench sink --remote-write 127.0.0.1:9201   # remote_write url: http://127.0.0.1:9201/api/v1/write
+  pipebench sink --listen unix:///run/pipebench/sink.sock
+  pipebench sink --otlp-grpc unix:///run/pipebench/otlp.sock`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.sink(f, cmd.Flags().Changed("listen")) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.listen, "listen", "127.0.0.1:9000", "address of the HTTP sink")
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:9000", "address of the HTTP sink: host:port or unix:///path/to.sock")
 	fl.StringVar(&f.otlpGRPC, "otlp-grpc", "", "run the OTLP sink instead, with OTLP/gRPC on this address")
 	fl.StringVar(&f.otlpHTTP, "otlp-http", "", "run the OTLP sink instead, with OTLP/HTTP (and /metrics) on this address")
 	fl.StringVar(&f.rw, "remote-write", "", "run the Prometheus remote-write sink instead, on this address (path /api/v1/write, metrics at /metrics)")
@@ -106,8 +108,8 @@ func (a *app) sink(f sinkFlags, listenSet bool) error {
 			return pipebench.UsageError("--listen and --path are for the HTTP sink", "give either --listen (HTTP sink) or --otlp-grpc/--otlp-http (OTLP sink)", nil)
 		}
 		for _, fl := range []struct{ name, addr, port string }{{"--otlp-grpc", f.otlpGRPC, "4317"}, {"--otlp-http", f.otlpHTTP, "4318"}} {
-			if _, _, err := net.SplitHostPort(fl.addr); fl.addr != "" && err != nil {
-				return pipebench.UsageError(fmt.Sprintf("%s %q is not an address", fl.name, fl.addr), fmt.Sprintf("write host:port, like %s 127.0.0.1:%s", fl.name, fl.port), nil)
+			if err := unixsock.Check(fl.addr); fl.addr != "" && err != nil {
+				return pipebench.UsageError(fmt.Sprintf("%s %q is not an address", fl.name, fl.addr), fmt.Sprintf("write host:port, like %s 127.0.0.1:%s, or a Unix socket, unix:///path/to.sock", fl.name, fl.port), nil)
 			}
 		}
 		cfg := otlpsink.Config{GRPCListen: f.otlpGRPC, HTTPListen: f.otlpHTTP}
@@ -124,7 +126,11 @@ func (a *app) sink(f sinkFlags, listenSet bool) error {
 			where = append(where, "OTLP/gRPC on "+g)
 		}
 		if h := s.HTTPEndpoint(); h != "" {
-			where = append(where, "OTLP/HTTP on "+h+"/v1/{traces,metrics,logs} (metrics at "+h+"/metrics)")
+			if _, ok := unixsock.Path(h); ok {
+				where = append(where, "OTLP/HTTP on the socket "+h+": POST /v1/{traces,metrics,logs} (GET /metrics)")
+			} else {
+				where = append(where, "OTLP/HTTP on "+h+"/v1/{traces,metrics,logs} (metrics at "+h+"/metrics)")
+			}
 		}
 		fmt.Fprintf(a.stdout, "sink listening: %s; Ctrl-C to stop\n", strings.Join(where, ", "))
 		shutdown = s.Shutdown
@@ -133,10 +139,17 @@ func (a *app) sink(f sinkFlags, listenSet bool) error {
 		if err != nil {
 			return pipebench.UsageError("cannot start the sink", "check --listen", err)
 		}
+		if err := unixsock.Check(f.listen); err != nil {
+			return pipebench.UsageError("--listen "+err.Error(), "write host:port, like --listen 127.0.0.1:9000, or a Unix socket, --listen unix:///path/to.sock", nil)
+		}
 		if err := s.Start(a.ctx, arr); err != nil {
 			return pipebench.UsageError(fmt.Sprintf("cannot listen on %s", f.listen), "choose a free address with --listen", err)
 		}
-		fmt.Fprintf(a.stdout, "sink listening on %s (metrics at %s/metrics); Ctrl-C to stop\n", s.Endpoint(), strings.TrimSuffix(s.Endpoint(), strings.TrimPrefix(f.path, "/")))
+		if _, ok := unixsock.Path(s.Endpoint()); ok {
+			fmt.Fprintf(a.stdout, "sink listening on the socket %s: POST %s (GET /metrics); Ctrl-C to stop\n", s.Endpoint(), f.path)
+		} else {
+			fmt.Fprintf(a.stdout, "sink listening on %s (metrics at %s/metrics); Ctrl-C to stop\n", s.Endpoint(), strings.TrimSuffix(s.Endpoint(), strings.TrimPrefix(f.path, "/")))
+		}
 		shutdown = s.Shutdown
 	}
 	t := time.NewTicker(f.every)

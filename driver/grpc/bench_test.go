@@ -2,6 +2,7 @@ package grpcdriver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -31,14 +32,17 @@ import (
 // calls/s; PIPEBENCH_BENCH_RATES="10000,20000" to choose) for
 // PIPEBENCH_BENCH_DURATION (default 5s) through the whole runner, against a
 // trivial server of the example HealthEventService in a child process, over
-// a Unix socket and over TCP. It reports achieved/target and the
-// generator's CPU (this process's user+sys seconds per second of load).
+// a Unix socket and over TCP (PIPEBENCH_BENCH_CONNS connections, default
+// 4). It reports achieved/target, the generator's CPU (this process's
+// user+sys seconds per second of load) and the calls answered OK per
+// CPU-second it used, which stays comparable on a busy machine.
 // Run it with:
 //
 //	taskset -c 0 go test -run '^$' -bench UnaryRate -benchtime 1x ./driver/grpc/
 //
 // (taskset pins the generator to one core; the server child then runs on
-// the other.)
+// the other.) When ghz is on PATH, each case is followed by ghz at the same
+// target rate and connections, pinned to the same core, in the same pass.
 func BenchmarkUnaryRate(b *testing.B) {
 	rates := []int{10000, 20000, 40000}
 	if v := os.Getenv("PIPEBENCH_BENCH_RATES"); v != "" {
@@ -66,9 +70,15 @@ func BenchmarkUnaryRate(b *testing.B) {
 	if err := reg.Drivers.Register(grpcdriver.Factory()); err != nil {
 		b.Fatal(err)
 	}
+	ghz, _ := exec.LookPath("ghz")
+	if ghz == "" {
+		b.Log("ghz is not on PATH: pipebench alone (go install github.com/bojand/ghz/cmd/ghz@v0.120.0 to compare)")
+	}
 	for _, ep := range []struct{ name, endpoint string }{{"uds", "unix://" + sock}, {"tcp", tcp}} {
 		for _, rate := range rates {
-			b.Run(fmt.Sprintf("%s/%d", ep.name, rate), func(b *testing.B) {
+			// pipebench, then ghz at the same target rate and connections:
+			// one interleaved pass (A B A B ...) over the rates.
+			b.Run(fmt.Sprintf("%s/%d/pipebench", ep.name, rate), func(b *testing.B) {
 				yaml := fmt.Sprintf(`
 name: grpc-unary-bench
 target: {driver: grpc, endpoint: %q, method: pipebench.healthevents.v1.HealthEventService/Report, proto_files: [../../examples/healthevents.proto], connections: %d}
@@ -105,13 +115,76 @@ phases:
 					b.ReportMetric(float64(rate), "target/s")
 					b.ReportMetric(sent, "sent/s")
 					b.ReportMetric(ok, "ok/s")
-					b.ReportMetric(sent/float64(rate)*100, "achieved%")
+					b.ReportMetric(ok/float64(rate)*100, "achieved%")
 					b.ReportMetric(cpu/wall, "cpu-cores")
+					b.ReportMetric(ok*p.Ended.Sub(p.Started).Seconds()/max(cpu, 1e-9), "calls/cpu-s")
 					b.ReportMetric(p50, "p50-ms")
 					b.ReportMetric(p99, "p99-ms")
 					b.Logf("status %s %v; GOMAXPROCS %d", res.Manifest.Status, res.Manifest.Reasons, runtime.GOMAXPROCS(0))
 				}
 			})
+			if ghz == "" {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/%d/ghz", ep.name, rate), func(b *testing.B) {
+				for b.Loop() {
+					runGhz(b, ghz, ep.endpoint, rate, conns, dur)
+				}
+			})
+		}
+	}
+}
+
+// runGhz runs ghz against endpoint at rate calls/s for dur with conns
+// connections (and 50 concurrent workers per connection, so that the rate
+// and not the concurrency limits it), on the generator's core when taskset
+// can put it there, and reports what it achieved and the CPU it used.
+func runGhz(b *testing.B, ghz, endpoint string, rate, conns int, dur time.Duration) {
+	args := []string{ghz, "--insecure", "--proto", "../../examples/healthevents.proto",
+		"--call", "pipebench.healthevents.v1.HealthEventService/Report",
+		"-d", `{"version":1,"events":[{"node_name":"node-1","sequence":1,"severity":"SEVERITY_FATAL"}]}`,
+		"--rps", strconv.Itoa(rate), "-z", dur.String(), "--connections", strconv.Itoa(conns), "-c", strconv.Itoa(50 * conns),
+		"--cpus", "1", "-O", "json", endpoint}
+	if ts, err := exec.LookPath("taskset"); err == nil && exec.Command(ts, "-c", "0", "true").Run() == nil {
+		args = append([]string{ts, "-c", "0"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("ghz: %v\n%s", err, errb.String())
+	}
+	wall := time.Since(start).Seconds()
+	var rep struct {
+		Count        int64            `json:"count"`
+		Rps          float64          `json:"rps"`
+		StatusCodes  map[string]int64 `json:"statusCodeDistribution"`
+		Distribution []struct {
+			Percentage int
+			Latency    float64
+		} `json:"latencyDistribution"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		b.Fatalf("ghz output: %v\n%.300s", err, out.String())
+	}
+	okRate := float64(rep.StatusCodes["OK"]) / dur.Seconds()
+	cpu := 0.0
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		cpu = tv(ru.Utime) + tv(ru.Stime)
+	}
+	b.ReportMetric(float64(rate), "target/s")
+	b.ReportMetric(rep.Rps, "sent/s")
+	b.ReportMetric(okRate, "ok/s")
+	b.ReportMetric(okRate/float64(rate)*100, "achieved%")
+	b.ReportMetric(cpu/wall, "cpu-cores")
+	b.ReportMetric(float64(rep.StatusCodes["OK"])/max(cpu, 1e-9), "calls/cpu-s")
+	for _, d := range rep.Distribution {
+		switch d.Percentage {
+		case 50:
+			b.ReportMetric(d.Latency/1e6, "p50-ms")
+		case 99:
+			b.ReportMetric(d.Latency/1e6, "p99-ms")
 		}
 	}
 }

@@ -7,12 +7,18 @@
 // Every poll yields Points:
 //
 //	effects                       counter: effects seen so far (its rate is the effect rate)
-//	effect_latency_ms.p50/.p90/.p99/.max
-//	                              gauges over the effects seen in this poll (absent when none)
+//	effect_latency_ms_bucket{le}  counters: the event-to-effect latencies so far, as a
+//	                              cumulative histogram (20 buckets a decade, 0.1 ms to
+//	                              about 3 h; only the span holding latencies is listed)
 //	effect_backlog                gauge: the backlog field of the answer, when configured
 //
-// and Summary gives the whole run's numbers, SummaryBetween a phase's:
-// latency quantiles, first and last effect, count.
+// Each latency is one event's: from its send time to its effect's time (or,
+// without one, the poll that first saw it, so within one poll interval).
+// The buckets' growth over a phase gives that phase's quantiles of every
+// event that took effect in it (kpi.HistogramKPIs: effect_latency_ms.p50,
+// .p75, .p90, .p95, .p99), not one poll's. Summary gives the whole run's
+// exact numbers, SummaryBetween a window's: latency quantiles, first and
+// last effect, count.
 package effect
 
 import (
@@ -24,6 +30,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,6 +134,7 @@ type core struct {
 	mu       sync.Mutex
 	seen     map[uint64]struct{}
 	all      *hdrhistogram.Histogram
+	buckets  []int64 // latencies by bounds' index; the last one: above them all
 	count    int64
 	first    time.Time
 	last     time.Time
@@ -156,7 +164,7 @@ func New(cfg Config) (*Observer, error) {
 }
 
 func newCore() *core {
-	return &core{seen: map[uint64]struct{}{}, all: hdrhistogram.New(1, 3_600_000_000, 3)}
+	return &core{seen: map[uint64]struct{}{}, all: hdrhistogram.New(1, 3_600_000_000, 3), buckets: make([]int64, len(bounds)+1)}
 }
 
 // item is one effect as a source read it.
@@ -169,7 +177,6 @@ type item struct {
 // Observe polls once (following the cursor while the answer is a full
 // page) and returns the points of the effects it found.
 func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point, error) {
-	poll := hdrhistogram.New(1, 3_600_000_000, 3)
 	var backlog *float64
 	var err error
 	for page := 0; page < 100; page++ {
@@ -178,7 +185,7 @@ func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 		if err != nil {
 			break
 		}
-		n := o.take(doc, at, poll)
+		n := o.take(doc, at)
 		if o.cfg.Backlog != "" {
 			if v, ok := number(lookup(doc, o.cfg.Backlog)); ok {
 				backlog = &v
@@ -193,7 +200,7 @@ func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 		}
 		o.cursor = scalarString(next)
 	}
-	pts := o.points(at, poll, backlog)
+	pts := o.points(at, backlog)
 	if ctx.Err() != nil {
 		err = nil // the run is ending: not a failed observation
 	}
@@ -201,24 +208,63 @@ func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 }
 
 // points are the Points of one poll.
-func (c *core) points(at time.Time, poll *hdrhistogram.Histogram, backlog *float64) []pipebench.Point {
+func (c *core) points(at time.Time, backlog *float64) []pipebench.Point {
 	c.mu.Lock()
 	total := c.count
-	c.mu.Unlock()
 	pts := []pipebench.Point{{Name: "effects", Kind: pipebench.KindCounter, At: at, Value: float64(total)}}
-	if poll.TotalCount() > 0 {
-		for _, q := range []struct {
-			name string
-			q    float64
-		}{{"p50", 50}, {"p90", 90}, {"p99", 99}} {
-			pts = append(pts, pipebench.Point{Name: "effect_latency_ms." + q.name, Kind: pipebench.KindGauge, At: at, Value: float64(poll.ValueAtQuantile(q.q)) / 1000})
-		}
-		pts = append(pts, pipebench.Point{Name: "effect_latency_ms.max", Kind: pipebench.KindGauge, At: at, Value: float64(poll.Max()) / 1000})
-	}
+	pts = append(pts, c.bucketPoints(at)...)
+	c.mu.Unlock()
 	if backlog != nil {
 		pts = append(pts, pipebench.Point{Name: "effect_backlog", Kind: pipebench.KindGauge, At: at, Value: *backlog})
 	}
 	return pts
+}
+
+// bounds are the latency histogram's upper bounds in milliseconds: 20 a
+// decade (each 12% above the last) from 0.1 ms to about 3 hours.
+var bounds = func() []float64 {
+	var b []float64
+	for k := -20; k <= 140; k++ {
+		b = append(b, math.Round(math.Pow(10, float64(k)/20)*1e4)/1e4)
+	}
+	return b
+}()
+
+var boundLabels = func() []string {
+	l := make([]string, len(bounds))
+	for i, b := range bounds {
+		l[i] = strconv.FormatFloat(b, 'g', -1, 64)
+	}
+	return l
+}()
+
+// bucketOf is the index of the first bound at or above ms (len(bounds):
+// above them all).
+func bucketOf(ms float64) int {
+	return sort.SearchFloat64s(bounds, ms)
+}
+
+// bucketPoints are the cumulative latency buckets from the lowest holding
+// a latency to the first holding them all, and +Inf (always, so a phase
+// without effects still has a start). Called with c.mu held.
+func (c *core) bucketPoints(at time.Time) []pipebench.Point {
+	var n int64
+	for _, v := range c.buckets {
+		n += v
+	}
+	pts := make([]pipebench.Point, 0, 8)
+	var cum int64
+	for i, v := range c.buckets[:len(bounds)] {
+		cum += v
+		if cum == 0 {
+			continue
+		}
+		pts = append(pts, pipebench.Point{Name: "effect_latency_ms_bucket", Labels: map[string]string{"le": boundLabels[i]}, Kind: pipebench.KindCounter, At: at, Value: float64(cum)})
+		if cum == n {
+			break
+		}
+	}
+	return append(pts, pipebench.Point{Name: "effect_latency_ms_bucket", Labels: map[string]string{"le": "+Inf"}, Kind: pipebench.KindCounter, At: at, Value: float64(n)})
 }
 
 func (o *Observer) fetch(ctx context.Context) (any, error) {
@@ -261,7 +307,7 @@ func (o *Observer) fetch(ctx context.Context) (any, error) {
 
 // take records the new effects in doc; it returns how many items the
 // answer listed.
-func (o *Observer) take(doc any, polled time.Time, poll *hdrhistogram.Histogram) int {
+func (o *Observer) take(doc any, polled time.Time) int {
 	list, _ := lookup(doc, o.cfg.Items).([]any)
 	items := make([]item, 0, len(list))
 	for _, it := range list {
@@ -276,12 +322,12 @@ func (o *Observer) take(doc any, polled time.Time, poll *hdrhistogram.Histogram)
 		e.sent, _ = timeOf(lookup(it, o.cfg.Sent))
 		items = append(items, e)
 	}
-	o.record(items, polled, poll)
+	o.record(items, polled)
 	return len(list)
 }
 
 // record adds the effects not seen before.
-func (c *core) record(items []item, polled time.Time, poll *hdrhistogram.Histogram) {
+func (c *core) record(items []item, polled time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range items {
@@ -311,8 +357,8 @@ func (c *core) record(items []item, polled time.Time, poll *hdrhistogram.Histogr
 			us = 0
 		}
 		us = max(us, 1)
-		_ = poll.RecordValue(us)
 		_ = c.all.RecordValue(us)
+		c.buckets[bucketOf(float64(us)/1000)]++
 		c.records = append(c.records, record{at: at, lat: time.Duration(us) * time.Microsecond})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pipebench/pipebench"
@@ -77,8 +76,7 @@ func NewPostgres(cfg PostgresConfig) (*Postgres, error) {
 func (p *Postgres) Observe(ctx context.Context, at time.Time) ([]pipebench.Point, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout.D())
 	defer cancel()
-	poll := hdrhistogram.New(1, 3_600_000_000, 3)
-	err := p.poll(ctx, at, poll)
+	err := p.poll(ctx, at)
 	var backlog *float64
 	if err == nil && p.cfg.BacklogQuery != "" {
 		var v float64
@@ -91,10 +89,10 @@ func (p *Postgres) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 	if err != nil && p.conn != nil && p.conn.IsClosed() {
 		p.conn = nil // reconnect next time
 	}
-	return p.points(at, poll, backlog), err
+	return p.points(at, backlog), err
 }
 
-func (p *Postgres) poll(ctx context.Context, at time.Time, h *hdrhistogram.Histogram) error {
+func (p *Postgres) poll(ctx context.Context, at time.Time) error {
 	if p.conn == nil {
 		conn, err := pgx.Connect(ctx, p.cfg.URL.Reveal())
 		if err != nil {
@@ -135,7 +133,7 @@ func (p *Postgres) poll(ctx context.Context, at time.Time, h *hdrhistogram.Histo
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("query: %w", err)
 	}
-	p.record(items, at, h)
+	p.record(items, at)
 	return nil
 }
 

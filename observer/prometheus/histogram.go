@@ -145,7 +145,7 @@ func (o *Observer) distributionPoints(m Mapping, fam *dto.MetricFamily, instance
 		if m.Buckets {
 			for i, le := range cur.upper {
 				bl := map[string]string{"instance": instance, "le": strconv.FormatFloat(le, 'g', -1, 64)}
-				pts = append(pts, pipebench.Point{Name: m.KPI + ".bucket", Labels: bl, Kind: pipebench.KindCounter, At: at, Value: cur.counts[i]})
+				pts = append(pts, pipebench.Point{Name: m.KPI + "_bucket", Labels: bl, Kind: pipebench.KindCounter, At: at, Value: cur.counts[i]})
 			}
 		}
 		if delta != nil && delta.count > 0 {

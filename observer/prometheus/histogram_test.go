@@ -41,7 +41,7 @@ func TestHistogramAndSummaryQuantiles(t *testing.T) {
 		}
 		got := map[string]pipebench.Point{}
 		for _, p := range pts {
-			if p.Name == "req.bucket" {
+			if p.Name == "req_bucket" {
 				got[p.Name+"{"+p.Labels["le"]+"}"] = p
 				continue
 			}
@@ -56,8 +56,8 @@ func TestHistogramAndSummaryQuantiles(t *testing.T) {
 	if _, ok := got["req.p50"]; ok {
 		t.Errorf("the first scrape has no interval, yet gave req.p50")
 	}
-	if got["req.bucket{0.05}"].Value != 0 || got["req.bucket{0.1}"].Value != 100 || got["req.bucket{+Inf}"].Value != 100 || got["req.bucket{1}"].Kind != pipebench.KindCounter {
-		t.Errorf("buckets: %+v %+v %+v", got["req.bucket{0.05}"], got["req.bucket{0.1}"], got["req.bucket{+Inf}"])
+	if got["req_bucket{0.05}"].Value != 0 || got["req_bucket{0.1}"].Value != 100 || got["req_bucket{+Inf}"].Value != 100 || got["req_bucket{1}"].Kind != pipebench.KindCounter {
+		t.Errorf("buckets: %+v %+v %+v", got["req_bucket{0.05}"], got["req_bucket{0.1}"], got["req_bucket{+Inf}"])
 	}
 	if !near(got["db.p50"].Value, 0.05) || !near(got["db.p99"].Value, 0.099) || got["db.count"].Value != 100 {
 		t.Errorf("summary: p50 %v p99 %v count %v", got["db.p50"].Value, got["db.p99"].Value, got["db.count"].Value)

@@ -39,8 +39,10 @@ type Mapping struct {
 	// 0.99).
 	Quantiles []float64 `yaml:"quantiles" json:"quantiles,omitempty"`
 	// Buckets also reports a histogram's cumulative buckets as counters,
-	// KPI.bucket{le="0.5"}, so a phase's quantiles can be computed from
-	// the buckets' growth over the phase.
+	// KPI_bucket{le="0.5"}: each phase (and the whole run) then has the
+	// quantiles of all its observations, KPI.p50, .p75, .p90, .p95, .p99,
+	// from the buckets' growth over the phase (kpi.HistogramKPIs), besides
+	// the per-scrape gauges' KPI.p50.max and .last.
 	Buckets bool `yaml:"buckets" json:"buckets,omitempty"`
 	// By reports one series per value of this label instead of their
 	// sum, each carrying the label (by: exporter gives
@@ -86,7 +88,7 @@ var Presets = map[string][]Mapping{
 		{KPI: "events_refused", Metric: "healthevents_events_refused_total", Kind: "counter"},
 		{KPI: "effects_applied", Metric: "healthevents_effects_applied_total", Kind: "counter"},
 		{KPI: "backlog", Metric: "healthevents_backlog", Kind: "gauge"},
-		{KPI: "effect_latency_seconds", Metric: "healthevents_effect_latency_seconds", Kind: "histogram", Quantiles: []float64{0.5, 0.9, 0.99}},
+		{KPI: "effect_latency_seconds", Metric: "healthevents_effect_latency_seconds", Kind: "histogram", Quantiles: []float64{0.5, 0.9, 0.99}, Buckets: true},
 	},
 }
 

@@ -31,8 +31,14 @@ type Query struct {
 	Name string `yaml:"name" json:"name"`
 	// Query is the PromQL expression.
 	Query string `yaml:"query" json:"query"`
-	// Kind is gauge (default: a level or a rate PromQL already computed)
-	// or counter (a running total pipebench turns into a rate per phase).
+	// Kind is gauge (default: a level or a rate PromQL already computed;
+	// each phase shows NAME.max and NAME.last), counter (a running total
+	// pipebench turns into a rate per phase, NAME_rate) or histogram: the
+	// query returns a histogram's cumulative buckets, one series per "le"
+	// label (sum by (le) (x_bucket)), and each phase shows the quantiles of
+	// the observations made in it, NAME.p50, .p75, .p90, .p95, .p99, from
+	// the buckets' growth over the phase (what histogram_quantile of an
+	// increase over the phase's duration at its end gives).
 	Kind string `yaml:"kind" json:"kind,omitempty"`
 }
 
@@ -81,8 +87,11 @@ func (c *Config) Validate() error {
 		if strings.TrimSpace(q.Query) == "" {
 			errs = append(errs, fmt.Errorf("queries: entry %d (%s): query is empty", i, q.Name))
 		}
-		if q.Kind != "" && q.Kind != "gauge" && q.Kind != "counter" {
-			errs = append(errs, fmt.Errorf("queries: entry %d (%s): kind %q is not gauge or counter", i, q.Name, q.Kind))
+		if q.Kind != "" && q.Kind != "gauge" && q.Kind != "counter" && q.Kind != "histogram" {
+			errs = append(errs, fmt.Errorf("queries: entry %d (%s): kind %q is not gauge, counter or histogram", i, q.Name, q.Kind))
+		}
+		if q.Kind == "histogram" && strings.Contains(q.Query, "histogram_quantile") {
+			errs = append(errs, fmt.Errorf("queries: entry %d (%s): a histogram query returns the buckets, like sum by (le) (x_bucket); pipebench computes the quantiles per phase", i, q.Name))
 		}
 	}
 	return errors.Join(errs...)
@@ -223,9 +232,13 @@ func (o *Observer) get(ctx context.Context, path string, v url.Values) (*queryDa
 // toPoints turns a result into points named q.Name, labelled by the
 // series' labels (without __name__).
 func toPoints(q Query, d *queryData) []pipebench.Point {
-	kind := pipebench.KindGauge
-	if q.Kind == "counter" {
+	kind, name := pipebench.KindGauge, q.Name
+	switch q.Kind {
+	case "counter":
 		kind = pipebench.KindCounter
+	case "histogram":
+		// Cumulative bucket counters: kpi.HistogramKPIs reads them.
+		kind, name = pipebench.KindCounter, q.Name+"_bucket"
 	}
 	point := func(labels map[string]string, s sample) (pipebench.Point, bool) {
 		ts, ok := s[0].(float64)
@@ -234,11 +247,11 @@ func toPoints(q Query, d *queryData) []pipebench.Point {
 			return pipebench.Point{}, false
 		}
 		v, err := strconv.ParseFloat(str, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || (q.Kind == "histogram" && labels["le"] == "") {
 			return pipebench.Point{}, false
 		}
 		sec, frac := math.Modf(ts)
-		return pipebench.Point{Name: q.Name, Labels: labels, Kind: kind, At: time.Unix(int64(sec), int64(frac*1e9)), Value: v}, true
+		return pipebench.Point{Name: name, Labels: labels, Kind: kind, At: time.Unix(int64(sec), int64(frac*1e9)), Value: v}, true
 	}
 	var out []pipebench.Point
 	switch d.ResultType {

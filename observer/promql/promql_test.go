@@ -25,12 +25,18 @@ import (
 // test when the binary is absent.
 func startPrometheus(t *testing.T, target string) string {
 	t.Helper()
+	return startPrometheusEvery(t, target, time.Second)
+}
+
+// startPrometheusEvery is startPrometheus scraping every interval.
+func startPrometheusEvery(t *testing.T, target string, interval time.Duration) string {
+	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Skip("prometheus is not installed (apt-get install prometheus): skipping the PromQL test against a real server")
 	}
 	dir := t.TempDir()
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: sut\n    static_configs:\n      - targets: [%q]\n", target)
+	cfg := fmt.Sprintf("global:\n  scrape_interval: %s\n  scrape_timeout: %s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: sut\n    static_configs:\n      - targets: [%q]\n", interval, interval, target)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +171,7 @@ func TestQueryErrorsNameTheQuery(t *testing.T) {
 }
 
 func TestBadConfiguration(t *testing.T) {
-	_, err := Factory().New(&Config{URL: "localhost:9090", Queries: []Query{{Name: "1x", Query: ""}, {Name: "a", Query: "up", Kind: "histogram"}}}, pipebench.Env{})
+	_, err := Factory().New(&Config{URL: "localhost:9090", Queries: []Query{{Name: "1x", Query: ""}, {Name: "a", Query: "up", Kind: "summary"}}}, pipebench.Env{})
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -178,7 +184,7 @@ func TestBadConfiguration(t *testing.T) {
 		}
 		e = u.Unwrap()
 	}
-	for _, want := range []string{"url:", "timeout:", "step:", `name "1x"`, "query is empty", `kind "histogram"`} {
+	for _, want := range []string{"url:", "timeout:", "step:", `name "1x"`, "query is empty", `kind "summary"`} {
 		if !strings.Contains(msg.String(), want) {
 			t.Errorf("error lacks %q:\n%s", want, msg.String())
 		}

@@ -20,13 +20,15 @@ import (
 	"golang.org/x/net/http2/h2c"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/unixsock"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/sink/fault"
 )
 
 // Config configures the HTTP sink in a scenario.
 type Config struct {
-	// Listen is the address to listen on (default 127.0.0.1:0, a free port).
+	// Listen is the address to listen on: host:port (default 127.0.0.1:0,
+	// a free port) or a Unix domain socket, unix:///path/to.sock.
 	Listen string `yaml:"listen" json:"listen"`
 	// Path accepts events on this path; "/" accepts any path.
 	Path string `yaml:"path" json:"path"`
@@ -37,8 +39,8 @@ type Config struct {
 // Validate reports every problem, each prefixed with its key.
 func (c *Config) Validate() error {
 	var errs []error
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		errs = append(errs, fmt.Errorf("listen: %q is not host:port", c.Listen))
+	if err := unixsock.Check(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listen: %w", err))
 	}
 	if !strings.HasPrefix(c.Path, "/") {
 		errs = append(errs, fmt.Errorf("path: %q must start with /", c.Path))
@@ -121,7 +123,7 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 		return errors.New("the sink needs an Arrivals recorder")
 	}
 	s.rec = rec
-	ln, err := net.Listen("tcp", s.p.Listen)
+	ln, err := unixsock.Listen(s.p.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.p.Listen, err)
 	}
@@ -137,16 +139,26 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 	return nil
 }
 
-// Endpoint is the URL events are posted to.
+// Endpoint is the URL events are posted to; on a Unix socket it is the
+// socket, unix:///path.sock (events go to Path on it, /metrics beside).
 func (s *Sink) Endpoint() string {
 	if s.ln == nil {
 		return ""
 	}
+	if unixsock.IsUnix(s.ln) {
+		return unixsock.Addr(s.ln)
+	}
 	return "http://" + s.ln.Addr().String() + s.p.Path
 }
 
-// MetricsURL is the sink's own Prometheus endpoint.
-func (s *Sink) MetricsURL() string { return "http://" + s.ln.Addr().String() + "/metrics" }
+// MetricsURL is the sink's own Prometheus endpoint (on a Unix socket, the
+// socket: GET /metrics on it).
+func (s *Sink) MetricsURL() string {
+	if unixsock.IsUnix(s.ln) {
+		return unixsock.Addr(s.ln)
+	}
+	return "http://" + s.ln.Addr().String() + "/metrics"
+}
 
 // SetFaults implements pipebench.FaultSetter.
 func (s *Sink) SetFaults(p pipebench.FaultPolicy, phaseStart time.Time) { s.inj.Set(p, phaseStart) }

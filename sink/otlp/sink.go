@@ -36,8 +36,8 @@ import (
 
 // Config configures the OTLP sink.
 type Config struct {
-	GRPCListen string `yaml:"grpc_listen" json:"grpc_listen"` // "" = no gRPC
-	HTTPListen string `yaml:"http_listen" json:"http_listen"` // "" = no HTTP
+	GRPCListen string `yaml:"grpc_listen" json:"grpc_listen"` // host:port or unix:///path.sock; "" = no gRPC
+	HTTPListen string `yaml:"http_listen" json:"http_listen"` // host:port or unix:///path.sock; "" = no HTTP
 }
 
 // Validate reports every problem, each prefixed with its key.
@@ -48,8 +48,8 @@ func (c *Config) Validate() error {
 	}
 	for key, v := range map[string]string{"grpc_listen": c.GRPCListen, "http_listen": c.HTTPListen} {
 		if v != "" {
-			if _, _, err := net.SplitHostPort(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %q is not host:port", key, v))
+			if err := checkListen(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", key, err))
 			}
 		}
 	}
@@ -101,7 +101,7 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 	}
 	s.rec = rec
 	if s.cfg.GRPCListen != "" {
-		ln, err := net.Listen("tcp", s.cfg.GRPCListen)
+		ln, err := listen(s.cfg.GRPCListen)
 		if err != nil {
 			return fmt.Errorf("otlp sink: listen on %s: %w", s.cfg.GRPCListen, err)
 		}
@@ -111,7 +111,7 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 		go s.grpcSrv.Serve(ln)
 	}
 	if s.cfg.HTTPListen != "" {
-		ln, err := net.Listen("tcp", s.cfg.HTTPListen)
+		ln, err := listen(s.cfg.HTTPListen)
 		if err != nil {
 			s.Shutdown(ctx)
 			return fmt.Errorf("otlp sink: listen on %s: %w", s.cfg.HTTPListen, err)
@@ -132,7 +132,7 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 // no gRPC listener.
 func (s *Sink) Endpoint() string {
 	if s.grpcLn != nil {
-		return s.grpcLn.Addr().String()
+		return grpcAddr(s.grpcLn)
 	}
 	return s.HTTPEndpoint()
 }
@@ -142,7 +142,7 @@ func (s *Sink) GRPCEndpoint() string {
 	if s.grpcLn == nil {
 		return ""
 	}
-	return s.grpcLn.Addr().String()
+	return grpcAddr(s.grpcLn)
 }
 
 // HTTPEndpoint returns the HTTP base URL ("" when off).
@@ -150,7 +150,7 @@ func (s *Sink) HTTPEndpoint() string {
 	if s.httpLn == nil {
 		return ""
 	}
-	return "http://" + s.httpLn.Addr().String()
+	return httpAddr(s.httpLn)
 }
 
 // Endpoints implements pipebench.MultiEndpoint: "grpc" is the gRPC

@@ -184,6 +184,9 @@ func sinkEndpoint(exporter string, env pipebench.Env) (string, error) {
 
 // hostPort strips a URL down to its host:port.
 func hostPort(e string) string {
+	if strings.HasPrefix(e, "unix://") {
+		return e // a sink on a Unix socket: the exporter dials it as it is
+	}
 	if i := strings.Index(e, "://"); i >= 0 {
 		e = strings.TrimSuffix(e[i+3:], "/")
 	}
