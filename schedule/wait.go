@@ -49,11 +49,20 @@ type waiter interface {
 }
 
 func newWaiter(c Clock) waiter {
-	if c == Coarse {
+	switch c {
+	case Coarse:
 		return &timerWaiter{}
+	case Sleeper:
+		return newSleepWaiter()
 	}
 	return newPreciseWaiter()
 }
+
+// Sleeper is what Precise was before it waited on a timerfd: on Linux,
+// nanosleep on a locked OS thread with a timer slack of 1 ns, then the
+// spin (the Go timer elsewhere). It is kept for the benchmarks that
+// compare the two (BenchmarkClocks, bench/truth).
+const Sleeper Clock = 100
 
 // timerWaiter waits on one reused Go timer.
 type timerWaiter struct{ t *time.Timer }
