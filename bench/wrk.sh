@@ -91,9 +91,11 @@ if [ -n "${BASE:-}" ]; then
 	builds+=(pipebench-base)
 fi
 
-wrk_run() { # -> req/s
-	"${cpu0[@]}" timeout 60 "$WRK" -t1 -c64 -d"$DURATION" -s "$W/post.lua" "$URL" >"$W/wrk.out" 2>&1
-	awk '/^Requests\/sec:/ {printf "%.0f\n", $2}' "$W/wrk.out"
+wrk_run() { # -> "req/s CPU-s µs-per-request"
+	/usr/bin/time -f '%U %S' -o "$W/time" "${cpu0[@]}" timeout 60 "$WRK" -t1 -c64 -d"$DURATION" -s "$W/post.lua" "$URL" >"$W/wrk.out" 2>&1
+	read -r user sys < <(tail -n 1 "$W/time")
+	awk -v c="$(echo "$user + $sys" | bc)" '/requests in/ {n = $1} /^Requests\/sec:/ {r = $2}
+		END {printf "%.0f %.2f %.1f\n", r, c, (n > 0 ? c / n * 1e6 : 0)}' "$W/wrk.out"
 }
 # pb_run BIN RATE PIPELINE DURATION -> "sent/s p50 p99 cpu-s held"
 pb_run() {
@@ -104,7 +106,7 @@ pb_run() {
 		/usr/bin/time -f '%U %S' -o "$W/time" "${cpu0[@]}" timeout 120 "$W/bin/$bin" run "$HERE/http-open.yaml" \
 		--no-store --quiet -o "$W/r.json" >"$W/pb.out" 2>&1 || true
 	if [ ! -s "$W/r.json" ]; then
-		echo "0 0 0 0 no"
+		echo "0 0 0 0 no 0"
 		return
 	fi
 	read -r user sys < <(tail -n 1 "$W/time")
@@ -113,38 +115,41 @@ pb_run() {
 		| def v(n): ([$k[] | select(.name == n) | .value] | add // 0);
 		([$k[] | select(.name == "errors") | .value] | add // 0) as $errs
 		| [v("sent_rate"), v("latency.p50"), v("latency.p99"), ($cpu | tonumber),
-		   (if v("sent_rate") >= 0.99 * ($rate | tonumber) and v("dropped") == 0 and $errs == 0 then "yes" else "no" end)]
-		| "\(.[0] | floor) \(.[1]) \(.[2]) \(.[3]) \(.[4])"' "$W/r.json"
+		   (if v("sent_rate") >= 0.99 * ($rate | tonumber) and v("dropped") == 0 and $errs == 0 then "yes" else "no" end),
+		   (if v("sent") > 0 then ($cpu | tonumber) / v("sent") * 1e6 else 0 end)]
+		| "\(.[0] | floor) \(.[1]) \(.[2]) \(.[3]) \(.[4]) \(.[5] * 10 | floor / 10)"' "$W/r.json"
 }
 median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
 echo "machine: $(nproc) CPUs, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-5s %-28s %9s %9s %9s %9s %7s %5s\n' round run target/s sent/s p50-ms p99-ms CPU-s held
+printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s\n' round run target/s sent/s p50-ms p99-ms CPU-s µs/req held
 : >"$W/wrk.all"
 for rep in $(seq "$REPS"); do
-	w=$(wrk_run)
+	read -r w wcpu wus < <(wrk_run)
 	echo "$w" >>"$W/wrk.all"
-	printf '%-5s %-28s %9s %9s\n' "$rep" "wrk -t1 -c64 (closed)" max "$w"
+	echo "$wus" >>"$W/wrkus.all"
+	printf '%-5s %-30s %9s %9s %9s %9s %7s %8s\n' "$rep" "wrk -t1 -c64 (closed)" max "$w" - - "$wcpu" "$wus"
 	for b in "${builds[@]}"; do
 		for pl in 0 100; do
 			f=$FRACTION
 			[ "$pl" -gt 0 ] && f=1.0
 			rate=$(awk -v w="$w" -v f="$f" 'BEGIN {printf "%d", w * f}')
-			read -r sent p50 p99 cpu held < <(pb_run "$b" "$rate" "$pl" "$DURATION")
-			echo "$b $pl $sent $rate $held" >>"$W/pb.all"
-			printf '%-5s %-28s %9s %9s %9s %9s %7s %5s\n' "$rep" "$b pipeline $pl (${f}x)" "$rate" "$sent" "$p50" "$p99" "$cpu" "$held"
+			read -r sent p50 p99 cpu held us < <(pb_run "$b" "$rate" "$pl" "$DURATION")
+			echo "$b $pl $sent $rate $held $us" >>"$W/pb.all"
+			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s\n' "$rep" "$b pipeline $pl (${f}x)" "$rate" "$sent" "$p50" "$p99" "$cpu" "$us" "$held"
 		done
 	done
 done
 wm=$(median <"$W/wrk.all")
 echo
-echo "wrk median: $wm req/s"
+echo "wrk median: $wm req/s, $(median <"$W/wrkus.all") CPU-µs a request (its process only: softirq work may be charged elsewhere)"
 for b in "${builds[@]}"; do
 	for pl in 0 100; do
 		s=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $3}' "$W/pb.all" | median)
+		u=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $6}' "$W/pb.all" | median)
 		h=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p && $5 == "yes"' "$W/pb.all" | wc -l)
-		awk -v b="$b" -v p="$pl" -v s="$s" -v w="$wm" -v h="$h" -v n="$REPS" \
-			'BEGIN {printf "%-16s pipeline %-3s median sent %7.0f/s = %.2fx wrk; held its rate in %d of %d rounds\n", b, p, s, s / w, h, n}'
+		awk -v b="$b" -v p="$pl" -v s="$s" -v w="$wm" -v h="$h" -v n="$REPS" -v u="$u" \
+			'BEGIN {printf "%-16s pipeline %-3s median sent %7.0f/s = %.2fx wrk; %.1f CPU-µs a request; held its rate in %d of %d rounds\n", b, p, s, s / w, u, h, n}'
 	done
 done
 
@@ -153,9 +158,9 @@ echo "search: highest rate held, ${STEP_DURATION} per step, as a fraction of the
 for b in "${builds[@]}"; do
 	for pl in 0 100; do
 		best=0
-		for f in 0.5 0.6 0.7 0.8 0.9 1.0 1.1 1.2 1.4 1.6; do
+		for f in 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0 1.2 1.4; do
 			rate=$(awk -v w="$wm" -v f="$f" 'BEGIN {printf "%d", w * f}')
-			read -r sent p50 p99 cpu held < <(pb_run "$b" "$rate" "$pl" "$STEP_DURATION")
+			read -r sent p50 p99 cpu held us < <(pb_run "$b" "$rate" "$pl" "$STEP_DURATION")
 			printf '  %-16s pipeline %-3s %4sx %8s/s: sent %8s/s p99 %8s ms held %s\n' "$b" "$pl" "$f" "$rate" "$sent" "$p99" "$held"
 			[ "$held" = yes ] || break
 			best=$rate
