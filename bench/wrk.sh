@@ -15,9 +15,11 @@
 #     pipelining at FRACTION (default 0.7) x the wrk figure of the same round,
 #     once with `pipeline: 100` (32 connections) at 1.0 x.
 # A run "holds" its rate when it sent at least 99% of it, dropped nothing and
-# had no errors. After the rounds, a search runs pipebench (unpipelined, then
-# pipelined) at rising fractions of the median wrk figure, STEP_DURATION
-# (default 5 s) each, and prints the highest that held.
+# had no errors. After the rounds, a search runs pipebench (unpipelined and
+# pipelined, each build) at rising fractions of the median wrk figure,
+# STEP_DURATION (default 5 s) each, interleaved step by step, and prints the
+# highest that held. Also printed: CPU-µs a request (user+sys of the
+# generator's process / requests), the figure least moved by a busy machine.
 # wrk and nginx come from PATH or from $WRK and $NGINX; the script skips
 # (exit 0) with a message when either is absent. Every run is bounded
 # (`timeout`).
@@ -155,17 +157,23 @@ done
 
 echo
 echo "search: highest rate held, ${STEP_DURATION} per step, as a fraction of the wrk median"
+echo "(interleaved: every build and mode at one step before the next; each stops at its first miss)"
+declare -A best live
+for b in "${builds[@]}"; do for pl in 0 100; do best[$b/$pl]=0 live[$b/$pl]=1; done; done
+for f in 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0 1.2 1.4; do
+	rate=$(awk -v w="$wm" -v f="$f" 'BEGIN {printf "%d", w * f}')
+	for pl in 0 100; do
+		for b in "${builds[@]}"; do
+			[ "${live[$b/$pl]}" = 1 ] || continue
+			read -r sent p50 p99 cpu held us < <(pb_run "$b" "$rate" "$pl" "$STEP_DURATION")
+			printf '  %-16s pipeline %-3s %4sx %8s/s: sent %8s/s p99 %9s ms %6s CPU-µs/req held %s\n' "$b" "$pl" "$f" "$rate" "$sent" "$p99" "$us" "$held"
+			if [ "$held" = yes ]; then best[$b/$pl]=$rate; else live[$b/$pl]=0; fi
+		done
+	done
+done
 for b in "${builds[@]}"; do
 	for pl in 0 100; do
-		best=0
-		for f in 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0 1.2 1.4; do
-			rate=$(awk -v w="$wm" -v f="$f" 'BEGIN {printf "%d", w * f}')
-			read -r sent p50 p99 cpu held us < <(pb_run "$b" "$rate" "$pl" "$STEP_DURATION")
-			printf '  %-16s pipeline %-3s %4sx %8s/s: sent %8s/s p99 %8s ms held %s\n' "$b" "$pl" "$f" "$rate" "$sent" "$p99" "$held"
-			[ "$held" = yes ] || break
-			best=$rate
-		done
-		awk -v b="$b" -v p="$pl" -v r="$best" -v w="$wm" \
+		awk -v b="$b" -v p="$pl" -v r="${best[$b/$pl]}" -v w="$wm" \
 			'BEGIN {printf "%-16s pipeline %-3s holds %7d/s = %.2fx wrk\n", b, p, r, r / w}'
 	done
 done
