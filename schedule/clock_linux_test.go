@@ -10,15 +10,15 @@ import (
 )
 
 // BenchmarkClocks drives the pacer with each clock, interleaved (Coarse,
-// Precise, Coarse, Precise at each rate), for one second each and reports
+// the Sleeper, Precise, twice at each rate), for one second each and reports
 // how late sends were emitted and the process CPU it cost. Read it on an
 // idle machine; a shared one shows its neighbours.
 func BenchmarkClocks(b *testing.B) {
 	for b.Loop() {
 		for _, rate := range []float64{500, 2000, 10000, 40000} {
 			for _, round := range []int{1, 2} {
-				for _, c := range []Clock{Coarse, Precise} {
-					name := map[Clock]string{Coarse: "coarse", Precise: "precise"}[c]
+				for _, c := range []Clock{Coarse, Sleeper, Precise} {
+					name := map[Clock]string{Coarse: "coarse", Sleeper: "sleeper", Precise: "precise"}[c]
 					p, _ := New(constant(rate, time.Second))
 					lates := make([]time.Duration, 0, int(rate))
 					cpu0 := cpuTime()

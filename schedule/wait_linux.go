@@ -2,9 +2,11 @@ package schedule
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // Linux prctl options for the calling thread's timer slack.
@@ -25,7 +27,11 @@ type preciseWaiter struct {
 	last    time.Time // the previous wait's target
 }
 
-func newPreciseWaiter() waiter { return &preciseWaiter{g: margin{m: SpinMin}} }
+// newPreciseWaiter is the timerfd waiter (falling back on the sleeper
+// where a timerfd cannot be made).
+func newPreciseWaiter() waiter { return &timerfdWaiter{g: margin{m: SpinMin}} }
+
+func newSleepWaiter() waiter { return &preciseWaiter{g: margin{m: SpinMin}} }
 
 func (w *preciseWaiter) begin() {
 	runtime.LockOSThread()
@@ -73,6 +79,110 @@ func (w *preciseWaiter) wait(ctx context.Context, t time.Time) bool {
 		ts := syscall.NsecToTimespec(int64(sleep))
 		target := time.Now().Add(sleep)
 		syscall.Nanosleep(&ts, nil) // EINTR: the loop sleeps again
+		if over := time.Since(target); over > 0 && sleep < sleepChunk {
+			w.g.observe(over)
+		}
+	}
+	for time.Now().Before(t) {
+	}
+	return ctx.Err() == nil
+}
+
+// Linux timerfd constants.
+const (
+	clockMonotonic = 1
+	tfdNonblock    = syscall.O_NONBLOCK
+	tfdCloexec     = syscall.O_CLOEXEC
+)
+
+// timerfdWaiter waits on a timerfd that the Go runtime's poller watches,
+// like a network read: the pacer's goroutine parks without holding a
+// thread or a P, and the poller wakes it when the kernel's high-resolution
+// timer fires (no timer slack applies to a timerfd), where a Go timer would
+// come back up to a millisecond late. It spins out the last margin like the
+// sleeper. Compared with the sleeper (nanosleep on a locked thread), a wait
+// costs two system calls on the pacer's side and no thread hand-off: the
+// sleeper's thread holds the P while it sleeps, until the runtime's monitor
+// takes it back for the goroutines that send, and wants it back when it
+// wakes up.
+type timerfdWaiter struct {
+	f     *os.File
+	raw   syscall.RawConn
+	fd    uintptr
+	g     margin
+	last  time.Time // the previous wait's target
+	sleep waiter    // when no timerfd could be made
+}
+
+func (w *timerfdWaiter) begin() {
+	fd, _, errno := syscall.RawSyscall(syscall.SYS_TIMERFD_CREATE, clockMonotonic, tfdNonblock|tfdCloexec, 0)
+	if errno == 0 {
+		// A non-blocking descriptor: os.NewFile registers it with the
+		// runtime's poller.
+		w.f = os.NewFile(fd, "pacer-timerfd")
+		if raw, err := w.f.SyscallConn(); err == nil {
+			w.raw, w.fd = raw, fd
+			return
+		}
+		w.f.Close()
+		w.f = nil
+	}
+	w.sleep = newSleepWaiter()
+	w.sleep.begin()
+}
+
+func (w *timerfdWaiter) end() {
+	if w.sleep != nil {
+		w.sleep.end()
+		return
+	}
+	w.f.Close()
+}
+
+// arm sets the timer to fire once, d from now.
+func (w *timerfdWaiter) arm(d time.Duration) bool {
+	spec := [4]int64{0, 0, int64(d / time.Second), int64(d % time.Second)} // interval, then value
+	_, _, errno := syscall.Syscall6(syscall.SYS_TIMERFD_SETTIME, w.fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	return errno == 0
+}
+
+func (w *timerfdWaiter) wait(ctx context.Context, t time.Time) bool {
+	if w.sleep != nil {
+		return w.sleep.wait(ctx, t)
+	}
+	spinCap := SpinMax
+	if !w.last.IsZero() {
+		if early := w.last.Add(MinWake); t.Before(early) {
+			t = early
+		}
+		spinCap = min(spinCap, t.Sub(w.last)/8)
+	}
+	w.last = t
+	var buf [8]byte
+	for {
+		if ctx.Err() != nil {
+			return false
+		}
+		d := time.Until(t)
+		if d <= 0 {
+			return true
+		}
+		m := min(w.g.get(), spinCap)
+		if d <= m {
+			break
+		}
+		sleep := min(d-m, sleepChunk)
+		target := time.Now().Add(sleep)
+		if !w.arm(sleep) {
+			w.sleep = newSleepWaiter()
+			w.sleep.begin()
+			return w.sleep.wait(ctx, t)
+		}
+		// Parks until the timer fired (the read then returns its count).
+		w.raw.Read(func(fd uintptr) bool {
+			_, err := syscall.Read(int(fd), buf[:])
+			return err != syscall.EAGAIN
+		})
 		if over := time.Since(target); over > 0 && sleep < sleepChunk {
 			w.g.observe(over)
 		}

@@ -5,16 +5,19 @@
 //
 //	go test -run '^$' -bench Truth -benchtime 1x ./bench/truth/
 //
-// It prints, at several rates and in one interleaved pass (before, after,
-// runner; twice), the truth's quantiles, pipebench's, and the error:
+// It prints, at several rates and in one interleaved pass (before, sleeper,
+// after, runner; twice), the truth's quantiles, pipebench's, and the error:
 //
 //   - before: the pacer on a Go timer (schedule.Coarse) and latency from the
 //     scheduled time including the generator's own lateness (as pipebench
 //     measured before the Precise clock and the wait/service split);
-//   - after: the Precise clock and the recorder's latency (wait + service);
+//   - sleeper: the recorder's latency with the pacer's earlier precise
+//     clock (schedule.Sleeper: nanosleep on a locked thread, then a spin);
+//   - after: the Precise clock (a timerfd the runtime's poller watches, then
+//     a spin) and the recorder's latency (wait + service);
 //   - runner: the whole runner (scenario, generator, http driver, recorder).
 //
-// before and after drive the pacer, the http driver and the recorder the way
+// before, sleeper and after drive the pacer, the http driver and the recorder the way
 // the open-model executor does (one goroutine per send). The truth is the
 // server's hold time (request read to answer written): the loopback and
 // parsing on both sides (tens of µs) show as a small positive error.

@@ -231,12 +231,14 @@ func BenchmarkTruth(b *testing.B) {
 			"rate/s", "mode", "round", "true p50", "true p99", "pb p50", "pb p99", "err p50", "err p99", "lag p99", "waitp99", "counts (sent/failed, server's)")
 		for _, rate := range rates {
 			for round := 1; round <= 2; round++ {
-				for _, mode := range []string{"before", "after", "runner"} {
+				for _, mode := range []string{"before", "sleeper", "after", "runner"} {
 					s.reset()
 					var m measured
 					switch mode {
 					case "before":
 						m = drive(b, drv, rate, d, schedule.Coarse, true)
+					case "sleeper":
+						m = drive(b, drv, rate, d, schedule.Sleeper, false)
 					case "after":
 						m = drive(b, drv, rate, d, schedule.Precise, false)
 					default:

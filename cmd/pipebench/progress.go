@@ -26,6 +26,7 @@ type progress struct {
 	lastPrint time.Time
 	every     time.Duration
 	width     int
+	now       func() time.Time // the clock (time.Now; a test's own)
 }
 
 func newProgress(w io.Writer, plan pipebench.Plan) *progress {
@@ -33,7 +34,7 @@ func newProgress(w io.Writer, plan pipebench.Plan) *progress {
 	if f, ok := w.(*os.File); ok {
 		tty = isatty.IsTerminal(f.Fd())
 	}
-	return &progress{w: w, tty: tty, plan: plan, lastPhase: -2, every: 5 * time.Second}
+	return &progress{w: w, tty: tty, plan: plan, lastPhase: -2, every: 5 * time.Second, now: time.Now}
 }
 
 func (p *progress) update(pr runner.Progress) {
@@ -52,9 +53,10 @@ func (p *progress) update(pr runner.Progress) {
 	changed := pr.PhaseIndex != p.lastPhase
 	// Updates come once per interval, give or take scheduling: a line is
 	// due when the next update would be late for the period.
-	if changed || time.Since(p.lastPrint) >= p.every-p.every/10 {
+	now := p.now()
+	if changed || now.Sub(p.lastPrint) >= p.every-p.every/10 {
 		fmt.Fprintln(p.w, line)
-		p.lastPrint = time.Now()
+		p.lastPrint = now
 		p.lastPhase = pr.PhaseIndex
 	}
 }

@@ -36,12 +36,49 @@ type h1Pool struct {
 // the idle channel.
 type h1Conn struct {
 	netc net.Conn // nil when closed
+	src  h1Source // what br reads from
 	br   *bufio.Reader
 	buf  []byte
 	used time.Time // when it last carried a request (or was opened)
+	dl   time.Time // the deadline set on netc (zero: none)
 	// open is set while netc is open, for openNow, which reads it from
 	// another goroutine.
 	open atomic.Pointer[openConn]
+}
+
+// h1Source is what a connection's bufio.Reader reads from. On a plain TCP
+// connection on Linux (raw set), a request left in req is written by the
+// next Read, which then waits for the answer in the same call (exchange):
+// one system call fewer per request than a write followed by a read.
+type h1Source struct {
+	netc net.Conn
+	raw  syscall.RawConn
+	req  []byte // to write before the next read
+	werr error  // the failure of that write
+}
+
+func (s *h1Source) Read(p []byte) (int, error) {
+	if s.req == nil || s.raw == nil {
+		return s.netc.Read(p)
+	}
+	req := s.req
+	s.req = nil
+	written, n, werr, rerr := exchange(s.raw, req, p)
+	if werr == nil && written < len(req) && rerr != nil {
+		werr = rerr // it failed before the request was out: a timeout, a closed connection
+	}
+	if werr != nil {
+		s.werr = werr
+		return 0, werr
+	}
+	if written < len(req) { // the send buffer was full: the rest the usual way
+		if _, err := s.netc.Write(req[written:]); err != nil {
+			s.werr = err
+			return 0, err
+		}
+		return s.netc.Read(p)
+	}
+	return n, rerr
 }
 
 // openConn is what openNow needs of an open connection: its socket, to
@@ -108,11 +145,15 @@ func (p *h1Pool) dial(ctx context.Context, c *h1Conn, deadline time.Time) error 
 	if err != nil {
 		return err
 	}
-	c.netc, c.used = netc, time.Now()
+	c.netc, c.used, c.dl = netc, time.Now(), time.Time{}
+	c.src = h1Source{netc: netc}
+	if canExchange && p.tls == nil {
+		c.src.raw = rawConn(netc)
+	}
 	if c.br == nil {
-		c.br = bufio.NewReaderSize(netc, 8<<10)
+		c.br = bufio.NewReaderSize(&c.src, 8<<10)
 	} else {
-		c.br.Reset(netc)
+		c.br.Reset(&c.src)
 	}
 	c.open.Store(&openConn{raw: rawConn(netc)})
 	return nil
@@ -122,7 +163,8 @@ func (p *h1Pool) drop(c *h1Conn) {
 	if c.netc != nil {
 		c.open.Store(nil)
 		c.netc.Close()
-		c.netc = nil
+		c.netc, c.dl = nil, time.Time{}
+		c.src = h1Source{}
 	}
 }
 
@@ -174,9 +216,9 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 	}
 	defer func() { p.idle <- c }()
 	now := time.Now()
-	deadline := now.Add(p.timeout)
+	deadline, slack := now.Add(p.timeout), p.timeout/8
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
+		deadline, slack = dl, 0
 	}
 	// A connection idle for a while may have been closed by the server:
 	// ask the kernel (one system call) before writing on it.
@@ -197,29 +239,48 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 		// before any byte of the answer, and the request is sent again
 		// once on a new connection.
 		stale := !fresh && attempt == 0
-		c.netc.SetDeadline(deadline)
+		// Setting a deadline costs a timer update: the one set stays
+		// while it falls within [deadline, deadline + timeout/8], so a
+		// request times out after its timeout and at most an eighth
+		// more (exactly at the context's deadline when that is sooner).
+		if c.dl.Before(deadline) || c.dl.After(deadline.Add(slack)) {
+			c.dl = deadline.Add(slack)
+			c.netc.SetDeadline(c.dl)
+		}
 		written = time.Now()
-		if len(body) <= inlineBody {
+		var werr, rerr error
+		switch {
+		case c.src.raw != nil && len(body) <= inlineBody && c.br.Buffered() == 0:
+			// Written by the read that waits for the answer.
 			c.buf = append(appendRequest(c.buf[:0], p.head, contentType, hdrs, len(body)), body...)
-			_, err = c.netc.Write(c.buf)
-		} else {
+			c.src.req, c.src.werr = c.buf, nil
+			_, rerr = c.br.Peek(1)
+			c.src.req, werr = nil, c.src.werr
+		case len(body) <= inlineBody:
+			c.buf = append(appendRequest(c.buf[:0], p.head, contentType, hdrs, len(body)), body...)
+			if _, werr = c.netc.Write(c.buf); werr == nil {
+				_, rerr = c.br.Peek(1)
+			}
+		default:
 			c.buf = appendRequest(c.buf[:0], p.head, contentType, hdrs, len(body))
 			bufs := net.Buffers{c.buf, body}
-			_, err = bufs.WriteTo(c.netc)
+			if _, werr = bufs.WriteTo(c.netc); werr == nil {
+				_, rerr = c.br.Peek(1)
+			}
 		}
-		if err != nil {
+		if werr != nil {
 			p.drop(c)
-			if stale && !isTimeout(err) {
+			if stale && !isTimeout(werr) {
 				continue
 			}
-			return 0, written, err
+			return 0, written, werr
 		}
-		if _, err := c.br.Peek(1); err != nil {
+		if rerr != nil {
 			p.drop(c)
-			if stale && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+			if stale && (errors.Is(rerr, io.EOF) || errors.Is(rerr, syscall.ECONNRESET)) {
 				continue
 			}
-			return 0, written, err
+			return 0, written, rerr
 		}
 		var closeAfter bool
 		status, closeAfter, err = readResponse(c.br)
