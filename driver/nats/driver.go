@@ -248,15 +248,11 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 			return d.sendAsync(ctx, c, []*nats.Msg{m})
 		}
 	}
+	if d.cfg.Mode == ModeCore {
+		return d.sendCore(c, subject, b)
+	}
 	msgs := d.messages(subject, b)
 	switch d.cfg.Mode {
-	case ModeCore:
-		for _, m := range msgs {
-			if err := c.nc.PublishMsg(m); err != nil {
-				return classify(err)
-			}
-		}
-		return pipebench.Outcome{}
 	case ModeJS:
 		cctx, cancel := context.WithTimeout(ctx, d.timeout)
 		defer cancel()
@@ -269,6 +265,66 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 	default:
 		return d.sendAsync(ctx, c, msgs)
 	}
+}
+
+// itemsPool recycles the item slices of split batches.
+var itemsPool = sync.Pool{New: func() any { s := make([][]byte, 0, 1024); return &s }}
+
+// sendCore publishes a batch with core NATS, one message per item when it
+// splits. A core publish copies the message into the connection's buffer,
+// so nothing is kept per message: an item without headers of its own goes
+// out as is, an item with headers through one message and header map
+// reused for the whole batch.
+func (d *Driver) sendCore(c *conn, subject string, b *pipebench.Batch) pipebench.Outcome {
+	ip := itemsPool.Get().(*[][]byte)
+	defer func() {
+		clear(*ip)
+		*ip = (*ip)[:0]
+		itemsPool.Put(ip)
+	}()
+	items := splitArray(b.Body, b.Count, *ip)
+	if items == nil {
+		if err := c.nc.PublishMsg(d.message(subject, b)); err != nil {
+			return classify(err)
+		}
+		return pipebench.Outcome{}
+	}
+	*ip = items
+	var seqAt = -1 // the index of the sequence header, if any
+	var hdr nats.Header
+	for _, h := range b.Headers {
+		switch h.Name {
+		case payload.HeaderCount:
+		case payload.HeaderSeq:
+			seqAt = 0
+			hdr = setHeader(hdr, h.Name, "")
+		default:
+			hdr = setHeader(hdr, h.Name, h.Value)
+		}
+	}
+	if hdr == nil {
+		for _, it := range items {
+			if err := c.nc.Publish(subject, it); err != nil {
+				return classify(err)
+			}
+		}
+		return pipebench.Outcome{}
+	}
+	m := &nats.Msg{Subject: subject, Header: hdr}
+	var seqVal []string
+	if seqAt >= 0 {
+		seqVal = hdr[payload.HeaderSeq]
+	}
+	for i, it := range items {
+		if seqVal != nil {
+			seqVal[0] = strconv.FormatUint(b.Seq+uint64(i), 10)
+		}
+		m.Data = it
+		if err := c.nc.PublishMsg(m); err != nil {
+			return classify(err)
+		}
+	}
+	return pipebench.Outcome{}
 }
 
 // sendAsync publishes every message without waiting, then waits for all
@@ -373,7 +429,7 @@ func classify(err error) pipebench.Outcome {
 // generator set, but not a count of 1 (the default) nor the content type.
 func (d *Driver) messages(subject string, b *pipebench.Batch) []*nats.Msg {
 	if d.cfg.Split && b.Count > 1 {
-		if items := splitArray(b.Body, b.Count); items != nil {
+		if items := splitArray(b.Body, b.Count, nil); items != nil {
 			msgs := make([]*nats.Msg, len(items))
 			for i, it := range items {
 				m := &nats.Msg{Subject: subject, Data: it}
@@ -415,54 +471,78 @@ func setHeader(h nats.Header, name, value string) nats.Header {
 }
 
 // splitArray returns the elements of a JSON array body if it has exactly
-// want of them, else nil. The elements are slices of body (no copy): it
-// only scans for the commas between top-level elements, minding strings
-// and nesting, and trusts the generator for the rest.
-func splitArray(body []byte, want int) [][]byte {
+// want of them, else nil; they are appended to out[:0]. The elements are
+// slices of body (no copy): it only scans for the commas between top-level
+// elements, minding strings and nesting, and trusts the generator for the
+// rest. A string is skipped in one search for its closing quote (the
+// padding of an event is most of its bytes).
+func splitArray(body []byte, want int, out [][]byte) [][]byte {
 	t := bytes.TrimSpace(body)
 	if len(t) < 2 || t[0] != '[' || t[len(t)-1] != ']' {
 		return nil
 	}
-	out := make([][]byte, 0, want)
-	depth, inStr, esc, start := 0, false, false, 1
-	for i := 1; i < len(t)-1; i++ {
-		c := t[i]
-		switch {
-		case inStr:
-			if esc {
-				esc = false
-			} else if c == '\\' {
-				esc = true
-			} else if c == '"' {
-				inStr = false
+	if out == nil {
+		out = make([][]byte, 0, want)
+	}
+	out = out[:0]
+	inner := t[:len(t)-1]
+	depth, start := 0, 1
+	for i := 1; i < len(inner); i++ {
+		switch inner[i] {
+		case '"':
+			end := closingQuote(inner, i+1)
+			if end < 0 {
+				return nil
 			}
-		case c == '"':
-			inStr = true
-		case c == '{' || c == '[':
+			i = end
+		case '{', '[':
 			depth++
-		case c == '}' || c == ']':
+		case '}', ']':
 			depth--
 			if depth < 0 {
 				return nil
 			}
-		case c == ',' && depth == 0:
-			out = append(out, bytes.TrimSpace(t[start:i]))
-			start = i + 1
+		case ',':
+			if depth == 0 {
+				e := bytes.TrimSpace(inner[start:i])
+				if len(e) == 0 || len(out) == want {
+					return nil
+				}
+				out = append(out, e)
+				start = i + 1
+			}
 		}
 	}
-	if inStr || depth != 0 {
+	if depth != 0 {
 		return nil
 	}
-	if last := bytes.TrimSpace(t[start : len(t)-1]); len(last) > 0 {
+	if last := bytes.TrimSpace(inner[start:]); len(last) > 0 {
 		out = append(out, last)
+	} else if len(out) > 0 {
+		return nil // a trailing comma
 	}
 	if len(out) != want {
 		return nil
 	}
-	for _, e := range out {
-		if len(e) == 0 {
-			return nil
-		}
-	}
 	return out
+}
+
+// closingQuote is the index of the quote that closes the string whose
+// contents start at from, or -1.
+func closingQuote(b []byte, from int) int {
+	for {
+		k := bytes.IndexByte(b[from:], '"')
+		if k < 0 {
+			return -1
+		}
+		q := from + k
+		n := 0 // backslashes just before it
+		for p := q - 1; p >= from && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		from = q + 1
+	}
 }
