@@ -13,7 +13,7 @@
 #          sequence number and send time in each body).
 #   js:    `nats bench js pub async --storage file --size 128` (batch 500)
 #          against bench/nats-js-blast.yaml (async, batches of 500, a window
-#          of 1,000 outstanding acks, 2 workers) on a file stream.
+#          of 1,000 outstanding acks, 1 worker) on a file stream.
 # Each line gives the rate the tool reports and the rate the server saw
 # (messages it counted / the generator's wall time, start-up included), the
 # generator's CPU-seconds and peak RSS; the ratio lines are pipebench/nats

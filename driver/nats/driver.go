@@ -342,6 +342,20 @@ func (d *Driver) sendAsync(ctx context.Context, c *conn, msgs []*nats.Msg) pipeb
 	}
 	// The connection's JetStream context fails a future whose ack has not
 	// come within the timeout (ErrAsyncPublishTimeout): no timer here.
+	// One stream acks in order, so the wait is on the last future first:
+	// one wake-up for the batch, the others are then ready.
+	if n := len(futs); n > 1 {
+		select {
+		case <-futs[n-1].Ok():
+		case err := <-futs[n-1].Err():
+			if o := classify(err); worst.Class == pipebench.ClassOK {
+				worst = o
+			}
+		case <-ctx.Done():
+			return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: ctx.Err().Error()}
+		}
+		futs = futs[:n-1]
+	}
 	for _, f := range futs {
 		select {
 		case <-f.Ok():
@@ -430,9 +444,13 @@ func classify(err error) pipebench.Outcome {
 func (d *Driver) messages(subject string, b *pipebench.Batch) []*nats.Msg {
 	if d.cfg.Split && b.Count > 1 {
 		if items := splitArray(b.Body, b.Count, nil); items != nil {
+			// One allocation for the batch's messages: the JetStream
+			// context keeps each until its ack.
+			slab := make([]nats.Msg, len(items))
 			msgs := make([]*nats.Msg, len(items))
 			for i, it := range items {
-				m := &nats.Msg{Subject: subject, Data: it}
+				m := &slab[i]
+				m.Subject, m.Data = subject, it
 				for _, h := range b.Headers {
 					switch h.Name {
 					case payload.HeaderCount:
