@@ -62,6 +62,13 @@ func (s *Server) Update(p runner.Progress) {
 	s.mu.Unlock()
 }
 
+// Begin shows the next run (a suite's next case) from now on.
+func (s *Server) Begin() {
+	s.mu.Lock()
+	s.last, s.seen, s.done = runner.Progress{}, false, nil
+	s.mu.Unlock()
+}
+
 // Finish shows the final Result from now on.
 func (s *Server) Finish(r *pipebench.Result) {
 	s.mu.Lock()

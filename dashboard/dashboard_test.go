@@ -75,6 +75,15 @@ func TestLiveJSON(t *testing.T) {
 	if l := getLive(t, s); !l.Done || !strings.HasPrefix(l.Progress, "finished") {
 		t.Errorf("after Finish: %q done=%v", l.Progress, l.Done)
 	}
+	// A suite's next case: the page goes live again.
+	s.Begin()
+	if l := getLive(t, s); l.Done || l.Progress != "starting…" {
+		t.Errorf("after Begin: %q done=%v", l.Progress, l.Done)
+	}
+	s.Update(runner.Progress{Phase: "sustained", PhaseIndex: 0, Phases: 1, Snapshot: snap})
+	if l := getLive(t, s); l.Done || !strings.Contains(l.Progress, "sustained") {
+		t.Errorf("the next case's progress: %q done=%v", l.Progress, l.Done)
+	}
 }
 
 func TestBadAddress(t *testing.T) {

@@ -122,6 +122,16 @@ func New(plan pipebench.Plan) *Exporter {
 	return &Exporter{plan: plan, status: "running", scrapedFinal: make(chan struct{})}
 }
 
+// Begin starts over for a run of another plan (a suite's next case): the
+// values are the new run's from now on, and ScrapedFinal waits for the
+// scrape after its Finish.
+func (e *Exporter) Begin(plan pipebench.Plan) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.plan, e.last, e.seen, e.status, e.finished = plan, runner.Progress{}, false, "running", false
+	e.scrapedFinal, e.finalOnce = make(chan struct{}), sync.Once{}
+}
+
 // Update takes the runner's latest Progress.
 func (e *Exporter) Update(p runner.Progress) {
 	e.mu.Lock()
@@ -143,7 +153,11 @@ func (e *Exporter) Finish(res *pipebench.Result) {
 
 // ScrapedFinal is closed once /metrics was scraped after Finish: the final
 // values reached whoever scrapes.
-func (e *Exporter) ScrapedFinal() <-chan struct{} { return e.scrapedFinal }
+func (e *Exporter) ScrapedFinal() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.scrapedFinal
+}
 
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
@@ -156,6 +170,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 
 // snap is the exposition at one moment.
 type snap struct {
+	plan                      pipebench.Plan
 	status, phase             string
 	finished, hasSink         bool
 	index                     int
@@ -169,16 +184,19 @@ type snap struct {
 // now. It notes a read of the final values.
 func (e *Exporter) snapshot() snap {
 	e.mu.Lock()
-	p, seen, status, finished := e.last, e.seen, e.status, e.finished
+	p, seen, status, finished, plan := e.last, e.seen, e.status, e.finished, e.plan
+	if finished {
+		e.finalOnce.Do(func() { close(e.scrapedFinal) })
+	}
 	e.mu.Unlock()
-	sn := snap{status: status, finished: finished, hasSink: p.HasSink, phase: "starting", queue: -1,
+	sn := snap{plan: plan, status: status, finished: finished, hasSink: p.HasSink, phase: "starting", queue: -1,
 		elapsed: p.Elapsed.Seconds(), remaining: p.Remaining.Seconds(), target: p.TargetRate,
 		inFlight: float64(max(p.InFlight, 0)), backlog: p.Backlog}
 	switch {
 	case finished:
-		sn.phase, sn.index, sn.target = "done", len(e.plan.Phases)+1, 0
+		sn.phase, sn.index, sn.target = "done", len(plan.Phases)+1, 0
 	case p.Draining:
-		sn.phase, sn.index = "drain", len(e.plan.Phases)+1
+		sn.phase, sn.index = "drain", len(plan.Phases)+1
 	case seen && p.PhaseIndex >= 0:
 		sn.phase, sn.index = p.Phase, p.PhaseIndex+1
 	}
@@ -191,9 +209,6 @@ func (e *Exporter) snapshot() snap {
 			s, a := p.PhaseStats(i)
 			sn.t.add(s, a)
 		}
-	}
-	if finished {
-		e.finalOnce.Do(func() { close(e.scrapedFinal) })
 	}
 	return sn
 }
@@ -208,7 +223,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	gauge(descInfo, 1, e.plan.Scenario, e.plan.Case, e.plan.Version, sn.status)
+	gauge(descInfo, 1, sn.plan.Scenario, sn.plan.Case, sn.plan.Version, sn.status)
 	gauge(descFinished, b2f(sn.finished))
 	gauge(descPhaseInfo, 1, sn.phase)
 	gauge(descPhaseIndex, float64(sn.index))

@@ -243,3 +243,39 @@ func BenchmarkScrape(b *testing.B) {
 		}
 	}
 }
+
+// A suite's next case: Begin shows the new plan, not finished, and
+// ScrapedFinal waits for the scrape after the new run's Finish.
+func TestBeginStartsOverForTheNextRun(t *testing.T) {
+	e := fed(t, []time.Duration{time.Millisecond}, 0)
+	e.Finish(&pipebench.Result{Manifest: pipebench.Manifest{Status: pipebench.StatusPassed}})
+	first := e.ScrapedFinal()
+	if v := value(t, scrape(t, e), MetricFinished, ""); v != 1 {
+		t.Fatalf("finished %v after Finish", v)
+	}
+	select {
+	case <-first:
+	default:
+		t.Fatal("the scrape after Finish did not close ScrapedFinal")
+	}
+	e.Begin(pipebench.Plan{Scenario: "second", Case: "Second Case", Phases: []pipebench.PlanPhase{{Name: "load"}}})
+	s := scrape(t, e)
+	if v := value(t, s, MetricFinished, ""); v != 0 {
+		t.Errorf("finished %v after Begin", v)
+	}
+	if v := value(t, s, MetricInfo, `case="Second Case"`); v != 1 {
+		t.Errorf("info of the new plan: %v", s[MetricInfo])
+	}
+	select {
+	case <-e.ScrapedFinal():
+		t.Fatal("ScrapedFinal is closed before the new run finished")
+	default:
+	}
+	e.Finish(nil)
+	scrape(t, e)
+	select {
+	case <-e.ScrapedFinal():
+	default:
+		t.Fatal("ScrapedFinal not closed after the new run's final scrape")
+	}
+}

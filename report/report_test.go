@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/resulttest"
@@ -101,4 +103,58 @@ func TestJSONRoundTrips(t *testing.T) {
 		t.Error("JSON does not round-trip")
 	}
 	resulttest.Golden(t, "json", out)
+}
+
+// The eventing table: a row per run, the first column labelling it, the
+// run's own values beside KPIs of its total and of a named phase.
+func TestMarkdownRunsAsRows(t *testing.T) {
+	cols := []markdown.Column{
+		{Header: "cluster", KPI: "@label:cluster"},
+		{Header: "K6 rps", KPI: "sent_rate"},
+		{Header: "EPP rps", KPI: "accepted_rate", Phase: "backpressure"},
+		{Header: "JS Crashed", KPI: "@crashed"},
+		{Header: "version", KPI: "@version"},
+		{Header: "test duration", KPI: "@duration"},
+		{Header: "Failure type", KPI: "@failure"},
+		{Header: "Memory (MB)", KPI: "memory_mb", Agg: markdown.AggInstances, Phase: "sustained"},
+	}
+	var results []*pipebench.Result
+	for i, rate := range []float64{500, 250, 350} {
+		r := resulttest.Pipeline("2.7.0", fmt.Sprintf("rate %v", rate), rate)
+		r.Manifest.Labels = map[string]string{"cluster": []string{"ssd", "hdd", "ssd"}[i]}
+		r.Manifest.Ended = r.Manifest.Started.Add(time.Duration(i+1) * 95 * time.Minute)
+		tot := r.Phases[0]
+		tot.Name = "total"
+		r.Total = &tot
+		if i != 1 {
+			at := r.Manifest.Started.Add(time.Hour)
+			r.Detections = []pipebench.Detection{{Detector: "storage_full_all", Began: at.Add(time.Minute)}, {Detector: "storage_full_node", Began: at}, {Detector: "storage_full_node", Began: at.Add(time.Second)}}
+		}
+		results = append(results, r)
+	}
+	// A rerun of a case replaces its row.
+	again := resulttest.Pipeline("2.7.0", "rate 250", 251)
+	again.Manifest.Started = again.Manifest.Started.Add(time.Hour)
+	again.Manifest.Ended = again.Manifest.Started.Add(2 * time.Hour)
+	again.Manifest.Labels = map[string]string{"cluster": "hdd"}
+	again.Total = &again.Phases[0]
+	results = append(results, again)
+	var b bytes.Buffer
+	if err := markdown.Render(&b, markdown.BuildRuns(results, markdown.Options{Layout: markdown.LayoutRuns, Columns: cols})); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| cluster | K6 rps | EPP rps | JS Crashed | version | test duration | Failure type | Memory (MB) |",
+		"| ssd | 500 | 500 | yes | 2.7.0 | 1 h 35 min | full storage (F1); full storage (F2) | 137, 139 |",
+		"| hdd | 251 | 251 | no | 2.7.0 | 2 h | backlog growth | 137, 139 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "\n") != 5 {
+		t.Errorf("want a header, a separator and 3 rows:\n%s", out)
+	}
+	resulttest.Golden(t, "md-runs", b.Bytes())
 }

@@ -11,6 +11,11 @@
 //	  - scenario: builtin:kyma-traces-single   # a file (relative to the suite file) or builtin:NAME
 //	    case: Single Pipeline                  # optional; default: the scenario's case
 //	    duration: 2m                           # optional; scales the scenario as run --duration does
+//	table:                                     # optional; default: a row per version, a column group per case
+//	  rows: run                                # run: a row per case run; version (default)
+//	  columns:
+//	    - {title: Test, value: "@case"}        # a run's own value (@case, @version, @duration, @failure...)
+//	    - {title: Proxy rps, value: eventproxy_accepted_rate, phase: soak, agg: sum}   # a KPI
 package suite
 
 import (
@@ -44,6 +49,34 @@ type Suite struct {
 	// File is where the suite came from ("builtin:NAME" for built-ins).
 	File    string
 	Entries []Entry
+	// Table, when not nil, is the table the suite asks for.
+	Table *Table
+}
+
+// The row layouts of a suite's table.
+const (
+	RowsVersion = "version" // a row per version, a column group per case
+	RowsRun     = "run"     // a row per case run, one column group
+)
+
+// Table is the shape of a suite's table.
+type Table struct {
+	Rows    string // RowsVersion or RowsRun
+	Columns []Column
+}
+
+// Column is one column of a suite's table.
+type Column struct {
+	Title string
+	// Value is a KPI name or one of the run's own values ("@case").
+	Value string
+	// Phase takes the KPI from the phase of that name (default: the run's
+	// total with rows: run, each case's phase with rows: version).
+	Phase string
+	// Agg reduces a KPI with several instances: sum, max, instances.
+	Agg string
+	// Line and Col are where the column's value is, for messages.
+	Line, Col int
 }
 
 // Entry is one scenario of a suite.
@@ -75,8 +108,11 @@ func (e *Errors) Unwrap() error {
 }
 
 var (
-	topKeys   = []string{"name", "description", "version", "scenarios"}
-	entryKeys = []string{"scenario", "case", "duration"}
+	topKeys    = []string{"name", "description", "version", "scenarios", "table"}
+	entryKeys  = []string{"scenario", "case", "duration"}
+	tableKeys  = []string{"rows", "columns"}
+	columnKeys = []string{"title", "value", "phase", "agg"}
+	aggs       = []string{"", "sum", "max", "instances"}
 )
 
 type decoder struct {
@@ -161,6 +197,8 @@ func (d *decoder) decode(data []byte) *Suite {
 			if list == nil {
 				list = fl.kn
 			}
+		case "table":
+			s.Table = d.table(fl.val)
 		}
 	}
 	// A missing key is reported at the top of the file.
@@ -238,6 +276,87 @@ func (d *decoder) decode(data []byte) *Suite {
 	return s
 }
 
+// table decodes a suite's table: its rows and columns.
+func (d *decoder) table(n ast.Node) *Table {
+	fs, ok := d.fields(n, "table", tableKeys)
+	if !ok {
+		return nil
+	}
+	t := &Table{Rows: RowsVersion}
+	for _, fl := range fs {
+		switch fl.key {
+		case "rows":
+			v, ok := d.scalar(fl.val, "table.rows", "run or version")
+			if !ok {
+				break
+			}
+			if v != RowsRun && v != RowsVersion {
+				d.add(fl.val, "table.rows", "unknown layout %q: run (a row per case run) or version (a row per version, a column group per case)", v)
+				break
+			}
+			t.Rows = v
+		case "columns":
+			seq, ok := yamlnode.Unwrap(fl.val).(*ast.SequenceNode)
+			if !ok || len(seq.Values) == 0 {
+				d.add(fl.val, "table.columns", "expected a list of {title, value, phase, agg}")
+				break
+			}
+			for i, item := range seq.Values {
+				if c, ok := d.column(item, fmt.Sprintf("table.columns[%d]", i)); ok {
+					t.Columns = append(t.Columns, c)
+				}
+			}
+		}
+	}
+	if t.Rows == RowsRun && len(t.Columns) < 2 {
+		at := d.node(fs, "columns")
+		if at == nil {
+			at = n
+		}
+		d.add(at, "table.columns", "rows: run needs at least two columns: the first labels each row (like {title: Test, value: \"@case\"})")
+	}
+	return t
+}
+
+func (d *decoder) column(n ast.Node, path string) (Column, bool) {
+	fs, ok := d.fields(n, path, columnKeys)
+	if !ok {
+		return Column{}, false
+	}
+	var c Column
+	for _, fl := range fs {
+		p := path + "." + fl.key
+		switch fl.key {
+		case "title":
+			c.Title, _ = d.scalar(fl.val, p, "a string")
+		case "value":
+			c.Value, _ = d.scalar(fl.val, p, "a KPI name or a run value like \"@case\"")
+			if tk := fl.val.GetToken(); tk != nil {
+				c.Line, c.Col = tk.Position.Line, tk.Position.Column
+			}
+		case "phase":
+			c.Phase, _ = d.scalar(fl.val, p, "a phase name")
+		case "agg":
+			c.Agg, _ = d.scalar(fl.val, p, "sum, max or instances")
+			if !yamlnode.Contains(aggs, c.Agg) {
+				d.add(fl.val, p, "unknown %q: sum, max or instances (or leave it out)", c.Agg)
+			}
+		}
+	}
+	ok = true
+	for _, k := range []string{"title", "value"} {
+		if !d.has(fs, k) {
+			d.add(n, path+"."+k, "missing: a column needs a title and a value")
+			ok = false
+		}
+	}
+	if c.Value != "" && strings.TrimSpace(c.Value) == "" {
+		d.add(d.node(fs, "value"), path+".value", "must not be empty")
+		ok = false
+	}
+	return c, ok
+}
+
 // resolve makes a relative scenario path relative to the suite file's
 // folder; builtin: references and absolute paths are kept.
 func resolve(file, ref string) string {
@@ -299,12 +418,25 @@ func (d *decoder) fields(n ast.Node, path string, known []string) ([]field, bool
 		}
 		seen[key] = true
 		if !yamlnode.Contains(known, key) {
-			d.add(p.Key, at, "unknown key %q; a %s has %s", key, map[bool]string{true: "suite", false: "scenario entry"}[path == ""], strings.Join(known, ", "))
+			d.add(p.Key, at, "unknown key %q; a %s has %s", key, noun(path), strings.Join(known, ", "))
 			continue
 		}
 		out = append(out, field{key: key, kn: p.Key, val: yamlnode.Unwrap(p.Value)})
 	}
 	return out, true
+}
+
+// noun names what the mapping at path is, for messages.
+func noun(path string) string {
+	switch {
+	case path == "":
+		return "suite"
+	case path == "table":
+		return "table"
+	case strings.HasPrefix(path, "table.columns"):
+		return "table column"
+	}
+	return "scenario entry"
 }
 
 func (d *decoder) scalar(n ast.Node, path, want string) (string, bool) {

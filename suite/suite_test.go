@@ -91,3 +91,68 @@ func TestParseRefusesWhatIsNotASuite(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTable(t *testing.T) {
+	s, err := Parse("s.yaml", []byte(`name: eventing
+scenarios: [builtin:eventing-proxy]
+table:
+  rows: run
+  columns:
+    - {title: Cluster, value: "@label:cluster"}
+    - {title: Generator rps, value: sent_rate}
+    - title: Proxy rps
+      value: eventproxy_accepted_rate
+      phase: soak
+      agg: sum
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := s.Table
+	if tb == nil || tb.Rows != RowsRun || len(tb.Columns) != 3 {
+		t.Fatalf("%+v", tb)
+	}
+	if c := tb.Columns[2]; c.Title != "Proxy rps" || c.Value != "eventproxy_accepted_rate" || c.Phase != "soak" || c.Agg != "sum" || c.Line != 9 || c.Col != 14 {
+		t.Errorf("column 2: %+v", c)
+	}
+	if c := tb.Columns[0]; c.Value != "@label:cluster" || c.Line != 6 {
+		t.Errorf("column 0: %+v", c)
+	}
+	s, err = Parse("s.yaml", []byte("name: x\nscenarios: [a.yaml]\n"))
+	if err != nil || s.Table != nil {
+		t.Errorf("no table: %+v %v", s.Table, err)
+	}
+}
+
+func TestParseTableProblems(t *testing.T) {
+	_, err := Parse("s.yaml", []byte(`name: eventing
+scenarios: [a.yaml]
+table:
+  rows: runs
+  colour: red
+  columns:
+    - {title: A, value: sent_rate, agg: avg}
+    - {value: sent_rate, width: 3}
+    - 7
+`))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`s.yaml:4:9: table.rows: unknown layout "runs": run (a row per case run) or version`,
+		`s.yaml:5:3: table.colour: unknown key "colour"; a table has rows, columns`,
+		`s.yaml:7:41: table.columns[0].agg: unknown "avg"`,
+		`s.yaml:8:26: table.columns[1].width: unknown key "width"; a table column has title, value, phase, agg`,
+		`table.columns[1].title: missing`,
+		`s.yaml:9:7: table.columns[2]: expected a mapping`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("lacks %q:\n%s", want, msg)
+		}
+	}
+	_, err = Parse("s.yaml", []byte("name: x\nscenarios: [a.yaml]\ntable: {rows: run, columns: [{title: T, value: \"@case\"}]}\n"))
+	if err == nil || !strings.Contains(err.Error(), "rows: run needs at least two columns") {
+		t.Errorf("one column with rows: run: %v", err)
+	}
+}

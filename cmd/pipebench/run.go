@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,9 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/dashboard"
 	"github.com/pipebench/pipebench/examples"
-	"github.com/pipebench/pipebench/metricsout"
 	"github.com/pipebench/pipebench/report"
 	"github.com/pipebench/pipebench/report/jsonreport"
 	"github.com/pipebench/pipebench/runner"
@@ -37,10 +34,7 @@ type runFlags struct {
 	noStore     bool
 	verbose     bool
 	list        bool
-	dashboard   string
-	metricsAddr string
-	linger      time.Duration
-	otlpMetrics string
+	live        liveFlags
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -78,11 +72,8 @@ func (a *app) runCommand() *cobra.Command {
 	fl.DurationVar(&f.checkpoint, "checkpoint", 0, "with --out, write the Result so far to the --out file this often while the run goes on (status running), so a soak killed by the machine loses at most this much; 0: off")
 	fl.StringVar(&f.shard, "shard", "", "run slice I of N of the plan (rate/N, its own sequence range), like 2/4; merge the shards' results with pipebench merge")
 	fl.StringVar(&f.startAt, "start-at", "", "start the load at this moment, shared by every shard: RFC 3339 (2026-11-24T10:00:00Z) or +DURATION from now")
-	fl.StringVar(&f.dashboard, "dashboard", "", "serve a live page of the run's charts at this address (--dashboard alone: 127.0.0.1, a free port)")
+	liveFlagsOn(fl, &f.live, "run")
 	fl.Lookup("dashboard").NoOptDefVal = "127.0.0.1:0"
-	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the run's own metrics for Prometheus on http://ADDR/metrics, like 127.0.0.1:9464 (port 0: a free one)")
-	fl.StringVar(&f.otlpMetrics, "otlp-metrics", "", "push the same metrics as OTLP over gRPC to this collector every interval, like 127.0.0.1:4317 or http://collector:4317")
-	fl.DurationVar(&f.linger, "metrics-linger", 0, "after the run, keep /metrics up until it was scraped once more (the final values) or this long passed")
 	return cmd
 }
 
@@ -152,87 +143,22 @@ func (a *app) run(ref string, f runFlags) error {
 	if err := a.checkpointTo(&params, f.out, f.checkpoint); err != nil {
 		return err
 	}
-	var dash *dashboard.Server
-	if f.dashboard != "" {
-		if dash, err = dashboard.Start(f.dashboard); err != nil {
-			return err
-		}
-		fmt.Fprintf(a.stderr, "dashboard: %s\n", dash.URL())
-	}
-	var metrics *metricsout.Exporter
-	var metricsSrv *metricsout.Server
-	var pusher *metricsout.Pusher
-	if f.metricsAddr != "" || f.otlpMetrics != "" {
-		metrics = metricsout.New(plan)
-	}
-	if f.metricsAddr != "" {
-		if metricsSrv, err = metricsout.Serve(f.metricsAddr, metrics); err != nil {
-			if dash != nil {
-				dash.Shutdown(context.Background())
-			}
-			return err
-		}
-		fmt.Fprintf(a.stderr, "metrics: %s\n", metricsSrv.URL())
-	}
-	if f.otlpMetrics != "" {
-		if pusher, err = metricsout.PushOTLP(a.ctx, f.otlpMetrics, plan.Interval.D(), metrics); err != nil {
-			if dash != nil {
-				dash.Shutdown(context.Background())
-			}
-			if metricsSrv != nil {
-				metricsSrv.Shutdown(context.Background())
-			}
-			return err
-		}
+	lv, err := a.startLive(f.live, plan)
+	if err != nil {
+		return err
 	}
 	params.Progress = func(p runner.Progress) {
 		if prog != nil {
 			prog.update(p)
 		}
-		if dash != nil {
-			dash.Update(p)
-		}
-		if metrics != nil {
-			metrics.Update(p)
-		}
+		lv.update(p)
 	}
 	res, runErr := runner.Run(a.ctx, params)
 	if prog != nil {
 		prog.done()
 	}
-	if metrics != nil {
-		metrics.Finish(res)
-	}
-	if pusher != nil {
-		// The final values, once; a collector that is gone costs at most 10 s.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := pusher.Shutdown(ctx); err != nil {
-			fmt.Fprintf(a.stderr, "pipebench: pushing the final OTLP metrics: %v\n", err)
-		}
-		cancel()
-	}
-	if metricsSrv != nil {
-		if f.linger > 0 {
-			cut := a.cut
-			if cut == nil {
-				cut = context.Background()
-			}
-			select {
-			case <-metrics.ScrapedFinal():
-			case <-time.After(f.linger):
-			case <-cut.Done():
-			}
-		}
-		metricsSrv.Shutdown(context.Background())
-	}
-	if dash != nil {
-		if res != nil {
-			dash.Finish(res)
-		}
-		// Let an open page fetch the final state once before the server goes.
-		time.Sleep(1500 * time.Millisecond)
-		dash.Shutdown(context.Background())
-	}
+	lv.finish(res)
+	lv.close(a)
 	if res == nil {
 		return runErr
 	}

@@ -6,9 +6,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +30,9 @@ type suiteFlags struct {
 	noStore     bool
 	quiet       bool
 	verbose     bool
+	outDir      string
+	checkpoint  time.Duration
+	live        liveFlags
 }
 
 // suiteCommand is `pipebench suite`: run, list and validate suites.
@@ -48,6 +53,12 @@ A suite file:
     - scenario: builtin:kyma-traces-single  # or a file, relative to the suite file
       case: Single Pipeline                  # optional: the column group's title
       duration: 2m                           # optional: scales the scenario as run --duration
+  table:                                     # optional: another shape of table
+    rows: run                                # a row per case run (default: version)
+    columns:                                 # the first labels the row
+      - {title: Test, value: "@case"}        # a run value: @case @version @duration @status @failure @crashed @label:KEY
+      - {title: Sent/s, value: sent_rate}    # a KPI of the run's total
+      - {title: P99 ms, value: latency.p99, phase: burst}   # a KPI of one phase
 
 Compare or gate two versions of a suite with: pipebench compare --suite NAME, pipebench gate --suite NAME.`,
 	}
@@ -57,7 +68,8 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 		Short: "Run every scenario of a suite in turn and print the versions × cases table",
 		Example: `  pipebench suite run builtin:kyma-traces --sut-version otelcol-0.162.0
   pipebench suite run builtin:kyma-traces --duration 1m     # every case 1 minute
-  pipebench suite run my-suite.yaml --store results.db`,
+  pipebench suite run my-suite.yaml --store results.db
+  pipebench suite run builtin:kyma-logs --out results/ --dashboard`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.durationSet = cmd.Flags().Changed("duration")
@@ -71,6 +83,10 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
 	storeFlag(run, &f.store)
 	fl.BoolVar(&f.noStore, "no-store", false, "do not save the runs in the results history (the table then holds this run's version only)")
+	fl.StringVarP(&f.outDir, "out", "o", "", "write each case's Result (JSON) into this folder as it ends, named NN-CASE.json")
+	fl.DurationVar(&f.checkpoint, "checkpoint", 0, "with --out, write the running case's Result so far to its file this often (status running); 0: off")
+	liveFlagsOn(fl, &f.live, "suite")
+	fl.Lookup("dashboard").NoOptDefVal = "127.0.0.1:0"
 
 	list := &cobra.Command{
 		Use:   "list",
@@ -136,6 +152,9 @@ func (a *app) planSuite(ref string, f suiteFlags) (*suite.Suite, []pipebench.Pla
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := checkTable(s); err != nil {
+		return nil, nil, err
+	}
 	version := f.sutVersion
 	if version == "" {
 		version = s.Version
@@ -192,6 +211,13 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 			return err
 		}
 	}
+	outs, err := caseFiles(f.outDir, plans)
+	if err != nil {
+		return err
+	}
+	if f.checkpoint != 0 && f.outDir == "" {
+		return pipebench.UsageError("--checkpoint needs --out", "the checkpoints are written to each case's file in the --out folder", nil)
+	}
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelInfo
@@ -203,11 +229,18 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 	}
 	fmt.Fprintf(a.stderr, "pipebench %s: suite %s, %d case(s), %s of load, version %q\n", version, s.Name, len(plans),
 		pipebench.FormatDuration(total), plans[0].Version)
+	lv, err := a.startLive(f.live, plans[0])
+	if err != nil {
+		return err
+	}
 	var mine []*pipebench.Result
 	code := pipebench.ExitOK
 	for i, plan := range plans {
 		if a.ctx.Err() != nil {
 			break
+		}
+		if i > 0 {
+			lv.next(plan)
 		}
 		fmt.Fprintf(a.stderr, "\ncase %d/%d: %s (%s, %s)\n", i+1, len(plans), plan.Case, plan.Scenario, pipebench.FormatDuration(plan.Duration()))
 		var prog *progress
@@ -218,20 +251,33 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 			Plan: plan, Registry: a.reg, Logger: logger,
 			ToolVersion: version, Args: pipebench.RedactArgs(os.Args), Cut: a.cut,
 		}
+		if err := a.checkpointTo(&params, outs[i], f.checkpoint); err != nil {
+			lv.stop()
+			return err
+		}
 		params.Progress = func(p runner.Progress) {
 			if prog != nil {
 				prog.update(p)
 			}
+			lv.update(p)
 		}
 		res, runErr := runner.Run(a.ctx, params)
 		if prog != nil {
 			prog.done()
 		}
+		lv.finish(res)
 		caseCode := pipebench.ExitCode(runErr)
 		if res != nil {
 			scrubResult(res)
-			notKept := false
-			if !f.noStore && !a.saveRun(f.store, res, "") {
+			notKept, keptAt := false, ""
+			if outs[i] != "" {
+				if err := writeResult(outs[i], res); err != nil {
+					keptAt, notKept = a.keepElsewhere(outs[i], res, err), true
+				} else {
+					keptAt = outs[i]
+				}
+			}
+			if !f.noStore && !a.saveRun(f.store, res, keptAt) {
 				notKept = true
 			}
 			caseCode = a.finalCode(exitFor(res), notKept)
@@ -246,6 +292,7 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 		}
 		code = max(code, caseCode)
 	}
+	lv.close(a)
 	if done := len(finished(mine)); a.ctx.Err() != nil && done < len(plans) {
 		fmt.Fprintf(a.stderr, "\nsuite %s stopped: %d of %d case(s) finished and kept\n", s.Name, done, len(plans))
 		code = max(code, pipebench.ExitFailure)
@@ -263,23 +310,115 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 			table = hist
 		}
 	}
-	if err := a.printSuiteTable(s.Name, plans, table); err != nil {
+	if err := a.printSuiteTable(s, plans, table); err != nil {
 		printError(a.stderr, err)
 		code = max(code, pipebench.ExitFailure)
 	}
 	return &silentExit{code: code}
 }
 
-// printSuiteTable prints the versions × cases table of a suite's runs:
-// column groups in the suite's case order, runs cut short left out.
-func (a *app) printSuiteTable(name string, plans []pipebench.Plan, runs []*pipebench.Result) error {
+// caseFiles names each case's Result file in dir ("" when dir is ""),
+// making dir if needed and checking now that it can be written to.
+func caseFiles(dir string, plans []pipebench.Plan) ([]string, error) {
+	out := make([]string, len(plans))
+	if dir == "" {
+		return out, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, pipebench.UsageError(fmt.Sprintf("cannot make the --out folder %s", dir), "give a folder that can be created and written to", err)
+	}
+	for i, p := range plans {
+		out[i] = filepath.Join(dir, fmt.Sprintf("%02d-%s.json", i+1, slug(p.Case)))
+		if err := checkOut(out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// slug makes a case name a file name: lower case, runs of anything but
+// letters and digits turned into one dash.
+func slug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.TrimSuffix(b.String(), "-")
+	if out == "" {
+		return "case"
+	}
+	return out
+}
+
+// printSuiteTable prints the table of a suite's runs, runs cut short left
+// out: by default versions × cases, column groups in the suite's case order;
+// or the shape the suite's table: asks for.
+func (a *app) printSuiteTable(s *suite.Suite, plans []pipebench.Plan, runs []*pipebench.Result) error {
 	runs = suiteOrder(finished(runs), plans)
 	if len(runs) == 0 {
-		fmt.Fprintf(a.stdout, "suite %s: no finished case to show\n", name)
+		fmt.Fprintf(a.stdout, "suite %s: no finished case to show\n", s.Name)
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "\n## %s\n\n", name)
-	return markdown.Render(a.stdout, markdown.Build(runs, markdown.Options{}))
+	fmt.Fprintf(a.stdout, "\n## %s\n\n", s.Name)
+	o := tableOptions(s.Table)
+	if o.Layout == markdown.LayoutRuns {
+		return markdown.Render(a.stdout, markdown.BuildRuns(versionOrder(runs), o))
+	}
+	return markdown.Render(a.stdout, markdown.Build(runs, o))
+}
+
+// tableOptions turns a suite's table into the markdown options.
+func tableOptions(t *suite.Table) markdown.Options {
+	var o markdown.Options
+	if t == nil {
+		return o
+	}
+	if t.Rows == suite.RowsRun {
+		o.Layout = markdown.LayoutRuns
+	}
+	for _, c := range t.Columns {
+		o.Columns = append(o.Columns, markdown.Column{Header: c.Title, KPI: c.Value, Phase: c.Phase, Agg: markdown.Agg(c.Agg)})
+	}
+	return o
+}
+
+// versionOrder orders runs (already in case order) by version, keeping the
+// case order within a version: the rows of a rows: run table.
+func versionOrder(runs []*pipebench.Result) []*pipebench.Result {
+	out := append([]*pipebench.Result(nil), runs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		vi, vj := out[i].Manifest.Version, out[j].Manifest.Version
+		return vi != vj && markdown.VersionLess(vi, vj)
+	})
+	return out
+}
+
+// checkTable refuses a suite table column whose run value ("@...") does
+// not exist, pointing at it; KPI names are not checked, as a KPI may come
+// from any observer.
+func checkTable(s *suite.Suite) error {
+	if s.Table == nil {
+		return nil
+	}
+	for i, c := range s.Table.Columns {
+		if strings.HasPrefix(c.Value, "@") && !markdown.KnownValue(c.Value) {
+			names := make([]string, 0, len(markdown.Values))
+			for n := range markdown.Values {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return pipebench.UsageError(fmt.Sprintf("%s:%d:%d: table.columns[%d].value: unknown run value %q", s.File, c.Line, c.Col, i, c.Value),
+				"a run value is one of "+strings.Join(names, ", ")+" or "+markdown.LabelValue+"KEY; anything without @ is a KPI name", nil)
+		}
+	}
+	return nil
 }
 
 // finished leaves out runs cut short by a signal: a partial case would

@@ -221,3 +221,59 @@ func TestBuiltinKymaTracesSuite(t *testing.T) {
 		t.Errorf("table:\n%s", stdout)
 	}
 }
+
+// A suite asking for a row per run prints its columns, run values beside
+// KPIs; --out keeps each case's Result in its own file; --metrics-addr
+// serves across the cases.
+func TestSuiteRowsPerRunOutAndMetrics(t *testing.T) {
+	dir, _ := writeSuite(t, "1s")
+	file := filepath.Join(dir, "rows.yaml")
+	os.WriteFile(file, []byte(`name: rows
+version: 2.0.0
+scenarios:
+  - {scenario: first.yaml, case: First Case}
+  - {scenario: second.yaml, case: Second Case}
+table:
+  rows: run
+  columns:
+    - {title: Test, value: "@case"}
+    - {title: Generator rps, value: target_rate}
+    - {title: Sent, value: sent, phase: load}
+    - {title: Status, value: "@status"}
+    - {title: Version, value: "@version"}
+`), 0o644)
+	out := filepath.Join(dir, "results")
+	stdout, stderr, code := cli(t, "suite", "run", file, "-q", "--no-store", "--out", out, "--metrics-addr", "127.0.0.1:0")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "metrics: http://127.0.0.1:") {
+		t.Errorf("no metrics address:\n%s", stderr)
+	}
+	for _, want := range []string{
+		"| Test | Generator rps | Sent | Status | Version |",
+		"| First Case | 100 | 100 | completed | 2.0.0 |",
+		"| Second Case | 100 | 100 | completed | 2.0.0 |",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, name := range []string{"01-first-case.json", "02-second-case.json"} {
+		data, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil || !strings.Contains(string(data), `"status": "completed"`) {
+			t.Errorf("%s: %v\n%.200s", name, err, data)
+		}
+	}
+	// A run value that does not exist is refused with its place.
+	bad := filepath.Join(dir, "bad-rows.yaml")
+	os.WriteFile(bad, []byte("name: rows\nscenarios: [first.yaml]\ntable:\n  rows: run\n  columns:\n    - {title: A, value: \"@case\"}\n    - {title: B, value: \"@crash\"}\n"), 0o644)
+	_, stderr, code = cli(t, "suite", "validate", bad)
+	if code != pipebench.ExitUsage || !strings.Contains(stderr, `bad-rows.yaml:7:25: table.columns[1].value: unknown run value "@crash"`) || !strings.Contains(stderr, "@crashed") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+	_, stderr, code = cli(t, "suite", "run", file, "--no-store", "--checkpoint", "1s")
+	if code != pipebench.ExitUsage || !strings.Contains(stderr, "--checkpoint needs --out") {
+		t.Errorf("--checkpoint without --out: exit %d\n%s", code, stderr)
+	}
+}

@@ -1,6 +1,7 @@
 // Package markdown renders Results as the tables of the reference load-test
 // reports: one row per version of the system under test, a column group per
-// test case, a two-row header; or, with LayoutPhases, one row per phase.
+// test case, a two-row header; with LayoutPhases, one row per phase; with
+// LayoutRuns, one row per run and the columns a suite chose.
 package markdown
 
 import (
@@ -29,8 +30,13 @@ const (
 // Column is one column of a group.
 type Column struct {
 	Header string // may hold {Item}: "Receiver Accepted {Item}s/sec"
-	KPI    string
-	Agg    Agg
+	// KPI names the KPI shown, or one of the run's own values (Values):
+	// "@case", "@duration", "@failure", "@label:cluster"...
+	KPI string
+	Agg Agg
+	// Phase, when set, takes the KPI from the phase of that name rather
+	// than from the cell's phase (LayoutRuns: rather than the run's total).
+	Phase string
 }
 
 // Layout chooses the shape of the table.
@@ -40,6 +46,7 @@ type Layout string
 const (
 	LayoutVersions Layout = ""       // rows = versions, groups = cases (the kyma reports)
 	LayoutPhases   Layout = "phases" // rows = phases, one column group (the nvsentinel reports)
+	LayoutRuns     Layout = "runs"   // rows = runs, one column group; the first column labels the row (the eventing report)
 )
 
 // Options tunes a table. Zero Columns picks the reference's columns when the
@@ -51,33 +58,33 @@ type Options struct {
 
 // Reference is the column set of the OpenTelemetry Collector KPI reports.
 var Reference = []Column{
-	{"Receiver Accepted {Item}s/sec", "receiver_accepted_rate", AggSum},
-	{"Exporter Exported {Item}s/sec", "exporter_sent_rate", AggSum},
-	{"Exporter Queue Size", "exporter_queue_size.max", AggMax},
-	{"Pod Memory Usage(MB)", "memory_mb", AggInstances},
-	{"Pod CPU Usage", "cpu_cores", AggInstances},
+	{Header: "Receiver Accepted {Item}s/sec", KPI: "receiver_accepted_rate", Agg: AggSum},
+	{Header: "Exporter Exported {Item}s/sec", KPI: "exporter_sent_rate", Agg: AggSum},
+	{Header: "Exporter Queue Size", KPI: "exporter_queue_size.max", Agg: AggMax},
+	{Header: "Pod Memory Usage(MB)", KPI: "memory_mb", Agg: AggInstances},
+	{Header: "Pod CPU Usage", KPI: "cpu_cores", Agg: AggInstances},
 }
 
 // Generic is the column set for runs without pipeline observations.
 var Generic = []Column{
-	{"Sent {Item}s/sec", "sent_rate", AggValue},
-	{"Accepted/sec", "accepted_rate", AggValue},
-	{"Delivered/sec", "delivered_rate", AggValue},
-	{"P99 (ms)", "latency.p99", AggValue},
-	{"E2E P99 (ms)", "e2e_latency.p99", AggValue},
-	{"Lost", "lost", AggValue},
-	{"Errors", "errors", AggSum},
+	{Header: "Sent {Item}s/sec", KPI: "sent_rate", Agg: AggValue},
+	{Header: "Accepted/sec", KPI: "accepted_rate", Agg: AggValue},
+	{Header: "Delivered/sec", KPI: "delivered_rate", Agg: AggValue},
+	{Header: "P99 (ms)", KPI: "latency.p99", Agg: AggValue},
+	{Header: "E2E P99 (ms)", KPI: "e2e_latency.p99", Agg: AggValue},
+	{Header: "Lost", KPI: "lost", Agg: AggValue},
+	{Header: "Errors", KPI: "errors", Agg: AggSum},
 }
 
 // Blast is the column set of closed-model blasts, in the shape of the
 // queue-depth reference: "Time to Complete | Peak Queue | Avg Rate".
 var Blast = []Column{
-	{"Sent {Item}s", "sent", AggValue},
-	{"Time to Complete (s)", "time_to_complete", AggValue},
-	{"Peak Queue", "peak_backlog", AggValue},
-	{"Avg Rate ({Item}s/sec)", "completion_rate", AggValue},
-	{"Lost", "lost", AggValue},
-	{"Errors", "errors", AggSum},
+	{Header: "Sent {Item}s", KPI: "sent", Agg: AggValue},
+	{Header: "Time to Complete (s)", KPI: "time_to_complete", Agg: AggValue},
+	{Header: "Peak Queue", KPI: "peak_backlog", Agg: AggValue},
+	{Header: "Avg Rate ({Item}s/sec)", KPI: "completion_rate", Agg: AggValue},
+	{Header: "Lost", KPI: "lost", Agg: AggValue},
+	{Header: "Errors", KPI: "errors", Agg: AggSum},
 }
 
 // Grid is a built table: row labels, column groups, and cells[row][group][col].
@@ -94,8 +101,11 @@ type Grid struct {
 // one row labelled with the version.
 func New(o Options) pipebench.Reporter {
 	return pipebench.ReporterFunc(func(w io.Writer, r *pipebench.Result) error {
-		if o.Layout == LayoutPhases {
+		switch o.Layout {
+		case LayoutPhases:
 			return Render(w, BuildPhases(r, o))
+		case LayoutRuns:
+			return Render(w, BuildRuns([]*pipebench.Result{r}, o))
 		}
 		g := Build([]*pipebench.Result{r}, o)
 		return Render(w, g)
@@ -110,6 +120,7 @@ func Build(results []*pipebench.Result, o Options) *Grid {
 	type cell struct {
 		row     string
 		group   int
+		r       *pipebench.Result
 		p       *pipebench.PhaseResult
 		started int64
 	}
@@ -144,10 +155,10 @@ func Build(results []*pipebench.Result, o Options) *Grid {
 				groupIdx[name] = len(g.Groups)
 				g.Groups = append(g.Groups, name)
 			}
-			cells = append(cells, cell{ver, groupIdx[name], &r.Phases[i], r.Manifest.Started.UnixNano()})
+			cells = append(cells, cell{ver, groupIdx[name], r, &r.Phases[i], r.Manifest.Started.UnixNano()})
 		}
 	}
-	sort.SliceStable(g.Rows, func(i, j int) bool { return versionLess(g.Rows[i], g.Rows[j]) })
+	sort.SliceStable(g.Rows, func(i, j int) bool { return VersionLess(g.Rows[i], g.Rows[j]) })
 	rowIdx := map[string]int{}
 	for i, r := range g.Rows {
 		rowIdx[r] = i
@@ -169,14 +180,15 @@ func Build(results []*pipebench.Result, o Options) *Grid {
 		latest[row][c.group] = c.started
 		vals := make([]string, len(g.Columns))
 		for j, col := range g.Columns {
-			vals[j] = cellValue(c.p, col)
+			vals[j] = value(c.r, c.p, col)
 		}
 		g.Cells[row][c.group] = vals
 	}
 	return g
 }
 
-func versionLess(a, b string) bool {
+// VersionLess orders version labels by their numbers: 0.9 before 0.10.
+func VersionLess(a, b string) bool {
 	pa, pb := strings.FieldsFunc(a, splitVersion), strings.FieldsFunc(b, splitVersion)
 	for i := 0; i < len(pa) && i < len(pb); i++ {
 		na, ea := strconv.Atoi(pa[i])
@@ -203,11 +215,79 @@ func BuildPhases(r *pipebench.Result, o Options) *Grid {
 		g.Rows = append(g.Rows, r.Phases[i].Name)
 		vals := make([]string, len(g.Columns))
 		for j, col := range g.Columns {
-			vals[j] = cellValue(&r.Phases[i], col)
+			vals[j] = value(r, &r.Phases[i], col)
 		}
 		g.Cells = append(g.Cells, [][]string{vals})
 	}
 	return g
+}
+
+// BuildRuns makes the one-row-per-run table, rows in the order given, the
+// latest run kept when several share a version and a case. The first column
+// labels the rows; values come from each run's total row unless a column
+// names its phase. Without columns, the rows are labelled by case and the
+// columns picked as Build picks them.
+func BuildRuns(results []*pipebench.Result, o Options) *Grid {
+	cols := o.Columns
+	if len(cols) == 0 {
+		cols = append([]Column{{Header: "Test", KPI: "@case"}}, columns(results, o)...)
+	}
+	g := &Grid{Corner: cols[0].Header, Columns: cols[1:], Groups: []string{""}}
+	type key struct{ version, kase string }
+	latest := map[key]*pipebench.Result{}
+	for _, r := range results {
+		k := key{r.Manifest.Version, caseOf(r)}
+		if prev, ok := latest[k]; !ok || !r.Manifest.Started.Before(prev.Manifest.Started) {
+			latest[k] = r
+		}
+	}
+	for _, r := range results {
+		if latest[key{r.Manifest.Version, caseOf(r)}] != r {
+			continue
+		}
+		if g.Item == "" {
+			g.Item = r.Manifest.Item
+		}
+		total := r.Total
+		if total == nil && len(r.Phases) == 1 {
+			total = &r.Phases[0]
+		}
+		g.Rows = append(g.Rows, value(r, total, cols[0]))
+		vals := make([]string, len(g.Columns))
+		for j, col := range g.Columns {
+			vals[j] = value(r, total, col)
+		}
+		g.Cells = append(g.Cells, [][]string{vals})
+	}
+	return g
+}
+
+func caseOf(r *pipebench.Result) string {
+	if r.Manifest.Case != "" {
+		return r.Manifest.Case
+	}
+	return r.Manifest.Scenario
+}
+
+// value is one cell: a run's own value ("@..."), or a KPI of the column's
+// phase when it names one, else of p.
+func value(r *pipebench.Result, p *pipebench.PhaseResult, c Column) string {
+	if strings.HasPrefix(c.KPI, "@") {
+		return runValue(r, c.KPI)
+	}
+	if c.Phase != "" {
+		p = nil
+		for i := range r.Phases {
+			if r.Phases[i].Name == c.Phase {
+				p = &r.Phases[i]
+				break
+			}
+		}
+	}
+	if p == nil {
+		return ""
+	}
+	return cellValue(p, c)
 }
 
 func columns(results []*pipebench.Result, o Options) []Column {
