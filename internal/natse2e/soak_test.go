@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -48,8 +49,8 @@ func soakParams() (time.Duration, int, int) {
 // soakMode is the driver's mode (PIPEBENCH_SOAK_MODE).
 var soakMode = natsdriver.ModeJSAsync
 
-// memSample is one point of the memory curve: the process's resident set
-// and the Go heap live after a collection.
+// memSample is one point of the memory curve: the process's resident set,
+// the Go heap found live by the last collection, the goroutine stacks.
 type memSample struct {
 	at         time.Duration
 	rss, heap  float64 // MB
@@ -142,10 +143,13 @@ phases:
 				return
 			case <-tk.C:
 			}
-			runtime.GC()
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			s := memSample{at: time.Since(start), rss: rssMB(), heap: float64(ms.HeapAlloc) / (1 << 20), stacks: float64(ms.StackInuse) / (1 << 20), goroutines: runtime.NumGoroutine()}
+			// No forced collection: the resident set is the one the run
+			// really has; the live heap is the one the last collection
+			// found.
+			ms := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+			metrics.Read(ms)
+			s := memSample{at: time.Since(start), rss: rssMB(), heap: float64(ms[0].Value.Uint64()) / (1 << 20),
+				stacks: float64(ms[1].Value.Uint64()) / (1 << 20), goroutines: runtime.NumGoroutine()}
 			mu.Lock()
 			samples = append(samples, s)
 			mu.Unlock()
