@@ -8,11 +8,15 @@
 #
 #   bench/nats-rate.sh                          # 10k, 50k, 100k events/s, 20 s each
 #   RATES="10000 50000" DURATION=60s bench/nats-rate.sh
+#   MODE=core bench/nats-rate.sh                # core NATS and a core subscriber
+#                                               # (bench/nats-rate-core.yaml): nothing stored
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 RATES=${RATES:-10000 50000 100000}
 DURATION=${DURATION:-20s}
+SCENARIO=$HERE/nats-rate.yaml
+[ "${MODE:-jetstream}" = core ] && SCENARIO=$HERE/nats-rate-core.yaml
 command -v jq >/dev/null || { echo "skipped: jq is needed" >&2; exit 0; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pipebench-nats-rate.XXXXXX")
 PB=$WORK/pipebench
@@ -24,7 +28,7 @@ for rate in $RATES; do
 	# The batch grows with the rate so that a batch leaves every ~1 ms.
 	batch=$((rate / 1000 > 1 ? rate / 1000 : 1))
 	PIPEBENCH_RATE=$rate PIPEBENCH_BATCH=$batch PIPEBENCH_DURATION=$DURATION timeout 600 \
-		"$PB" run "$HERE/nats-rate.yaml" --no-store --quiet --out "$out" >"$WORK/rate-$rate.log" 2>&1 || true
+		"$PB" run "$SCENARIO" --no-store --quiet --out "$out" >"$WORK/rate-$rate.log" 2>&1 || true
 	[ -s "$out" ] || { echo "$rate: no result, see $WORK/rate-$rate.log" >&2; continue; }
 	achieved=$(jq -r '[.phases[] | select(.name == "hold") | .kpis[] | select(.name == "sent_rate") | .value] | first' "$out")
 	awk -v t="$rate" -v a="$achieved" -v s="$(kpi "$out" sent)" -v d="$(kpi "$out" delivered)" -v l="$(kpi "$out" lost)" \

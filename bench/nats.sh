@@ -17,7 +17,8 @@
 # Each line gives the rate the tool reports and the rate the server saw
 # (messages it counted / the generator's wall time, start-up included), the
 # generator's CPU-seconds and peak RSS; the ratio lines are pipebench/nats
-# bench on the medians of the tools' own rates.
+# bench on the medians of the tools' own rates. BASELINE=PATH adds another
+# pipebench binary (an earlier build) to the same pass, for before/after.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -89,9 +90,17 @@ for rep in $(seq "$REPS"); do
 		--storage file --maxbytes 4GB --size 128 --msgs "$JS_MSGS"
 	PIPEBENCH_MSGS=$JS_MSGS measure "pipebench-js-r$rep" js-pb \
 		"$PB" run "$HERE/nats-js-blast.yaml" --no-store --quiet --out "$WORK/pipebench-js-r$rep.json"
+	if [ -n "${BASELINE:-}" ]; then
+		PIPEBENCH_MSGS=$CORE_MSGS measure "pipebench-baseline-core-r$rep" core \
+			"$BASELINE" run "$HERE/nats-core-blast.yaml" --no-store --quiet --out "$WORK/pipebench-baseline-core-r$rep.json"
+		PIPEBENCH_MSGS=$JS_MSGS measure "pipebench-baseline-js-r$rep" js-pb \
+			"$BASELINE" run "$HERE/nats-js-blast.yaml" --no-store --quiet --out "$WORK/pipebench-baseline-js-r$rep.json"
+	fi
 done
 median() { grep "^$1 " "$RESULTS" | awk '{print $2}' | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 for k in core js; do
+	[ -n "${BASELINE:-}" ] && awk -v k="$k" -v p="$(median "pipebench-baseline-$k")" -v q="$(median "nats-$k")" \
+		'BEGIN {printf "%-5s median baseline  %.0f msgs/s, nats bench %.0f msgs/s: ratio %.2fx\n", k, p, q, p / q}'
 	awk -v k="$k" -v p="$(median "pipebench-$k")" -v q="$(median "nats-$k")" \
 		'BEGIN {printf "%-5s median pipebench %.0f msgs/s, nats bench %.0f msgs/s: ratio %.2fx\n", k, p, q, p / q}'
 done
