@@ -28,7 +28,6 @@ func TestChefCapacity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 30 s run with 2,000 connections through nats-server")
 	}
-	t.Parallel() // the soak and the chef run overlap: neither needs a whole core
 	reg := pipebench.NewRegistry()
 	for _, err := range []error{
 		reg.Generators.Register(payload.EventFactory()),

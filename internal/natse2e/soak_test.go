@@ -89,7 +89,6 @@ func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a one-minute soak through nats-server")
 	}
-	t.Parallel() // the soak and the chef run overlap: neither needs a whole core
 	dur, conns, rate := soakParams()
 	reg := pipebench.NewRegistry()
 	for _, err := range []error{
