@@ -65,6 +65,88 @@ func Capacity(res *pipebench.Result) []string {
 			pipebench.FormatCount(peak), pipebench.FormatDuration(time.Duration(secs*float64(time.Second)).Round(time.Second)),
 			pipebench.FormatCount(bestHeadroom), bestPhase))
 	}
+	return append(out, drainMeasured(res)...)
+}
+
+// drainMeasured measures, in each phase whose plan pauses the consumer
+// (outage windows), the backlog pattern of the OpenMessaging Benchmark: a
+// backlog built while the consumer was paused, then cleared after it
+// resumed while the producers kept publishing. From the run's backlog
+// series: the peak up to one interval after the resume, and the first
+// point after the peak at or below 5% of it (the producers' own
+// in-flight events keep the backlog above zero). It sets on the phase
+// drain_measured (seconds from the resume to that point) and drain_rate
+// (the peak over that time: the net rate at which the backlog cleared),
+// on the total row the ones of the biggest backlog, and says it; a
+// backlog that never cleared before the run ended is said too.
+func drainMeasured(res *pipebench.Result) []string {
+	var backlog *pipebench.Series
+	for i := range res.Series {
+		if res.Series[i].Name == "backlog" && len(res.Series[i].Labels) == 0 {
+			backlog = &res.Series[i]
+		}
+	}
+	if backlog == nil || len(backlog.Points) == 0 {
+		return nil
+	}
+	interval := res.Plan.Interval.D()
+	if interval <= 0 {
+		interval = time.Second
+	}
+	var out []string
+	bestPeak := 0.0
+	for i := range res.Phases {
+		p := &res.Phases[i]
+		var plan *pipebench.PlanPhase
+		for j := range res.Plan.Phases {
+			if res.Plan.Phases[j].Name == p.Name {
+				plan = &res.Plan.Phases[j]
+			}
+		}
+		if plan == nil || len(plan.Faults.Outages) == 0 {
+			continue
+		}
+		var resumeAfter time.Duration
+		for _, w := range plan.Faults.Outages {
+			resumeAfter = max(resumeAfter, w.Start.D()+w.Duration.D())
+		}
+		resume := p.Started.Add(resumeAfter)
+		if resume.After(p.Ended) {
+			continue // paused to the end of the phase: no drain while publishing
+		}
+		peak, peakAt := 0.0, time.Time{}
+		for _, pt := range backlog.Points {
+			if !pt.T.Before(p.Started) && !pt.T.After(resume.Add(interval)) && pt.V > peak {
+				peak, peakAt = pt.V, pt.T
+			}
+		}
+		if peak < 100 {
+			continue // too small a backlog to time
+		}
+		var cleared time.Time
+		for _, pt := range backlog.Points {
+			if pt.T.After(peakAt) && !pt.T.Before(resume) && pt.V <= 0.05*peak {
+				cleared = pt.T
+				break
+			}
+		}
+		if cleared.IsZero() {
+			out = append(out, fmt.Sprintf("in phase %s, the backlog of %s built while the consumer was paused had not cleared when the run ended",
+				p.Name, pipebench.FormatCount(peak)))
+			continue
+		}
+		secs := max(cleared.Sub(resume).Seconds(), interval.Seconds())
+		rate := peak / secs
+		p.Set(pipebench.KPI{Name: "drain_measured", Value: secs, Unit: pipebench.UnitSeconds})
+		p.Set(pipebench.KPI{Name: "drain_rate", Value: rate, Unit: pipebench.UnitPerSecond})
+		if peak > bestPeak && res.Total != nil {
+			bestPeak = peak
+			res.Total.Set(pipebench.KPI{Name: "drain_measured", Value: secs, Unit: pipebench.UnitSeconds})
+			res.Total.Set(pipebench.KPI{Name: "drain_rate", Value: rate, Unit: pipebench.UnitPerSecond})
+		}
+		out = append(out, fmt.Sprintf("in phase %s, a backlog of %s built while the consumer was paused cleared %s after it resumed (%s/s net) while the producers kept publishing",
+			p.Name, pipebench.FormatCount(peak), pipebench.FormatDuration(time.Duration(secs*float64(time.Second)).Round(time.Second)), pipebench.FormatCount(rate)))
+	}
 	return out
 }
 

@@ -133,19 +133,26 @@ func DetectNATS(r *pipebench.Result, o NATSDetectOptions) []pipebench.Detection 
 			continue
 		}
 		ratio := natsMatching(byName["storage_used_ratio"], pend.Labels, "instance", "stream")
+		// A consumer paused on purpose (a planned outage) is not stalled.
+		paused := natsMatching(byName["consumer_paused"], pend.Labels, "instance", "stream", "consumer")
 		run := 0
 		var began time.Time
 		var pending float64
 		for _, p := range pend.Points {
 			a, okA := natsPointAt(acked.Points, p.T)
 			prev, okP := natsPointAt(acked.Points, p.T.Add(-time.Nanosecond))
-			full := false
+			explained := false // by full storage or a pause
 			if ratio != nil {
 				if v, ok := natsPointAt(ratio.Points, p.T); ok && v >= o.FullRatio {
-					full = true
+					explained = true
 				}
 			}
-			if p.V > 0 && okA && okP && a <= prev && !full {
+			if paused != nil {
+				if v, ok := natsPointAt(paused.Points, p.T); ok && v > 0 {
+					explained = true
+				}
+			}
+			if p.V > 0 && okA && okP && a <= prev && !explained {
 				if run == 0 {
 					began, pending = p.T, p.V
 				}

@@ -89,4 +89,10 @@ func TestDispatchStalled(t *testing.T) {
 	if ds := natsFind(DetectNATS(r, NATSDetectOptions{}), "dispatch_stalled"); len(ds) != 0 {
 		t.Errorf("stall reported on a full stream: %+v", ds)
 	}
+	// Paused on purpose (a planned outage): not a stall either.
+	r.Series[2] = natsSeries("storage_used_ratio", s, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1)
+	r.Series = append(r.Series, natsSeries("consumer_paused", c, 0, 0, 1, 1, 1, 1, 1, 1, 0))
+	if ds := natsFind(DetectNATS(r, NATSDetectOptions{}), "dispatch_stalled"); len(ds) != 0 {
+		t.Errorf("stall reported on a paused consumer: %+v", ds)
+	}
 }

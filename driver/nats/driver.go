@@ -10,6 +10,7 @@ package natsdriver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -47,15 +48,29 @@ type Driver struct {
 	keyed   bool // the subject has {key}
 	timeout time.Duration
 	// Publish options, built once: no retries (a failure is measured,
-	// not hidden), a send waits at most the timeout for window room.
-	syncOpts, asyncOpts []js.PublishOpt
+	// not hidden).
+	syncOpts []js.PublishOpt
+	// jetstream-async: the acks of every connection, read by a few
+	// goroutines (no goroutine per connection).
+	acks     chan *nats.Msg
+	stop     chan struct{}
+	ackers   sync.WaitGroup
+	stopOnce sync.Once
+	runID    string
 }
 
 type conn struct {
 	nc      *nats.Conn
-	js      js.JetStream
-	subject string // the subject with {conn} filled in
+	js      js.JetStream // jetstream (sync) mode only
+	subject string       // the subject with {conn} filled in
 	everUp  atomic.Bool
+	// jetstream-async: publishes carry the reply subject prefix+token; the
+	// acks come back through one channel shared by every connection.
+	prefix  string
+	room    chan struct{} // a slot per outstanding ack: the window
+	amu     sync.Mutex
+	nextTok uint64
+	pending map[uint64]*ackBatch
 	// probe caches whether the server refused a plain TCP connection
 	// lately, to tell a server gone from one being reconnected to.
 	probeMu   sync.Mutex
@@ -115,7 +130,8 @@ func New(cfg Config, target string) (*Driver, error) {
 	}
 	d := &Driver{cfg: cfg, urls: strings.Join(splitURLs(cfg.URL), ","), keyed: strings.Contains(cfg.Subject, "{key}"), timeout: cfg.Timeout.D()}
 	d.syncOpts = []js.PublishOpt{js.WithRetryAttempts(0)}
-	d.asyncOpts = []js.PublishOpt{js.WithStallWait(d.timeout), js.WithRetryAttempts(0)}
+	d.stop = make(chan struct{})
+	d.runID = nats.NewInbox()[len(nats.InboxPrefix):]
 	return d, nil
 }
 
@@ -123,6 +139,13 @@ func New(cfg Config, target string) (*Driver, error) {
 // fail Start: the connections keep retrying in the background and sends
 // meanwhile are classified refused and unreached.
 func (d *Driver) Start(ctx context.Context) error {
+	if d.cfg.Mode == ModeJSAsync {
+		d.acks = make(chan *nats.Msg, min(d.cfg.Connections*d.cfg.Window, 1<<18))
+		for range ackers {
+			d.ackers.Add(1)
+			go d.handleAcks()
+		}
+	}
 	d.conns = make([]*conn, d.cfg.Connections)
 	sem := make(chan struct{}, d.cfg.ConnectConcurrency)
 	var wg sync.WaitGroup
@@ -182,9 +205,21 @@ func (d *Driver) open(i int) (*conn, error) {
 		c.everUp.Store(true)
 	}
 	c.nc = nc
-	if d.cfg.Mode != ModeCore {
-		jopts := []js.JetStreamOpt{js.WithPublishAsyncMaxPending(d.cfg.Window), js.WithPublishAsyncTimeout(d.timeout)}
-		if c.js, err = js.New(nc, jopts...); err != nil {
+	switch d.cfg.Mode {
+	case ModeJS:
+		if c.js, err = js.New(nc); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	case ModeJSAsync:
+		c.prefix = ackPrefix + d.runID + "." + strconv.Itoa(i) + "."
+		c.room = make(chan struct{}, d.cfg.Window)
+		c.pending = make(map[uint64]*ackBatch) // grows with use: 2,000 connections x a window of 256 presized cost 20 MB
+		// A channel subscription has no goroutine of its own: the acks
+		// of all connections meet in d.acks, which holds every ack the
+		// windows allow up to 2^18 (an ack that finds it full is dropped
+		// by nats.go and its Send times out: a failure, never hidden).
+		if _, err := nc.ChanSubscribe(c.prefix+"*", d.acks); err != nil {
 			nc.Close()
 			return nil, err
 		}
@@ -217,6 +252,8 @@ func (d *Driver) Shutdown(ctx context.Context) error {
 		}
 		c.nc.Close()
 	}
+	d.stopOnce.Do(func() { close(d.stop) })
+	d.ackers.Wait()
 	return nil
 }
 
@@ -236,68 +273,281 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 	if d.keyed {
 		subject = strings.ReplaceAll(subject, "{key}", b.Key)
 	}
-	if b.Count <= 1 || !d.cfg.Split {
-		m := d.message(subject, b)
-		switch d.cfg.Mode {
-		case ModeCore:
-			if err := c.nc.PublishMsg(m); err != nil {
-				return classify(err)
-			}
-			return pipebench.Outcome{}
-		case ModeJSAsync:
-			return d.sendAsync(ctx, c, []*nats.Msg{m})
-		}
-	}
-	msgs := d.messages(subject, b)
 	switch d.cfg.Mode {
 	case ModeCore:
-		for _, m := range msgs {
-			if err := c.nc.PublishMsg(m); err != nil {
-				return classify(err)
+		if err := d.eachMessage(subject, b, func(m *nats.Msg) error {
+			if m.Header == nil {
+				return c.nc.Publish(m.Subject, m.Data)
 			}
+			return c.nc.PublishMsg(m)
+		}); err != nil {
+			return classify(err)
 		}
 		return pipebench.Outcome{}
 	case ModeJS:
 		cctx, cancel := context.WithTimeout(ctx, d.timeout)
 		defer cancel()
-		for _, m := range msgs {
-			if _, err := c.js.PublishMsg(cctx, m, d.syncOpts...); err != nil {
-				return classify(err)
-			}
+		if err := d.eachMessage(subject, b, func(m *nats.Msg) error {
+			_, err := c.js.PublishMsg(cctx, m, d.syncOpts...)
+			return err
+		}); err != nil {
+			return classify(err)
 		}
 		return pipebench.Outcome{}
 	default:
-		return d.sendAsync(ctx, c, msgs)
+		return d.sendAsync(ctx, c, subject, b)
 	}
 }
 
-// sendAsync publishes every message without waiting, then waits for all
-// their acks; the connection's window bounds how many are outstanding.
-func (d *Driver) sendAsync(ctx context.Context, c *conn, msgs []*nats.Msg) pipebench.Outcome {
-	futs := make([]js.PubAckFuture, 0, len(msgs))
-	var worst pipebench.Outcome
-	for _, m := range msgs {
-		f, err := c.js.PublishMsgAsync(m, d.asyncOpts...)
-		if err != nil {
-			worst = classify(err)
-			break
+// itemsPool recycles the item slices of split batches.
+var itemsPool = sync.Pool{New: func() any { s := make([][]byte, 0, 1024); return &s }}
+
+// eachMessage calls fn with each message of a batch: one per item when it
+// splits (a JSON array body of exactly Count events, Split on), else the
+// whole batch as one. The message and its header map are reused from one
+// call to the next (a publish copies them out), so fn must not keep them.
+// Only the headers a sink needs travel: the sequence headers (each item
+// its own sequence number) and any others the generator set, but not a
+// count of 1 nor the content type.
+func (d *Driver) eachMessage(subject string, b *pipebench.Batch, fn func(*nats.Msg) error) error {
+	var items [][]byte
+	if d.cfg.Split && b.Count > 1 {
+		ip := itemsPool.Get().(*[][]byte)
+		defer func() {
+			clear(*ip)
+			*ip = (*ip)[:0]
+			itemsPool.Put(ip)
+		}()
+		if items = splitArray(b.Body, b.Count, *ip); items != nil {
+			*ip = items
 		}
-		futs = append(futs, f)
 	}
-	// The connection's JetStream context fails a future whose ack has not
-	// come within the timeout (ErrAsyncPublishTimeout): no timer here.
-	for _, f := range futs {
+	if items == nil {
+		return fn(d.message(subject, b))
+	}
+	var hdr nats.Header
+	for _, h := range b.Headers {
+		switch h.Name {
+		case payload.HeaderCount:
+		default:
+			hdr = setHeader(hdr, h.Name, h.Value)
+		}
+	}
+	var seqVal []string
+	if hdr != nil {
+		seqVal = hdr[payload.HeaderSeq]
+	}
+	m := &nats.Msg{Subject: subject, Header: hdr}
+	for i, it := range items {
+		if seqVal != nil {
+			seqVal[0] = strconv.FormatUint(b.Seq+uint64(i), 10)
+		}
+		m.Data = it
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ackPrefix starts the reply subjects of async publishes:
+// _PBACK.<run>.<connection>.<token>.
+const ackPrefix = "_PBACK."
+
+// ackers is how many goroutines read the acks of all connections.
+const ackers = 2
+
+// ackBatch is one Send's outstanding acks.
+type ackBatch struct {
+	left  atomic.Int64 // acks awaited, plus one while still publishing
+	done  chan struct{}
+	mu    sync.Mutex
+	worst pipebench.Outcome // the first failure
+}
+
+func (ab *ackBatch) fail(o pipebench.Outcome) {
+	ab.mu.Lock()
+	if ab.worst.Class == pipebench.ClassOK {
+		ab.worst = o
+	}
+	ab.mu.Unlock()
+}
+
+func (ab *ackBatch) release() {
+	if ab.left.Add(-1) == 0 {
+		close(ab.done)
+	}
+}
+
+var errWindowFull = errors.New("no room in the window of outstanding acks")
+
+// sendAsync publishes every message of the batch with a reply subject of
+// its connection, each once there is room in the connection's window, then
+// waits for all their acks; the whole Send is bounded by the timeout (one
+// timer per Send, none per message).
+func (d *Driver) sendAsync(ctx context.Context, c *conn, subject string, b *pipebench.Batch) pipebench.Outcome {
+	ab := &ackBatch{done: make(chan struct{})}
+	ab.left.Store(1)
+	timer := time.NewTimer(d.timeout)
+	defer timer.Stop()
+	expired := false
+	var rb []byte
+	err := d.eachMessage(subject, b, func(m *nats.Msg) error {
 		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			if o := classify(err); worst.Class == pipebench.ClassOK {
-				worst = o
+		case c.room <- struct{}{}:
+		default:
+			select {
+			case c.room <- struct{}{}:
+			case <-timer.C:
+				expired = true
+				return errWindowFull
+			case <-ctx.Done():
+				return ctx.Err()
 			}
+		}
+		c.amu.Lock()
+		c.nextTok++
+		tok := c.nextTok
+		c.pending[tok] = ab
+		c.amu.Unlock()
+		ab.left.Add(1)
+		rb = strconv.AppendUint(append(rb[:0], c.prefix...), tok, 10)
+		m.Reply = string(rb)
+		err := c.nc.PublishMsg(m)
+		m.Reply = ""
+		if err != nil {
+			if c.take(tok) != nil {
+				ab.release()
+			}
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, errWindowFull):
+		ab.fail(pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "ack timeout",
+			Message: fmt.Sprintf("%v (%d) within %s", err, d.cfg.Window, d.timeout)})
+	case err != nil:
+		ab.fail(classify(err))
+	}
+	ab.release()
+	if !expired {
+		select {
+		case <-ab.done:
+		case <-timer.C:
+			expired = true
 		case <-ctx.Done():
+			c.abandon(ab)
 			return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: ctx.Err().Error()}
 		}
 	}
-	return worst
+	if expired && c.abandon(ab) > 0 {
+		ab.fail(pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "ack timeout",
+			Message: "no publish ack within " + d.timeout.String()})
+	}
+	ab.mu.Lock()
+	defer ab.mu.Unlock()
+	return ab.worst
+}
+
+// take removes the outstanding ack tok and frees its room in the window;
+// it returns the batch it belonged to, or nil if it was not outstanding.
+func (c *conn) take(tok uint64) *ackBatch {
+	c.amu.Lock()
+	ab := c.pending[tok]
+	if ab != nil {
+		delete(c.pending, tok)
+	}
+	c.amu.Unlock()
+	if ab != nil {
+		<-c.room
+	}
+	return ab
+}
+
+// abandon gives up the acks of ab still outstanding and frees their room;
+// it returns how many there were.
+func (c *conn) abandon(ab *ackBatch) int {
+	c.amu.Lock()
+	n := 0
+	for tok, p := range c.pending {
+		if p == ab {
+			delete(c.pending, tok)
+			n++
+		}
+	}
+	c.amu.Unlock()
+	for i := 0; i < n; i++ {
+		<-c.room
+	}
+	return n
+}
+
+// handleAcks reads the acks of every connection until Shutdown.
+func (d *Driver) handleAcks() {
+	defer d.ackers.Done()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case m := <-d.acks:
+			d.ack(m)
+		}
+	}
+}
+
+// ack settles one publish ack: _PBACK.<run>.<connection>.<token>.
+func (d *Driver) ack(m *nats.Msg) {
+	subj := m.Subject
+	dot := strings.LastIndexByte(subj, '.')
+	if dot < 0 {
+		return
+	}
+	tok, err := strconv.ParseUint(subj[dot+1:], 10, 64)
+	if err != nil {
+		return
+	}
+	rest := subj[:dot]
+	ci, err := strconv.Atoi(rest[strings.LastIndexByte(rest, '.')+1:])
+	if err != nil || ci < 0 || ci >= len(d.conns) || d.conns[ci] == nil {
+		return
+	}
+	ab := d.conns[ci].take(tok)
+	if ab == nil {
+		return // abandoned: its Send timed out
+	}
+	if o := ackOutcome(m); o.Class != pipebench.ClassOK {
+		ab.fail(o)
+	}
+	ab.release()
+}
+
+var (
+	ackStream = []byte(`"stream"`)
+	ackError  = []byte(`"error"`)
+)
+
+// ackOutcome reads a publish ack: {"stream":...,"seq":N} is accepted,
+// {"error":{...}} an API error, an empty 503 status message no stream
+// listening on the subject.
+func ackOutcome(m *nats.Msg) pipebench.Outcome {
+	if len(m.Data) == 0 {
+		if m.Header.Get("Status") == "503" {
+			return classify(js.ErrNoStreamResponse)
+		}
+		return classify(js.ErrInvalidJSAck)
+	}
+	if bytes.Contains(m.Data, ackError) {
+		var r struct {
+			Error *js.APIError `json:"error"`
+		}
+		if err := json.Unmarshal(m.Data, &r); err == nil && r.Error != nil {
+			return classify(r.Error)
+		}
+	}
+	if !bytes.Contains(m.Data, ackStream) {
+		return classify(js.ErrInvalidJSAck)
+	}
+	return pipebench.Outcome{}
 }
 
 // down classifies a send on a connection that is not connected now.
@@ -367,33 +617,6 @@ func classify(err error) pipebench.Outcome {
 	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "publish error", Message: msg}
 }
 
-// messages turns a batch into NATS messages: one per item when Split is on
-// and the body is a JSON array of exactly Count events, else one. Only
-// the headers a sink needs travel: the sequence headers and any others the
-// generator set, but not a count of 1 (the default) nor the content type.
-func (d *Driver) messages(subject string, b *pipebench.Batch) []*nats.Msg {
-	if d.cfg.Split && b.Count > 1 {
-		if items := splitArray(b.Body, b.Count); items != nil {
-			msgs := make([]*nats.Msg, len(items))
-			for i, it := range items {
-				m := &nats.Msg{Subject: subject, Data: it}
-				for _, h := range b.Headers {
-					switch h.Name {
-					case payload.HeaderCount:
-					case payload.HeaderSeq:
-						m.Header = setHeader(m.Header, h.Name, strconv.FormatUint(b.Seq+uint64(i), 10))
-					default:
-						m.Header = setHeader(m.Header, h.Name, h.Value)
-					}
-				}
-				msgs[i] = m
-			}
-			return msgs
-		}
-	}
-	return []*nats.Msg{d.message(subject, b)}
-}
-
 // message is the whole batch as one message.
 func (d *Driver) message(subject string, b *pipebench.Batch) *nats.Msg {
 	m := &nats.Msg{Subject: subject, Data: b.Body}
@@ -415,54 +638,78 @@ func setHeader(h nats.Header, name, value string) nats.Header {
 }
 
 // splitArray returns the elements of a JSON array body if it has exactly
-// want of them, else nil. The elements are slices of body (no copy): it
-// only scans for the commas between top-level elements, minding strings
-// and nesting, and trusts the generator for the rest.
-func splitArray(body []byte, want int) [][]byte {
+// want of them, else nil; they are appended to out[:0]. The elements are
+// slices of body (no copy): it only scans for the commas between top-level
+// elements, minding strings and nesting, and trusts the generator for the
+// rest. A string is skipped in one search for its closing quote (the
+// padding of an event is most of its bytes).
+func splitArray(body []byte, want int, out [][]byte) [][]byte {
 	t := bytes.TrimSpace(body)
 	if len(t) < 2 || t[0] != '[' || t[len(t)-1] != ']' {
 		return nil
 	}
-	out := make([][]byte, 0, want)
-	depth, inStr, esc, start := 0, false, false, 1
-	for i := 1; i < len(t)-1; i++ {
-		c := t[i]
-		switch {
-		case inStr:
-			if esc {
-				esc = false
-			} else if c == '\\' {
-				esc = true
-			} else if c == '"' {
-				inStr = false
+	if out == nil {
+		out = make([][]byte, 0, want)
+	}
+	out = out[:0]
+	inner := t[:len(t)-1]
+	depth, start := 0, 1
+	for i := 1; i < len(inner); i++ {
+		switch inner[i] {
+		case '"':
+			end := closingQuote(inner, i+1)
+			if end < 0 {
+				return nil
 			}
-		case c == '"':
-			inStr = true
-		case c == '{' || c == '[':
+			i = end
+		case '{', '[':
 			depth++
-		case c == '}' || c == ']':
+		case '}', ']':
 			depth--
 			if depth < 0 {
 				return nil
 			}
-		case c == ',' && depth == 0:
-			out = append(out, bytes.TrimSpace(t[start:i]))
-			start = i + 1
+		case ',':
+			if depth == 0 {
+				e := bytes.TrimSpace(inner[start:i])
+				if len(e) == 0 || len(out) == want {
+					return nil
+				}
+				out = append(out, e)
+				start = i + 1
+			}
 		}
 	}
-	if inStr || depth != 0 {
+	if depth != 0 {
 		return nil
 	}
-	if last := bytes.TrimSpace(t[start : len(t)-1]); len(last) > 0 {
+	if last := bytes.TrimSpace(inner[start:]); len(last) > 0 {
 		out = append(out, last)
+	} else if len(out) > 0 {
+		return nil // a trailing comma
 	}
 	if len(out) != want {
 		return nil
 	}
-	for _, e := range out {
-		if len(e) == 0 {
-			return nil
-		}
-	}
 	return out
+}
+
+// closingQuote is the index of the quote that closes the string whose
+// contents start at from, or -1.
+func closingQuote(b []byte, from int) int {
+	for {
+		k := bytes.IndexByte(b[from:], '"')
+		if k < 0 {
+			return -1
+		}
+		q := from + k
+		n := 0 // backslashes just before it
+		for p := q - 1; p >= from && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		from = q + 1
+	}
 }

@@ -493,8 +493,12 @@ func TestSplitArray(t *testing.T) {
 		{`{"a":1}`, 1, false},
 		{`[{"a":1},,{"b":2}]`, 3, false},
 		{`[{"a":"unterminated}]`, 1, false},
+		{`[{"a":"x\\\\"},{"b":"\\\",y"}]`, 2, true},
+		{`[{"a":1},]`, 1, false},
+		{`[{"a":1},{"b":2},{"c":3}]`, 2, false},
+		{`[]`, 0, true},
 	} {
-		got := splitArray([]byte(tc.in), tc.want)
+		got := splitArray([]byte(tc.in), tc.want, nil)
 		if (got != nil) != tc.ok {
 			t.Errorf("%s: got %q", tc.in, got)
 			continue
@@ -535,4 +539,37 @@ func BenchmarkRawJetStreamAsyncPublish(b *testing.B) {
 		b.Fatal("acks did not arrive")
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}
+
+// BenchmarkPipelineCore is what `pipebench run` does per batch in a blast
+// of core publishes: the event generator builds a batch of 1,000 events
+// (128 bytes each), the driver splits it into 1,000 messages and publishes
+// them, the generator gets its buffer back. It reports msgs/s; profile it
+// with -cpuprofile to see where a message's cost goes.
+func BenchmarkPipelineCore(b *testing.B) {
+	for _, seqIn := range []string{"header", "field"} {
+		b.Run("seq_in="+seqIn, func(b *testing.B) {
+			url := benchServer(b)
+			cfg := *DefaultConfig()
+			cfg.Mode = ModeCore
+			d := newDriver(b, cfg, url)
+			g, err := payload.EventFactory().New(&payload.EventConfig{Size: 128, SeqIn: seqIn, ContentType: "application/json"}, pipebench.Env{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rel := g.(pipebench.Releaser)
+			const count = 1000
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				batch := g.Next(uint64(i*count), count, time.Now())
+				if o := d.Send(context.Background(), &batch); o.Class != pipebench.ClassOK {
+					b.Fatalf("%+v", o)
+				}
+				rel.Release(&batch)
+			}
+			d.conns[0].nc.Flush()
+			b.ReportMetric(float64(b.N*count)/time.Since(start).Seconds(), "msgs/s")
+		})
+	}
 }
