@@ -67,8 +67,15 @@ func Detect(r *pipebench.Result, o DetectOptions) []pipebench.Detection {
 	sent, delivered := one("sent_rate"), one("delivered_rate")
 	if len(sent) > 0 && len(delivered) > 0 {
 		run := 0
+		paused := byName["consumer_paused"]
 		for i, p := range delivered {
 			s := valueAt(sent, p.T)
+			if plannedPause(r, paused, p.T) {
+				// Nothing delivered during a planned outage or pause is
+				// the plan, not a stall.
+				run = 0
+				continue
+			}
 			if s > 0 && p.V == 0 {
 				run++
 				if run == o.StallPoints {
@@ -233,4 +240,33 @@ func firstAbove(pts []pipebench.TimeValue, v float64) time.Time {
 		}
 	}
 	return pts[len(pts)-1].T
+}
+
+// plannedPause reports whether t falls in a sink outage the plan asked for
+// (a phase's faults.outages, which also pause a NATS consumer), or up to
+// two observation intervals after one while delivery picks up again, or
+// when a consumer reports itself paused.
+func plannedPause(r *pipebench.Result, paused []pipebench.Series, t time.Time) bool {
+	for _, s := range paused {
+		if v, ok := natsPointAt(s.Points, t); ok && v > 0 {
+			return true
+		}
+	}
+	slack := 2 * r.Plan.Interval.D()
+	for _, ph := range r.Phases {
+		var faults pipebench.FaultPolicy
+		for _, pp := range r.Plan.Phases {
+			if pp.Name == ph.Name {
+				faults = pp.Faults
+				break
+			}
+		}
+		for _, w := range faults.Outages {
+			from := ph.Started.Add(w.Start.D())
+			if !t.Before(from) && t.Before(from.Add(w.Duration.D()+slack)) {
+				return true
+			}
+		}
+	}
+	return false
 }

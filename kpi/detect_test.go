@@ -80,3 +80,35 @@ func TestDetectorsQuietOnHealthyNoisyRun(t *testing.T) {
 		t.Errorf("false positives: %+v", got)
 	}
 }
+
+// Nothing delivered during an outage the plan asked for (and while
+// delivery picks up after it) is not a stall; the same gap unplanned is.
+func TestStallSkipsPlannedOutages(t *testing.T) {
+	delivered := func(i int) float64 { return map[bool]float64{true: 0, false: 1000}[i >= 20 && i < 31] }
+	mk := func(outages []pipebench.Window) *pipebench.Result {
+		return &pipebench.Result{
+			Plan: pipebench.Plan{Interval: pipebench.Duration(time.Second),
+				Phases: []pipebench.PlanPhase{{Name: "load", Faults: pipebench.FaultPolicy{Outages: outages}}}},
+			Phases: []pipebench.PhaseResult{{Name: "load", Started: t0, Ended: t0.Add(60 * time.Second)}},
+			Series: []pipebench.Series{
+				series("sent_rate", nil, func(int) float64 { return 1000 }, 60, time.Second),
+				series("delivered_rate", nil, delivered, 60, time.Second),
+			},
+		}
+	}
+	if _, ok := detectors(Detect(mk(nil), DetectOptions{}))["stall"]; !ok {
+		t.Fatal("an unplanned gap of 11 s is not a stall")
+	}
+	planned := []pipebench.Window{{Start: pipebench.Duration(20 * time.Second), Duration: pipebench.Duration(10 * time.Second)}}
+	if d, ok := detectors(Detect(mk(planned), DetectOptions{}))["stall"]; ok {
+		t.Errorf("a planned outage reported as a stall: %+v", d)
+	}
+	// A consumer that says it is paused is not stalled either.
+	r := mk(nil)
+	r.Series = append(r.Series, series("consumer_paused", map[string]string{"consumer": "c"}, func(i int) float64 {
+		return map[bool]float64{true: 1, false: 0}[i >= 19 && i < 32]
+	}, 60, time.Second))
+	if d, ok := detectors(Detect(r, DetectOptions{}))["stall"]; ok {
+		t.Errorf("a paused consumer reported as a stall: %+v", d)
+	}
+}

@@ -183,6 +183,8 @@ func specs(item string) []spec {
 		{"capacity", "headroom", kpi("headroom"), "headroom"},
 		{"capacity", "capacity", kpi("capacity"), "capacity"},
 		{"capacity", "backlog drains in", kpi("drain_estimate"), "drain_estimate"},
+		{"capacity", "backlog drained in (measured)", kpi("drain_measured"), "drain_measured"},
+		{"capacity", "drain rate", kpi("drain_rate"), "drain_rate"},
 		{"capacity", "throughput last/first fifth", kpi("throughput_drift"), "throughput_drift"},
 		{"limit", "stable", yesNo("stable"), "stable"},
 		{"limit", "sustainable rate", kpi("sustainable_rate"), "sustainable_rate"},

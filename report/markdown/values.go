@@ -17,7 +17,7 @@ var Values = map[string]string{
 	"@version":  "the version label of the system under test",
 	"@status":   "passed, completed, failed, invalid or aborted",
 	"@duration": "how long the run lasted, start to end",
-	"@failure":  "the failures detected, by the reference reports' names (full storage (F1), F3 dispatch stalled...)",
+	"@failure":  "the failures detected (not the warnings), by the reference reports' names (full storage (F1), F3 dispatch stalled...)",
 	"@crashed":  "yes when storage filled up or delivery stalled, else no",
 }
 
@@ -34,6 +34,17 @@ var failureNames = map[string]string{
 	"stream_full":       "stream full",
 	"storage_full":      "full storage",
 	"leak":              "memory growth",
+}
+
+// failing are the detectors a Failure type column names: the crashes and
+// a generator short of its target (F4). Warnings (storage filling, backlog
+// growth, memory growth, a throughput drop) are left to the report.
+var failing = map[string]bool{"shortfall": true}
+
+func init() {
+	for d := range crashes {
+		failing[d] = true
+	}
 }
 
 // crashes are the detectors after which the eventing reference calls the
@@ -99,6 +110,9 @@ func failures(r *pipebench.Result) string {
 	seen := map[string]bool{}
 	var names []string
 	for _, d := range ds {
+		if !failing[d.Detector] {
+			continue
+		}
 		n := FailureName(d.Detector)
 		if !seen[n] {
 			seen[n] = true
