@@ -301,37 +301,49 @@ func stripEmpty(b []byte) []byte {
 	return []byte(strings.Join(out, "\n"))
 }
 
-// literal credential finders: a URL's password, a secret-named key's
-// value, either not written as a ${VAR} reference.
+// literal credential finders: a URL's password not written as a ${VAR}
+// reference, and a ${VAR} reference alone.
 var (
 	urlPassword = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s"']+:([^@/\s"']+)@`)
-	keyValue    = regexp.MustCompile(`(?m)^\s*-?\s*["']?([A-Za-z0-9_.-]+)["']?\s*:\s*(.+?)\s*$`)
-	envRef      = regexp.MustCompile(`^["']?\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}["']?$`)
+	envRef      = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}$`)
 )
 
 // CheckNoLiteralSecrets refuses a scenario that writes a credential as a
 // literal: the scenario goes into a ConfigMap, readable by anyone who may
 // read the namespace's ConfigMaps, and printed by `k8s manifests`.
 // Credentials belong in ${VAR} references, resolved in the pods from a
-// Secret (--env-from-secret).
+// Secret (--env-from-secret). A credential is the value of a key that
+// names one (password, token, secret_headers, ...; every string under
+// it) and the password of a URL.
 func CheckNoLiteralSecrets(scenario []byte) error {
+	var doc any
+	if err := yaml.Unmarshal(scenario, &doc); err != nil {
+		return nil // the scenario's own parser reports it, with its line
+	}
 	var bad []string
-	for i, line := range strings.Split(string(scenario), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "#") {
-			continue
-		}
-		for _, m := range urlPassword.FindAllStringSubmatch(line, -1) {
-			if !strings.HasPrefix(m[1], "${") {
-				bad = append(bad, fmt.Sprintf("line %d: a URL with a literal password", i+1))
+	var walk func(path string, v any, secret bool)
+	walk = func(path string, v any, secret bool) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(strings.TrimPrefix(path+"."+k, "."), e, secret || pipebench.IsSecretName(k))
 			}
-		}
-		if m := keyValue.FindStringSubmatch(line); m != nil && pipebench.IsSecretName(m[1]) {
-			v := m[2]
-			if v != "" && v != "{" && v != "|" && v != ">" && !envRef.MatchString(v) && v != `""` && v != "''" {
-				bad = append(bad, fmt.Sprintf("line %d: %s holds a literal credential", i+1, m[1]))
+		case []any:
+			for i, e := range x {
+				walk(fmt.Sprintf("%s[%d]", path, i), e, secret)
+			}
+		case string:
+			if secret && x != "" && !envRef.MatchString(x) {
+				bad = append(bad, path+" holds a literal credential")
+			}
+			for _, m := range urlPassword.FindAllStringSubmatch(x, -1) {
+				if !envRef.MatchString(m[1]) {
+					bad = append(bad, path+" is a URL with a literal password")
+				}
 			}
 		}
 	}
+	walk("", doc, false)
 	if len(bad) > 0 {
 		sort.Strings(bad)
 		return fmt.Errorf("the scenario would put credentials into a ConfigMap (%s): write them as ${VAR} and give the pods a Secret holding VAR with --env-from-secret NAME", strings.Join(bad, "; "))
