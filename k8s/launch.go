@@ -161,11 +161,19 @@ func (l Launch) waitReady(ctx context.Context, o Options) error {
 					continue
 				}
 				if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+					if f := l.failedShard(ctx, o); f != nil {
+						return f
+					}
 					return &ShardFailure{Pod: p.Name, Message: "ended before the start: " + podMessage(p)}
 				}
 				if isReady(p) {
 					ready++
 				}
+			}
+			// A worker that could not compile its shard says so in its
+			// ConfigMap before its pod ends.
+			if f := l.failedShard(ctx, o); f != nil {
+				return f
 			}
 			if line := fmt.Sprintf("k8s: %d of %d pods ready", ready, o.N()); line != last {
 				fmt.Fprintln(l.Log, line)
@@ -185,6 +193,21 @@ func (l Launch) waitReady(ctx context.Context, o Options) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// failedShard returns the failure a shard's ConfigMap reports, if any.
+func (l Launch) failedShard(ctx context.Context, o Options) *ShardFailure {
+	list, err := l.Client.CoreV1().ConfigMaps(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=" + o.Name + "," + LabelShard})
+	if err != nil {
+		return nil
+	}
+	for _, cm := range list.Items {
+		if cm.Data[KeyState] == StateFailed {
+			idx, _ := strconv.Atoi(cm.Labels[LabelShard])
+			return &ShardFailure{Shard: idx, Pod: cm.Annotations["pipebench.dev/pod"], Message: cm.Data[KeyMessage]}
+		}
+	}
+	return nil
 }
 
 func isReady(p *corev1.Pod) bool {
@@ -266,6 +289,9 @@ func (l Launch) follow(ctx context.Context, o Options, start time.Time) ([]*pipe
 		if pods, err := l.pods(ctx, o); err == nil {
 			for i := range pods {
 				if p := &pods[i]; p.Status.Phase == corev1.PodFailed {
+					if f := l.failedShard(ctx, o); f != nil {
+						return nil, f
+					}
 					return nil, &ShardFailure{Pod: p.Name, Message: podMessage(p)}
 				}
 			}

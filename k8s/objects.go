@@ -209,6 +209,8 @@ func Build(o Options) (*Objects, error) {
 				Name:            "pipebench",
 				Image:           o.Image,
 				ImagePullPolicy: corev1.PullIfNotPresent,
+				// A worker that fails says why on its last lines.
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				Command:         []string{"pipebench", "k8s", "worker"},
 				Env:             env,
 				EnvFrom:         envFrom,

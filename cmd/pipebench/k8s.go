@@ -233,7 +233,7 @@ func (a *app) k8sRun(ref string, f k8sFlags, shardsSet bool) error {
 	shards, err := l.Run(a.ctx, o)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && a.ctx.Err() != nil {
-			return pipebench.UsageError("interrupted: nothing to merge", "", err)
+			return fmt.Errorf("interrupted before every shard gave its Result: nothing to merge (%w)", err)
 		}
 		return err
 	}
