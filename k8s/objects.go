@@ -211,9 +211,9 @@ func Build(o Options) (*Objects, error) {
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				// A worker that fails says why on its last lines.
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				Command:         []string{"pipebench", "k8s", "worker"},
-				Env:             env,
-				EnvFrom:         envFrom,
+				Command:                  []string{"pipebench", "k8s", "worker"},
+				Env:                      env,
+				EnvFrom:                  envFrom,
 				// Ready once the worker has read and compiled its shard of
 				// the scenario and waits for the start time.
 				ReadinessProbe: &corev1.Probe{

@@ -171,9 +171,18 @@ thresholds: ["errors == 0"]
 			t.Errorf("job spec %+v", job.Spec)
 		}
 		for _, get := range []func() error{
-			func() error { _, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "run-"+ns, metav1.GetOptions{}); return err },
-			func() error { _, err := c.Client.RbacV1().Roles(ns).Get(ctx, "run-"+ns, metav1.GetOptions{}); return err },
-			func() error { _, err := c.Client.RbacV1().RoleBindings(ns).Get(ctx, "run-"+ns, metav1.GetOptions{}); return err },
+			func() error {
+				_, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "run-"+ns, metav1.GetOptions{})
+				return err
+			},
+			func() error {
+				_, err := c.Client.RbacV1().Roles(ns).Get(ctx, "run-"+ns, metav1.GetOptions{})
+				return err
+			},
+			func() error {
+				_, err := c.Client.RbacV1().RoleBindings(ns).Get(ctx, "run-"+ns, metav1.GetOptions{})
+				return err
+			},
 		} {
 			if err := get(); err != nil {
 				t.Error(err)
