@@ -63,9 +63,10 @@ type Kubelet struct {
 }
 
 type podProc struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	code   int
+	cmd         *exec.Cmd
+	exited      chan struct{}
+	code        int
+	terminating bool // guarded by Kubelet.mu
 }
 
 // StartKubelet creates the nodes and starts playing the kubelet until the
@@ -150,10 +151,26 @@ func (k *Kubelet) sync(ctx context.Context) {
 			if pod.Spec.NodeName == "" || !k.ours(pod.Spec.NodeName) {
 				continue
 			}
-			if p != nil {
-				k.terminate(p, pod)
+			if p == nil {
+				_ = k.c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+				continue
 			}
-			_ = k.c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+			k.mu.Lock()
+			started := p.terminating
+			p.terminating = true
+			k.mu.Unlock()
+			if !started {
+				go func(pod *corev1.Pod) {
+					k.terminate(p, pod)
+					_ = k.c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+				}(pod.DeepCopy())
+			} else {
+				select {
+				case <-p.exited:
+					_ = k.c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+				default:
+				}
+			}
 		case pod.Spec.NodeName == "":
 			k.bind(ctx, pod)
 		case !k.ours(pod.Spec.NodeName):
