@@ -302,3 +302,39 @@ func podReady(p *corev1.Pod) bool {
 	}
 	return false
 }
+
+// `pipebench k8s manifests` needs no cluster: the objects as YAML, and a
+// scenario with a literal credential refused without repeating it.
+func TestK8sManifestsCommand(t *testing.T) {
+	dir := t.TempDir()
+	scen := writeScenario(t, dir, `
+name: m
+target: {driver: http, url: "http://sink:8080/"}
+phases:
+  - {name: a, duration: 2s, rate: 100/s}
+`)
+	stdout, stderr, code := cli(t, "k8s", "manifests", scen, "--shards", "4", "--name", "m1", "--namespace", "load", "--image", "pipebench:1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"kind: ServiceAccount", "kind: Role", "kind: RoleBinding", "kind: ConfigMap", "kind: Job",
+		"completions: 4", "completionMode: Indexed", "image: pipebench:1", "namespace: load", "pipebench.dev/run: m1"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("no %q in:\n%s", want, stdout)
+		}
+	}
+	stdout, _, code = cli(t, "k8s", "manifests", scen, "--per-node", "--nodes", "a,b", "--name", "m2")
+	if code != 0 || !strings.Contains(stdout, "kind: DaemonSet") || !strings.Contains(stdout, "a=1") {
+		t.Errorf("per-node: exit %d\n%s", code, stdout)
+	}
+	secret := writeScenario(t, t.TempDir(), `
+name: s
+target: {driver: http, url: "http://sink:8080/", secret_headers: {Authorization: "Bearer hunter2"}}
+phases:
+  - {name: a, duration: 2s, rate: 100/s}
+`)
+	stdout, stderr, code = cli(t, "k8s", "manifests", secret)
+	if code != pipebench.ExitUsage || strings.Contains(stdout+stderr, "hunter2") || !strings.Contains(stderr, "--env-from-secret") {
+		t.Errorf("literal credential: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}
