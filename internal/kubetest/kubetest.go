@@ -125,7 +125,7 @@ func start(bin, dir string, o Options) (*Cluster, error) {
 			"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 			"--initial-cluster", "default="+peer, "--unsafe-no-fsync",
-			"--listen-metrics-urls", "", "--log-level", "warn")
+			"--log-level", "warn")
 		return c.run(cmd, filepath.Join(dir, "etcd.log"), func(ctx context.Context) bool {
 			return httpOK(ctx, nil, etcdURL+"/health", "")
 		})
