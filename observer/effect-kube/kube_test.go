@@ -143,10 +143,10 @@ func TestQuarantineLoopAgainstRealAPIServer(t *testing.T) {
 	}
 	sort.Float64s(lats)
 	want := lats[len(lats)/2]
-	if got := s.P50.Seconds(); got < want-0.05 || got > want+0.5 {
+	if got := s.P50.Seconds(); got < want-0.3 || got > want+0.5 {
 		t.Errorf("p50 latency %.3fs, the loop's median %.3fs", got, want)
 	}
-	if s.Max.Seconds() < lats[len(lats)-1]-0.05 {
+	if s.Max.Seconds() < lats[len(lats)-1]-0.3 {
 		t.Errorf("max latency %v below the loop's %.3fs", s.Max, lats[len(lats)-1])
 	}
 	// Backlog over time falls as the loop works: the last point is 0.
