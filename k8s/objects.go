@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -49,6 +50,7 @@ const (
 	KeyShards   = "shards"
 	KeyDuration = "duration"
 	KeyNodes    = "nodes"
+	KeyFile     = "file"
 	KeyStartAt  = "start-at"
 
 	KeyState    = "state"
@@ -171,6 +173,9 @@ func Build(o Options) (*Objects, error) {
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: o.Name, Namespace: o.Namespace}},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: o.Name}}
 	data := map[string]string{KeyScenario: string(o.Scenario), KeyShards: strconv.Itoa(o.N())}
+	if f := filepath.Base(o.ScenarioFile); o.ScenarioFile != "" && f != "." && f != "/" {
+		data[KeyFile] = f
+	}
 	if o.Duration != "" {
 		data[KeyDuration] = o.Duration
 	}

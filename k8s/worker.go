@@ -26,7 +26,7 @@ func ReadyFile() string { return filepath.Join(os.TempDir(), "pipebench-ready") 
 // Shard is what a worker runs: its slice of the scenario.
 type Shard struct {
 	Scenario []byte
-	File     string // the scenario's name in messages
+	File     string // the scenario's file name (no folder): the same in every shard's plan
 	Duration string // --duration, if the launch set it
 	Shard    string // "I/N"
 }
@@ -122,7 +122,11 @@ func (w Worker) Main(ctx context.Context) error {
 		})
 		return err
 	}
-	shard := Shard{Scenario: []byte(run.Data[KeyScenario]), File: "scenario.yaml", Duration: run.Data[KeyDuration], Shard: fmt.Sprintf("%d/%d", idx, n)}
+	file := filepath.Base(run.Data[KeyFile])
+	if file == "." || file == "/" || file == "" {
+		file = "scenario.yaml"
+	}
+	shard := Shard{Scenario: []byte(run.Data[KeyScenario]), File: file, Duration: run.Data[KeyDuration], Shard: fmt.Sprintf("%d/%d", idx, n)}
 	if err := w.Check(shard); err != nil {
 		return fail(err)
 	}

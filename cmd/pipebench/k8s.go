@@ -165,6 +165,9 @@ func (a *app) k8sOptions(ref string, f k8sFlags, shardsSet bool) (k8s.Options, t
 	}
 	o := k8s.Options{Name: name, Namespace: f.namespace, Image: f.image, Shards: f.shards, PerNode: f.perNode,
 		Scenario: data, ScenarioFile: filepath.Base(ref), EnvFromSecret: f.envFromSecret}
+	if name, ok := strings.CutPrefix(ref, "builtin:"); ok {
+		o.ScenarioFile = name + ".yaml"
+	}
 	if f.duration > 0 {
 		o.Duration = f.duration.String()
 	}
@@ -290,8 +293,13 @@ func (a *app) k8sWorkerCommand() *cobra.Command {
 				return err
 			}
 			defer os.RemoveAll(dir)
+			// The scenario is run as a relative path: every shard's plan
+			// names the same file, and the shards' plans are one.
+			if err := os.Chdir(dir); err != nil {
+				return err
+			}
 			w.Check = func(s k8s.Shard) error {
-				file := filepath.Join(dir, s.File)
+				file := s.File
 				if err := os.WriteFile(file, s.Scenario, 0o600); err != nil {
 					return err
 				}
@@ -331,7 +339,7 @@ func (a *app) k8sWorkerCommand() *cobra.Command {
 						}
 					}
 				}()
-				runErr := a.run(filepath.Join(dir, s.File), runFlags{shard: s.Shard, startAt: start.Format(time.RFC3339Nano),
+				runErr := a.run(s.File, runFlags{shard: s.Shard, startAt: start.Format(time.RFC3339Nano),
 					out: out, format: "text", noStore: true, quiet: true, checkpoint: time.Second,
 					duration: d, durationSet: d > 0})
 				data, err := os.ReadFile(out)

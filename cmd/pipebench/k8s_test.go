@@ -35,7 +35,7 @@ func TestK8sLauncher(t *testing.T) {
 		t.Skip("starts a Kubernetes control plane")
 	}
 	c := kubetest.Start(t, kubetest.Options{Controllers: []string{"job", "daemonset", "garbagecollector"}})
-	c.StartKubelet(t, []string{"node-a", "node-b"}, func(_ *corev1.Pod, argv, env []string) *exec.Cmd {
+	kl := c.StartKubelet(t, []string{"node-a", "node-b"}, func(_ *corev1.Pod, argv, env []string) *exec.Cmd {
 		// The image's entry point is this test binary playing pipebench.
 		if len(argv) == 0 || argv[0] != "pipebench" {
 			return exec.Command("/bin/false")
@@ -108,12 +108,18 @@ func TestK8sLauncher(t *testing.T) {
 	}
 	launch := func(t *testing.T, scen, ns string, extra ...string) (*lockedBuffer, *lockedBuffer, chan struct{}, *exec.Cmd) {
 		args := append([]string{"k8s", "run", scen, "--kubeconfig", c.Kubeconfig, "--namespace", ns,
-			"--name", "run-" + ns, "--image", "pipebench:test", "--lead", "4s", "--ready-timeout", "2m", "--no-store"}, extra...)
+			"--name", "run-" + ns, "--image", "pipebench:test", "--lead", "4s", "--ready-timeout", "40s", "--no-store"}, extra...)
 		cmd, stdout, stderr, done := startChild(t, args...)
 		return stdout, stderr, done, cmd
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("controller-manager:\n%s\napiserver:\n%s\ncontainers:\n%s", filterLines(c.Log("controller-manager", 400), "extension-apiserver-authentication", 30), c.Log("apiserver", 10), kl.Logs(8))
+		}
+	})
 	wait := func(t *testing.T, done chan struct{}, stderr *lockedBuffer, within time.Duration) {
 		t.Helper()
+		defer func() { t.Logf("k8s run:\n%s", stderr.String()) }()
 		select {
 		case <-done:
 		case <-time.After(within):
@@ -337,4 +343,18 @@ phases:
 	if code != pipebench.ExitUsage || strings.Contains(stdout+stderr, "hunter2") || !strings.Contains(stderr, "--env-from-secret") {
 		t.Errorf("literal credential: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
+}
+
+// filterLines drops the lines holding noise and keeps the last n.
+func filterLines(s, noise string, n int) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.Contains(l, noise) {
+			out = append(out, l)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return strings.Join(out, "\n")
 }

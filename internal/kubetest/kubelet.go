@@ -23,8 +23,9 @@ import (
 // Kubelet plays the scheduler's and the kubelets' parts for a test, and
 // nothing else. What it simulates, exactly:
 //
-//   - Nodes: it creates one Node object per name, with a Ready condition.
-//     No machine stands behind them.
+//   - Nodes: it creates one Node object per name, with a Ready condition,
+//     and lifts the not-ready taint the API server puts on new nodes (the
+//     node lifecycle controller's part). No machine stands behind them.
 //   - Scheduling: a pod without spec.nodeName is bound (the Binding
 //     subresource, as kube-scheduler does) to the node its node affinity
 //     names (DaemonSet pods), else to the nodes in turn.
@@ -88,6 +89,27 @@ func (c *Cluster) StartKubelet(t testing.TB, nodes []string, command func(pod *c
 		if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 			cancel()
 			t.Fatalf("kubetest: node %s status: %v", n, err)
+		}
+		// The API server taints a new node not-ready; the node lifecycle
+		// controller (not run here) lifts the taint once the node is Ready.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := c.Client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			var keep []corev1.Taint
+			for _, tn := range cur.Spec.Taints {
+				if tn.Key != corev1.TaintNodeNotReady {
+					keep = append(keep, tn)
+				}
+			}
+			cur.Spec.Taints = keep
+			_, err = c.Client.CoreV1().Nodes().Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			cancel()
+			t.Fatalf("kubetest: node %s taints: %v", n, err)
 		}
 	}
 	go k.loop(ctx)

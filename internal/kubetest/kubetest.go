@@ -184,7 +184,7 @@ func start(bin, dir string, o Options) (*Cluster, error) {
 				"--cert-dir", filepath.Join(dir, "kcm-certs"),
 				"--controllers", strings.Join(o.Controllers, ","),
 				"--leader-elect=false", "--use-service-account-credentials=false",
-				"--concurrent-job-syncs", "5", "--v", "0")
+				"--concurrent-job-syncs", "5", "--v", verbosity())
 			return c.run(cmd, filepath.Join(dir, "controller-manager.log"), func(ctx context.Context) bool {
 				return httpOK(ctx, insecureClient(), fmt.Sprintf("https://127.0.0.1:%d/healthz", port), "")
 			})
@@ -317,4 +317,12 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// verbosity is the components' log level: PIPEBENCH_TEST_KUBE_V, else 0.
+func verbosity() string {
+	if v := os.Getenv("PIPEBENCH_TEST_KUBE_V"); v != "" {
+		return v
+	}
+	return "0"
 }
