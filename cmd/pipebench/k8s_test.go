@@ -44,16 +44,21 @@ func TestK8sLauncher(t *testing.T) {
 		cmd.Env = append(env, "PIPEBENCH_HELPER_ARGS="+strings.Join(argv[1:], "\x1f"))
 		return cmd
 	})
-	arr := kpi.NewArrivals(1, nil)
-	arr.StartPhase(0, 1)
-	sink, err := httpsink.New(httpsink.Params{})
-	if err != nil {
-		t.Fatal(err)
+	// Each run gets its own sink: the sink counts unique sequence numbers,
+	// and every run's start at 0.
+	newSink := func(t *testing.T) (*httpsink.Sink, *kpi.Arrivals) {
+		arr := kpi.NewArrivals(1, nil)
+		arr.StartPhase(0, 1)
+		sink, err := httpsink.New(httpsink.Params{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sink.Start(context.Background(), arr); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sink.Shutdown(context.Background()) })
+		return sink, arr
 	}
-	if err := sink.Start(context.Background(), arr); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Shutdown(context.Background())
 	dir := t.TempDir()
 	ctx := context.Background()
 	namespace := func(t *testing.T, name string) {
@@ -130,6 +135,8 @@ func TestK8sLauncher(t *testing.T) {
 	t.Run("job", func(t *testing.T) {
 		ns := "job"
 		namespace(t, ns)
+		sink, arr := newSink(t)
+		_ = arr
 		scen := writeScenario(t, t.TempDir(), fmt.Sprintf(`
 name: k8s-sharded
 target: {driver: http, url: %q, connections: 2}
@@ -222,6 +229,8 @@ thresholds: ["errors == 0"]
 	t.Run("per-node", func(t *testing.T) {
 		ns := "pernode"
 		namespace(t, ns)
+		sink, arr := newSink(t)
+		_ = arr
 		scen := writeScenario(t, t.TempDir(), fmt.Sprintf(`
 name: k8s-per-node
 target: {driver: http, url: %q, connections: 2}
@@ -255,6 +264,7 @@ phases:
 	t.Run("failure", func(t *testing.T) {
 		ns := "failure"
 		namespace(t, ns)
+		sink, _ := newSink(t)
 		// The launcher has PB_TARGET; the pods do not (no
 		// --env-from-secret): every worker fails its check.
 		scen := writeScenario(t, t.TempDir(), `
@@ -281,6 +291,8 @@ phases:
 	t.Run("interrupt", func(t *testing.T) {
 		ns := "interrupt"
 		namespace(t, ns)
+		sink, arr := newSink(t)
+		_ = arr
 		scen := writeScenario(t, t.TempDir(), fmt.Sprintf(`
 name: k8s-long
 target: {driver: http, url: %q}
