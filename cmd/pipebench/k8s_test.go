@@ -300,7 +300,8 @@ phases:
   - {name: a, duration: 120s, rate: 20/s}
 `, sink.Endpoint()))
 		_, stderr, done, cmd := launch(t, scen, ns, "--shards", "2")
-		stderr.waitFor(t, "running")
+		// Mid-load: a shard reported items sent.
+		stderr.waitFor(t, "running, sent ")
 		cmd.Process.Signal(os.Interrupt)
 		wait(t, done, stderr, 90*time.Second)
 		if code := cmd.ProcessState.ExitCode(); code == 0 {
