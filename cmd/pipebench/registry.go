@@ -12,6 +12,7 @@ import (
 	promrwdriver "github.com/pipebench/pipebench/driver/promrw"
 	promscrapedriver "github.com/pipebench/pipebench/driver/promscrape"
 	"github.com/pipebench/pipebench/observer/effect"
+	effectkube "github.com/pipebench/pipebench/observer/effect-kube"
 	natsobs "github.com/pipebench/pipebench/observer/nats"
 	procobs "github.com/pipebench/pipebench/observer/process"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
@@ -78,6 +79,7 @@ func newRegistry() (*pipebench.Registry, error) {
 		reg.Observers.Register(promql.Factory()),
 		reg.Observers.Register(effect.Factory()),
 		reg.Observers.Register(effect.PostgresFactory()),
+		reg.Observers.Register(effectkube.Factory()),
 
 		reg.Reporters.Register(reporter("text", "the terminal KPI table", text.New(text.Options{}))),
 		reg.Reporters.Register(reporter("md", "markdown tables in the reference reports' shape", markdown.New(markdown.Options{}))),

@@ -88,14 +88,7 @@ missing slice are refused.`,
 					return err
 				}
 			}
-			merged, err := kpi.Merge(shards)
-			if err != nil {
-				return pipebench.UsageError("cannot merge these shards", "give every shard Result of one plan, once each", err)
-			}
-			// One id per merge, so merging again saves another run.
-			merged.Manifest.RunID = strings.Replace(limitRunID(time.Now()), "-limit-", "-merged-", 1)
-			notKept := a.keep(merged, rep, keepOpts{out: out, format: format, store: store, noStore: noStore})
-			return &silentExit{code: a.finalCode(exitFor(merged), notKept)}
+			return a.mergeShards(shards, rep, keepOpts{out: out, format: format, store: store, noStore: noStore})
 		},
 	}
 	fl := cmd.Flags()
@@ -104,4 +97,17 @@ missing slice are refused.`,
 	storeFlag(cmd, &store)
 	fl.BoolVar(&noStore, "no-store", false, "do not save the merged run in the results history")
 	return cmd
+}
+
+// mergeShards merges shard Results into one, then prints, writes and saves
+// it as any run (pipebench merge, pipebench k8s run).
+func (a *app) mergeShards(shards []*pipebench.Result, rep pipebench.Reporter, o keepOpts) error {
+	merged, err := kpi.Merge(shards)
+	if err != nil {
+		return pipebench.UsageError("cannot merge these shards", "give every shard Result of one plan, once each", err)
+	}
+	// One id per merge, so merging again saves another run.
+	merged.Manifest.RunID = strings.Replace(limitRunID(time.Now()), "-limit-", "-merged-", 1)
+	notKept := a.keep(merged, rep, o)
+	return &silentExit{code: a.finalCode(exitFor(merged), notKept)}
 }

@@ -1,0 +1,24 @@
+# The pipebench image `pipebench k8s run` starts its pods from: one static
+# binary on a distroless base (no shell, no package manager), running as a
+# non-root user.
+#
+#   docker build -t registry.example/pipebench:1.0 --build-arg VERSION=1.0 .
+#   pipebench k8s run scenario.yaml --shards 8 --image registry.example/pipebench:1.0
+ARG GO_VERSION=1.26.8
+
+FROM golang:${GO_VERSION} AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" \
+      -o /out/pipebench ./cmd/pipebench
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/pipebench /usr/local/bin/pipebench
+# The results history of a run inside a pod is not kept: k8s run merges
+# and saves on the launcher's side.
+ENV PIPEBENCH_HOME=/tmp/pipebench
+USER nonroot:nonroot
+ENTRYPOINT ["/usr/local/bin/pipebench"]

@@ -1,0 +1,387 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/examples"
+	"github.com/pipebench/pipebench/k8s"
+)
+
+// k8sFlags are the flags of k8s run and k8s manifests.
+type k8sFlags struct {
+	shards        int
+	perNode       bool
+	nodes         []string
+	namespace     string
+	image         string
+	name          string
+	kubeconfig    string
+	duration      time.Duration
+	envFromSecret []string
+	readyTimeout  time.Duration
+	lead          time.Duration
+	out, format   string
+	store         string
+	noStore       bool
+}
+
+func (a *app) k8sCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "k8s",
+		Short: "Run a scenario's shards as pods on Kubernetes and merge their Results",
+		Long: `k8s run creates the scenario as a ConfigMap, a ServiceAccount with a Role (ConfigMaps only)
+and an Indexed Job of N pods (or, with --per-node, a DaemonSet: one generator per node) running
+pipebench k8s worker; it waits until every pod is ready, releases them together at a start time,
+follows them, collects each shard's Result through the API server, merges them into one Result
+(as pipebench merge does), prints the table, saves it to the history and deletes what it created,
+after success, failure or Ctrl-C. k8s manifests prints the same objects as YAML.`,
+	}
+	cmd.AddCommand(a.k8sRunCommand(), a.k8sManifestsCommand(), a.k8sWorkerCommand(), a.k8sReadyCommand())
+	return cmd
+}
+
+func k8sCommonFlags(cmd *cobra.Command, f *k8sFlags) {
+	fl := cmd.Flags()
+	fl.IntVar(&f.shards, "shards", 1, "number of generator pods (an Indexed Job); each runs rate/N")
+	fl.BoolVar(&f.perNode, "per-node", false, "one generator per node (a DaemonSet) instead of --shards pods")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace of the objects (default: the kubeconfig's, else default)")
+	fl.StringVar(&f.image, "image", k8s.DefaultImage, "pipebench image the pods run")
+	fl.StringVar(&f.name, "name", "", "name of every object (default: pipebench-DATE-RANDOM)")
+	fl.DurationVar(&f.duration, "duration", 0, "scale every phase so the load lasts this long in total")
+	fl.StringSliceVar(&f.envFromSecret, "env-from-secret", nil, "Secret whose keys become the pods' environment, for the scenario's ${VAR} credentials (repeatable)")
+}
+
+func (a *app) k8sRunCommand() *cobra.Command {
+	var f k8sFlags
+	cmd := &cobra.Command{
+		Use:   "run SCENARIO.yaml|builtin:NAME",
+		Short: "Run the scenario's shards as pods, merge their Results, clean up",
+		Example: `  pipebench k8s run scenario.yaml --shards 8 --image registry.example/pipebench:1.0
+  pipebench k8s run scenario.yaml --per-node --namespace load --out merged.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.kubeconfig, _ = cmd.Flags().GetString("kubeconfig")
+			return a.k8sRun(args[0], f, cmd.Flags().Changed("shards"))
+		},
+	}
+	k8sCommonFlags(cmd, &f)
+	fl := cmd.Flags()
+	fl.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
+	fl.DurationVar(&f.readyTimeout, "ready-timeout", 5*time.Minute, "longest wait for every pod to be ready")
+	fl.DurationVar(&f.lead, "lead", 5*time.Second, "time between every pod being ready and the start of the load")
+	fl.StringVarP(&f.out, "out", "o", "", "write the merged Result (JSON) to this file")
+	fl.StringVarP(&f.format, "format", "f", "text", "report printed")
+	storeFlag(cmd, &f.store)
+	fl.BoolVar(&f.noStore, "no-store", false, "do not save the merged run in the results history")
+	return cmd
+}
+
+func (a *app) k8sManifestsCommand() *cobra.Command {
+	var f k8sFlags
+	cmd := &cobra.Command{
+		Use:   "manifests SCENARIO.yaml|builtin:NAME",
+		Short: "Print the objects k8s run would create, as YAML (no cluster needed)",
+		Long: `manifests prints the ServiceAccount, Role, RoleBinding, ConfigMap and Job (or DaemonSet) that
+k8s run creates. Applied with kubectl, the pods get ready and wait: release them by writing the start
+time into the ConfigMap (kubectl patch configmap NAME --type merge -p '{"data":{"start-at":"2026-11-24T10:00:00Z"}}');
+each shard's Result is then in ConfigMap NAME-shard-I. Credentials never appear: the scenario must
+reference them as ${VAR}, given to the pods by --env-from-secret.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, _, err := a.k8sOptions(args[0], f, cmd.Flags().Changed("shards"))
+			if err != nil {
+				return err
+			}
+			if o.PerNode {
+				o.Nodes = f.nodes
+			}
+			if o.Namespace == "" {
+				o.Namespace = "default"
+			}
+			obj, err := k8s.Build(o)
+			if err != nil {
+				return pipebench.UsageError("cannot make the manifests", "", err)
+			}
+			return obj.WriteYAML(a.stdout)
+		},
+	}
+	k8sCommonFlags(cmd, &f)
+	cmd.Flags().StringSliceVar(&f.nodes, "nodes", nil, "with --per-node: the nodes, in shard order (k8s run lists them itself)")
+	return cmd
+}
+
+// k8sOptions reads and checks the scenario and the flags; it returns the
+// launch options and the length of the load plus its drain.
+func (a *app) k8sOptions(ref string, f k8sFlags, shardsSet bool) (k8s.Options, time.Duration, error) {
+	var data []byte
+	var err error
+	if name, ok := strings.CutPrefix(ref, "builtin:"); ok {
+		data, err = fs.ReadFile(examples.FS, name+".yaml")
+	} else {
+		data, err = os.ReadFile(ref)
+	}
+	if err != nil {
+		return k8s.Options{}, 0, pipebench.UsageError(fmt.Sprintf("cannot read the scenario %s", ref), "give a scenario file or builtin:NAME", err)
+	}
+	sc, err := a.loadScenario(ref)
+	if err != nil {
+		return k8s.Options{}, 0, err
+	}
+	plan, err := compile(sc, f.duration, f.duration > 0, "")
+	if err != nil {
+		return k8s.Options{}, 0, err
+	}
+	if f.perNode && shardsSet {
+		return k8s.Options{}, 0, pipebench.UsageError("--shards and --per-node go separately", "--per-node runs one shard per node", nil)
+	}
+	if !f.perNode {
+		if _, err := plan.Slice(0, max(f.shards, 1)); err != nil {
+			return k8s.Options{}, 0, pipebench.UsageError(fmt.Sprintf("the scenario cannot be split in %d shards", f.shards), "", err)
+		}
+	}
+	name := f.name
+	if name == "" {
+		b := make([]byte, 3)
+		rand.Read(b)
+		name = "pipebench-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+	}
+	o := k8s.Options{Name: name, Namespace: f.namespace, Image: f.image, Shards: f.shards, PerNode: f.perNode,
+		Scenario: data, ScenarioFile: filepath.Base(ref), EnvFromSecret: f.envFromSecret}
+	if name, ok := strings.CutPrefix(ref, "builtin:"); ok {
+		o.ScenarioFile = name + ".yaml"
+	}
+	if f.duration > 0 {
+		o.Duration = f.duration.String()
+	}
+	return o, plan.Duration() + plan.Drain.D(), nil
+}
+
+// kubeClient loads the client configuration: the kubeconfig file given,
+// $KUBECONFIG, ~/.kube/config, or the pod's service account.
+func kubeClient(kubeconfig, namespace string) (kubernetes.Interface, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	over := &clientcmd.ConfigOverrides{}
+	if namespace != "" {
+		over.Context.Namespace = namespace
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, over)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", pipebench.UsageError("no Kubernetes cluster to talk to", "give --kubeconfig FILE or set KUBECONFIG", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	ns, _, err := cc.Namespace()
+	if err != nil || ns == "" {
+		ns = "default"
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	return c, ns, err
+}
+
+func (a *app) k8sRun(ref string, f k8sFlags, shardsSet bool) error {
+	rep, err := a.reporter(f.format)
+	if err != nil {
+		return err
+	}
+	o, length, err := a.k8sOptions(ref, f, shardsSet)
+	if err != nil {
+		return err
+	}
+	if f.out != "" {
+		if err := checkOut(f.out); err != nil {
+			return err
+		}
+	}
+	if !f.noStore {
+		if err := a.checkStore(f.store); err != nil {
+			return err
+		}
+	}
+	client, ns, err := kubeClient(f.kubeconfig, f.namespace)
+	if err != nil {
+		return err
+	}
+	o.Namespace = ns
+	if o.PerNode {
+		nodes, err := client.CoreV1().Nodes().List(a.ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list the nodes: %w", err)
+		}
+		o.Nodes = schedulable(nodes.Items)
+	}
+	if err := o.Validate(); err != nil {
+		return pipebench.UsageError("cannot launch", "", err)
+	}
+	l := k8s.Launch{Client: client, Log: a.stderr, ReadyTimeout: f.readyTimeout, Lead: f.lead,
+		RunTimeout: length + 2*time.Minute}
+	shards, err := l.Run(a.ctx, o)
+	if err != nil {
+		if errors.Is(err, context.Canceled) && a.ctx.Err() != nil {
+			return fmt.Errorf("interrupted before every shard gave its Result: nothing to merge (%w)", err)
+		}
+		return err
+	}
+	return a.mergeShards(shards, rep, keepOpts{out: f.out, format: f.format, store: f.store, noStore: f.noStore})
+}
+
+// schedulable returns the names of the nodes a DaemonSet's pods go to:
+// not cordoned, Ready, sorted.
+func schedulable(nodes []corev1.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		if n.Spec.Unschedulable {
+			continue
+		}
+		ready := false
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready = true
+			}
+		}
+		if ready {
+			out = append(out, n.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (a *app) k8sWorkerCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    "worker",
+		Short:  "Run one shard inside a pod of k8s run (reads its run from the environment)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			client, ns, err := kubeClient("", os.Getenv("POD_NAMESPACE"))
+			if err != nil {
+				return err
+			}
+			w := k8s.Worker{Client: client, Namespace: ns, Run: os.Getenv("PIPEBENCH_K8S_RUN"),
+				Pod: os.Getenv("POD_NAME"), Node: os.Getenv("NODE_NAME"), Log: a.stderr}
+			if w.Run == "" {
+				return pipebench.UsageError("PIPEBENCH_K8S_RUN is not set", "k8s worker runs in the pods k8s run creates", nil)
+			}
+			if s := os.Getenv("JOB_COMPLETION_INDEX"); s != "" {
+				i, err := strconv.Atoi(s)
+				if err != nil {
+					return fmt.Errorf("JOB_COMPLETION_INDEX %q: %w", s, err)
+				}
+				w.Index = i + 1
+			}
+			dir, err := os.MkdirTemp("", "pipebench-worker-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			// The scenario is run as a relative path: every shard's plan
+			// names the same file, and the shards' plans are one.
+			if err := os.Chdir(dir); err != nil {
+				return err
+			}
+			w.Check = func(s k8s.Shard) error {
+				file := s.File
+				if err := os.WriteFile(file, s.Scenario, 0o600); err != nil {
+					return err
+				}
+				sc, err := a.loadScenario(file)
+				if err != nil {
+					return err
+				}
+				d, err := shardDuration(s.Duration)
+				if err != nil {
+					return err
+				}
+				plan, err := compile(sc, d, d > 0, "")
+				if err != nil {
+					return err
+				}
+				_, err = shardPlan(plan, s.Shard, "", time.Now())
+				return err
+			}
+			w.Exec = func(ctx context.Context, s k8s.Shard, start time.Time, progress func(float64)) ([]byte, error) {
+				d, _ := shardDuration(s.Duration)
+				out := filepath.Join(dir, "result.json")
+				stop := make(chan struct{})
+				defer close(stop)
+				go func() {
+					t := time.NewTicker(time.Second)
+					defer t.Stop()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-t.C:
+							if r, err := readResult(out); err == nil {
+								if sent, ok := r.Total.Get("sent"); ok {
+									progress(sent)
+								}
+							}
+						}
+					}
+				}()
+				runErr := a.run(s.File, runFlags{shard: s.Shard, startAt: start.Format(time.RFC3339Nano),
+					out: out, format: "text", noStore: true, quiet: true, checkpoint: time.Second,
+					duration: d, durationSet: d > 0})
+				data, err := os.ReadFile(out)
+				if err != nil {
+					if runErr != nil {
+						return nil, runErr
+					}
+					return nil, fmt.Errorf("the shard wrote no Result: %w", err)
+				}
+				var code *silentExit
+				if runErr != nil && !(errors.As(runErr, &code) && code.code != pipebench.ExitFailure) {
+					return data, runErr
+				}
+				return data, nil
+			}
+			return w.Main(a.ctx)
+		},
+	}
+}
+
+func shardDuration(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("duration %q: %w", s, err)
+	}
+	return d, nil
+}
+
+func (a *app) k8sReadyCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    "ready",
+		Short:  "Readiness probe of a k8s worker: exit 0 once it waits for the start time",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := os.Stat(k8s.ReadyFile()); err != nil {
+				return &silentExit{code: 1}
+			}
+			return nil
+		},
+	}
+}

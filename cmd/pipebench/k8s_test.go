@@ -1,0 +1,373 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/kubetest"
+	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/k8s"
+	"github.com/pipebench/pipebench/kpi"
+	httpsink "github.com/pipebench/pipebench/sink/http"
+)
+
+// `pipebench k8s run` against a real kube-apiserver with the real Job,
+// DaemonSet and garbage-collector controllers (kube-controller-manager).
+// No kubelet or scheduler runs here: kubetest.Kubelet binds the pods to
+// two Node objects and runs each pod's command (pipebench k8s worker, and
+// the readiness probe pipebench k8s ready) as a local process of this test
+// binary, with the pod's environment, a private TMPDIR and a kubeconfig
+// holding a token issued for the pod's service account, and reports the
+// pods' status through the API (see internal/kubetest/kubelet.go). The
+// launcher itself runs as a child process, as a user runs it.
+func TestK8sLauncher(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Kubernetes control plane")
+	}
+	c := kubetest.Start(t, kubetest.Options{Controllers: []string{"job", "daemonset", "garbagecollector"}})
+	kl := c.StartKubelet(t, []string{"node-a", "node-b"}, func(_ *corev1.Pod, argv, env []string) *exec.Cmd {
+		// The image's entry point is this test binary playing pipebench.
+		if len(argv) == 0 || argv[0] != "pipebench" {
+			return exec.Command("/bin/false")
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCLI$")
+		cmd.Env = append(env, "PIPEBENCH_HELPER_ARGS="+strings.Join(argv[1:], "\x1f"))
+		return cmd
+	})
+	// Each run gets its own sink: the sink counts unique sequence numbers,
+	// and every run's start at 0.
+	newSink := func(t *testing.T) (*httpsink.Sink, *kpi.Arrivals) {
+		arr := kpi.NewArrivals(1, nil)
+		arr.StartPhase(0, 1)
+		sink, err := httpsink.New(httpsink.Params{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sink.Start(context.Background(), arr); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sink.Shutdown(context.Background()) })
+		return sink, arr
+	}
+	dir := t.TempDir()
+	ctx := context.Background()
+	namespace := func(t *testing.T, name string) {
+		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// left lists what a run left behind in a namespace.
+	left := func(ns string) []string {
+		var out []string
+		sel := metav1.ListOptions{}
+		if l, err := c.Client.CoreV1().Pods(ns).List(ctx, sel); err == nil {
+			for _, p := range l.Items {
+				out = append(out, "pod/"+p.Name)
+			}
+		}
+		if l, err := c.Client.CoreV1().ConfigMaps(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				if o.Name != "kube-root-ca.crt" {
+					out = append(out, "configmap/"+o.Name)
+				}
+			}
+		}
+		if l, err := c.Client.CoreV1().ServiceAccounts(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				if o.Name != "default" {
+					out = append(out, "serviceaccount/"+o.Name)
+				}
+			}
+		}
+		if l, err := c.Client.RbacV1().Roles(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				out = append(out, "role/"+o.Name)
+			}
+		}
+		if l, err := c.Client.RbacV1().RoleBindings(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				out = append(out, "rolebinding/"+o.Name)
+			}
+		}
+		if l, err := c.Client.BatchV1().Jobs(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				out = append(out, "job/"+o.Name)
+			}
+		}
+		if l, err := c.Client.AppsV1().DaemonSets(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				out = append(out, "daemonset/"+o.Name)
+			}
+		}
+		return out
+	}
+	launch := func(t *testing.T, scen, ns string, extra ...string) (*lockedBuffer, *lockedBuffer, chan struct{}, *exec.Cmd) {
+		args := append([]string{"k8s", "run", scen, "--kubeconfig", c.Kubeconfig, "--namespace", ns,
+			"--name", "run-" + ns, "--image", "pipebench:test", "--lead", "4s", "--ready-timeout", "40s", "--no-store"}, extra...)
+		cmd, stdout, stderr, done := startChild(t, args...)
+		return stdout, stderr, done, cmd
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("controller-manager:\n%s\napiserver:\n%s\ncontainers:\n%s", filterLines(c.Log("controller-manager", 400), "extension-apiserver-authentication", 30), c.Log("apiserver", 10), kl.Logs(8))
+		}
+	})
+	wait := func(t *testing.T, done chan struct{}, stderr *lockedBuffer, within time.Duration) {
+		t.Helper()
+		defer func() { t.Logf("k8s run:\n%s", stderr.String()) }()
+		select {
+		case <-done:
+		case <-time.After(within):
+			t.Fatalf("k8s run did not end within %s:\n%s", within, stderr.String())
+		}
+	}
+
+	t.Run("job", func(t *testing.T) {
+		ns := "job"
+		namespace(t, ns)
+		sink, arr := newSink(t)
+		_ = arr
+		scen := writeScenario(t, t.TempDir(), fmt.Sprintf(`
+name: k8s-sharded
+target: {driver: http, url: %q, connections: 2}
+workload: {generator: event, size: 64}
+phases:
+  - {name: a, duration: 1s, rate: 300/s}
+  - {name: b, duration: 1s, rate: 600/s}
+thresholds: ["errors == 0"]
+`, sink.Endpoint()))
+		before := arr.Delivered()
+		out := filepath.Join(dir, "merged.json")
+		_, stderr, done, cmd := launch(t, scen, ns, "--shards", "3", "--out", out)
+
+		// Objects as documented, and the start barrier: every pod is
+		// ready, no start time yet, and nothing was sent.
+		var cm *corev1.ConfigMap
+		testutil.Eventually(t, 90*time.Second, func() bool {
+			pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: k8s.LabelRun + "=run-" + ns})
+			if err != nil || len(pods.Items) != 3 {
+				return false
+			}
+			for i := range pods.Items {
+				if !podReady(&pods.Items[i]) {
+					return false
+				}
+			}
+			cm, err = c.Client.CoreV1().ConfigMaps(ns).Get(ctx, "run-"+ns, metav1.GetOptions{})
+			return err == nil
+		}, "three ready pods never appeared:\n%s", stderr.String())
+		if cm.Data[k8s.KeyStartAt] == "" {
+			if got := arr.Delivered() - before; got != 0 {
+				t.Errorf("%d items arrived before the release", got)
+			}
+		} else {
+			t.Logf("the start time was written before the test looked (a slow machine): barrier not checked this time")
+		}
+		if cm.Data[k8s.KeyShards] != "3" || !strings.Contains(cm.Data[k8s.KeyScenario], "k8s-sharded") {
+			t.Errorf("ConfigMap data %v", cm.Data)
+		}
+		job, err := c.Client.BatchV1().Jobs(ns).Get(ctx, "run-"+ns, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *job.Spec.Completions != 3 || *job.Spec.CompletionMode != "Indexed" || *job.Spec.BackoffLimit != 0 {
+			t.Errorf("job spec %+v", job.Spec)
+		}
+		for _, get := range []func() error{
+			func() error {
+				_, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "run-"+ns, metav1.GetOptions{})
+				return err
+			},
+			func() error {
+				_, err := c.Client.RbacV1().Roles(ns).Get(ctx, "run-"+ns, metav1.GetOptions{})
+				return err
+			},
+			func() error {
+				_, err := c.Client.RbacV1().RoleBindings(ns).Get(ctx, "run-"+ns, metav1.GetOptions{})
+				return err
+			},
+		} {
+			if err := get(); err != nil {
+				t.Error(err)
+			}
+		}
+
+		wait(t, done, stderr, 3*time.Minute)
+		if code := cmd.ProcessState.ExitCode(); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr.String())
+		}
+		res := readJSONResult(t, out)
+		if res.Manifest.Status != pipebench.StatusPassed {
+			t.Errorf("merged status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
+		}
+		accepted, _ := res.Total.Get("accepted")
+		sent, _ := res.Total.Get("sent")
+		if got := float64(arr.Delivered() - before); accepted != got {
+			t.Errorf("merged accepted %v, the sink received %v", accepted, got)
+		}
+		if sent != 900 {
+			t.Errorf("merged sent %v, want the plan's 900", sent)
+		}
+		if !strings.Contains(stderr.String(), "the load starts at") || !strings.Contains(stderr.String(), "collected 3 shard Results") {
+			t.Errorf("no progress lines:\n%s", stderr.String())
+		}
+		if l := left(ns); len(l) != 0 {
+			t.Errorf("left behind after success: %v", l)
+		}
+	})
+
+	t.Run("per-node", func(t *testing.T) {
+		ns := "pernode"
+		namespace(t, ns)
+		sink, arr := newSink(t)
+		_ = arr
+		scen := writeScenario(t, t.TempDir(), fmt.Sprintf(`
+name: k8s-per-node
+target: {driver: http, url: %q, connections: 2}
+phases:
+  - {name: a, duration: 1s, rate: 200/s}
+`, sink.Endpoint()))
+		before := arr.Delivered()
+		out := filepath.Join(dir, "pernode.json")
+		_, stderr, done, cmd := launch(t, scen, ns, "--per-node", "--out", out)
+		testutil.Eventually(t, 90*time.Second, func() bool {
+			_, err := c.Client.AppsV1().DaemonSets(ns).Get(ctx, "run-"+ns, metav1.GetOptions{})
+			return err == nil
+		}, "no DaemonSet:\n%s", stderr.String())
+		wait(t, done, stderr, 3*time.Minute)
+		if code := cmd.ProcessState.ExitCode(); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr.String())
+		}
+		res := readJSONResult(t, out)
+		accepted, _ := res.Total.Get("accepted")
+		if got := float64(arr.Delivered() - before); accepted != got || accepted != 200 {
+			t.Errorf("merged accepted %v, the sink received %v, the plan sends 200", accepted, got)
+		}
+		if !strings.Contains(stderr.String(), "2 shard(s)") {
+			t.Errorf("not one shard per node:\n%s", stderr.String())
+		}
+		if l := left(ns); len(l) != 0 {
+			t.Errorf("left behind after success: %v", l)
+		}
+	})
+
+	t.Run("failure", func(t *testing.T) {
+		ns := "failure"
+		namespace(t, ns)
+		sink, _ := newSink(t)
+		// The launcher has PB_TARGET; the pods do not (no
+		// --env-from-secret): every worker fails its check.
+		scen := writeScenario(t, t.TempDir(), `
+name: k8s-failing
+target: {driver: http, url: "${PB_TARGET}"}
+phases:
+  - {name: a, duration: 1s, rate: 10/s}
+`)
+		os.Setenv("PB_TARGET", sink.Endpoint())
+		defer os.Unsetenv("PB_TARGET")
+		_, stderr, done, cmd := launch(t, scen, ns, "--shards", "2")
+		wait(t, done, stderr, 3*time.Minute)
+		if code := cmd.ProcessState.ExitCode(); code == 0 {
+			t.Fatalf("exit 0 though every shard failed:\n%s", stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "PB_TARGET") || !strings.Contains(stderr.String(), "failed") {
+			t.Errorf("the error does not say which shard failed and why:\n%s", stderr.String())
+		}
+		if l := left(ns); len(l) != 0 {
+			t.Errorf("left behind after failure: %v", l)
+		}
+	})
+
+	t.Run("interrupt", func(t *testing.T) {
+		ns := "interrupt"
+		namespace(t, ns)
+		sink, arr := newSink(t)
+		_ = arr
+		scen := writeScenario(t, t.TempDir(), fmt.Sprintf(`
+name: k8s-long
+target: {driver: http, url: %q}
+phases:
+  - {name: a, duration: 120s, rate: 20/s}
+`, sink.Endpoint()))
+		_, stderr, done, cmd := launch(t, scen, ns, "--shards", "2")
+		// Mid-load: a shard reported items sent.
+		stderr.waitFor(t, "running, sent ")
+		cmd.Process.Signal(os.Interrupt)
+		wait(t, done, stderr, 90*time.Second)
+		if code := cmd.ProcessState.ExitCode(); code == 0 {
+			t.Errorf("exit 0 after Ctrl-C:\n%s", stderr.String())
+		}
+		if l := left(ns); len(l) != 0 {
+			t.Errorf("left behind after Ctrl-C: %v\n%s", l, stderr.String())
+		}
+	})
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// `pipebench k8s manifests` needs no cluster: the objects as YAML, and a
+// scenario with a literal credential refused without repeating it.
+func TestK8sManifestsCommand(t *testing.T) {
+	dir := t.TempDir()
+	scen := writeScenario(t, dir, `
+name: m
+target: {driver: http, url: "http://sink:8080/"}
+phases:
+  - {name: a, duration: 2s, rate: 100/s}
+`)
+	stdout, stderr, code := cli(t, "k8s", "manifests", scen, "--shards", "4", "--name", "m1", "--namespace", "load", "--image", "pipebench:1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"kind: ServiceAccount", "kind: Role", "kind: RoleBinding", "kind: ConfigMap", "kind: Job",
+		"completions: 4", "completionMode: Indexed", "image: pipebench:1", "namespace: load", "pipebench.dev/run: m1"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("no %q in:\n%s", want, stdout)
+		}
+	}
+	stdout, _, code = cli(t, "k8s", "manifests", scen, "--per-node", "--nodes", "a,b", "--name", "m2")
+	if code != 0 || !strings.Contains(stdout, "kind: DaemonSet") || !strings.Contains(stdout, "a=1") {
+		t.Errorf("per-node: exit %d\n%s", code, stdout)
+	}
+	secret := writeScenario(t, t.TempDir(), `
+name: s
+target: {driver: http, url: "http://sink:8080/", secret_headers: {Authorization: "Bearer hunter2"}}
+phases:
+  - {name: a, duration: 2s, rate: 100/s}
+`)
+	stdout, stderr, code = cli(t, "k8s", "manifests", secret)
+	if code != pipebench.ExitUsage || strings.Contains(stdout+stderr, "hunter2") || !strings.Contains(stderr, "--env-from-secret") {
+		t.Errorf("literal credential: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}
+
+// filterLines drops the lines holding noise and keeps the last n.
+func filterLines(s, noise string, n int) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.Contains(l, noise) {
+			out = append(out, l)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return strings.Join(out, "\n")
+}

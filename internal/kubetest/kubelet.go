@@ -1,0 +1,493 @@
+package kubetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+)
+
+// Kubelet plays the scheduler's and the kubelets' parts for a test, and
+// nothing else. What it simulates, exactly:
+//
+//   - Nodes: it creates one Node object per name, with a Ready condition,
+//     and lifts the not-ready taint the API server puts on new nodes (the
+//     node lifecycle controller's part). No machine stands behind them.
+//   - Scheduling: a pod without spec.nodeName is bound (the Binding
+//     subresource, as kube-scheduler does) to the node its node affinity
+//     names (DaemonSet pods), else to the nodes in turn.
+//   - Containers: the first container of a pod bound to one of its nodes
+//     runs as a local process made by the test's Command function from the
+//     container's command and args, with the container's environment
+//     (values and the downward API fields metadata.name,
+//     metadata.namespace, spec.nodeName, metadata.annotations[...],
+//     metadata.labels[...] resolved as the kubelet does), TMPDIR set to a
+//     directory of the pod's own (its private /tmp), and KUBECONFIG set to a
+//     kubeconfig holding a token the API server issued for the pod's
+//     service account through the TokenRequest API (a real kubelet mounts
+//     such a token; the process reads it through KUBECONFIG instead of the
+//     in-cluster files). Images are not pulled: the image name is ignored.
+//   - Probes: an exec readiness probe runs the same way, every 200 ms; its
+//     exit code sets the pod's Ready condition. Without a probe the pod is
+//     Ready once started.
+//   - Status: Pending → Running (Ready when the probe passes) → Succeeded
+//     or Failed with the process's exit code, written through the pod's
+//     status subresource. Restarts are not simulated: a process that ends
+//     leaves its pod Succeeded or Failed, whatever its restart policy.
+//   - Deletion: a pod marked for deletion gets SIGTERM, then SIGKILL after
+//     its grace period (at most 10 s), and is then removed with grace 0 as
+//     the kubelet confirms a deletion.
+type Kubelet struct {
+	c       *Cluster
+	nodes   []string
+	command func(pod *corev1.Pod, argv, env []string) *exec.Cmd
+	dir     string
+
+	mu   sync.Mutex
+	pods map[string]*podProc // by namespace/name/uid
+	next int
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+type podProc struct {
+	cmd         *exec.Cmd
+	exited      chan struct{}
+	code        int
+	terminating bool // guarded by Kubelet.mu
+}
+
+// StartKubelet creates the nodes and starts playing the kubelet until the
+// test ends. command makes the process of a container: argv is its command
+// and args, env its environment.
+func (c *Cluster) StartKubelet(t testing.TB, nodes []string, command func(pod *corev1.Pod, argv, env []string) *exec.Cmd) *Kubelet {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	k := &Kubelet{c: c, nodes: nodes, command: command, dir: t.TempDir(), pods: map[string]*podProc{}, stop: cancel, done: make(chan struct{})}
+	for _, n := range nodes {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n}}}
+		created, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			cancel()
+			t.Fatalf("kubetest: create node %s: %v", n, err)
+		}
+		created.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+			Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			cancel()
+			t.Fatalf("kubetest: node %s status: %v", n, err)
+		}
+		// The API server taints a new node not-ready; the node lifecycle
+		// controller (not run here) lifts the taint once the node is Ready.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := c.Client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			var keep []corev1.Taint
+			for _, tn := range cur.Spec.Taints {
+				if tn.Key != corev1.TaintNodeNotReady {
+					keep = append(keep, tn)
+				}
+			}
+			cur.Spec.Taints = keep
+			_, err = c.Client.CoreV1().Nodes().Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			cancel()
+			t.Fatalf("kubetest: node %s taints: %v", n, err)
+		}
+	}
+	go k.loop(ctx)
+	t.Cleanup(k.Stop)
+	return k
+}
+
+// Stop ends the kubelet and kills the processes still running.
+func (k *Kubelet) Stop() {
+	k.stop()
+	<-k.done
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, p := range k.pods {
+		select {
+		case <-p.exited:
+		default:
+			p.cmd.Process.Kill()
+			<-p.exited
+		}
+	}
+}
+
+func (k *Kubelet) loop(ctx context.Context) {
+	defer close(k.done)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		k.sync(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (k *Kubelet) ours(node string) bool {
+	for _, n := range k.nodes {
+		if n == node {
+			return true
+		}
+	}
+	return false
+}
+
+// sync does one round over every pod.
+func (k *Kubelet) sync(ctx context.Context) {
+	list, err := k.c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for i := range list.Items {
+		pod := &list.Items[i]
+		key := pod.Namespace + "/" + pod.Name + "/" + string(pod.UID)
+		k.mu.Lock()
+		p := k.pods[key]
+		k.mu.Unlock()
+		switch {
+		case pod.DeletionTimestamp != nil:
+			if pod.Spec.NodeName == "" || !k.ours(pod.Spec.NodeName) {
+				continue
+			}
+			if p == nil {
+				_ = k.c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+				continue
+			}
+			k.mu.Lock()
+			started := p.terminating
+			p.terminating = true
+			k.mu.Unlock()
+			if !started {
+				go func(pod *corev1.Pod) {
+					k.terminate(p, pod)
+					_ = k.c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+				}(pod.DeepCopy())
+			} else {
+				select {
+				case <-p.exited:
+					_ = k.c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+				default:
+				}
+			}
+		case pod.Spec.NodeName == "":
+			k.bind(ctx, pod)
+		case !k.ours(pod.Spec.NodeName):
+		case p == nil && pod.Status.Phase == "" || p == nil && pod.Status.Phase == corev1.PodPending:
+			k.run(ctx, key, pod)
+		}
+	}
+}
+
+func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) {
+	node := affinityNode(pod)
+	if node == "" {
+		k.mu.Lock()
+		node = k.nodes[k.next%len(k.nodes)]
+		k.next++
+		k.mu.Unlock()
+	} else if !k.ours(node) {
+		return
+	}
+	_ = k.c.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}, metav1.CreateOptions{})
+}
+
+// affinityNode is the node a DaemonSet pod's required node affinity names.
+func affinityNode(pod *corev1.Pod) string {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
+}
+
+// run starts the pod's first container and follows it.
+func (k *Kubelet) run(ctx context.Context, key string, pod *corev1.Pod) {
+	if len(pod.Spec.Containers) == 0 {
+		return
+	}
+	ctr := pod.Spec.Containers[0]
+	dir := filepath.Join(k.dir, pod.Namespace+"-"+pod.Name+"-"+string(pod.UID)[:8])
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		k.fail(ctx, pod, err.Error())
+		return
+	}
+	env, err := k.env(ctx, pod, ctr, dir)
+	if err != nil {
+		k.fail(ctx, pod, err.Error())
+		return
+	}
+	argv := append(append([]string{}, ctr.Command...), ctr.Args...)
+	cmd := k.command(pod, argv, env)
+	log, err := os.Create(filepath.Join(dir, "container.log"))
+	if err != nil {
+		k.fail(ctx, pod, err.Error())
+		return
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		k.fail(ctx, pod, "start: "+err.Error())
+		return
+	}
+	p := &podProc{cmd: cmd, exited: make(chan struct{})}
+	k.mu.Lock()
+	k.pods[key] = p
+	k.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		log.Close()
+		p.code = 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			p.code = ee.ExitCode()
+			if p.code < 0 {
+				p.code = 137
+			}
+		} else if err != nil {
+			p.code = 128
+		}
+		close(p.exited)
+	}()
+	now := metav1.Now()
+	k.status(ctx, pod, func(s *corev1.PodStatus) {
+		s.Phase, s.StartTime, s.HostIP, s.PodIP = corev1.PodRunning, &now, "127.0.0.1", "127.0.0.1"
+		s.Conditions = conditions(false)
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: ctr.Name, Image: ctr.Image, Started: ptr(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
+	})
+	go k.follow(ctx, pod, ctr, p, env, filepath.Join(dir, "container.log"))
+}
+
+// follow runs the readiness probe until the process ends, then reports how
+// it ended.
+func (k *Kubelet) follow(ctx context.Context, pod *corev1.Pod, ctr corev1.Container, p *podProc, env []string, logPath string) {
+	ready := false
+	probe := ctr.ReadinessProbe
+	if probe == nil || probe.Exec == nil {
+		ready = true
+		k.status(ctx, pod, func(s *corev1.PodStatus) { setReady(s, true) })
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.exited:
+			phase, reason := corev1.PodSucceeded, "Completed"
+			if p.code != 0 {
+				phase, reason = corev1.PodFailed, "Error"
+			}
+			now := metav1.Now()
+			k.status(ctx, pod, func(s *corev1.PodStatus) {
+				s.Phase = phase
+				setReady(s, false)
+				s.ContainerStatuses = []corev1.ContainerStatus{{Name: ctr.Name, Image: ctr.Image, Started: ptr(false),
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(p.code), Reason: reason,
+						Message: lastLines(logPath, 5), FinishedAt: now}}}}
+			})
+			return
+		case <-tick.C:
+			if ready {
+				continue
+			}
+			cmd := k.command(pod, probe.Exec.Command, env)
+			if cmd.Run() == nil {
+				ready = true
+				k.status(ctx, pod, func(s *corev1.PodStatus) { setReady(s, true) })
+			}
+		}
+	}
+}
+
+func (k *Kubelet) terminate(p *podProc, pod *corev1.Pod) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	grace := 10 * time.Second
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil && time.Duration(*g)*time.Second < grace {
+		grace = time.Duration(*g) * time.Second
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// env resolves the container's environment as the kubelet does, plus the
+// pod's TMPDIR and KUBECONFIG (see Kubelet).
+func (k *Kubelet) env(ctx context.Context, pod *corev1.Pod, ctr corev1.Container, dir string) ([]string, error) {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	tr, err := k.c.Client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("token for service account %s: %w", sa, err)
+	}
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := WriteKubeconfig(kc, k.c.Config.Host, tr.Status.Token, pod.Namespace); err != nil {
+		return nil, err
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir, "KUBECONFIG=" + kc, "HOSTNAME=" + pod.Name}
+	for _, e := range ctr.Env {
+		v := e.Value
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			v = fieldValue(pod, e.ValueFrom.FieldRef.FieldPath)
+		}
+		env = append(env, e.Name+"="+v)
+	}
+	return env, nil
+}
+
+func fieldValue(pod *corev1.Pod, path string) string {
+	switch {
+	case path == "metadata.name":
+		return pod.Name
+	case path == "metadata.namespace":
+		return pod.Namespace
+	case path == "metadata.uid":
+		return string(pod.UID)
+	case path == "spec.nodeName":
+		return pod.Spec.NodeName
+	case path == "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName
+	case strings.HasPrefix(path, "metadata.annotations['"):
+		return pod.Annotations[strings.TrimSuffix(strings.TrimPrefix(path, "metadata.annotations['"), "']")]
+	case strings.HasPrefix(path, "metadata.labels['"):
+		return pod.Labels[strings.TrimSuffix(strings.TrimPrefix(path, "metadata.labels['"), "']")]
+	}
+	return ""
+}
+
+func (k *Kubelet) fail(ctx context.Context, pod *corev1.Pod, msg string) {
+	k.status(ctx, pod, func(s *corev1.PodStatus) {
+		s.Phase, s.Message, s.Reason = corev1.PodFailed, msg, "KubeletSimulation"
+	})
+}
+
+// status changes the pod's status, retrying on conflicts.
+func (k *Kubelet) status(ctx context.Context, pod *corev1.Pod, change func(*corev1.PodStatus)) {
+	pods := k.c.Client.CoreV1().Pods(pod.Namespace)
+	_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		if cur.UID != pod.UID {
+			return nil
+		}
+		change(&cur.Status)
+		_, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func conditions(ready bool) []corev1.PodCondition {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	now := metav1.Now()
+	return []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.ContainersReady, Status: st, LastTransitionTime: now},
+		{Type: corev1.PodReady, Status: st, LastTransitionTime: now},
+	}
+}
+
+func setReady(s *corev1.PodStatus, ready bool) {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	if len(s.Conditions) == 0 {
+		s.Conditions = conditions(ready)
+	}
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == corev1.PodReady || s.Conditions[i].Type == corev1.ContainersReady {
+			if s.Conditions[i].Status != st {
+				s.Conditions[i].Status, s.Conditions[i].LastTransitionTime = st, metav1.Now()
+			}
+		}
+	}
+	for i := range s.ContainerStatuses {
+		s.ContainerStatuses[i].Ready = ready
+	}
+}
+
+// ContainerLog returns the tail of the log of the pod's process, for
+// failure messages.
+func (k *Kubelet) ContainerLog(pod *corev1.Pod, lines int) string {
+	return lastLines(filepath.Join(k.dir, pod.Namespace+"-"+pod.Name+"-"+string(pod.UID)[:8], "container.log"), lines)
+}
+
+// Logs returns the tails of every container log, for failure messages.
+func (k *Kubelet) Logs(lines int) string {
+	var b strings.Builder
+	ents, _ := os.ReadDir(k.dir)
+	for _, e := range ents {
+		fmt.Fprintf(&b, "--- %s\n%s\n", e.Name(), lastLines(filepath.Join(k.dir, e.Name(), "container.log"), lines))
+	}
+	return b.String()
+}
+
+func lastLines(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	ls := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return strings.Join(ls, "\n")
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,108 @@
+package k8s
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/pipebench/pipebench"
+)
+
+// PartSize is the most Result bytes (gzip'd) one ConfigMap holds. An
+// object in the API server may be at most 1 MiB (etcd's request limit
+// is about 1.5 MiB); this leaves room for the object's metadata. A larger
+// Result is split over ConfigMaps NAME-shard-I-part-K (K from 1), each
+// PartSize or less, which the launcher joins in order; a shard's Result
+// of any size is collected, at the cost of one object per 900 KiB.
+var PartSize = 900 << 10
+
+// ShardName is the name of shard i's ConfigMap.
+func ShardName(run string, i int) string { return fmt.Sprintf("%s-shard-%d", run, i) }
+
+func partName(run string, i, k int) string { return fmt.Sprintf("%s-shard-%d-part-%d", run, i, k) }
+
+// gz compresses data.
+func gz(data []byte) []byte {
+	var b bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	w.Write(data)
+	w.Close()
+	return b.Bytes()
+}
+
+// putResult stores a shard's Result JSON: in the shard's ConfigMap when it
+// fits, else in parts (written first, so that the launcher never sees a
+// done shard whose parts are missing). It returns the binary data and
+// number of parts the shard's ConfigMap must then carry.
+func putResult(ctx context.Context, c kubernetes.Interface, ns, run string, i int, owner metav1.OwnerReference, resultJSON []byte) (inline []byte, parts int, err error) {
+	z := gz(resultJSON)
+	if len(z) <= PartSize {
+		return z, 0, nil
+	}
+	cms := c.CoreV1().ConfigMaps(ns)
+	for k := 0; k*PartSize < len(z); k++ {
+		chunk := z[k*PartSize : min((k+1)*PartSize, len(z))]
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: partName(run, i, k+1), Namespace: ns,
+				Labels: map[string]string{LabelRun: run, LabelShard: strconv.Itoa(i), LabelPart: strconv.Itoa(k + 1),
+					"app.kubernetes.io/managed-by": "pipebench"},
+				OwnerReferences: []metav1.OwnerReference{owner}},
+			BinaryData: map[string][]byte{KeyResult: chunk},
+		}
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+			if err != nil {
+				return nil, 0, err
+			}
+		} else if err != nil {
+			return nil, 0, fmt.Errorf("write part %d of the Result: %w", k+1, err)
+		}
+		parts++
+	}
+	return nil, parts, nil
+}
+
+// ReadResult reads the Result of a done shard from its ConfigMap (and its
+// parts).
+func ReadResult(ctx context.Context, c kubernetes.Interface, ns, run string, cm *corev1.ConfigMap) (*pipebench.Result, error) {
+	z := cm.BinaryData[KeyResult]
+	if p := cm.Data[KeyParts]; p != "" {
+		parts, err := strconv.Atoi(p)
+		if err != nil || parts < 1 {
+			return nil, fmt.Errorf("ConfigMap %s: parts %q is not a count", cm.Name, p)
+		}
+		i, _ := strconv.Atoi(cm.Labels[LabelShard])
+		for k := 1; k <= parts; k++ {
+			part, err := c.CoreV1().ConfigMaps(ns).Get(ctx, partName(run, i, k), metav1.GetOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("part %d of %d of the Result: %w", k, parts, err)
+			}
+			z = append(z, part.BinaryData[KeyResult]...)
+		}
+	}
+	if len(z) == 0 {
+		return nil, fmt.Errorf("ConfigMap %s holds no Result", cm.Name)
+	}
+	r, err := gzip.NewReader(bytes.NewReader(z))
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s: the Result is not gzip'd: %w", cm.Name, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, 4<<30))
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s: %w", cm.Name, err)
+	}
+	var res pipebench.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s: not a pipebench Result: %w", cm.Name, err)
+	}
+	return &res, nil
+}
