@@ -179,20 +179,26 @@ func decodeSeries(b []byte, c *Counts, seq func(uint64, int64)) error {
 	if from < 0 {
 		return nil
 	}
-	b = b[from:]
+	return countSamples(b[from:], 2, 4, carrier, report, c, seq)
+}
+
+// countSamples counts the samples of one series' fields b: sampleField
+// holds float samples, histField native histograms (counted as samples).
+// The two protocol versions number them differently.
+func countSamples(b []byte, sampleField, histField protowire.Number, carrier, report bool, c *Counts, seq func(uint64, int64)) error {
 	for len(b) > 0 {
 		num, typ, n := tag(b)
 		if n < 0 {
 			return fmt.Errorf("%w: timeseries field: %v", ErrMalformed, protowire.ParseError(n))
 		}
 		b = b[n:]
-		if (num == 2 || num == 4) && typ == protowire.BytesType {
+		if (num == sampleField || num == histField) && typ == protowire.BytesType {
 			s, n := bytesField(b)
 			if n < 0 {
 				return fmt.Errorf("%w: sample: %v", ErrMalformed, protowire.ParseError(n))
 			}
 			b = b[n:]
-			if num == 4 {
+			if num == histField {
 				c.Samples++
 				c.Histograms++
 				continue
@@ -201,20 +207,7 @@ func decodeSeries(b []byte, c *Counts, seq func(uint64, int64)) error {
 			if err != nil {
 				return err
 			}
-			c.Samples++
-			switch {
-			case IsStale(v):
-				c.Stale++
-			case report:
-				c.Report++
-			case carrier && v >= 0 && v == math.Trunc(v) && v < 1<<53:
-				c.Matched++
-				if seq != nil {
-					seq(uint64(v), ts)
-				}
-			default:
-				c.Other++
-			}
+			countSample(c, v, ts, carrier, report, seq)
 			continue
 		}
 		n = protowire.ConsumeFieldValue(num, typ, b)

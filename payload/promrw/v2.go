@@ -175,37 +175,7 @@ func (d *V2Decoder) series(b []byte, c *Counts, seq func(uint64, int64)) error {
 	if from < 0 {
 		return nil
 	}
-	for b = b[from:]; len(b) > 0; {
-		num, typ, n := tag(b)
-		if n < 0 {
-			return fmt.Errorf("%w: timeseries field: %v", ErrMalformed, protowire.ParseError(n))
-		}
-		b = b[n:]
-		if (num == 2 || num == 3) && typ == protowire.BytesType {
-			s, n := bytesField(b)
-			if n < 0 {
-				return fmt.Errorf("%w: sample: %v", ErrMalformed, protowire.ParseError(n))
-			}
-			b = b[n:]
-			if num == 3 {
-				c.Samples++
-				c.Histograms++
-				continue
-			}
-			v, ts, err := decodeSample(s)
-			if err != nil {
-				return err
-			}
-			countSample(c, v, ts, carrier, report, seq)
-			continue
-		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return fmt.Errorf("%w: timeseries field %d: %v", ErrMalformed, num, protowire.ParseError(n))
-		}
-		b = b[n:]
-	}
-	return nil
+	return countSamples(b[from:], 2, 3, carrier, report, c, seq)
 }
 
 // countSample counts one float sample by kind and reports a matched one.
