@@ -302,18 +302,8 @@ func (o *Observer) points(fams map[string]*dto.MetricFamily, instance string, at
 			continue
 		}
 		for _, metric := range fam.GetMetric() {
-			if !matches(metric, m.Labels) {
-				continue
-			}
-			var v float64
-			switch {
-			case metric.GetCounter() != nil:
-				v = metric.GetCounter().GetValue()
-			case metric.GetGauge() != nil:
-				v = metric.GetGauge().GetValue()
-			case metric.GetUntyped() != nil:
-				v = metric.GetUntyped().GetValue()
-			default:
+			v, ok := scalar(metric)
+			if !ok || !matches(metric, m.Labels) {
 				continue
 			}
 			a := sums[m.KPI]
@@ -346,23 +336,27 @@ func (o *Observer) points(fams map[string]*dto.MetricFamily, instance string, at
 	return append(pts, dists...)
 }
 
+// scalar returns the value of a counter, gauge or untyped metric; false
+// for histograms and summaries.
+func scalar(metric *dto.Metric) (float64, bool) {
+	switch {
+	case metric.GetCounter() != nil:
+		return metric.GetCounter().GetValue(), true
+	case metric.GetGauge() != nil:
+		return metric.GetGauge().GetValue(), true
+	case metric.GetUntyped() != nil:
+		return metric.GetUntyped().GetValue(), true
+	}
+	return 0, false
+}
+
 // splitSums sums the metric per value of the label m.By (series without
 // the label are left out).
 func splitSums(m Mapping, fam *dto.MetricFamily) map[string]float64 {
 	sums := map[string]float64{}
 	for _, metric := range fam.GetMetric() {
-		if !matches(metric, m.Labels) {
-			continue
-		}
-		var v float64
-		switch {
-		case metric.GetCounter() != nil:
-			v = metric.GetCounter().GetValue()
-		case metric.GetGauge() != nil:
-			v = metric.GetGauge().GetValue()
-		case metric.GetUntyped() != nil:
-			v = metric.GetUntyped().GetValue()
-		default:
+		v, ok := scalar(metric)
+		if !ok || !matches(metric, m.Labels) {
 			continue
 		}
 		for _, l := range metric.GetLabel() {
