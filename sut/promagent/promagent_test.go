@@ -48,7 +48,9 @@ func TestAgentDeliversEveryItemOnce(t *testing.T) {
 	defer sink.Shutdown(ctx)
 	f := Factory()
 	cfg := f.NewConfig().(*Config)
-	cfg.ScrapeInterval = pipebench.Duration(200 * time.Millisecond)
+	// The scrape timeout is the interval: at 200 ms a scrape slowed by a
+	// loaded machine was discarded by Prometheus with the items it served.
+	cfg.ScrapeInterval = pipebench.Duration(time.Second)
 	cfg.Queue.BatchSendDeadline = pipebench.Duration(100 * time.Millisecond)
 	sut, err := f.New(cfg, pipebench.Env{Target: sink.Endpoint(), Dir: t.TempDir()})
 	if err != nil {
