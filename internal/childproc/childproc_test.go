@@ -1,12 +1,16 @@
 package childproc
 
 import (
+	"context"
+	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFreePortBinds(t *testing.T) {
@@ -34,5 +38,57 @@ func TestTail(t *testing.T) {
 	}
 	if Tail(filepath.Join(t.TempDir(), "none"), 20) != "(no log)" {
 		t.Error("a missing log")
+	}
+}
+
+// A real child: ready once its file appears; stopped by SIGTERM.
+func TestProcStartsWaitsAndStops(t *testing.T) {
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "up")
+	p, err := Start("the sleeper", exec.Command("sh", "-c", "echo starting; touch "+mark+"; exec sleep 60"), filepath.Join(dir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PID() == 0 {
+		t.Fatal("no pid")
+	}
+	if err := p.WaitReady(context.Background(), 20*time.Second, func() bool { _, err := os.Stat(mark); return err == nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := Stop(context.Background(), p, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Tail(), "starting") {
+		t.Errorf("log tail %q", p.Tail())
+	}
+	var never *Proc
+	if never.PID() != 0 || Stop(context.Background(), never) != nil {
+		t.Error("a process that never started")
+	}
+}
+
+// A child that exits while starting is reported with its log; one that
+// ignores SIGTERM is killed and named.
+func TestProcExitedAndKilled(t *testing.T) {
+	dir := t.TempDir()
+	p, err := Start("the quitter", exec.Command("sh", "-c", "echo bad flag; exit 3"), filepath.Join(dir, "log1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.WaitReady(context.Background(), 20*time.Second, func() bool { return false })
+	if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "bad flag") || !strings.Contains(err.Error(), "the quitter exited while starting") {
+		t.Errorf("exit while starting: %v", err)
+	}
+	stubborn, err := Start("the stubborn", exec.Command("sh", "-c", "trap '' TERM; echo up; while :; do sleep 1; done"), filepath.Join(dir, "log2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stubborn.WaitReady(context.Background(), 20*time.Second, func() bool { return strings.Contains(stubborn.Tail(), "up") }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := Stop(ctx, stubborn); err == nil || !strings.Contains(err.Error(), "the stubborn did not stop on SIGTERM and was killed") {
+		t.Errorf("stop: %v", err)
 	}
 }

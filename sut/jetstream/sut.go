@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -143,10 +142,8 @@ type Server struct {
 }
 
 type node struct {
-	spec    nodeSpec
-	cmd     *exec.Cmd
-	logPath string
-	exited  chan error
+	spec nodeSpec
+	proc *childproc.Proc
 }
 
 var _ pipebench.SUT = (*Server)(nil)
@@ -218,7 +215,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(s.cfg.StartTimeout.D())
 	for _, nd := range s.nodes {
-		if err := nd.waitReady(ctx, deadline); err != nil {
+		if err := nd.proc.WaitReady(ctx, time.Until(deadline), nd.ready); err != nil {
 			s.Shutdown(context.Background())
 			return err
 		}
@@ -242,41 +239,16 @@ func (s *Server) startNode(exe, base string, sp nodeSpec) (*node, error) {
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		return nil, err
 	}
-	nd := &node{spec: sp, logPath: filepath.Join(base, sp.Name+".log"), exited: make(chan error, 1)}
-	logf, err := os.Create(nd.logPath)
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), ChildEnv+"="+path)
+	if s.cfg.GoMemLimit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+s.cfg.GoMemLimit)
+	}
+	proc, err := childproc.Start("nats-server node "+sp.Name, cmd, filepath.Join(base, sp.Name+".log"))
 	if err != nil {
 		return nil, err
 	}
-	nd.cmd = exec.Command(exe)
-	nd.cmd.Env = append(os.Environ(), ChildEnv+"="+path)
-	if s.cfg.GoMemLimit != "" {
-		nd.cmd.Env = append(nd.cmd.Env, "GOMEMLIMIT="+s.cfg.GoMemLimit)
-	}
-	nd.cmd.Stdout, nd.cmd.Stderr = logf, logf
-	nd.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := nd.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start nats-server node %s: %w", sp.Name, err)
-	}
-	go func() { nd.exited <- nd.cmd.Wait(); logf.Close() }()
-	return nd, nil
-}
-
-func (nd *node) waitReady(ctx context.Context, deadline time.Time) error {
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-nd.exited:
-			nd.exited <- err
-			return fmt.Errorf("nats-server node %s exited while starting (%v); its log:\n%s", nd.spec.Name, err, nd.tail())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-		if nd.ready() {
-			return nil
-		}
-	}
-	return fmt.Errorf("nats-server node %s did not come up in time; its log:\n%s", nd.spec.Name, nd.tail())
+	return &node{spec: sp, proc: proc}, nil
 }
 
 func (nd *node) ready() bool {
@@ -297,7 +269,6 @@ func (nd *node) clientURL() string  { return "nats://127.0.0.1:" + strconv.Itoa(
 func (nd *node) monitorURL() string { return "http://127.0.0.1:" + strconv.Itoa(nd.spec.HTTPPort) }
 
 // tail returns the last lines of the child's log.
-func (nd *node) tail() string { return childproc.Tail(nd.logPath, 20) }
 
 // StreamSpec returns the jetstream stream configuration the SUT creates.
 func (c *Config) StreamSpec() js.StreamConfig {
@@ -366,11 +337,7 @@ func (s *Server) Endpoint() string {
 func (s *Server) Instances() []pipebench.Instance {
 	out := make([]pipebench.Instance, len(s.nodes))
 	for i, nd := range s.nodes {
-		pid := 0
-		if nd.cmd != nil && nd.cmd.Process != nil {
-			pid = nd.cmd.Process.Pid
-		}
-		out[i] = pipebench.Instance{Name: nd.spec.Name, PID: pid, MetricsURL: nd.monitorURL()}
+		out[i] = pipebench.Instance{Name: nd.spec.Name, PID: nd.proc.PID(), MetricsURL: nd.monitorURL()}
 	}
 	return out
 }
@@ -378,24 +345,9 @@ func (s *Server) Instances() []pipebench.Instance {
 // Shutdown sends SIGTERM to every node, waits (bounded by ctx, at most 15 s),
 // then kills what is left.
 func (s *Server) Shutdown(ctx context.Context) error {
-	for _, nd := range s.nodes {
-		if nd.cmd != nil && nd.cmd.Process != nil {
-			nd.cmd.Process.Signal(syscall.SIGTERM)
-		}
+	procs := make([]*childproc.Proc, len(s.nodes))
+	for i, nd := range s.nodes {
+		procs[i] = nd.proc
 	}
-	wait, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	var errs []error
-	for _, nd := range s.nodes {
-		select {
-		case err := <-nd.exited:
-			nd.exited <- err
-		case <-wait.Done():
-			nd.cmd.Process.Kill()
-			err := <-nd.exited
-			nd.exited <- err
-			errs = append(errs, fmt.Errorf("nats-server node %s did not stop on SIGTERM and was killed", nd.spec.Name))
-		}
-	}
-	return errors.Join(errs...)
+	return childproc.Stop(ctx, procs...)
 }

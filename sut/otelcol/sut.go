@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/pipebench/pipebench"
@@ -206,9 +205,7 @@ type Collector struct {
 type replica struct {
 	index                        int
 	grpcPort, httpPort, metricsP int
-	cmd                          *exec.Cmd
-	logPath                      string
-	exited                       chan error
+	proc                         *childproc.Proc
 }
 
 var (
@@ -274,7 +271,7 @@ func (c *Collector) Start(ctx context.Context) error {
 		// The ports are free when chosen, but another process may take
 		// one before the collector binds it: choose again.
 		for try := 0; try < 3 && err != nil && strings.Contains(err.Error(), "address already in use"); try++ {
-			c.stopReplica(r)
+			r.proc.Kill()
 			*r = replica{index: i}
 			err = c.start(ctx, r)
 		}
@@ -313,42 +310,17 @@ func (c *Collector) start(ctx context.Context, r *replica) error {
 	if err != nil {
 		return fmt.Errorf("find the pipebench binary to run the collector: %w", err)
 	}
-	r.logPath = filepath.Join(c.dir, "otelcol"+suffix+".log")
-	logf, err := os.Create(r.logPath)
-	if err != nil {
-		return err
-	}
-	r.cmd = exec.Command(exe)
-	r.cmd.Env = append(os.Environ(), ChildEnv+"="+path,
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), ChildEnv+"="+path,
 		"PIPEBENCH_OTLP_GRPC=127.0.0.1:"+strconv.Itoa(r.grpcPort), "PIPEBENCH_OTLP_HTTP=127.0.0.1:"+strconv.Itoa(r.httpPort),
 		"PIPEBENCH_SINK="+c.sink, "PIPEBENCH_METRICS_PORT="+strconv.Itoa(r.metricsP))
 	if c.cfg.GoMemLimit != "" {
-		r.cmd.Env = append(r.cmd.Env, "GOMEMLIMIT="+c.cfg.GoMemLimit)
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+c.cfg.GoMemLimit)
 	}
-	r.cmd.Stdout, r.cmd.Stderr = logf, logf
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := r.cmd.Start(); err != nil {
-		logf.Close()
-		r.cmd = nil
-		return fmt.Errorf("start the collector: %w", err)
+	if r.proc, err = childproc.Start("collector-"+strconv.Itoa(r.index), cmd, filepath.Join(c.dir, "otelcol"+suffix+".log")); err != nil {
+		return err
 	}
-	r.exited = make(chan error, 1)
-	go func() { r.exited <- r.cmd.Wait(); logf.Close() }()
-	deadline := time.Now().Add(c.cfg.StartTimeout.D())
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-r.exited:
-			r.exited <- err
-			return fmt.Errorf("the collector exited while starting (%v); its log:\n%s", err, r.tail())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-		if r.ready() {
-			return nil
-		}
-	}
-	return fmt.Errorf("the collector did not come up within %s; its log:\n%s", c.cfg.StartTimeout, r.tail())
+	return r.proc.WaitReady(ctx, c.cfg.StartTimeout.D(), r.ready)
 }
 
 func (r *replica) ready() bool {
@@ -366,7 +338,6 @@ func (r *replica) ready() bool {
 }
 
 // tail returns the last lines of the child's log.
-func (r *replica) tail() string { return childproc.Tail(r.logPath, 20) }
 
 func (r *replica) endpoint() string     { return "127.0.0.1:" + strconv.Itoa(r.grpcPort) }
 func (r *replica) httpEndpoint() string { return "http://127.0.0.1:" + strconv.Itoa(r.httpPort) }
@@ -412,11 +383,7 @@ func (c *Collector) MetricsURL() string {
 func (c *Collector) Instances() []pipebench.Instance {
 	var in []pipebench.Instance
 	for _, r := range c.replicas {
-		pid := 0
-		if r.cmd != nil && r.cmd.Process != nil {
-			pid = r.cmd.Process.Pid
-		}
-		in = append(in, pipebench.Instance{Name: "collector-" + strconv.Itoa(r.index), PID: pid, MetricsURL: r.metricsURL()})
+		in = append(in, pipebench.Instance{Name: "collector-" + strconv.Itoa(r.index), PID: r.proc.PID(), MetricsURL: r.metricsURL()})
 	}
 	return in
 }
@@ -424,38 +391,9 @@ func (c *Collector) Instances() []pipebench.Instance {
 // Shutdown sends SIGTERM to every replica, waits (bounded by ctx, at most
 // 15 s), then kills those still running.
 func (c *Collector) Shutdown(ctx context.Context) error {
-	for _, r := range c.replicas {
-		if r.cmd != nil && r.cmd.Process != nil {
-			r.cmd.Process.Signal(syscall.SIGTERM)
-		}
+	procs := make([]*childproc.Proc, len(c.replicas))
+	for i, r := range c.replicas {
+		procs[i] = r.proc
 	}
-	wait, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	var errs []error
-	for _, r := range c.replicas {
-		if r.cmd == nil || r.cmd.Process == nil {
-			continue
-		}
-		select {
-		case err := <-r.exited:
-			r.exited <- err
-		case <-wait.Done():
-			r.cmd.Process.Kill()
-			err := <-r.exited
-			r.exited <- err
-			errs = append(errs, fmt.Errorf("collector-%d did not stop on SIGTERM and was killed", r.index))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// stopReplica ends a replica that failed to start, if its child still
-// runs.
-func (c *Collector) stopReplica(r *replica) {
-	if r.cmd == nil || r.cmd.Process == nil || r.exited == nil {
-		return
-	}
-	r.cmd.Process.Kill()
-	err := <-r.exited
-	r.exited <- err
+	return childproc.Stop(ctx, procs...)
 }

@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/pipebench/pipebench"
@@ -111,9 +110,7 @@ type Agent struct {
 	cfg                 Config
 	sink, dir           string
 	webPort, scrapePort int
-	cmd                 *exec.Cmd
-	logPath             string
-	exited              chan error
+	proc                *childproc.Proc
 }
 
 var _ pipebench.SUT = (*Agent)(nil)
@@ -161,49 +158,27 @@ func (a *Agent) Start(ctx context.Context) error {
 	if err := os.WriteFile(path, []byte(a.YAML()), 0o644); err != nil {
 		return err
 	}
-	a.logPath = filepath.Join(a.dir, "prometheus-agent.log")
-	logf, err := os.Create(a.logPath)
-	if err != nil {
-		return err
-	}
-	a.cmd = exec.Command(bin, "--enable-feature=agent", "--config.file="+path,
+	cmd := exec.Command(bin, "--enable-feature=agent", "--config.file="+path,
 		"--web.listen-address=127.0.0.1:"+strconv.Itoa(a.webPort),
 		"--storage.agent.path="+filepath.Join(a.dir, "prometheus-agent-wal"), "--log.level=warn")
-	a.cmd.Stdout, a.cmd.Stderr = logf, logf
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := a.cmd.Start(); err != nil {
-		logf.Close()
-		a.cmd = nil
-		return fmt.Errorf("start prometheus: %w", err)
+	if a.proc, err = childproc.Start("prometheus", cmd, filepath.Join(a.dir, "prometheus-agent.log")); err != nil {
+		return err
 	}
-	a.exited = make(chan error, 1)
-	go func() { a.exited <- a.cmd.Wait(); logf.Close() }()
-	deadline := time.Now().Add(a.cfg.StartTimeout.D())
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-a.exited:
-			a.exited <- err
-			return fmt.Errorf("prometheus exited while starting (%v); its log:\n%s", err, a.tail())
-		case <-ctx.Done():
-			a.Shutdown(context.Background())
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+	err = a.proc.WaitReady(ctx, a.cfg.StartTimeout.D(), func() bool {
+		resp, err := http.Get(a.web() + "/-/ready")
+		if err != nil {
+			return false
 		}
-		if resp, err := http.Get(a.web() + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if err != nil {
+		a.Shutdown(context.Background())
 	}
-	a.Shutdown(context.Background())
-	return fmt.Errorf("prometheus did not become ready within %s; its log:\n%s", a.cfg.StartTimeout, a.tail())
+	return err
 }
 
 func (a *Agent) web() string { return "http://127.0.0.1:" + strconv.Itoa(a.webPort) }
-
-// tail returns the last lines of the child's log.
-func (a *Agent) tail() string { return childproc.Tail(a.logPath, 20) }
 
 // Endpoint is the host:port the agent scrapes: the prometheus-scrape
 // driver serves there.
@@ -211,29 +186,10 @@ func (a *Agent) Endpoint() string { return "127.0.0.1:" + strconv.Itoa(a.scrapeP
 
 // Instances implements pipebench.SUT: the agent process and its /metrics.
 func (a *Agent) Instances() []pipebench.Instance {
-	pid := 0
-	if a.cmd != nil && a.cmd.Process != nil {
-		pid = a.cmd.Process.Pid
-	}
-	return []pipebench.Instance{{Name: "prometheus-agent", PID: pid, MetricsURL: a.web() + "/metrics"}}
+	return []pipebench.Instance{{Name: "prometheus-agent", PID: a.proc.PID(), MetricsURL: a.web() + "/metrics"}}
 }
 
 // Shutdown sends SIGTERM, waits (bounded by ctx, at most 15 s), then kills.
 func (a *Agent) Shutdown(ctx context.Context) error {
-	if a.cmd == nil || a.cmd.Process == nil {
-		return nil
-	}
-	a.cmd.Process.Signal(syscall.SIGTERM)
-	wait, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	select {
-	case err := <-a.exited:
-		a.exited <- err
-		return nil
-	case <-wait.Done():
-		a.cmd.Process.Kill()
-		err := <-a.exited
-		a.exited <- err
-		return errors.New("prometheus did not stop on SIGTERM and was killed")
-	}
+	return childproc.Stop(ctx, a.proc)
 }

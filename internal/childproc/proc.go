@@ -1,0 +1,113 @@
+package childproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Proc is a child process of an embedded system under test: its output
+// goes to a log file, it dies with its parent, and whether it exited can be
+// asked at any time. The zero of *Proc (nil) is a process that never
+// started: PID is 0 and Stop does nothing.
+type Proc struct {
+	cmd    *exec.Cmd
+	exited chan error // holds the exit error once the child ended
+	// Name names the process in messages ("the collector").
+	Name string
+	// Log is the file its output goes to.
+	Log string
+}
+
+// ErrExited wraps the error of a child that exited while starting.
+var ErrExited = errors.New("exited while starting")
+
+// Start starts cmd with stdout and stderr written to logPath, killed with
+// SIGKILL if pipebench dies first.
+func Start(name string, cmd *exec.Cmd, logPath string) (*Proc, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Proc{cmd: cmd, exited: make(chan error, 1), Name: name, Log: logPath}
+	go func() { p.exited <- cmd.Wait(); logf.Close() }()
+	return p, nil
+}
+
+// PID is the child's process id, 0 when it never started.
+func (p *Proc) PID() int {
+	if p == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Tail returns the last 20 lines of the child's log.
+func (p *Proc) Tail() string { return Tail(p.Log, 20) }
+
+// WaitReady polls ready every 50 ms until it holds, the child exits
+// (ErrExited, with its log), ctx ends, or timeout passes (an error with
+// its log).
+func (p *Proc) WaitReady(ctx context.Context, timeout time.Duration, ready func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-p.exited:
+			p.exited <- err
+			return fmt.Errorf("%s %w (%v); its log:\n%s", p.Name, ErrExited, err, p.Tail())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if ready() {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s did not come up within %s; its log:\n%s", p.Name, timeout, p.Tail())
+}
+
+// Kill ends the child at once and waits for it.
+func (p *Proc) Kill() {
+	if p == nil {
+		return
+	}
+	p.cmd.Process.Kill()
+	err := <-p.exited
+	p.exited <- err
+}
+
+// Stop sends SIGTERM to every process, waits for them (bounded by ctx, at
+// most 15 s), then kills those still running, naming each in the error.
+func Stop(ctx context.Context, procs ...*Proc) error {
+	for _, p := range procs {
+		if p != nil {
+			p.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	wait, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	var errs []error
+	for _, p := range procs {
+		if p == nil {
+			continue
+		}
+		select {
+		case err := <-p.exited:
+			p.exited <- err
+		case <-wait.Done():
+			p.Kill()
+			errs = append(errs, fmt.Errorf("%s did not stop on SIGTERM and was killed", p.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
