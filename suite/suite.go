@@ -104,7 +104,7 @@ func (e *Errors) Error() string { return yamlnode.Format("suite", *e) }
 
 // Unwrap returns the usage error that carries the exit code and a hint.
 func (e *Errors) Unwrap() error {
-	return &pipebench.Error{Code: pipebench.ExitUsage, Hint: "a suite has name, optional version and description, and scenarios: a list of {scenario, case, duration}; see examples/suites/"}
+	return &pipebench.Error{Code: pipebench.ExitUsage, Hint: "a suite has name, optional version and description, scenarios: a list of {scenario, case, duration}, and an optional table: {rows, columns}; see examples/suites/"}
 }
 
 var (

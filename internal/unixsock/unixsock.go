@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -62,6 +63,11 @@ func Listen(addr string) (net.Listener, error) {
 		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
+		}
+	}
+	if dir := filepath.Dir(p); dir != "" {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("the folder %s for the socket does not exist; create it or choose another path", dir)
 		}
 	}
 	return net.Listen("unix", p)
