@@ -10,8 +10,9 @@
 // Observe yields the same points as the other effect observers:
 //
 //	effects                       counter: keys that took effect so far (its rate is the effect rate)
-//	effect_latency_ms.p50/.p90/.p99/.max
-//	                              gauges over the effects seen since the last Observe
+//	effect_latency_ms_bucket{le}  counters: the cumulative latency histogram
+//	                              (internal/effecthist), whose growth over a phase
+//	                              gives that phase's quantiles of every effect
 //	effect_backlog                gauge: keys whose event was sent (sent field set), not yet in effect
 //
 // so the run's effect KPIs (latency quantiles, time until all N took
@@ -39,6 +40,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/effecthist"
 )
 
 // Config configures the observer.
@@ -130,7 +132,7 @@ type Observer struct {
 	sentAt   map[string]time.Time // keys whose event was sent (sent field seen)
 	effected map[string]bool
 	all      *hdrhistogram.Histogram
-	poll     *hdrhistogram.Histogram
+	buckets  *effecthist.Buckets
 	count    int64
 	first    time.Time
 	last     time.Time
@@ -165,7 +167,7 @@ func New(ctx context.Context, cfg Config, rc *rest.Config) (*Observer, error) {
 	}
 	o := &Observer{cfg: cfg, field: field, sent: sent, res: res, done: make(chan struct{}),
 		baseline: map[string]bool{}, sentAt: map[string]time.Time{}, effected: map[string]bool{},
-		all: hdrhistogram.New(1, 3_600_000_000, 3), poll: hdrhistogram.New(1, 3_600_000_000, 3)}
+		all: hdrhistogram.New(1, 3_600_000_000, 3), buckets: effecthist.New()}
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	list, err := res.List(lctx, metav1.ListOptions{LabelSelector: cfg.LabelSelector})
 	cancel()
@@ -289,25 +291,16 @@ func (o *Observer) see(u *unstructured.Unstructured, now time.Time, initial bool
 	}
 	us := max(now.Sub(s).Microseconds(), 1)
 	_ = o.all.RecordValue(us)
-	_ = o.poll.RecordValue(us)
+	o.buckets.Add(time.Duration(us) * time.Microsecond)
 	o.records = append(o.records, record{at: now, lat: time.Duration(us) * time.Microsecond})
 }
 
-// Observe returns the points of the effects seen since the last call.
+// Observe returns the points of the effects seen so far.
 func (o *Observer) Observe(_ context.Context, at time.Time) ([]pipebench.Point, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	pts := []pipebench.Point{{Name: "effects", Kind: pipebench.KindCounter, At: at, Value: float64(o.count)}}
-	if o.poll.TotalCount() > 0 {
-		for _, q := range []struct {
-			name string
-			q    float64
-		}{{"p50", 50}, {"p90", 90}, {"p99", 99}} {
-			pts = append(pts, pipebench.Point{Name: "effect_latency_ms." + q.name, Kind: pipebench.KindGauge, At: at, Value: float64(o.poll.ValueAtQuantile(q.q)) / 1000})
-		}
-		pts = append(pts, pipebench.Point{Name: "effect_latency_ms.max", Kind: pipebench.KindGauge, At: at, Value: float64(o.poll.Max()) / 1000})
-		o.poll.Reset()
-	}
+	pts = append(pts, o.buckets.Points(at)...)
 	if o.sent != nil {
 		backlog := 0
 		for k := range o.sentAt {

@@ -30,7 +30,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +38,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/effecthist"
 )
 
 // Config configures the observer. Paths are dotted field names
@@ -134,7 +134,7 @@ type core struct {
 	mu       sync.Mutex
 	seen     map[uint64]struct{}
 	all      *hdrhistogram.Histogram
-	buckets  []int64 // latencies by bounds' index; the last one: above them all
+	buckets  *effecthist.Buckets
 	count    int64
 	first    time.Time
 	last     time.Time
@@ -164,7 +164,7 @@ func New(cfg Config) (*Observer, error) {
 }
 
 func newCore() *core {
-	return &core{seen: map[uint64]struct{}{}, all: hdrhistogram.New(1, 3_600_000_000, 3), buckets: make([]int64, len(bounds)+1)}
+	return &core{seen: map[uint64]struct{}{}, all: hdrhistogram.New(1, 3_600_000_000, 3), buckets: effecthist.New()}
 }
 
 // item is one effect as a source read it.
@@ -212,59 +212,12 @@ func (c *core) points(at time.Time, backlog *float64) []pipebench.Point {
 	c.mu.Lock()
 	total := c.count
 	pts := []pipebench.Point{{Name: "effects", Kind: pipebench.KindCounter, At: at, Value: float64(total)}}
-	pts = append(pts, c.bucketPoints(at)...)
+	pts = append(pts, c.buckets.Points(at)...)
 	c.mu.Unlock()
 	if backlog != nil {
 		pts = append(pts, pipebench.Point{Name: "effect_backlog", Kind: pipebench.KindGauge, At: at, Value: *backlog})
 	}
 	return pts
-}
-
-// bounds are the latency histogram's upper bounds in milliseconds: 20 a
-// decade (each 12% above the last) from 0.1 ms to about 3 hours.
-var bounds = func() []float64 {
-	var b []float64
-	for k := -20; k <= 140; k++ {
-		b = append(b, math.Round(math.Pow(10, float64(k)/20)*1e4)/1e4)
-	}
-	return b
-}()
-
-var boundLabels = func() []string {
-	l := make([]string, len(bounds))
-	for i, b := range bounds {
-		l[i] = strconv.FormatFloat(b, 'g', -1, 64)
-	}
-	return l
-}()
-
-// bucketOf is the index of the first bound at or above ms (len(bounds):
-// above them all).
-func bucketOf(ms float64) int {
-	return sort.SearchFloat64s(bounds, ms)
-}
-
-// bucketPoints are the cumulative latency buckets from the lowest holding
-// a latency to the first holding them all, and +Inf (always, so a phase
-// without effects still has a start). Called with c.mu held.
-func (c *core) bucketPoints(at time.Time) []pipebench.Point {
-	var n int64
-	for _, v := range c.buckets {
-		n += v
-	}
-	pts := make([]pipebench.Point, 0, 8)
-	var cum int64
-	for i, v := range c.buckets[:len(bounds)] {
-		cum += v
-		if cum == 0 {
-			continue
-		}
-		pts = append(pts, pipebench.Point{Name: "effect_latency_ms_bucket", Labels: map[string]string{"le": boundLabels[i]}, Kind: pipebench.KindCounter, At: at, Value: float64(cum)})
-		if cum == n {
-			break
-		}
-	}
-	return append(pts, pipebench.Point{Name: "effect_latency_ms_bucket", Labels: map[string]string{"le": "+Inf"}, Kind: pipebench.KindCounter, At: at, Value: float64(n)})
 }
 
 func (o *Observer) fetch(ctx context.Context) (any, error) {
@@ -358,7 +311,7 @@ func (c *core) record(items []item, polled time.Time) {
 		}
 		us = max(us, 1)
 		_ = c.all.RecordValue(us)
-		c.buckets[bucketOf(float64(us)/1000)]++
+		c.buckets.Add(time.Duration(us) * time.Microsecond)
 		c.records = append(c.records, record{at: at, lat: time.Duration(us) * time.Microsecond})
 	}
 }
