@@ -70,6 +70,10 @@ type PlanPhase struct {
 	// MaxInFlight bounds sends in flight; a send due while the bound is
 	// reached is counted as dropped instead of waiting.
 	MaxInFlight int `json:"max_in_flight"`
+	// MaxInFlightBytes bounds the bytes of the requests in flight (the
+	// generator's memory for sends awaiting answers); a send due while
+	// the bound is reached is dropped, as for MaxInFlight. 0: no bound.
+	MaxInFlightBytes int64 `json:"max_in_flight_bytes,omitempty"`
 	// BatchSize is the number of items per send.
 	BatchSize int `json:"batch_size"`
 	// Faults is the fault policy the sink applies during this phase.
@@ -358,12 +362,13 @@ func (p Plan) Probe(rate Rate, dur time.Duration) (Plan, error) {
 	}
 	base := p.Phases[0]
 	ph := PlanPhase{
-		Name:        "probe " + FormatCount(float64(rate)) + "/s",
-		Profile:     Profile{Kind: ProfileConstant, Rate: rate},
-		Duration:    Duration(dur),
-		MaxInFlight: base.MaxInFlight,
-		BatchSize:   base.BatchSize,
-		Faults:      base.Faults,
+		Name:             "probe " + FormatCount(float64(rate)) + "/s",
+		Profile:          Profile{Kind: ProfileConstant, Rate: rate},
+		Duration:         Duration(dur),
+		MaxInFlight:      base.MaxInFlight,
+		BatchSize:        base.BatchSize,
+		MaxInFlightBytes: base.MaxInFlightBytes,
+		Faults:           base.Faults,
 	}
 	ph.Faults.Outages = nil
 	if ph.Faults.ErrorRatio == 0 {

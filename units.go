@@ -202,3 +202,48 @@ func FormatCount(v float64) string {
 	}
 	return b.String()
 }
+
+// byteUnits are the suffixes ParseBytes takes, longest first.
+var byteUnits = []struct {
+	suffix string
+	n      int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1},
+}
+
+// ParseBytes reads a size in bytes: a whole number ("4096"), or one with a
+// unit ("512MiB", "1.5 GB"; KiB MiB GiB TiB are powers of 1,024, KB MB GB TB
+// of 1,000).
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range byteUnits {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.n
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return 0, fmt.Errorf("%q is not a size: write bytes (4096) or a number with a unit (512MiB, 2GB)", s)
+	}
+	n := v * float64(mult)
+	if n > math.MaxInt64/2 {
+		return 0, fmt.Errorf("%q is too large a size", s)
+	}
+	return int64(math.Round(n)), nil
+}
+
+// FormatBytes prints a size with a binary unit: 512 MiB, 1.5 GiB, 300 B.
+func FormatBytes(n int64) string {
+	for _, u := range []struct {
+		name string
+		n    int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.n {
+			return strconv.FormatFloat(math.Round(100*float64(n)/float64(u.n))/100, 'f', -1, 64) + " " + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}

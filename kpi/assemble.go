@@ -273,10 +273,15 @@ func Validity(ph pipebench.PlanPhase, pr *pipebench.PhaseResult, s SendStats) []
 	if planned > 0 && float64(started) < 0.99*planned {
 		why := fmt.Sprintf("phase %s: the generator started %s of %s planned items (%.1f%%)", ph.Name,
 			pipebench.FormatCount(float64(started)), pipebench.FormatCount(planned), 100*float64(started)/planned)
+		if byBytes := s.DroppedForBytes; byBytes > 0 {
+			why += fmt.Sprintf("; %s were dropped because max_in_flight_bytes (%s of requests) were still waiting for answers: lower the rate or the batch size, or raise max_in_flight_bytes if the machine has the memory",
+				pipebench.FormatCount(float64(byBytes)), pipebench.FormatBytes(ph.MaxInFlightBytes))
+			dropped -= min(dropped, byBytes)
+		}
 		if dropped > 0 {
 			why += fmt.Sprintf("; %s were dropped because max_in_flight (%d) sends were still waiting for answers: raise max_in_flight or lower the rate",
 				pipebench.FormatCount(float64(dropped)), ph.MaxInFlight)
-		} else {
+		} else if s.DroppedForBytes == 0 {
 			why += ": pipebench could not keep up; lower the rate, add generator CPU, or scale out"
 		}
 		reasons = append(reasons, why)
@@ -358,7 +363,7 @@ func Summary(r *pipebench.Result) []string {
 		out = append(out, fmt.Sprintf("%s items were still in flight when the run was cut short: sent, with no answer recorded", pipebench.FormatCount(v)))
 	}
 	if v, _ := t.Get("dropped"); v > 0 {
-		out = append(out, fmt.Sprintf("%s items were never sent: max_in_flight was reached when they were due", pipebench.FormatCount(v)))
+		out = append(out, fmt.Sprintf("%s items were never sent: max_in_flight or max_in_flight_bytes was reached when they were due", pipebench.FormatCount(v)))
 	}
 	if v, ok := t.Get("lost"); ok && v > 0 {
 		acc, _ := t.Get("accepted")

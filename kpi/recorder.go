@@ -35,13 +35,20 @@ func micros(d time.Duration) int64 {
 // Live holds counters of one phase that can be read while the run goes on.
 // All fields are updated atomically.
 type Live struct {
-	Sent      atomic.Uint64 // items whose send started
-	Accepted  atomic.Uint64 // items answered ok
-	Failed    atomic.Uint64 // items answered with any failure class
-	Dropped   atomic.Uint64 // items never started (max_in_flight reached)
-	InFlight  atomic.Int64  // sends started, not yet answered
-	MaxLagUS  atomic.Int64  // largest schedule lag seen since the last reset, µs
-	Delivered atomic.Uint64 // unique items arrived at the sink
+	Sent     atomic.Uint64 // items whose send started
+	Accepted atomic.Uint64 // items answered ok
+	Failed   atomic.Uint64 // items answered with any failure class
+	Dropped  atomic.Uint64 // items never started (max_in_flight reached)
+	InFlight atomic.Int64  // sends started, not yet answered
+	// InFlightBytes are the bytes of the requests of the sends in flight
+	// (counted once the generator made them).
+	InFlightBytes atomic.Int64
+	// DroppedForBytes are the dropped items that were dropped because
+	// InFlightBytes had reached max_in_flight_bytes (Dropped holds them
+	// too).
+	DroppedForBytes atomic.Uint64
+	MaxLagUS        atomic.Int64  // largest schedule lag seen since the last reset, µs
+	Delivered       atomic.Uint64 // unique items arrived at the sink
 }
 
 // SendStats is what a phase's sends added up to.
@@ -57,6 +64,9 @@ type SendStats struct {
 	// returned when the run was cut short (a second interrupt): they are
 	// in sent, with no outcome.
 	Abandoned uint64
+	// DroppedForBytes are the dropped items that max_in_flight_bytes
+	// dropped (the rest of the dropped items were max_in_flight's).
+	DroppedForBytes uint64
 	// LastEnded is when the phase's last send returned.
 	LastEnded time.Time
 	// Latency is measured from the scheduled time (coordinated-omission
@@ -245,6 +255,7 @@ func (r *Recorder) Stats(i int) SendStats {
 	out.Service = hdrhistogram.Import(p.Service.Export())
 	out.Wait = hdrhistogram.Import(p.Wait.Export())
 	out.Lag = hdrhistogram.Import(p.Lag.Export())
+	out.DroppedForBytes = r.live[i].DroppedForBytes.Load()
 	return out
 }
 

@@ -10,7 +10,9 @@ import (
 
 // paced runs an open-model phase: sends start when due, whether or not
 // earlier ones finished, bounded by max_in_flight (a send due while the
-// bound is reached is counted as dropped).
+// bound is reached is counted as dropped), and by max_in_flight_bytes
+// (the requests' bytes in flight: the generator's memory, bounded when the
+// system or the generator falls behind).
 type paced struct{}
 
 func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitGroup) {
@@ -21,9 +23,15 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 	if maxInFlight < 1 {
 		maxInFlight = 10000
 	}
+	maxBytes := ph.MaxInFlightBytes
 	schedule.Run(ctx, r.pacers[i], r.phaseT0[i], func(n uint64, at time.Time) bool {
 		seq := r.nextSeq.Add(uint64(count)) - uint64(count)
 		if live.InFlight.Load() >= maxInFlight {
+			r.rec.Dropped(i, count)
+			return true
+		}
+		if maxBytes > 0 && live.InFlightBytes.Load() >= maxBytes {
+			live.DroppedForBytes.Add(uint64(count))
 			r.rec.Dropped(i, count)
 			return true
 		}

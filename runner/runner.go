@@ -437,9 +437,13 @@ func (r *run) endPhase(i int) {
 func (r *run) send(ctx context.Context, i int, seq uint64, count int, at time.Time) {
 	b := r.c.gen.Next(seq, count, at)
 	b.Seq, b.Count, b.Scheduled = seq, count, at
+	size := int64(len(b.Body))
+	live := r.rec.Live(i)
+	live.InFlightBytes.Add(size)
 	started := time.Now()
 	out := r.safeSend(ctx, &b)
 	ended := time.Now()
+	live.InFlightBytes.Add(-size)
 	r.rec.Record(i, pipebench.Sample{Scheduled: at, Started: started, Ended: ended, Count: count, Bytes: len(b.Body), Outcome: out})
 	if out.Class == pipebench.ClassOK {
 		if r.c.sink != nil { // nothing to match arrivals against otherwise

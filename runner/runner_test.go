@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -245,5 +246,58 @@ phases:
 		if v, ok := p.Get("target_rate"); ok {
 			t.Errorf("%s: a closed-model phase has target_rate %v", p.Name, v)
 		}
+	}
+}
+
+// Requests of 64 KiB against a sink that holds every answer 300 ms, at
+// 200/s: 60 sends (3.75 MiB) would be in flight, more than the 1 MiB bound.
+// Sends due while the bound is reached are dropped and counted, the run is
+// invalid and says which bound dropped them, and what was sent is exact.
+func TestRunBoundsBytesInFlight(t *testing.T) {
+	reg := registry(t)
+	_, plan := parse(t, reg, `
+name: bytes-bound
+target: {driver: http, connections: 64}
+workload: {generator: event, size: 65536}
+sink: {type: http}
+drain: 5s
+defaults: {max_in_flight_bytes: 1MiB}
+phases:
+  - name: hold
+    duration: 2s
+    rate: 200/s
+    faults: {latency: 300ms}
+`)
+	if got := plan.Phases[0].MaxInFlightBytes; got != 1<<20 {
+		t.Fatalf("plan max_in_flight_bytes = %d, want 1 MiB", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := &res.Phases[0]
+	sent, dropped := get(t, ph, "sent"), get(t, ph, "dropped")
+	if sent+dropped != 400 {
+		t.Errorf("sent %v + dropped %v = %v, want the 400 planned", sent, dropped, sent+dropped)
+	}
+	// At most ~16 requests of 64 KiB fit in 1 MiB; 300 ms each gives at
+	// most ~55/s of the 200/s (some more while the first ones are made).
+	if dropped < 150 || sent > 250 {
+		t.Errorf("sent %v, dropped %v: the 1 MiB bound did not hold", sent, dropped)
+	}
+	if d := get(t, ph, "delivered"); d != get(t, ph, "accepted") {
+		t.Errorf("delivered %v != accepted %v", d, get(t, ph, "accepted"))
+	}
+	if res.Manifest.Status != pipebench.StatusInvalid {
+		t.Errorf("status = %s, want invalid", res.Manifest.Status)
+	}
+	var said bool
+	for _, r := range res.Manifest.Reasons {
+		said = said || strings.Contains(r, "max_in_flight_bytes (1 MiB of requests)")
+	}
+	if !said {
+		t.Errorf("reasons do not name the bytes bound: %q", res.Manifest.Reasons)
 	}
 }

@@ -33,9 +33,13 @@ func Compile(s *Scenario) (pipebench.Plan, error) {
 		pp := pipebench.PlanPhase{
 			Name: ph.Name, Profile: ph.Profile, Duration: ph.Duration, Stagger: ph.Stagger,
 			MaxInFlight: ph.MaxInFlight, BatchSize: batch, Faults: ph.Faults,
+			MaxInFlightBytes: ph.MaxInFlightBytes,
 		}
 		if pp.MaxInFlight < 1 {
 			pp.MaxInFlight = DefaultMaxInFlight
+		}
+		if pp.MaxInFlightBytes < 1 {
+			pp.MaxInFlightBytes = DefaultMaxInFlightBytes
 		}
 		if err := pp.Validate(); err != nil {
 			return plan, pipebench.UsageError(fmt.Sprintf("phase %q cannot be paced", ph.Name), "check its rates and durations", err)

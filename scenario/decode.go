@@ -132,6 +132,26 @@ func (d *decoder) integer(f field, path string) (int, bool) {
 	return v, true
 }
 
+// byteSize reads a size: a whole number of bytes or a number with a unit
+// (512MiB); it must be at least 1 KiB.
+func (d *decoder) byteSize(f field, path string) (int64, bool) {
+	p := join(path, f.key)
+	s, ok := d.scalar(f.val, p, "a size")
+	if !ok {
+		return 0, false
+	}
+	v, err := pipebench.ParseBytes(s)
+	if err != nil {
+		d.add(f.val, p, "%v", err)
+		return 0, false
+	}
+	if v < 1<<10 {
+		d.add(f.val, p, "%s is below 1KiB: give the most bytes of requests awaiting answers, like 512MiB", s)
+		return 0, false
+	}
+	return v, true
+}
+
 func (d *decoder) float(f field, path string) (float64, bool) {
 	p := join(path, f.key)
 	s, ok := d.scalar(f.val, p, "a number")

@@ -14,9 +14,11 @@ type phaseDefaults struct {
 	maxInFlight int
 	stagger     pipebench.Duration
 	faults      pipebench.FaultPolicy
+	// maxInFlightBytes: 0 when not set.
+	maxInFlightBytes int64
 }
 
-var phaseKeys = []string{"name", "duration", "rate", "ramp", "steps", "burst", "blast", "stagger", "max_in_flight", "faults"}
+var phaseKeys = []string{"name", "duration", "rate", "ramp", "steps", "burst", "blast", "stagger", "max_in_flight", "max_in_flight_bytes", "faults"}
 
 // profileKeys are the keys that choose a phase's profile; `rate` with
 // `burst` is the burst profile.
@@ -24,7 +26,7 @@ var profileKeys = []string{"rate", "ramp", "steps", "blast"}
 
 func (d *decoder) defaults(n ast.Node) phaseDefaults {
 	df := phaseDefaults{maxInFlight: DefaultMaxInFlight}
-	fs, _ := d.fields(n, "defaults", []string{"max_in_flight", "stagger", "faults"})
+	fs, _ := d.fields(n, "defaults", []string{"max_in_flight", "max_in_flight_bytes", "stagger", "faults"})
 	for _, f := range fs {
 		switch f.key {
 		case "max_in_flight":
@@ -34,6 +36,8 @@ func (d *decoder) defaults(n ast.Node) phaseDefaults {
 				}
 				df.maxInFlight = v
 			}
+		case "max_in_flight_bytes":
+			df.maxInFlightBytes, _ = d.byteSize(f, "defaults")
 		case "stagger":
 			df.stagger, _ = d.duration(f.val, "defaults.stagger")
 		case "faults":
@@ -60,7 +64,7 @@ func (d *decoder) phases(n ast.Node, df phaseDefaults) []Phase {
 		if !ok {
 			continue
 		}
-		ph := Phase{MaxInFlight: df.maxInFlight, Stagger: df.stagger, Faults: df.faults}
+		ph := Phase{MaxInFlight: df.maxInFlight, MaxInFlightBytes: df.maxInFlightBytes, Stagger: df.stagger, Faults: df.faults}
 		byKey := map[string]field{}
 		for _, f := range fs {
 			byKey[f.key] = f
@@ -201,6 +205,8 @@ func (d *decoder) phases(n ast.Node, df phaseDefaults) []Phase {
 					}
 					ph.MaxInFlight = v
 				}
+			case "max_in_flight_bytes":
+				ph.MaxInFlightBytes, _ = d.byteSize(f, path)
 			}
 		}
 		if ph.Profile.Kind == pipebench.ProfileConstant && ph.Profile.Burst != nil {

@@ -26,7 +26,10 @@ type Phase struct {
 	Profile     pipebench.Profile
 	Stagger     pipebench.Duration
 	MaxInFlight int
-	Faults      pipebench.FaultPolicy
+	// MaxInFlightBytes is 0 when the scenario does not set it (the
+	// default applies at compile).
+	MaxInFlightBytes int64
+	Faults           pipebench.FaultPolicy
 }
 
 // Scenario is a decoded, validated scenario file.
@@ -63,11 +66,15 @@ type Params struct {
 // Defaults applied when the scenario says nothing.
 const (
 	DefaultMaxInFlight = 10000
-	DefaultBatch       = 1
-	DefaultInterval    = pipebench.Duration(1e9)
-	DefaultDrain       = pipebench.Duration(30e9)
-	DefaultBlastLimit  = pipebench.Duration(600e9)
-	DefaultGenerator   = "event"
+	// DefaultMaxInFlightBytes bounds the generator's memory for requests
+	// awaiting answers: a run that falls behind drops sends (and says so)
+	// instead of growing without end.
+	DefaultMaxInFlightBytes = 512 << 20
+	DefaultBatch            = 1
+	DefaultInterval         = pipebench.Duration(1e9)
+	DefaultDrain            = pipebench.Duration(30e9)
+	DefaultBlastLimit       = pipebench.Duration(600e9)
+	DefaultGenerator        = "event"
 )
 
 // Load reads and decodes the scenario at path ("-" reads standard input).

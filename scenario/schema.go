@@ -15,6 +15,7 @@ import (
 func Schema(reg *pipebench.Registry) ([]byte, error) {
 	rate := map[string]any{"type": []string{"string", "number"}, "description": "items per second: 500/s, 30000/min, 2/ms", "pattern": `^\s*[0-9.]+\s*(/\s*(s|sec|second|ms|us|min|m|minute|h|hour))?\s*$`}
 	dur := map[string]any{"type": "string", "description": "90s, 10m, 48h, 2d", "pattern": `^[0-9.]+(ns|us|µs|ms|s|m|h|d)([0-9.]+(ns|us|µs|ms|s|m|h))*$`}
+	size := map[string]any{"oneOf": []any{map[string]any{"type": "integer", "minimum": 1024}, map[string]any{"type": "string", "description": "bytes, or a number with a unit: 512MiB, 2GB", "pattern": `^ *[0-9.]+ *(B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)? *$`}}}
 	faults := obj(map[string]any{
 		"error_ratio":  map[string]any{"type": "number", "minimum": 0, "maximum": 1},
 		"error_status": map[string]any{"enum": pipebench.ErrorStatuses},
@@ -30,13 +31,14 @@ func Schema(reg *pipebench.Registry) ([]byte, error) {
 	})
 	phase := obj(map[string]any{
 		"name": map[string]any{"type": "string"}, "duration": dur, "rate": rate,
-		"ramp":          obj(map[string]any{"from": rate, "to": rate}, "from", "to"),
-		"steps":         map[string]any{"type": "array", "minItems": 1, "items": obj(map[string]any{"rate": rate, "duration": dur}, "rate", "duration")},
-		"burst":         obj(map[string]any{"rate": rate, "for": dur, "every": dur}, "rate", "for", "every"),
-		"blast":         obj(map[string]any{"count": map[string]any{"type": "integer", "minimum": 1}, "workers": map[string]any{"type": "integer", "minimum": 1}}, "count"),
-		"stagger":       dur,
-		"max_in_flight": map[string]any{"type": "integer", "minimum": 1},
-		"faults":        faults,
+		"ramp":                obj(map[string]any{"from": rate, "to": rate}, "from", "to"),
+		"steps":               map[string]any{"type": "array", "minItems": 1, "items": obj(map[string]any{"rate": rate, "duration": dur}, "rate", "duration")},
+		"burst":               obj(map[string]any{"rate": rate, "for": dur, "every": dur}, "rate", "for", "every"),
+		"blast":               obj(map[string]any{"count": map[string]any{"type": "integer", "minimum": 1}, "workers": map[string]any{"type": "integer", "minimum": 1}}, "count"),
+		"stagger":             dur,
+		"max_in_flight":       map[string]any{"type": "integer", "minimum": 1},
+		"max_in_flight_bytes": size,
+		"faults":              faults,
 	}, "name")
 	threshold := map[string]any{"oneOf": []any{
 		map[string]any{"type": "string"},
@@ -55,7 +57,7 @@ func Schema(reg *pipebench.Registry) ([]byte, error) {
 		"observers":   map[string]any{"type": "array", "items": plugins(reg.Observers, "type", map[string]any{"name": map[string]any{"type": "string"}, "interval": dur})},
 		"interval":    dur,
 		"drain":       dur,
-		"defaults":    obj(map[string]any{"max_in_flight": map[string]any{"type": "integer", "minimum": 1}, "stagger": dur, "faults": faults}),
+		"defaults":    obj(map[string]any{"max_in_flight": map[string]any{"type": "integer", "minimum": 1}, "max_in_flight_bytes": size, "stagger": dur, "faults": faults}),
 		"phases":      map[string]any{"type": "array", "minItems": 1, "items": phase},
 		"thresholds":  map[string]any{"type": "array", "items": threshold},
 	}, "name", "target", "phases")
