@@ -179,6 +179,27 @@ func (a *Arrivals) pipelineStats(from, to int, lo, hi uint64, drain bool) (map[s
 	return out, lost
 }
 
+// PipelinesDuring returns what each pipeline delivered, and had faulted by
+// the sink, while phase i ran (i = the number of phases: during the drain
+// after the last); nil when the sink tells no pipelines apart.
+func (a *Arrivals) PipelinesDuring(i int) map[string]PipelineStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.pipes) == 0 {
+		return nil
+	}
+	out := make(map[string]PipelineStats, len(a.pipes))
+	for name, p := range a.pipes {
+		var st PipelineStats
+		if i >= 0 && i < len(p.during) {
+			st.Delivered = p.during[i].Load()
+			st.Faulted = p.faulted[i].Load()
+		}
+		out[name] = st
+	}
+	return out
+}
+
 // outstandingPipelines returns how many accepted items some pipeline has
 // not delivered yet, summed over the pipelines. Call with mu held.
 func (a *Arrivals) outstandingPipelines() uint64 {

@@ -92,3 +92,36 @@ func TestSummaryNamesPipelines(t *testing.T) {
 		}
 	}
 }
+
+// What each pipeline delivers after the last phase is the drain's, kept
+// apart from the phase's, so the drain row has per-pipeline cells.
+func TestPipelinesDuringDrain(t *testing.T) {
+	a := NewArrivals(1, nil)
+	a.StartPhase(0, 0)
+	a.SetRunning(0)
+	a.Accept(0, 10)
+	now := time.Now()
+	p1, p2 := a.Pipeline("p1"), a.Pipeline("p2")
+	for seq := uint64(0); seq < 10; seq++ {
+		p1.Arrive(seq, now, now)
+	}
+	p2.Arrive(0, now, now)
+	a.SetRunning(1) // the drain
+	for seq := uint64(1); seq < 10; seq++ {
+		p2.Arrive(seq, now, now)
+	}
+	p2.Faulted(2)
+	drain := a.PipelinesDuring(1)
+	if d := drain["p1"].Delivered; d != 0 {
+		t.Errorf("p1 delivered %d during the drain, want 0", d)
+	}
+	if d, f := drain["p2"].Delivered, drain["p2"].Faulted; d != 9 || f != 2 {
+		t.Errorf("p2 during the drain: delivered %d faulted %d, want 9 2", d, f)
+	}
+	if d := a.PipelinesDuring(0)["p2"].Delivered; d != 1 {
+		t.Errorf("p2 delivered %d during the phase, want 1", d)
+	}
+	if NewArrivals(1, nil).PipelinesDuring(1) != nil {
+		t.Error("no pipelines told apart: want nil")
+	}
+}

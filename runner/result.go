@@ -118,7 +118,8 @@ func (r *run) assemble(started, loadEnded, lastObs time.Time, aborted, partial b
 		rec.Faulted, _ = r.arr.Totals()
 		last := rec.Phases[len(rec.Phases)-1].Ended
 		drain := kpi.PhaseInput{Name: "drain", Started: last, Ended: lastObs.UTC(),
-			Arrivals: &kpi.ArrivalStats{Delivered: r.arr.DeliveredDuring(len(r.plan.Phases))}}
+			Arrivals: &kpi.ArrivalStats{Delivered: r.arr.DeliveredDuring(len(r.plan.Phases)),
+				Pipelines: r.arr.PipelinesDuring(len(r.plan.Phases))}}
 		rec.Drain = &drain
 	}
 	return kpi.Assemble(rec, r.manifest(started))
