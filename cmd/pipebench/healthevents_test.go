@@ -67,10 +67,12 @@ func TestHealthEventsBlastTimeToEffect(t *testing.T) {
 	ttc, _ := ph.Get("time_to_complete")
 	rate, _ := ph.Get("completion_rate")
 	peak, _ := ph.Get("peak_backlog")
-	if ttc < 5 || ttc > 8 {
+	// The service applies 25/s at most: it can be late on a loaded
+	// machine, never early.
+	if ttc < 5 || ttc > 12 {
 		t.Errorf("time_to_complete %v s, want about 6 s", ttc)
 	}
-	if rate < 150/8.0 || rate > 150/5.0 {
+	if rate < 150/12.0 || rate > 150/5.0 {
 		t.Errorf("completion_rate %v/s, want about 25/s", rate)
 	}
 	if peak < 100 || peak > 150 {
