@@ -34,7 +34,7 @@ func TestK8sLauncher(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Kubernetes control plane")
 	}
-	c := kubetest.Start(t, kubetest.Options{Controllers: []string{"job", "daemonset", "garbagecollector"}})
+	c := kubetest.Start(t, kubetest.Options{Controllers: []string{"job", "daemonset", "deployment", "replicaset", "garbagecollector"}})
 	kl := c.StartKubelet(t, []string{"node-a", "node-b"}, func(_ *corev1.Pod, argv, env []string) *exec.Cmd {
 		// The image's entry point is this test binary playing pipebench.
 		if len(argv) == 0 || argv[0] != "pipebench" {
@@ -107,6 +107,21 @@ func TestK8sLauncher(t *testing.T) {
 		if l, err := c.Client.AppsV1().DaemonSets(ns).List(ctx, sel); err == nil {
 			for _, o := range l.Items {
 				out = append(out, "daemonset/"+o.Name)
+			}
+		}
+		if l, err := c.Client.AppsV1().Deployments(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				out = append(out, "deployment/"+o.Name)
+			}
+		}
+		if l, err := c.Client.AppsV1().ReplicaSets(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				out = append(out, "replicaset/"+o.Name)
+			}
+		}
+		if l, err := c.Client.CoreV1().Services(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				out = append(out, "service/"+o.Name)
 			}
 		}
 		return out
@@ -220,6 +235,88 @@ thresholds: ["errors == 0"]
 		}
 		if !strings.Contains(stderr.String(), "the load starts at") || !strings.Contains(stderr.String(), "collected 3 shard Results") {
 			t.Errorf("no progress lines:\n%s", stderr.String())
+		}
+		if l := left(ns); len(l) != 0 {
+			t.Errorf("left behind after success: %v", l)
+		}
+	})
+
+	// The scenario's sink in the cluster: a Deployment and a Service; the
+	// shards send to the Service and get their arrivals back over the
+	// feed, so the merged Result's delivered, lost, duplicates and
+	// end-to-end latency are the one sink's, and its own count agrees.
+	t.Run("in-cluster-sink", func(t *testing.T) {
+		ns := "insink"
+		namespace(t, ns)
+		scen := writeScenario(t, t.TempDir(), `
+name: k8s-in-cluster-sink
+target: {driver: http, connections: 2}
+sink: {type: http}
+workload: {generator: event, size: 64}
+drain: 10s
+phases:
+  - {name: a, duration: 1s, rate: 300/s}
+  - {name: b, duration: 1s, rate: 600/s}
+thresholds: ["errors == 0", "lost == 0"]
+`)
+		out := filepath.Join(dir, "insink.json")
+		_, stderr, done, cmd := launch(t, scen, ns, "--shards", "3", "--out", out)
+		testutil.Eventually(t, 90*time.Second, func() bool {
+			pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: k8s.LabelRole + "=" + k8s.RoleSink})
+			if err != nil || len(pods.Items) != 1 || !podReady(&pods.Items[0]) {
+				return false
+			}
+			_, err = c.Client.CoreV1().Services(ns).Get(ctx, "run-"+ns+"-sink", metav1.GetOptions{})
+			return err == nil
+		}, "no ready sink pod behind a Service:\n%s", stderr.String())
+		dep, err := c.Client.AppsV1().Deployments(ns).Get(ctx, "run-"+ns+"-sink", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dep.Spec.Template.Spec.Containers[0].Command; strings.Join(got, " ") != "pipebench k8s sink" {
+			t.Errorf("sink command %v", got)
+		}
+		wait(t, done, stderr, 3*time.Minute)
+		if code := cmd.ProcessState.ExitCode(); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr.String())
+		}
+		res := readJSONResult(t, out)
+		if res.Manifest.Status != pipebench.StatusPassed {
+			t.Errorf("merged status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
+		}
+		var received, dups, unmatched, faulted uint64
+		var matched float64
+		line := ""
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if strings.Contains(l, "the in-cluster sink received") {
+				line = l
+			}
+		}
+		if _, err := fmt.Sscanf(line, "k8s: the in-cluster sink received %d unique items (%d duplicates, %d unmatched, %d faulted); the shards matched %f of them",
+			&received, &dups, &unmatched, &faulted, &matched); err != nil {
+			t.Fatalf("no sink count line (%v):\n%s", err, stderr.String())
+		}
+		get := func(name string) float64 {
+			v, ok := res.Total.Get(name)
+			if !ok {
+				t.Errorf("the merged Result has no %s", name)
+			}
+			return v
+		}
+		if d := get("delivered"); d != float64(received) || d != 900 || matched != d {
+			t.Errorf("merged delivered %v, the sink received %d unique items, the shards matched %v; the plan sends 900", d, received, matched)
+		}
+		if l, a := get("lost"), get("accepted"); l != 0 || a != 900 {
+			t.Errorf("merged lost %v accepted %v", l, a)
+		}
+		if d := get("duplicates"); d != float64(dups) {
+			t.Errorf("merged duplicates %v, the sink counted %d", d, dups)
+		}
+		if p := get("e2e_latency.p99"); p <= 0 {
+			t.Errorf("merged e2e_latency.p99 %v", p)
+		}
+		if res.Plan.Sink == nil || res.Plan.Sink.Type != "http" {
+			t.Errorf("merged plan's sink %+v, want the scenario's http sink", res.Plan.Sink)
 		}
 		if l := left(ns); len(l) != 0 {
 			t.Errorf("left behind after success: %v", l)
