@@ -78,8 +78,8 @@ type Kubelet struct {
 	ipBase [2]byte
 	nextIP int
 	ips    map[string]string
-	stop context.CancelFunc
-	done chan struct{}
+	stop   context.CancelFunc
+	done   chan struct{}
 }
 
 type podProc struct {
