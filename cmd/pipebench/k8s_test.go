@@ -10,8 +10,13 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/kubetest"
@@ -323,6 +328,76 @@ thresholds: ["errors == 0", "lost == 0"]
 		}
 	})
 
+	// GitOps: the objects applied from k8s manifests (as kubectl would),
+	// then k8s collect releases, collects and merges; with --keep it
+	// leaves the objects, and collecting again gives the same Result and
+	// cleans up.
+	t.Run("collect", func(t *testing.T) {
+		ns := "collect"
+		namespace(t, ns)
+		name := "run-" + ns
+		scen := writeScenario(t, t.TempDir(), `
+name: k8s-gitops
+target: {driver: http, connections: 2}
+sink: {type: http}
+drain: 10s
+phases:
+  - {name: a, duration: 1s, rate: 400/s}
+thresholds: ["errors == 0", "lost == 0"]
+`)
+		manifests, stderr, code := cli(t, "k8s", "manifests", scen, "--shards", "2", "--name", name, "--namespace", ns, "--image", "pipebench:test")
+		if code != 0 {
+			t.Fatalf("manifests: exit %d: %s", code, stderr)
+		}
+		applyYAML(t, c.Client, manifests)
+		collect := func(t *testing.T, out string, extra ...string) (*lockedBuffer, int) {
+			args := append([]string{"k8s", "collect", name, "--kubeconfig", c.Kubeconfig, "--namespace", ns,
+				"--lead", "4s", "--ready-timeout", "60s", "--no-store", "--out", out}, extra...)
+			cmd, _, stderr, done := startChild(t, args...)
+			wait(t, done, stderr, 3*time.Minute)
+			return stderr, cmd.ProcessState.ExitCode()
+		}
+		out1 := filepath.Join(dir, "collect1.json")
+		stderr1, code := collect(t, out1, "--keep")
+		if code != 0 {
+			t.Fatalf("collect --keep: exit %d:\n%s", code, stderr1.String())
+		}
+		if !strings.Contains(stderr1.String(), "the load starts at") {
+			t.Errorf("collect did not release the pods:\n%s", stderr1.String())
+		}
+		res := readJSONResult(t, out1)
+		if d, _ := res.Total.Get("delivered"); d != 400 || res.Manifest.Status != pipebench.StatusPassed {
+			t.Errorf("merged delivered %v, status %s %v; the plan sends 400", d, res.Manifest.Status, res.Manifest.Reasons)
+		}
+		if l := left(ns); len(l) == 0 {
+			t.Errorf("--keep deleted the run's objects")
+		}
+		out2 := filepath.Join(dir, "collect2.json")
+		stderr2, code := collect(t, out2)
+		if code != 0 {
+			t.Fatalf("second collect: exit %d:\n%s", code, stderr2.String())
+		}
+		if !strings.Contains(stderr2.String(), "released already") {
+			t.Errorf("the second collect released the pods again:\n%s", stderr2.String())
+		}
+		res2 := readJSONResult(t, out2)
+		for _, k := range []string{"sent", "accepted", "delivered", "lost"} {
+			a, _ := res.Total.Get(k)
+			b, _ := res2.Total.Get(k)
+			if a != b {
+				t.Errorf("%s: %v, then %v collected again", k, a, b)
+			}
+		}
+		if l := left(ns); len(l) != 0 {
+			t.Errorf("left behind after collect: %v", l)
+		}
+		// Nothing to collect: the run's name is said, with what to do.
+		_, stderr3, code := cli(t, "k8s", "collect", "no-such-run", "--kubeconfig", c.Kubeconfig, "--namespace", ns)
+		if code != pipebench.ExitUsage || !strings.Contains(stderr3, "no run no-such-run") {
+			t.Errorf("collect of no run: exit %d: %s", code, stderr3)
+		}
+	})
+
 	t.Run("per-node", func(t *testing.T) {
 		ns := "pernode"
 		namespace(t, ns)
@@ -467,4 +542,40 @@ func filterLines(s, noise string, n int) string {
 		out = out[len(out)-n:]
 	}
 	return strings.Join(out, "\n")
+}
+
+// applyYAML creates the objects of a YAML stream, as kubectl apply does
+// for new objects.
+func applyYAML(t *testing.T, c kubernetes.Interface, stream string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, doc := range strings.Split(stream, "\n---\n") {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+		if err != nil {
+			t.Fatalf("decode: %v\n%s", err, doc)
+		}
+		switch o := obj.(type) {
+		case *corev1.ServiceAccount:
+			_, err = c.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = c.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = c.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.ConfigMap:
+			_, err = c.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Service:
+			_, err = c.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.Deployment:
+			_, err = c.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *batchv1.Job:
+			_, err = c.BatchV1().Jobs(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.DaemonSet:
+			_, err = c.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			t.Fatalf("unexpected object %T", obj)
+		}
+		if err != nil {
+			t.Fatalf("create %T: %v", obj, err)
+		}
+	}
 }
