@@ -45,10 +45,10 @@ const (
 const maxPending = 64 << 20
 
 // Feed is the sink pod's pipebench.Arrivals: it routes each arrival to the
-// subscriber whose range holds its sequence number (the one with the
-// greatest first sequence number at or below it), and counts of faulted
-// and unmatched items to the subscriber of the lowest range (the merge
-// only adds them up). Safe for concurrent use.
+// subscriber whose range [lo, hi) holds its sequence number, and counts of
+// faulted and unmatched items to the subscriber of the lowest range (the
+// merge only adds them up); what no subscriber's range holds yet is held
+// until one comes. Safe for concurrent use.
 type Feed struct {
 	// Also, if set, gets every call as well: the sink's own account.
 	Also pipebench.Arrivals
@@ -61,6 +61,7 @@ type Feed struct {
 
 type feedSub struct {
 	lo   uint64
+	hi   uint64 // 0: no bound
 	buf  []byte
 	wake chan struct{} // capacity 1
 }
@@ -124,7 +125,7 @@ func (f *Feed) route(r []byte) {
 		if r[0] == recArrive {
 			seq := binary.BigEndian.Uint64(r[1:])
 			i := sort.Search(len(f.subs), func(i int) bool { return f.subs[i].lo > seq }) - 1
-			if i >= 0 {
+			if i >= 0 && (f.subs[i].hi == 0 || seq < f.subs[i].hi) {
 				to = f.subs[i]
 			}
 		} else {
@@ -179,8 +180,9 @@ func (f *Feed) unsubscribe(s *feedSub) {
 	}
 }
 
-// ServeHTTP serves the feed: GET FeedPath?lo=FIRST streams the records of
-// the range from FIRST on until the client goes.
+// ServeHTTP serves the feed: GET FeedPath?lo=FIRST&hi=END streams the
+// records of the range [FIRST, END) (no END: no bound) until the client
+// goes.
 func (f *Feed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != FeedPath || r.Method != http.MethodGet {
 		http.NotFound(w, r)
@@ -196,7 +198,14 @@ func (f *Feed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
-	s := &feedSub{lo: lo, wake: make(chan struct{}, 1)}
+	var hi uint64
+	if h := r.URL.Query().Get("hi"); h != "" {
+		if hi, err = strconv.ParseUint(h, 10, 64); err != nil || hi <= lo {
+			http.Error(w, "hi: give the first sequence number after the shard's range, above lo", http.StatusBadRequest)
+			return
+		}
+	}
+	s := &feedSub{lo: lo, hi: hi, wake: make(chan struct{}, 1)}
 	f.mu.Lock()
 	f.subscribe(s)
 	f.mu.Unlock()
@@ -243,8 +252,9 @@ type FeedSink struct {
 	Targets map[string]string
 	// FeedURL is http://SERVICE:FeedPort + FeedPath.
 	FeedURL string
-	// Lo is the shard's first sequence number.
-	Lo uint64
+	// Lo is the shard's first sequence number, Hi the next shard's (0
+	// for the last shard).
+	Lo, Hi uint64
 	// Log receives a line when the feed breaks; nil: discarded.
 	Log io.Writer
 
@@ -263,7 +273,11 @@ func (s *FeedSink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 		s.Log = io.Discard
 	}
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, s.FeedURL+"?lo="+strconv.FormatUint(s.Lo, 10), nil)
+	q := "?lo=" + strconv.FormatUint(s.Lo, 10)
+	if s.Hi > 0 {
+		q += "&hi=" + strconv.FormatUint(s.Hi, 10)
+	}
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, s.FeedURL+q, nil)
 	if err != nil {
 		cancel()
 		return err

@@ -434,7 +434,17 @@ func (a *app) k8sWorkerCommand() *cobra.Command {
 					return err
 				}
 				if host := os.Getenv(k8s.EnvSink); host != "" && sp.Sink != nil {
-					return a.useInClusterSink(client, ns, w.Run, host, sp.FirstSeq())
+					// The shard's sequence numbers run up to the next
+					// shard's first.
+					var hi uint64
+					if i, n := sp.Shard.Index+1, sp.Shard.Count; i < n {
+						next, err := plan.Slice(i, n)
+						if err != nil {
+							return err
+						}
+						hi = next.FirstSeq()
+					}
+					return a.useInClusterSink(client, ns, w.Run, host, sp.FirstSeq(), hi)
 				}
 				return nil
 			}

@@ -116,14 +116,14 @@ func copyCatalog[T any](dst, src *pipebench.Catalog[T], wrap func(pipebench.Fact
 
 // useInClusterSink makes this worker's runs send to the in-cluster sink
 // at host and take their arrivals from its feed, for the shard whose
-// sequence numbers start at lo.
-func (a *app) useInClusterSink(client kubernetes.Interface, ns, run, host string, lo uint64) error {
+// sequence numbers are [lo, hi) (hi 0: the last shard).
+func (a *app) useInClusterSink(client kubernetes.Interface, ns, run, host string, lo, hi uint64) error {
 	target, targets, feed, err := k8s.SinkEndpoints(a.ctx, client, ns, run, host, 5*time.Minute)
 	if err != nil {
 		return err
 	}
 	reg, err := feedRegistry(a.reg, func() pipebench.Sink {
-		return &k8s.FeedSink{Target: target, Targets: targets, FeedURL: feed, Lo: lo, Log: a.stderr}
+		return &k8s.FeedSink{Target: target, Targets: targets, FeedURL: feed, Lo: lo, Hi: hi, Log: a.stderr}
 	})
 	if err != nil {
 		return err
