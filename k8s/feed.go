@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -365,5 +364,3 @@ func Rehost(endpoint, host string) (string, error) {
 	}
 	return net.JoinHostPort(host, port), nil
 }
-
-var errNoSink = errors.New("the run has no in-cluster sink")

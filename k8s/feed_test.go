@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/kpi"
 )
 
 // arrivals records what a FeedSink hands on.
@@ -114,12 +115,16 @@ func TestRehost(t *testing.T) {
 }
 
 // BenchmarkFeed: one arrival through the feed, from the sink's Arrive to
-// the shard's, over loopback HTTP.
+// the shard's arrival matching (kpi.Arrivals), over loopback HTTP; against
+// BenchmarkArriveLocal, the same matching with the sink in the shard's
+// own process.
 func BenchmarkFeed(b *testing.B) {
 	feed := &Feed{}
 	srv := httptest.NewServer(feed)
 	defer srv.Close()
-	got := &counter{}
+	arr := kpi.NewArrivals(1, nil)
+	arr.StartPhase(0, 1)
+	got := &counter{next: arr}
 	s := &FeedSink{FeedURL: srv.URL + FeedPath, Lo: 1}
 	if err := s.Start(context.Background(), got); err != nil {
 		b.Fatal(err)
@@ -135,8 +140,20 @@ func BenchmarkFeed(b *testing.B) {
 	}
 }
 
-type counter struct{ n atomic.Uint64 }
+func BenchmarkArriveLocal(b *testing.B) {
+	arr := kpi.NewArrivals(1, nil)
+	arr.StartPhase(0, 1)
+	now := time.Now()
+	for i := 0; i < b.N; i++ {
+		arr.Arrive(uint64(i+1), now, now)
+	}
+}
 
-func (c *counter) Arrive(uint64, time.Time, time.Time) { c.n.Add(1) }
-func (c *counter) Faulted(int)                         {}
-func (c *counter) Unmatched(int)                       {}
+type counter struct {
+	n    atomic.Uint64
+	next *kpi.Arrivals
+}
+
+func (c *counter) Arrive(seq uint64, sent, at time.Time) { c.next.Arrive(seq, sent, at); c.n.Add(1) }
+func (c *counter) Faulted(int)                           {}
+func (c *counter) Unmatched(int)                         {}
