@@ -343,7 +343,8 @@ thresholds: ["lost == 0"]
 	// GitOps: the objects applied from k8s manifests (as kubectl would),
 	// then k8s collect releases, collects and merges; with --keep it
 	// leaves the objects, and collecting again gives the same Result and
-	// cleans up.
+	// cleans up. The scenario's embedded system under test (a relay) runs
+	// in each shard's pod and exports to the in-cluster sink.
 	t.Run("collect", func(t *testing.T) {
 		ns := "collect"
 		namespace(t, ns)
@@ -351,6 +352,7 @@ thresholds: ["lost == 0"]
 		scen := writeScenario(t, t.TempDir(), `
 name: k8s-gitops
 target: {driver: http, connections: 2}
+sut: {type: relay}
 sink: {type: http}
 drain: 10s
 phases:
