@@ -4,6 +4,11 @@
 #
 #   docker build -t registry.example/pipebench:1.0 --build-arg VERSION=1.0 .
 #   pipebench k8s run scenario.yaml --shards 8 --image registry.example/pipebench:1.0
+#
+# The same image runs the shards (pipebench k8s worker) and, when the
+# scenario has a sink, the in-cluster sink (pipebench k8s sink), whose ports
+# (8080, 4317, 4318, 9201 and the arrivals feed 7070) are all above 1024,
+# open to the non-root user.
 ARG GO_VERSION=1.26.8
 
 FROM golang:${GO_VERSION} AS build

@@ -34,6 +34,17 @@ type Launch struct {
 	// Poll is how often the launcher looks at the pods and the shards'
 	// ConfigMaps (default 500 ms).
 	Poll time.Duration
+	// Keep leaves the run's objects in place after it (for a look at the
+	// pods, or when a GitOps tool owns them); Cleanup deletes them later.
+	Keep bool
+}
+
+// Collected is what a launch brings back: every shard's Result, in shard
+// order, and, with an in-cluster sink, the sink's own account (nil when
+// there was none or it gave none).
+type Collected struct {
+	Shards []*pipebench.Result
+	Sink   *SinkCounts
 }
 
 // ShardFailure is the error of a run whose shard failed.
@@ -41,11 +52,15 @@ type ShardFailure struct {
 	Shard   int
 	Pod     string
 	Message string
+	Sink    bool // the in-cluster sink failed
 }
 
 func (e *ShardFailure) Error() string {
 	where := fmt.Sprintf("shard %d", e.Shard)
-	if e.Shard == 0 {
+	switch {
+	case e.Sink:
+		where = "the in-cluster sink"
+	case e.Shard == 0:
 		where = "a worker"
 	}
 	if e.Pod != "" {
@@ -55,10 +70,76 @@ func (e *ShardFailure) Error() string {
 }
 
 // Run creates the objects, waits until every pod is ready, releases them
-// at one start time, follows them, collects the shards' Results and
-// deletes what it created, whatever happens (a cancelled ctx, like Ctrl-C,
-// included). The Results are in shard order.
-func (l Launch) Run(ctx context.Context, o Options) (results []*pipebench.Result, err error) {
+// at one start time, follows them, collects the shards' Results (and the
+// in-cluster sink's counts) and deletes what it created, whatever happens
+// (a cancelled ctx, like Ctrl-C, included), unless Keep.
+func (l Launch) Run(ctx context.Context, o Options) (col *Collected, err error) {
+	l.defaults()
+	obj, err := Build(o)
+	if err != nil {
+		return nil, err
+	}
+	// Whatever happens from here on, what was created goes.
+	defer func() {
+		if cerr := l.cleanup(o.Namespace, o.Name); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+	if err := l.create(ctx, obj); err != nil {
+		return nil, err
+	}
+	what := fmt.Sprintf("%d shard(s)", o.N())
+	if o.Sink != nil {
+		what += " and the in-cluster sink " + SinkName(o.Name)
+	}
+	fmt.Fprintf(l.Log, "k8s: created %s/%s: %s\n", o.Namespace, o.Name, what)
+	return l.drive(ctx, o)
+}
+
+// Collect does the launcher's part for a run whose objects were applied
+// from `pipebench k8s manifests` (by kubectl or a GitOps tool): it
+// releases the pods at a start time if no start time was written yet
+// (once every pod is ready), follows them, collects the Results and the
+// in-cluster sink's counts, and deletes the run's objects unless Keep.
+func (l Launch) Collect(ctx context.Context, ns, name string) (col *Collected, err error) {
+	l.defaults()
+	run, err := l.Client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, pipebench.UsageError(fmt.Sprintf("no run %s in namespace %s (no ConfigMap %s)", name, ns, name),
+			"give the --name the manifests were made with, and its --namespace", nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read ConfigMap %s/%s: %w", ns, name, err)
+	}
+	if run.Labels[LabelRun] != name {
+		return nil, pipebench.UsageError(fmt.Sprintf("ConfigMap %s/%s is not a pipebench run", ns, name), "give the name of a run made by pipebench k8s manifests", nil)
+	}
+	o := Options{Name: name, Namespace: ns}
+	n, err := strconv.Atoi(run.Data[KeyShards])
+	if err != nil || n < 1 {
+		return nil, fmt.Errorf("ConfigMap %s: shards %q is not a count", name, run.Data[KeyShards])
+	}
+	o.Shards = n
+	if nodes := strings.TrimSpace(run.Data[KeyNodes]); nodes != "" {
+		o.PerNode = true
+		for _, l := range strings.Split(nodes, "\n") {
+			if node, _, ok := strings.Cut(strings.TrimSpace(l), "="); ok {
+				o.Nodes = append(o.Nodes, node)
+			}
+		}
+	}
+	if _, err := l.Client.CoreV1().Services(ns).Get(ctx, SinkName(name), metav1.GetOptions{}); err == nil {
+		o.Sink = &SinkSpec{}
+	}
+	defer func() {
+		if cerr := l.cleanup(ns, name); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+	return l.drive(ctx, o)
+}
+
+func (l *Launch) defaults() {
 	if l.ReadyTimeout <= 0 {
 		l.ReadyTimeout = 5 * time.Minute
 	}
@@ -74,31 +155,59 @@ func (l Launch) Run(ctx context.Context, o Options) (results []*pipebench.Result
 	if l.Log == nil {
 		l.Log = io.Discard
 	}
-	obj, err := Build(o)
+}
+
+// cleanup deletes the run's objects, unless Keep.
+func (l Launch) cleanup(ns, name string) error {
+	if l.Keep {
+		fmt.Fprintf(l.Log, "k8s: kept the objects of %s/%s (--keep): delete them with kubectl -n %s delete all,configmaps,serviceaccounts,roles,rolebindings -l %s=%s\n",
+			ns, name, ns, LabelRun, name)
+		return nil
+	}
+	return l.Cleanup(ns, name)
+}
+
+// drive releases the pods (unless a start time was written already),
+// follows them and collects what they measured.
+func (l Launch) drive(ctx context.Context, o Options) (*Collected, error) {
+	cms := l.Client.CoreV1().ConfigMaps(o.Namespace)
+	run, err := cms.Get(ctx, o.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read ConfigMap %s: %w", o.Name, err)
+	}
+	var start time.Time
+	if s := run.Data[KeyStartAt]; s != "" {
+		if start, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s: start-at %q is not a moment: %w", o.Name, s, err)
+		}
+		fmt.Fprintf(l.Log, "k8s: released already; the load started at %s\n", start.Format(time.RFC3339Nano))
+	} else {
+		if err := l.waitReady(ctx, o); err != nil {
+			return nil, err
+		}
+		start = time.Now().Add(l.Lead).UTC()
+		patch := fmt.Sprintf(`{"data":{%q:%q}}`, KeyStartAt, start.Format(time.RFC3339Nano))
+		if _, err := cms.Patch(ctx, o.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+			return nil, fmt.Errorf("write the start time into ConfigMap %s: %w", o.Name, err)
+		}
+		fmt.Fprintf(l.Log, "k8s: every pod is ready; the load starts at %s\n", start.Format(time.RFC3339Nano))
+	}
+	results, err := l.follow(ctx, o, start)
 	if err != nil {
 		return nil, err
 	}
-	// Whatever happens from here on, what was created goes.
-	defer func() {
-		if cerr := l.Cleanup(o.Namespace, o.Name); cerr != nil {
-			err = errors.Join(err, cerr)
+	col := &Collected{Shards: results}
+	if o.Sink != nil {
+		// The shards' Results already hold what the sink received (the
+		// feed); its own account is the check that nothing went astray.
+		counts, err := l.endSink(ctx, o.Namespace, o.Name)
+		if err != nil {
+			fmt.Fprintf(l.Log, "k8s: warning: %v\n", err)
+		} else {
+			col.Sink = counts
 		}
-	}()
-	if err := l.create(ctx, obj); err != nil {
-		return nil, err
 	}
-	fmt.Fprintf(l.Log, "k8s: created %s/%s: %d shard(s)\n", o.Namespace, o.Name, o.N())
-	if err := l.waitReady(ctx, o); err != nil {
-		return nil, err
-	}
-	start := time.Now().Add(l.Lead).UTC()
-	cms := l.Client.CoreV1().ConfigMaps(o.Namespace)
-	patch := fmt.Sprintf(`{"data":{%q:%q}}`, KeyStartAt, start.Format(time.RFC3339Nano))
-	if _, err := cms.Patch(ctx, o.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
-		return nil, fmt.Errorf("write the start time into ConfigMap %s: %w", o.Name, err)
-	}
-	fmt.Fprintf(l.Log, "k8s: every pod is ready; the load starts at %s\n", start.Format(time.RFC3339Nano))
-	return l.follow(ctx, o, start)
+	return col, nil
 }
 
 func (l Launch) create(ctx context.Context, obj *Objects) error {
@@ -115,6 +224,14 @@ func (l Launch) create(ctx context.Context, obj *Objects) error {
 	}
 	if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, obj.ConfigMap, metav1.CreateOptions{}); err != nil {
 		return createErr("ConfigMap", obj.ConfigMap.Name, err)
+	}
+	if obj.Service != nil {
+		if _, err := c.CoreV1().Services(ns).Create(ctx, obj.Service, metav1.CreateOptions{}); err != nil {
+			return createErr("Service", obj.Service.Name, err)
+		}
+		if _, err := c.AppsV1().Deployments(ns).Create(ctx, obj.Deployment, metav1.CreateOptions{}); err != nil {
+			return createErr("Deployment", obj.Deployment.Name, err)
+		}
 	}
 	if obj.Job != nil {
 		if _, err := c.BatchV1().Jobs(ns).Create(ctx, obj.Job, metav1.CreateOptions{}); err != nil {
@@ -175,11 +292,11 @@ func (l Launch) waitReady(ctx context.Context, o Options) error {
 			if f := l.failedShard(ctx, o); f != nil {
 				return f
 			}
-			if line := fmt.Sprintf("k8s: %d of %d pods ready", ready, o.N()); line != last {
+			if line := fmt.Sprintf("k8s: %d of %d pods ready", ready, o.pods()); line != last {
 				fmt.Fprintln(l.Log, line)
 				last = line
 			}
-			if ready >= o.N() {
+			if ready >= o.pods() {
 				return nil
 			}
 		}
@@ -205,6 +322,11 @@ func (l Launch) failedShard(ctx context.Context, o Options) *ShardFailure {
 		if cm.Data[KeyState] == StateFailed {
 			idx, _ := strconv.Atoi(cm.Labels[LabelShard])
 			return &ShardFailure{Shard: idx, Pod: cm.Annotations["pipebench.dev/pod"], Message: cm.Data[KeyMessage]}
+		}
+	}
+	if o.Sink != nil {
+		if cm, err := l.Client.CoreV1().ConfigMaps(o.Namespace).Get(ctx, SinkName(o.Name), metav1.GetOptions{}); err == nil && cm.Data[KeyState] == StateFailed {
+			return &ShardFailure{Sink: true, Pod: cm.Annotations["pipebench.dev/pod"], Message: cm.Data[KeyMessage]}
 		}
 	}
 	return nil
@@ -350,6 +472,11 @@ func (l Launch) Cleanup(ns, name string) error {
 	}
 	keep("Job", c.BatchV1().Jobs(ns).Delete(ctx, name, del))
 	keep("DaemonSet", c.AppsV1().DaemonSets(ns).Delete(ctx, name, del))
+	keep("Deployment", c.AppsV1().Deployments(ns).Delete(ctx, SinkName(name), del))
+	// The Deployment's ReplicaSet carries the run's label (its pod
+	// template's): deleted here, it makes no new pod meanwhile.
+	keep("ReplicaSets", c.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, del, sel))
+	keep("Service", c.CoreV1().Services(ns).Delete(ctx, SinkName(name), metav1.DeleteOptions{}))
 	// The pods go with their owner; deleting them here too does not wait
 	// for the garbage collector.
 	keep("pods", c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel))

@@ -13,8 +13,17 @@
 //
 //	ServiceAccount NAME, Role NAME, RoleBinding NAME   the workers' identity: ConfigMaps only
 //	ConfigMap NAME                                    scenario.yaml, shards, duration, nodes, start-at
+//	Service NAME-sink, Deployment NAME-sink           the in-cluster sink, when the scenario has one
 //	Job NAME (Indexed, N completions) | DaemonSet NAME
 //	ConfigMap NAME-shard-I[-part-K]                   made by worker I: state, progress, Result
+//	ConfigMap NAME-sink                               made by the sink: endpoints, then its counts
+//
+// With an in-cluster sink the shards send to its Service, and the sink
+// streams what it receives back to the shard that sent it (feed.go), so
+// each shard's Result holds its exact arrival accounts and the merged
+// Result the whole run's. `pipebench k8s collect NAME` does the
+// launcher's part (release, follow, collect, clean up) for objects
+// applied from `pipebench k8s manifests`.
 package k8s
 
 import (
@@ -35,6 +44,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/pipebench/pipebench"
@@ -45,6 +55,11 @@ const (
 	LabelRun   = "pipebench.dev/run"
 	LabelShard = "pipebench.dev/shard"
 	LabelPart  = "pipebench.dev/part"
+	// LabelRole tells the shards' pods (shard) from the in-cluster
+	// sink's (sink).
+	LabelRole = "pipebench.dev/role"
+	RoleShard = "shard"
+	RoleSink  = "sink"
 
 	KeyScenario = "scenario.yaml"
 	KeyShards   = "shards"
@@ -52,6 +67,13 @@ const (
 	KeyNodes    = "nodes"
 	KeyFile     = "file"
 	KeyStartAt  = "start-at"
+	// KeyEnded is written by the launcher once it collected every shard:
+	// the in-cluster sink then writes its counts into its ConfigMap.
+	KeyEnded = "ended-at"
+
+	// EnvSink names, in a shard's pod, the in-cluster sink's host (its
+	// Service's DNS name).
+	EnvSink = "PIPEBENCH_K8S_SINK"
 
 	KeyState    = "state"
 	KeyMessage  = "message"
@@ -89,7 +111,31 @@ type Options struct {
 	// environment variables (for ${VAR} credentials); only their names are
 	// written into the objects.
 	EnvFromSecret []string
+	// Sink, if set, runs the scenario's sink in the cluster: a Deployment
+	// NAME-sink of one pod (pipebench k8s sink) behind a ClusterIP Service
+	// NAME-sink, which the shards send to (the scenario's system under
+	// test, if embedded, exports to it) and which feeds the arrivals back
+	// to the shards (FeedPort).
+	Sink *SinkSpec
 }
+
+// SinkSpec describes the in-cluster sink: the ports it receives on.
+type SinkSpec struct {
+	Type  string // the scenario's sink type, for the pod's labels
+	Ports []SinkPort
+}
+
+// SinkPort is one port of the in-cluster sink.
+type SinkPort struct {
+	Name string // an IANA service name: http, grpc, ...
+	Port int32
+}
+
+// SinkName names the in-cluster sink's Deployment, Service and ConfigMap.
+func SinkName(run string) string { return run + "-sink" }
+
+// SinkHost is the in-cluster sink's Service DNS name.
+func SinkHost(run, namespace string) string { return SinkName(run) + "." + namespace + ".svc" }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
@@ -152,8 +198,10 @@ type Objects struct {
 	Role           *rbacv1.Role
 	RoleBinding    *rbacv1.RoleBinding
 	ConfigMap      *corev1.ConfigMap
-	Job            *batchv1.Job      // nil with PerNode
-	DaemonSet      *appsv1.DaemonSet // nil without
+	Service        *corev1.Service    // the in-cluster sink's; nil without one
+	Deployment     *appsv1.Deployment // the in-cluster sink's; nil without one
+	Job            *batchv1.Job       // nil with PerNode
+	DaemonSet      *appsv1.DaemonSet  // nil without
 }
 
 // Build returns the objects of a launch.
@@ -189,11 +237,15 @@ func Build(o Options) (*Objects, error) {
 	obj.ConfigMap = &corev1.ConfigMap{ObjectMeta: o.meta(o.Name), Data: data}
 
 	podLabels := o.labels()
+	podLabels[LabelRole] = RoleShard
 	env := []corev1.EnvVar{
 		{Name: "PIPEBENCH_K8S_RUN", Value: o.Name},
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 		{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+	}
+	if o.Sink != nil {
+		env = append(env, corev1.EnvVar{Name: EnvSink, Value: SinkHost(o.Name, o.Namespace)})
 	}
 	var envFrom []corev1.EnvFromSource
 	for _, s := range o.EnvFromSecret {
@@ -234,7 +286,7 @@ func Build(o Options) (*Objects, error) {
 	}
 	if o.PerNode {
 		obj.DaemonSet = &appsv1.DaemonSet{ObjectMeta: o.meta(o.Name), Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelRun: o.Name}},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelRun: o.Name, LabelRole: RoleShard}},
 			Template: tmpl,
 		}}
 	} else {
@@ -246,12 +298,62 @@ func Build(o Options) (*Objects, error) {
 			Template:     tmpl,
 		}}
 	}
+	if o.Sink != nil {
+		obj.Service, obj.Deployment = sinkObjects(o, tmpl.Spec, envFrom)
+	}
 	return obj, nil
+}
+
+// sinkObjects returns the in-cluster sink's Service and Deployment: one
+// pod running pipebench k8s sink, ready once it listens.
+func sinkObjects(o Options, shard corev1.PodSpec, envFrom []corev1.EnvFromSource) (*corev1.Service, *appsv1.Deployment) {
+	sel := map[string]string{LabelRun: o.Name, LabelRole: RoleSink}
+	labels := o.labels()
+	labels[LabelRole] = RoleSink
+	if o.Sink.Type != "" {
+		labels["pipebench.dev/sink"] = o.Sink.Type
+	}
+	var sports []corev1.ServicePort
+	var cports []corev1.ContainerPort
+	for _, p := range append(append([]SinkPort{}, o.Sink.Ports...), SinkPort{Name: "feed", Port: FeedPort}) {
+		sports = append(sports, corev1.ServicePort{Name: p.Name, Port: p.Port, TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP})
+		cports = append(cports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: corev1.ProtocolTCP})
+	}
+	svc := &corev1.Service{ObjectMeta: o.meta(SinkName(o.Name)), Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeClusterIP, Selector: sel, Ports: sports,
+	}}
+	svc.Labels[LabelRole] = RoleSink
+	spec := *shard.DeepCopy()
+	spec.RestartPolicy = corev1.RestartPolicyAlways
+	spec.Affinity = nil
+	c := &spec.Containers[0]
+	c.Name = "sink"
+	c.Command = []string{"pipebench", "k8s", "sink"}
+	c.Ports = cports
+	c.EnvFrom = envFrom
+	c.Env = []corev1.EnvVar{
+		{Name: "PIPEBENCH_K8S_RUN", Value: o.Name},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+	}
+	dep := &appsv1.Deployment{ObjectMeta: o.meta(SinkName(o.Name)), Spec: appsv1.DeploymentSpec{
+		Replicas: ptr(int32(1)),
+		Selector: &metav1.LabelSelector{MatchLabels: sel},
+		// One sink holds the run's account: never two at once.
+		Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+	}}
+	dep.Labels[LabelRole] = RoleSink
+	return svc, dep
 }
 
 // list returns the objects in creation order.
 func (obj *Objects) list() []runtime.Object {
 	out := []runtime.Object{obj.ServiceAccount, obj.Role, obj.RoleBinding, obj.ConfigMap}
+	if obj.Service != nil {
+		out = append(out, obj.Service, obj.Deployment)
+	}
 	if obj.Job != nil {
 		out = append(out, obj.Job)
 	}
@@ -268,6 +370,8 @@ var kinds = map[string]schema.GroupVersionKind{
 	"*v1.RoleBinding":    rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
 	"*v1.Job":            batchv1.SchemeGroupVersion.WithKind("Job"),
 	"*v1.DaemonSet":      appsv1.SchemeGroupVersion.WithKind("DaemonSet"),
+	"*v1.Service":        corev1.SchemeGroupVersion.WithKind("Service"),
+	"*v1.Deployment":     appsv1.SchemeGroupVersion.WithKind("Deployment"),
 }
 
 // WriteYAML writes the objects as a YAML stream, one document each, in
@@ -359,3 +463,11 @@ func CheckNoLiteralSecrets(scenario []byte) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// pods is the number of pods of a launch: the shards' and the sink's.
+func (o *Options) pods() int {
+	if o.Sink != nil {
+		return o.N() + 1
+	}
+	return o.N()
+}

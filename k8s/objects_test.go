@@ -31,6 +31,8 @@ func TestManifestsGolden(t *testing.T) {
 	}{
 		{"job.yaml", Options{Name: "run1", Namespace: "load", Image: "pipebench:test", Shards: 3, Scenario: []byte(scenario), Duration: "1m0s", EnvFromSecret: []string{"pipebench-creds"}}},
 		{"daemonset.yaml", Options{Name: "run2", Namespace: "load", Image: "pipebench:test", PerNode: true, Nodes: []string{"n1", "n2"}, Scenario: []byte(scenario)}},
+		{"sink.yaml", Options{Name: "run3", Namespace: "load", Image: "pipebench:test", Shards: 2, Scenario: []byte(scenario),
+			Sink: &SinkSpec{Type: "otlp", Ports: []SinkPort{{Name: "otlp-grpc", Port: 4317}, {Name: "otlp-http", Port: 4318}}}}},
 	} {
 		obj, err := Build(tc.o)
 		if err != nil {
@@ -44,6 +46,13 @@ func TestManifestsGolden(t *testing.T) {
 		want := []string{"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Job"}
 		if tc.o.PerNode {
 			want[4] = "DaemonSet"
+		}
+		if tc.o.Sink != nil {
+			want = []string{"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Service", "Deployment", "Job"}
+			// The shards find the sink by its Service's name.
+			if !strings.Contains(buf.String(), "value: run3-sink.load.svc") || !strings.Contains(buf.String(), "- sink\n") {
+				t.Errorf("%s: the shards are not given the sink's Service name, or the sink pod's command", tc.file)
+			}
 		}
 		if len(docs) != len(want) {
 			t.Fatalf("%s: %d documents, want %d", tc.file, len(docs), len(want))

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/pipebench/pipebench"
@@ -239,4 +240,28 @@ func (r *run) snapshot() *pipebench.Result {
 	res.Series = r.series.list()
 	r.seriesMu.Unlock()
 	return res
+}
+
+// closeObservers closes, once, every observer that holds goroutines or
+// connections (the optional io.Closer ability): after the last
+// observation, and on every way out of the run, a failed setup included.
+func (r *run) closeObservers() {
+	obs := r.c.observers
+	r.c.observers = nil
+	for i := len(obs) - 1; i >= 0; i-- {
+		c, ok := obs[i].obs.(io.Closer)
+		if !ok {
+			continue
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.Close() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				r.log.Warn("close observer", "observer", obs[i].name, "err", err)
+			}
+		case <-time.After(10 * time.Second):
+			r.log.Warn("close observer", "observer", obs[i].name, "err", "still closing after 10s; left behind")
+		}
+	}
 }

@@ -324,8 +324,11 @@ func startErr(kind, name string, err error) error {
 	return &pipebench.Error{Code: pipebench.ExitFailure, Msg: fmt.Sprintf("start %s %q", kind, name), Err: err}
 }
 
-// teardown stops the components in reverse order, each bounded.
+// teardown stops the components in reverse order, each bounded: the
+// observers first (closeObservers), then the driver, the system under test
+// and the sink.
 func (r *run) teardown() {
+	r.closeObservers()
 	stop := func(what string, f func(context.Context) error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

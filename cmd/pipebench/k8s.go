@@ -41,6 +41,8 @@ type k8sFlags struct {
 	out, format   string
 	store         string
 	noStore       bool
+	keep          bool
+	sinkPerShard  bool
 }
 
 func (a *app) k8sCommand() *cobra.Command {
@@ -52,9 +54,18 @@ and an Indexed Job of N pods (or, with --per-node, a DaemonSet: one generator pe
 pipebench k8s worker; it waits until every pod is ready, releases them together at a start time,
 follows them, collects each shard's Result through the API server, merges them into one Result
 (as pipebench merge does), prints the table, saves it to the history and deletes what it created,
-after success, failure or Ctrl-C. k8s manifests prints the same objects as YAML.`,
+after success, failure or Ctrl-C (unless --keep). k8s manifests prints the same objects as YAML;
+k8s collect does the launcher's part for objects applied from them.
+
+A scenario with an http, otlp or remote-write sink gets it in the cluster: a Deployment of one
+pod (pipebench k8s sink) behind a ClusterIP Service NAME-sink, which the shards (and a system
+under test embedded in them) send to; the sink streams what it receives back to the shard that
+sent it, so the merged Result counts delivered, lost, duplicates and end-to-end latency for the
+whole run, and the sink's own count is checked against it (--sink-per-shard: a sink in each
+shard's pod instead).`,
 	}
-	cmd.AddCommand(a.k8sRunCommand(), a.k8sManifestsCommand(), a.k8sWorkerCommand(), a.k8sReadyCommand())
+	cmd.AddCommand(a.k8sRunCommand(), a.k8sManifestsCommand(), a.k8sCollectCommand(), a.k8sWorkerCommand(),
+		a.k8sSinkCommand(), a.k8sReadyCommand())
 	return cmd
 }
 
@@ -67,6 +78,7 @@ func k8sCommonFlags(cmd *cobra.Command, f *k8sFlags) {
 	fl.StringVar(&f.name, "name", "", "name of every object (default: pipebench-DATE-RANDOM)")
 	fl.DurationVar(&f.duration, "duration", 0, "scale every phase so the load lasts this long in total")
 	fl.StringSliceVar(&f.envFromSecret, "env-from-secret", nil, "Secret whose keys become the pods' environment, for the scenario's ${VAR} credentials (repeatable)")
+	fl.BoolVar(&f.sinkPerShard, "sink-per-shard", false, "run the scenario's sink inside each shard's pod instead of one in-cluster sink (Deployment and Service)")
 }
 
 func (a *app) k8sRunCommand() *cobra.Command {
@@ -91,6 +103,45 @@ func (a *app) k8sRunCommand() *cobra.Command {
 	fl.StringVarP(&f.format, "format", "f", "text", "report printed")
 	storeFlag(cmd, &f.store)
 	fl.BoolVar(&f.noStore, "no-store", false, "do not save the merged run in the results history")
+	fl.BoolVar(&f.keep, "keep", false, "leave the run's objects in the cluster afterwards (delete them by the label pipebench.dev/run=NAME)")
+	return cmd
+}
+
+func (a *app) k8sCollectCommand() *cobra.Command {
+	var f k8sFlags
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "collect NAME",
+		Short: "Release, follow and collect a run applied from k8s manifests; merge, print, save, clean up",
+		Long: `collect is k8s run's second half for objects applied by kubectl or a GitOps tool from
+pipebench k8s manifests --name NAME: it writes the start time once every pod is ready (unless one
+was written already), follows the shards, collects their Results and the in-cluster sink's counts
+through the API server, merges, prints, saves to the history and exits as k8s run does.
+
+Afterwards it deletes the run's objects (label pipebench.dev/run=NAME), as k8s run does, also after
+a failure or Ctrl-C. With --keep it leaves them: use it when a GitOps tool owns them, and remove
+the manifests from its repository instead (a tool that re-applies deleted objects would start the
+run again).`,
+		Example: `  pipebench k8s manifests scenario.yaml --shards 8 --name load-1 -n load > run.yaml
+  kubectl apply -f run.yaml
+  pipebench k8s collect load-1 -n load --out merged.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.kubeconfig, _ = cmd.Flags().GetString("kubeconfig")
+			return a.k8sCollect(args[0], f, timeout)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace of the run (default: the kubeconfig's, else default)")
+	fl.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
+	fl.DurationVar(&f.readyTimeout, "ready-timeout", 5*time.Minute, "longest wait for every pod to be ready")
+	fl.DurationVar(&f.lead, "lead", 5*time.Second, "time between every pod being ready and the start of the load")
+	fl.DurationVar(&timeout, "timeout", 0, "longest wait for the Results after the start (default: the scenario's length and drain plus 2m)")
+	fl.StringVarP(&f.out, "out", "o", "", "write the merged Result (JSON) to this file")
+	fl.StringVarP(&f.format, "format", "f", "text", "report printed")
+	storeFlag(cmd, &f.store)
+	fl.BoolVar(&f.noStore, "no-store", false, "do not save the merged run in the results history")
+	fl.BoolVar(&f.keep, "keep", false, "leave the run's objects in the cluster afterwards (when a GitOps tool owns them)")
 	return cmd
 }
 
@@ -99,9 +150,11 @@ func (a *app) k8sManifestsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "manifests SCENARIO.yaml|builtin:NAME",
 		Short: "Print the objects k8s run would create, as YAML (no cluster needed)",
-		Long: `manifests prints the ServiceAccount, Role, RoleBinding, ConfigMap and Job (or DaemonSet) that
-k8s run creates. Applied with kubectl, the pods get ready and wait: release them by writing the start
-time into the ConfigMap (kubectl patch configmap NAME --type merge -p '{"data":{"start-at":"2026-11-24T10:00:00Z"}}');
+		Long: `manifests prints the ServiceAccount, Role, RoleBinding, ConfigMap, the in-cluster sink's Service
+and Deployment (when the scenario has an http, otlp or remote-write sink) and the Job (or DaemonSet)
+that k8s run creates. Applied with kubectl, the pods get ready and wait: pipebench k8s collect NAME
+releases them, collects, merges and cleans up (as k8s run does). By hand: write the start time into
+the ConfigMap (kubectl patch configmap NAME --type merge -p '{"data":{"start-at":"2026-11-24T10:00:00Z"}}');
 each shard's Result is then in ConfigMap NAME-shard-I. Credentials never appear: the scenario must
 reference them as ${VAR}, given to the pods by --env-from-secret.`,
 		Args: cobra.ExactArgs(1),
@@ -171,6 +224,9 @@ func (a *app) k8sOptions(ref string, f k8sFlags, shardsSet bool) (k8s.Options, t
 	if f.duration > 0 {
 		o.Duration = f.duration.String()
 	}
+	if !f.sinkPerShard {
+		o.Sink, _ = a.inClusterSink(plan.Sink, "")
+	}
 	return o, plan.Duration() + plan.Drain.D(), nil
 }
 
@@ -232,15 +288,73 @@ func (a *app) k8sRun(ref string, f k8sFlags, shardsSet bool) error {
 		return pipebench.UsageError("cannot launch", "", err)
 	}
 	l := k8s.Launch{Client: client, Log: a.stderr, ReadyTimeout: f.readyTimeout, Lead: f.lead,
-		RunTimeout: length + 2*time.Minute}
-	shards, err := l.Run(a.ctx, o)
+		RunTimeout: length + 2*time.Minute, Keep: f.keep}
+	col, err := l.Run(a.ctx, o)
+	return a.k8sMerge(col, err, rep, f)
+}
+
+// k8sMerge merges what a launch collected, after checking it against the
+// in-cluster sink's own count.
+func (a *app) k8sMerge(col *k8s.Collected, err error, rep pipebench.Reporter, f k8sFlags) error {
 	if err != nil {
 		if errors.Is(err, context.Canceled) && a.ctx.Err() != nil {
 			return fmt.Errorf("interrupted before every shard gave its Result: nothing to merge (%w)", err)
 		}
 		return err
 	}
-	return a.mergeShards(shards, rep, keepOpts{out: f.out, format: f.format, store: f.store, noStore: f.noStore})
+	if s := col.Sink; s != nil {
+		var delivered float64
+		for _, r := range col.Shards {
+			if r.Total != nil {
+				v, _ := r.Total.Get("delivered")
+				delivered += v
+			}
+		}
+		fmt.Fprintf(a.stderr, "k8s: the in-cluster sink received %d unique items (%d duplicates, %d unmatched, %d faulted); the shards matched %.0f of them\n",
+			s.Received, s.Duplicates, s.Unmatched, s.Faulted, delivered)
+		if uint64(delivered) != s.Received {
+			fmt.Fprintf(a.stderr, "k8s: warning: %d items reached the sink but no shard (%d held for no shard beyond the feed's bound): items sent by something else than this run's shards, or a broken feed\n",
+				int64(s.Received)-int64(delivered), s.Dropped)
+		}
+	}
+	return a.mergeShards(col.Shards, rep, keepOpts{out: f.out, format: f.format, store: f.store, noStore: f.noStore})
+}
+
+func (a *app) k8sCollect(name string, f k8sFlags, timeout time.Duration) error {
+	rep, err := a.reporter(f.format)
+	if err != nil {
+		return err
+	}
+	if f.out != "" {
+		if err := checkOut(f.out); err != nil {
+			return err
+		}
+	}
+	if !f.noStore {
+		if err := a.checkStore(f.store); err != nil {
+			return err
+		}
+	}
+	client, ns, err := kubeClient(f.kubeconfig, f.namespace)
+	if err != nil {
+		return err
+	}
+	if timeout <= 0 {
+		timeout = time.Hour
+		// The run's length from its scenario, when the launcher can
+		// compile it (its ${VAR}s may be the pods' only).
+		if run, err := client.CoreV1().ConfigMaps(ns).Get(a.ctx, name, metav1.GetOptions{}); err == nil {
+			if sc, err := a.loadScenarioBytes(run.Data[k8s.KeyFile], []byte(run.Data[k8s.KeyScenario])); err == nil {
+				d, _ := shardDuration(run.Data[k8s.KeyDuration])
+				if plan, err := compile(sc, d, d > 0, ""); err == nil {
+					timeout = plan.Duration() + plan.Drain.D() + 2*time.Minute
+				}
+			}
+		}
+	}
+	l := k8s.Launch{Client: client, Log: a.stderr, ReadyTimeout: f.readyTimeout, Lead: f.lead, RunTimeout: timeout, Keep: f.keep}
+	col, err := l.Collect(a.ctx, ns, name)
+	return a.k8sMerge(col, err, rep, f)
 }
 
 // schedulable returns the names of the nodes a DaemonSet's pods go to:
@@ -315,8 +429,24 @@ func (a *app) k8sWorkerCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				_, err = shardPlan(plan, s.Shard, "", time.Now())
-				return err
+				sp, err := shardPlan(plan, s.Shard, "", time.Now())
+				if err != nil {
+					return err
+				}
+				if host := os.Getenv(k8s.EnvSink); host != "" && sp.Sink != nil {
+					// The shard's sequence numbers run up to the next
+					// shard's first.
+					var hi uint64
+					if i, n := sp.Shard.Index+1, sp.Shard.Count; i < n {
+						next, err := plan.Slice(i, n)
+						if err != nil {
+							return err
+						}
+						hi = next.FirstSeq()
+					}
+					return a.useInClusterSink(client, ns, w.Run, host, sp.FirstSeq(), hi)
+				}
+				return nil
 			}
 			w.Exec = func(ctx context.Context, s k8s.Shard, start time.Time, progress func(float64)) ([]byte, error) {
 				d, _ := shardDuration(s.Duration)

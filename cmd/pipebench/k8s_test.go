@@ -10,8 +10,13 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/kubetest"
@@ -34,7 +39,7 @@ func TestK8sLauncher(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Kubernetes control plane")
 	}
-	c := kubetest.Start(t, kubetest.Options{Controllers: []string{"job", "daemonset", "garbagecollector"}})
+	c := kubetest.Start(t, kubetest.Options{Controllers: []string{"job", "daemonset", "deployment", "replicaset", "garbagecollector"}})
 	kl := c.StartKubelet(t, []string{"node-a", "node-b"}, func(_ *corev1.Pod, argv, env []string) *exec.Cmd {
 		// The image's entry point is this test binary playing pipebench.
 		if len(argv) == 0 || argv[0] != "pipebench" {
@@ -107,6 +112,21 @@ func TestK8sLauncher(t *testing.T) {
 		if l, err := c.Client.AppsV1().DaemonSets(ns).List(ctx, sel); err == nil {
 			for _, o := range l.Items {
 				out = append(out, "daemonset/"+o.Name)
+			}
+		}
+		if l, err := c.Client.AppsV1().Deployments(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				out = append(out, "deployment/"+o.Name)
+			}
+		}
+		if l, err := c.Client.AppsV1().ReplicaSets(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				out = append(out, "replicaset/"+o.Name)
+			}
+		}
+		if l, err := c.Client.CoreV1().Services(ns).List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				out = append(out, "service/"+o.Name)
 			}
 		}
 		return out
@@ -226,6 +246,172 @@ thresholds: ["errors == 0"]
 		}
 	})
 
+	// The scenario's sink in the cluster: a Deployment and a Service; the
+	// shards send to the Service and get their arrivals back over the
+	// feed, so the merged Result's delivered, lost, duplicates and
+	// end-to-end latency are the one sink's, and its own count agrees.
+	t.Run("in-cluster-sink", func(t *testing.T) {
+		ns := "insink"
+		namespace(t, ns)
+		scen := writeScenario(t, t.TempDir(), `
+name: k8s-in-cluster-sink
+target: {driver: http, connections: 2}
+sink: {type: http}
+workload: {generator: event, size: 64}
+drain: 10s
+phases:
+  - {name: a, duration: 1s, rate: 300/s}
+  - {name: b, duration: 1s, rate: 600/s, faults: {error_ratio: 0.3}}
+thresholds: ["lost == 0"]
+`)
+		out := filepath.Join(dir, "insink.json")
+		_, stderr, done, cmd := launch(t, scen, ns, "--shards", "3", "--out", out)
+		testutil.Eventually(t, 90*time.Second, func() bool {
+			pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: k8s.LabelRole + "=" + k8s.RoleSink})
+			if err != nil || len(pods.Items) != 1 || !podReady(&pods.Items[0]) {
+				return false
+			}
+			_, err = c.Client.CoreV1().Services(ns).Get(ctx, "run-"+ns+"-sink", metav1.GetOptions{})
+			return err == nil
+		}, "no ready sink pod behind a Service:\n%s", stderr.String())
+		dep, err := c.Client.AppsV1().Deployments(ns).Get(ctx, "run-"+ns+"-sink", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dep.Spec.Template.Spec.Containers[0].Command; strings.Join(got, " ") != "pipebench k8s sink" {
+			t.Errorf("sink command %v", got)
+		}
+		wait(t, done, stderr, 3*time.Minute)
+		if code := cmd.ProcessState.ExitCode(); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr.String())
+		}
+		res := readJSONResult(t, out)
+		if res.Manifest.Status != pipebench.StatusPassed {
+			t.Errorf("merged status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
+		}
+		var received, dups, unmatched, faulted uint64
+		var matched float64
+		line := ""
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if strings.Contains(l, "the in-cluster sink received") {
+				line = l
+			}
+		}
+		if _, err := fmt.Sscanf(line, "k8s: the in-cluster sink received %d unique items (%d duplicates, %d unmatched, %d faulted); the shards matched %f of them",
+			&received, &dups, &unmatched, &faulted, &matched); err != nil {
+			t.Fatalf("no sink count line (%v):\n%s", err, stderr.String())
+		}
+		get := func(name string) float64 {
+			v, ok := res.Total.Get(name)
+			if !ok {
+				t.Errorf("the merged Result has no %s", name)
+			}
+			return v
+		}
+		// Phase b's faults, applied by the sink pod on the shared clock:
+		// the faulted requests were refused, so not delivered.
+		if d, a := get("delivered"), get("accepted"); d != float64(received) || d != a || matched != d || a >= 900 || a < 300 {
+			t.Errorf("merged delivered %v accepted %v, the sink received %d unique items, the shards matched %v; the plan sends 900, 30%% of phase b faulted", d, a, received, matched)
+		}
+		if l, s := get("lost"), get("sent"); l != 0 || s != 900 {
+			t.Errorf("merged lost %v sent %v", l, s)
+		}
+		fa, _ := res.Phases[0].Get("faulted")
+		fb, _ := res.Phases[1].Get("faulted")
+		if fb < 50 || fa > fb/4 {
+			t.Errorf("faulted %v in phase a, %v in phase b: the sink did not follow the phases' fault policies", fa, fb)
+		}
+		// The faulted counts ride to shard 1; the last of them may come
+		// after shard 1 ended.
+		if f := get("faulted"); f > float64(faulted) || f < float64(faulted)*0.8 {
+			t.Errorf("merged faulted %v, the sink faulted %d", f, faulted)
+		}
+		if d := get("duplicates"); d != float64(dups) {
+			t.Errorf("merged duplicates %v, the sink counted %d", d, dups)
+		}
+		if p := get("e2e_latency.p99"); p <= 0 {
+			t.Errorf("merged e2e_latency.p99 %v", p)
+		}
+		if res.Plan.Sink == nil || res.Plan.Sink.Type != "http" {
+			t.Errorf("merged plan's sink %+v, want the scenario's http sink", res.Plan.Sink)
+		}
+		if l := left(ns); len(l) != 0 {
+			t.Errorf("left behind after success: %v", l)
+		}
+	})
+
+	// GitOps: the objects applied from k8s manifests (as kubectl would),
+	// then k8s collect releases, collects and merges; with --keep it
+	// leaves the objects, and collecting again gives the same Result and
+	// cleans up. The scenario's embedded system under test (a relay) runs
+	// in each shard's pod and exports to the in-cluster sink.
+	t.Run("collect", func(t *testing.T) {
+		ns := "collect"
+		namespace(t, ns)
+		name := "run-" + ns
+		scen := writeScenario(t, t.TempDir(), `
+name: k8s-gitops
+target: {driver: http, connections: 2}
+sut: {type: relay}
+sink: {type: http}
+drain: 10s
+phases:
+  - {name: a, duration: 1s, rate: 400/s}
+thresholds: ["errors == 0", "lost == 0"]
+`)
+		manifests, stderr, code := cli(t, "k8s", "manifests", scen, "--shards", "2", "--name", name, "--namespace", ns, "--image", "pipebench:test")
+		if code != 0 {
+			t.Fatalf("manifests: exit %d: %s", code, stderr)
+		}
+		applyYAML(t, c.Client, manifests)
+		collect := func(t *testing.T, out string, extra ...string) (*lockedBuffer, int) {
+			args := append([]string{"k8s", "collect", name, "--kubeconfig", c.Kubeconfig, "--namespace", ns,
+				"--lead", "4s", "--ready-timeout", "60s", "--no-store", "--out", out}, extra...)
+			cmd, _, stderr, done := startChild(t, args...)
+			wait(t, done, stderr, 3*time.Minute)
+			return stderr, cmd.ProcessState.ExitCode()
+		}
+		out1 := filepath.Join(dir, "collect1.json")
+		stderr1, code := collect(t, out1, "--keep")
+		if code != 0 {
+			t.Fatalf("collect --keep: exit %d:\n%s", code, stderr1.String())
+		}
+		if !strings.Contains(stderr1.String(), "the load starts at") {
+			t.Errorf("collect did not release the pods:\n%s", stderr1.String())
+		}
+		res := readJSONResult(t, out1)
+		if d, _ := res.Total.Get("delivered"); d != 400 || res.Manifest.Status != pipebench.StatusPassed {
+			t.Errorf("merged delivered %v, status %s %v; the plan sends 400", d, res.Manifest.Status, res.Manifest.Reasons)
+		}
+		if l := left(ns); len(l) == 0 {
+			t.Errorf("--keep deleted the run's objects")
+		}
+		out2 := filepath.Join(dir, "collect2.json")
+		stderr2, code := collect(t, out2)
+		if code != 0 {
+			t.Fatalf("second collect: exit %d:\n%s", code, stderr2.String())
+		}
+		if !strings.Contains(stderr2.String(), "released already") {
+			t.Errorf("the second collect released the pods again:\n%s", stderr2.String())
+		}
+		res2 := readJSONResult(t, out2)
+		for _, k := range []string{"sent", "accepted", "delivered", "lost"} {
+			a, _ := res.Total.Get(k)
+			b, _ := res2.Total.Get(k)
+			if a != b {
+				t.Errorf("%s: %v, then %v collected again", k, a, b)
+			}
+		}
+		if l := left(ns); len(l) != 0 {
+			t.Errorf("left behind after collect: %v", l)
+		}
+		// Nothing to collect: the run's name is said, with what to do.
+		_, stderr3, code := cli(t, "k8s", "collect", "no-such-run", "--kubeconfig", c.Kubeconfig, "--namespace", ns)
+		if code != pipebench.ExitUsage || !strings.Contains(stderr3, "no run no-such-run") {
+			t.Errorf("collect of no run: exit %d: %s", code, stderr3)
+		}
+	})
+
 	t.Run("per-node", func(t *testing.T) {
 		ns := "pernode"
 		namespace(t, ns)
@@ -291,14 +477,15 @@ phases:
 	t.Run("interrupt", func(t *testing.T) {
 		ns := "interrupt"
 		namespace(t, ns)
-		sink, arr := newSink(t)
-		_ = arr
-		scen := writeScenario(t, t.TempDir(), fmt.Sprintf(`
+		// With the in-cluster sink: its Deployment, ReplicaSet, pod and
+		// Service go with the rest.
+		scen := writeScenario(t, t.TempDir(), `
 name: k8s-long
-target: {driver: http, url: %q}
+target: {driver: http}
+sink: {type: http}
 phases:
   - {name: a, duration: 120s, rate: 20/s}
-`, sink.Endpoint()))
+`)
 		_, stderr, done, cmd := launch(t, scen, ns, "--shards", "2")
 		// Mid-load: a shard reported items sent.
 		stderr.waitFor(t, "running, sent ")
@@ -370,4 +557,40 @@ func filterLines(s, noise string, n int) string {
 		out = out[len(out)-n:]
 	}
 	return strings.Join(out, "\n")
+}
+
+// applyYAML creates the objects of a YAML stream, as kubectl apply does
+// for new objects.
+func applyYAML(t *testing.T, c kubernetes.Interface, stream string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, doc := range strings.Split(stream, "\n---\n") {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+		if err != nil {
+			t.Fatalf("decode: %v\n%s", err, doc)
+		}
+		switch o := obj.(type) {
+		case *corev1.ServiceAccount:
+			_, err = c.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = c.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = c.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.ConfigMap:
+			_, err = c.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Service:
+			_, err = c.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.Deployment:
+			_, err = c.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *batchv1.Job:
+			_, err = c.BatchV1().Jobs(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.DaemonSet:
+			_, err = c.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			t.Fatalf("unexpected object %T", obj)
+		}
+		if err != nil {
+			t.Fatalf("create %T: %v", obj, err)
+		}
+	}
 }

@@ -2,11 +2,13 @@ package kubetest
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -40,6 +43,19 @@ import (
 //     service account through the TokenRequest API (a real kubelet mounts
 //     such a token; the process reads it through KUBECONFIG instead of the
 //     in-cluster files). Images are not pulled: the image name is ignored.
+//   - Pod addresses: each pod gets an address of its own on the loopback
+//     network, 127.A.B.N (A and B random per Kubelet, N counting up), as
+//     its status.podIP (and POD_IP-style fieldRefs to status.podIP);
+//     status.hostIP is 127.0.0.1. A process that listens on its pod's
+//     address so gets a port space of its own, as in a pod's network
+//     namespace; nothing stops it listening elsewhere.
+//   - Service names: an environment value that is exactly a Service's DNS
+//     name, SVC.NS.svc or SVC.NS.svc.cluster.local, is replaced by the
+//     address of a Ready pod the Service's selector picks, which is what
+//     cluster DNS and kube-proxy together deliver to one client; the pod
+//     stays Pending until such a pod exists. Only whole values are
+//     resolved: no DNS server runs, and no other name resolves. Ports are
+//     not translated: the Service's port must equal its target port.
 //   - Probes: an exec readiness probe runs the same way, every 200 ms; its
 //     exit code sets the pod's Ready condition. Without a probe the pod is
 //     Ready once started.
@@ -56,11 +72,14 @@ type Kubelet struct {
 	command func(pod *corev1.Pod, argv, env []string) *exec.Cmd
 	dir     string
 
-	mu   sync.Mutex
-	pods map[string]*podProc // by namespace/name/uid
-	next int
-	stop context.CancelFunc
-	done chan struct{}
+	mu     sync.Mutex
+	pods   map[string]*podProc // by namespace/name/uid
+	next   int
+	ipBase [2]byte
+	nextIP int
+	ips    map[string]string
+	stop   context.CancelFunc
+	done   chan struct{}
 }
 
 type podProc struct {
@@ -77,6 +96,8 @@ func (c *Cluster) StartKubelet(t testing.TB, nodes []string, command func(pod *c
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &Kubelet{c: c, nodes: nodes, command: command, dir: t.TempDir(), pods: map[string]*podProc{}, stop: cancel, done: make(chan struct{})}
+	rand.Read(k.ipBase[:])
+	k.ipBase[0] = 1 + k.ipBase[0]%254 // never 127.0.x.x, where the cluster itself listens
 	for _, n := range nodes {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n}}}
 		created, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
@@ -245,7 +266,11 @@ func (k *Kubelet) run(ctx context.Context, key string, pod *corev1.Pod) {
 		k.fail(ctx, pod, err.Error())
 		return
 	}
-	env, err := k.env(ctx, pod, ctr, dir)
+	ip := k.podIP(key)
+	env, err := k.env(ctx, pod, ctr, dir, ip)
+	if errors.Is(err, errNotYet) {
+		return // the next round tries again
+	}
 	if err != nil {
 		k.fail(ctx, pod, err.Error())
 		return
@@ -285,7 +310,8 @@ func (k *Kubelet) run(ctx context.Context, key string, pod *corev1.Pod) {
 	}()
 	now := metav1.Now()
 	k.status(ctx, pod, func(s *corev1.PodStatus) {
-		s.Phase, s.StartTime, s.HostIP, s.PodIP = corev1.PodRunning, &now, "127.0.0.1", "127.0.0.1"
+		s.Phase, s.StartTime, s.HostIP, s.PodIP = corev1.PodRunning, &now, "127.0.0.1", ip
+		s.PodIPs = []corev1.PodIP{{IP: ip}}
 		s.Conditions = conditions(false)
 		s.ContainerStatuses = []corev1.ContainerStatus{{Name: ctr.Name, Image: ctr.Image, Started: ptr(true),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
@@ -356,7 +382,7 @@ func (k *Kubelet) terminate(p *podProc, pod *corev1.Pod) {
 
 // env resolves the container's environment as the kubelet does, plus the
 // pod's TMPDIR and KUBECONFIG (see Kubelet).
-func (k *Kubelet) env(ctx context.Context, pod *corev1.Pod, ctr corev1.Container, dir string) ([]string, error) {
+func (k *Kubelet) env(ctx context.Context, pod *corev1.Pod, ctr corev1.Container, dir, ip string) ([]string, error) {
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
@@ -375,11 +401,81 @@ func (k *Kubelet) env(ctx context.Context, pod *corev1.Pod, ctr corev1.Container
 	for _, e := range ctr.Env {
 		v := e.Value
 		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
-			v = fieldValue(pod, e.ValueFrom.FieldRef.FieldPath)
+			switch e.ValueFrom.FieldRef.FieldPath {
+			case "status.podIP":
+				v = ip
+			case "status.hostIP":
+				v = "127.0.0.1"
+			default:
+				v = fieldValue(pod, e.ValueFrom.FieldRef.FieldPath)
+			}
+		}
+		if m := serviceName.FindStringSubmatch(v); m != nil {
+			addr, err := k.resolve(ctx, m[3], m[1])
+			if err != nil {
+				return nil, err
+			}
+			if addr != "" {
+				v = addr
+			}
 		}
 		env = append(env, e.Name+"="+v)
 	}
 	return env, nil
+}
+
+// errNotYet: a Service the pod's environment names has no Ready pod yet.
+var errNotYet = errors.New("not yet")
+
+var serviceName = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc(\.cluster\.local)?$`)
+
+// podIP returns the address of the pod key, the same on every call.
+func (k *Kubelet) podIP(key string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ips == nil {
+		k.ips = map[string]string{}
+	}
+	if ip, ok := k.ips[key]; ok {
+		return ip
+	}
+	k.nextIP++
+	ip := fmt.Sprintf("127.%d.%d.%d", k.ipBase[0], (int(k.ipBase[1])+k.nextIP/254)%256, 1+k.nextIP%254)
+	k.ips[key] = ip
+	return ip
+}
+
+// resolve returns the address of a Ready pod Service ns/name selects;
+// "" when there is no such Service (the name stays as it is), errNotYet
+// when it selects no Ready pod yet.
+func (k *Kubelet) resolve(ctx context.Context, ns, name string) (string, error) {
+	svc, err := k.c.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil || len(svc.Spec.Selector) == 0 {
+		return "", errNotYet
+	}
+	pods, err := k.c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(svc.Spec.Selector).String()})
+	if err != nil {
+		return "", errNotYet
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(p) {
+			return p.Status.PodIP, nil
+		}
+	}
+	return "", errNotYet
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func fieldValue(pod *corev1.Pod, path string) string {

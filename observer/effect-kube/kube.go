@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -442,3 +443,5 @@ func timeOf(v any) (time.Time, bool) {
 	}
 	return time.Unix(0, int64(f*1e9)), true
 }
+
+var _ io.Closer = (*Observer)(nil)

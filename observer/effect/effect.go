@@ -441,3 +441,10 @@ func timeOf(v any) (time.Time, bool) {
 	sec, frac := math.Modf(f)
 	return time.Unix(int64(sec), int64(frac*1e9)), true
 }
+
+// Close drops the idle keep-alive connections the observer's polls left
+// open (the runner calls it once, after the last Observe).
+func (o *Observer) Close() error {
+	o.client.CloseIdleConnections()
+	return nil
+}

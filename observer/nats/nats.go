@@ -254,3 +254,10 @@ func (o *Observer) get(ctx context.Context, u string, into any) error {
 	}
 	return json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(into)
 }
+
+// Close drops the idle keep-alive connections the observer's polls left
+// open (the runner calls it once, after the last Observe).
+func (o *Observer) Close() error {
+	o.client.CloseIdleConnections()
+	return nil
+}

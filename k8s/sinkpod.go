@@ -1,0 +1,266 @@
+package k8s
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+)
+
+// Keys of the in-cluster sink's ConfigMap.
+const (
+	KeyEndpoint  = "endpoint"
+	KeyEndpoints = "endpoints" // JSON: protocol -> endpoint
+	// The sink's own account, written once the run ended.
+	KeyReceived   = "received" // unique items
+	KeyDuplicates = "duplicates"
+	KeyFaulted    = "faulted"
+	KeyUnmatched  = "unmatched"
+	KeyDropped    = "dropped" // feed records that reached no shard
+	StateReady    = "ready"
+)
+
+// SinkCounts is the in-cluster sink's own account of the run.
+type SinkCounts struct {
+	Received, Duplicates, Faulted, Unmatched, Dropped uint64
+}
+
+// SinkStarted is what the sink pod's Start returns.
+type SinkStarted struct {
+	// Endpoint and Endpoints are where the sink receives, on its pod's
+	// address; the shards put the Service's name in its place.
+	Endpoint  string
+	Endpoints map[string]string
+	// Feed serves the arrivals to the shards.
+	Feed *Feed
+	// Faults, if set, is called at the run's start time: it applies the
+	// plan's fault policies phase by phase.
+	Faults func(ctx context.Context, start time.Time)
+	// Counts returns the sink's own account.
+	Counts func() SinkCounts
+}
+
+// SinkPod is the in-cluster sink's side of a launch.
+type SinkPod struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Run       string
+	Pod       string
+	// IP is the pod's address (POD_IP): the sink and the feed listen on it.
+	IP  string
+	Log io.Writer
+	// Start starts the scenario's sink on IP from the run's ConfigMap
+	// (scenario, file, duration).
+	Start func(ctx context.Context, run *corev1.ConfigMap) (*SinkStarted, error)
+	Poll  time.Duration
+}
+
+// Main runs the sink: it starts it and the feed, publishes its endpoints
+// in ConfigMap NAME-sink, reports ready, applies the faults from the start
+// time, writes its counts once the launcher says the run ended, and stays
+// up until ctx ends (its Deployment would restart it otherwise).
+func (p SinkPod) Main(ctx context.Context) error {
+	if p.Poll <= 0 {
+		p.Poll = 250 * time.Millisecond
+	}
+	if p.Log == nil {
+		p.Log = io.Discard
+	}
+	if p.IP == "" {
+		return errors.New("POD_IP is not set: the sink listens on the pod's address")
+	}
+	cms := p.Client.CoreV1().ConfigMaps(p.Namespace)
+	var run *corev1.ConfigMap
+	err := poll(ctx, p.Poll, 2*time.Minute, func() (bool, error) {
+		cm, err := cms.Get(ctx, p.Run, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		run = cm
+		return err == nil, err
+	})
+	if err != nil {
+		return fmt.Errorf("read ConfigMap %s/%s: %w", p.Namespace, p.Run, err)
+	}
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: run.Name, UID: run.UID}
+	mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: SinkName(p.Run), Namespace: p.Namespace,
+		Labels:          map[string]string{LabelRun: p.Run, LabelRole: RoleSink, "app.kubernetes.io/managed-by": "pipebench"},
+		Annotations:     map[string]string{"pipebench.dev/pod": p.Pod},
+		OwnerReferences: []metav1.OwnerReference{owner},
+	}, Data: map[string]string{KeyState: StateWait}}
+	if _, err := cms.Create(ctx, mine, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		// A restarted sink starts over: the shards see its new address.
+		if err := p.set(ctx, func(cm *corev1.ConfigMap) { cm.Data = mine.Data }); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("create ConfigMap %s: %w", mine.Name, err)
+	}
+	fail := func(err error) error {
+		msg := err.Error()
+		if len(msg) > 4000 {
+			msg = msg[:4000] + "…"
+		}
+		_ = p.set(context.Background(), func(cm *corev1.ConfigMap) { cm.Data[KeyState], cm.Data[KeyMessage] = StateFailed, msg })
+		return err
+	}
+	st, err := p.Start(ctx, run)
+	if err != nil {
+		return fail(err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(p.IP, strconv.Itoa(FeedPort)))
+	if err != nil {
+		return fail(fmt.Errorf("the arrivals feed: %w", err))
+	}
+	srv := &http.Server{Handler: st.Feed, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	eps, _ := json.Marshal(st.Endpoints)
+	if err := p.set(ctx, func(cm *corev1.ConfigMap) {
+		cm.Data[KeyState], cm.Data[KeyEndpoint], cm.Data[KeyEndpoints] = StateReady, st.Endpoint, string(eps)
+	}); err != nil {
+		return err
+	}
+	if err := os.WriteFile(ReadyFile(), []byte("sink\n"), 0o644); err != nil {
+		return fail(fmt.Errorf("write the ready file: %w", err))
+	}
+	defer os.Remove(ReadyFile())
+	fmt.Fprintf(p.Log, "sink receiving on %s; arrivals feed on %s\n", st.Endpoint, ln.Addr())
+
+	// The start time, then the end of the run.
+	started := false
+	err = poll(ctx, p.Poll, 1<<62, func() (bool, error) {
+		cm, err := cms.Get(ctx, p.Run, metav1.GetOptions{})
+		if err != nil {
+			return false, nil // the API server may blink
+		}
+		if s := cm.Data[KeyStartAt]; s != "" && !started && st.Faults != nil {
+			if at, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				started = true
+				go st.Faults(ctx, at)
+			}
+		}
+		return cm.Data[KeyEnded] != "", nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // deleted with the run
+		}
+		return fail(err)
+	}
+	c := st.Counts()
+	c.Dropped = st.Feed.Dropped()
+	if err := p.set(ctx, func(cm *corev1.ConfigMap) {
+		cm.Data[KeyState] = StateDone
+		cm.Data[KeyReceived] = strconv.FormatUint(c.Received, 10)
+		cm.Data[KeyDuplicates] = strconv.FormatUint(c.Duplicates, 10)
+		cm.Data[KeyFaulted] = strconv.FormatUint(c.Faulted, 10)
+		cm.Data[KeyUnmatched] = strconv.FormatUint(c.Unmatched, 10)
+		cm.Data[KeyDropped] = strconv.FormatUint(c.Dropped, 10)
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(p.Log, "run ended: received %d unique items, %d duplicates\n", c.Received, c.Duplicates)
+	<-ctx.Done()
+	return nil
+}
+
+func (p SinkPod) set(ctx context.Context, change func(*corev1.ConfigMap)) error {
+	cms := p.Client.CoreV1().ConfigMaps(p.Namespace)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := cms.Get(ctx, SinkName(p.Run), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		change(cm)
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// SinkEndpoints waits until the in-cluster sink of run is ready and
+// returns its endpoints with host (its Service's name) in place of its
+// pod's address, and the feed's URL.
+func SinkEndpoints(ctx context.Context, c kubernetes.Interface, ns, run, host string, timeout time.Duration) (target string, targets map[string]string, feed string, err error) {
+	var cm *corev1.ConfigMap
+	err = poll(ctx, 250*time.Millisecond, timeout, func() (bool, error) {
+		got, err := c.CoreV1().ConfigMaps(ns).Get(ctx, SinkName(run), metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		switch got.Data[KeyState] {
+		case StateFailed:
+			return false, fmt.Errorf("the in-cluster sink failed: %s", got.Data[KeyMessage])
+		case StateReady, StateDone:
+			cm = got
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return "", nil, "", fmt.Errorf("wait for the in-cluster sink (ConfigMap %s): %w", SinkName(run), err)
+	}
+	if target, err = Rehost(cm.Data[KeyEndpoint], host); err != nil {
+		return "", nil, "", err
+	}
+	var eps map[string]string
+	if s := cm.Data[KeyEndpoints]; s != "" && s != "null" {
+		if err := json.Unmarshal([]byte(s), &eps); err != nil {
+			return "", nil, "", fmt.Errorf("ConfigMap %s: endpoints: %w", SinkName(run), err)
+		}
+	}
+	if len(eps) > 0 {
+		targets = map[string]string{}
+		for k, v := range eps {
+			if targets[k], err = Rehost(v, host); err != nil {
+				return "", nil, "", err
+			}
+		}
+	}
+	feed = "http://" + net.JoinHostPort(host, strconv.Itoa(FeedPort)) + FeedPath
+	return target, targets, feed, nil
+}
+
+// endSink tells the in-cluster sink that the run ended and reads its
+// counts (waiting at most 30 s).
+func (l Launch) endSink(ctx context.Context, ns, run string) (*SinkCounts, error) {
+	cms := l.Client.CoreV1().ConfigMaps(ns)
+	patch := fmt.Sprintf(`{"data":{%q:%q}}`, KeyEnded, time.Now().UTC().Format(time.RFC3339Nano))
+	if _, err := cms.Patch(ctx, run, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+		return nil, fmt.Errorf("tell the sink the run ended: %w", err)
+	}
+	var cm *corev1.ConfigMap
+	err := poll(ctx, l.Poll, 30*time.Second, func() (bool, error) {
+		got, err := cms.Get(ctx, SinkName(run), metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		cm = got
+		return got.Data[KeyState] == StateDone || got.Data[KeyState] == StateFailed, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the in-cluster sink gave no counts: %w", err)
+	}
+	if cm.Data[KeyState] == StateFailed {
+		return nil, fmt.Errorf("the in-cluster sink failed: %s", cm.Data[KeyMessage])
+	}
+	num := func(k string) uint64 { v, _ := strconv.ParseUint(cm.Data[k], 10, 64); return v }
+	return &SinkCounts{Received: num(KeyReceived), Duplicates: num(KeyDuplicates), Faulted: num(KeyFaulted),
+		Unmatched: num(KeyUnmatched), Dropped: num(KeyDropped)}, nil
+}
