@@ -53,6 +53,7 @@ type ShardFailure struct {
 	Pod     string
 	Message string
 	Sink    bool // the in-cluster sink failed
+	SUT     bool // the in-cluster system under test failed
 }
 
 func (e *ShardFailure) Error() string {
@@ -60,6 +61,8 @@ func (e *ShardFailure) Error() string {
 	switch {
 	case e.Sink:
 		where = "the in-cluster sink"
+	case e.SUT:
+		where = "the in-cluster system under test"
 	case e.Shard == 0:
 		where = "a worker"
 	}
@@ -130,6 +133,9 @@ func (l Launch) Collect(ctx context.Context, ns, name string) (col *Collected, e
 	}
 	if _, err := l.Client.CoreV1().Services(ns).Get(ctx, SinkName(name), metav1.GetOptions{}); err == nil {
 		o.Sink = &SinkSpec{}
+	}
+	if _, err := l.Client.CoreV1().Services(ns).Get(ctx, SUTName(name), metav1.GetOptions{}); err == nil {
+		o.SUT = &SUTSpec{}
 	}
 	defer func() {
 		if cerr := l.cleanup(ns, name); cerr != nil {
@@ -233,6 +239,14 @@ func (l Launch) create(ctx context.Context, obj *Objects) error {
 			return createErr("Deployment", obj.Deployment.Name, err)
 		}
 	}
+	if obj.SUTService != nil {
+		if _, err := c.CoreV1().Services(ns).Create(ctx, obj.SUTService, metav1.CreateOptions{}); err != nil {
+			return createErr("Service", obj.SUTService.Name, err)
+		}
+		if _, err := c.AppsV1().Deployments(ns).Create(ctx, obj.SUTDeployment, metav1.CreateOptions{}); err != nil {
+			return createErr("Deployment", obj.SUTDeployment.Name, err)
+		}
+	}
 	if obj.Job != nil {
 		if _, err := c.BatchV1().Jobs(ns).Create(ctx, obj.Job, metav1.CreateOptions{}); err != nil {
 			return createErr("Job", obj.Job.Name, err)
@@ -327,6 +341,11 @@ func (l Launch) failedShard(ctx context.Context, o Options) *ShardFailure {
 	if o.Sink != nil {
 		if cm, err := l.Client.CoreV1().ConfigMaps(o.Namespace).Get(ctx, SinkName(o.Name), metav1.GetOptions{}); err == nil && cm.Data[KeyState] == StateFailed {
 			return &ShardFailure{Sink: true, Pod: cm.Annotations["pipebench.dev/pod"], Message: cm.Data[KeyMessage]}
+		}
+	}
+	if o.SUT != nil {
+		if cm, err := l.Client.CoreV1().ConfigMaps(o.Namespace).Get(ctx, SUTName(o.Name), metav1.GetOptions{}); err == nil && cm.Data[KeyState] == StateFailed {
+			return &ShardFailure{SUT: true, Pod: cm.Annotations["pipebench.dev/pod"], Message: cm.Data[KeyMessage]}
 		}
 	}
 	return nil
@@ -473,10 +492,12 @@ func (l Launch) Cleanup(ns, name string) error {
 	keep("Job", c.BatchV1().Jobs(ns).Delete(ctx, name, del))
 	keep("DaemonSet", c.AppsV1().DaemonSets(ns).Delete(ctx, name, del))
 	keep("Deployment", c.AppsV1().Deployments(ns).Delete(ctx, SinkName(name), del))
+	keep("Deployment", c.AppsV1().Deployments(ns).Delete(ctx, SUTName(name), del))
 	// The Deployment's ReplicaSet carries the run's label (its pod
 	// template's): deleted here, it makes no new pod meanwhile.
 	keep("ReplicaSets", c.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, del, sel))
 	keep("Service", c.CoreV1().Services(ns).Delete(ctx, SinkName(name), metav1.DeleteOptions{}))
+	keep("Service", c.CoreV1().Services(ns).Delete(ctx, SUTName(name), metav1.DeleteOptions{}))
 	// The pods go with their owner; deleting them here too does not wait
 	// for the garbage collector.
 	keep("pods", c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel))

@@ -14,14 +14,19 @@
 //	ServiceAccount NAME, Role NAME, RoleBinding NAME   the workers' identity: ConfigMaps only
 //	ConfigMap NAME                                    scenario.yaml, shards, duration, nodes, start-at
 //	Service NAME-sink, Deployment NAME-sink           the in-cluster sink, when the scenario has one
+//	Service NAME-sut, Deployment NAME-sut             the in-cluster system under test (headless Service)
 //	Job NAME (Indexed, N completions) | DaemonSet NAME
 //	ConfigMap NAME-shard-I[-part-K]                   made by worker I: state, progress, Result
 //	ConfigMap NAME-sink                               made by the sink: endpoints, then its counts
+//	ConfigMap NAME-sut                                made by the system under test: endpoints, instances
 //
 // With an in-cluster sink the shards send to its Service, and the sink
 // streams what it receives back to the shard that sent it (feed.go), so
 // each shard's Result holds its exact arrival accounts and the merged
-// Result the whole run's. `pipebench k8s collect NAME` does the
+// Result the whole run's. A system under test embedded in the scenario
+// runs once, in a pod of its own (sutpod.go), and every shard sends to
+// it and observes it, so the merged Result's pipeline KPIs are that one
+// system's. `pipebench k8s collect NAME` does the
 // launcher's part (release, follow, collect, clean up) for objects
 // applied from `pipebench k8s manifests`.
 package k8s
@@ -60,6 +65,7 @@ const (
 	LabelRole = "pipebench.dev/role"
 	RoleShard = "shard"
 	RoleSink  = "sink"
+	RoleSUT   = "sut"
 
 	KeyScenario = "scenario.yaml"
 	KeyShards   = "shards"
@@ -74,6 +80,9 @@ const (
 	// EnvSink names, in a shard's pod, the in-cluster sink's host (its
 	// Service's DNS name).
 	EnvSink = "PIPEBENCH_K8S_SINK"
+	// EnvSUT names, in a shard's pod, the in-cluster system under test's
+	// host (its headless Service's DNS name).
+	EnvSUT = "PIPEBENCH_K8S_SUT"
 
 	KeyState    = "state"
 	KeyMessage  = "message"
@@ -117,6 +126,16 @@ type Options struct {
 	// test, if embedded, exports to it) and which feeds the arrivals back
 	// to the shards (FeedPort).
 	Sink *SinkSpec
+	// SUT, if set, runs the scenario's embedded system under test in the
+	// cluster: a Deployment NAME-sut of one pod (pipebench k8s sut)
+	// behind a headless Service NAME-sut, which every shard sends to and
+	// observes, instead of one system per shard.
+	SUT *SUTSpec
+}
+
+// SUTSpec describes the in-cluster system under test.
+type SUTSpec struct {
+	Type string // the scenario's sut type, for the pod's labels
 }
 
 // SinkSpec describes the in-cluster sink: the ports it receives on.
@@ -136,6 +155,13 @@ func SinkName(run string) string { return run + "-sink" }
 
 // SinkHost is the in-cluster sink's Service DNS name.
 func SinkHost(run, namespace string) string { return SinkName(run) + "." + namespace + ".svc" }
+
+// SUTName names the in-cluster system under test's Deployment, Service
+// and ConfigMap.
+func SUTName(run string) string { return run + "-sut" }
+
+// SUTHost is the in-cluster system under test's Service DNS name.
+func SUTHost(run, namespace string) string { return SUTName(run) + "." + namespace + ".svc" }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
@@ -200,6 +226,8 @@ type Objects struct {
 	ConfigMap      *corev1.ConfigMap
 	Service        *corev1.Service    // the in-cluster sink's; nil without one
 	Deployment     *appsv1.Deployment // the in-cluster sink's; nil without one
+	SUTService     *corev1.Service    // the in-cluster system under test's (headless); nil without one
+	SUTDeployment  *appsv1.Deployment // the in-cluster system under test's; nil without one
 	Job            *batchv1.Job       // nil with PerNode
 	DaemonSet      *appsv1.DaemonSet  // nil without
 }
@@ -246,6 +274,9 @@ func Build(o Options) (*Objects, error) {
 	}
 	if o.Sink != nil {
 		env = append(env, corev1.EnvVar{Name: EnvSink, Value: SinkHost(o.Name, o.Namespace)})
+	}
+	if o.SUT != nil {
+		env = append(env, corev1.EnvVar{Name: EnvSUT, Value: SUTHost(o.Name, o.Namespace)})
 	}
 	var envFrom []corev1.EnvFromSource
 	for _, s := range o.EnvFromSecret {
@@ -301,6 +332,9 @@ func Build(o Options) (*Objects, error) {
 	if o.Sink != nil {
 		obj.Service, obj.Deployment = sinkObjects(o, tmpl.Spec, envFrom)
 	}
+	if o.SUT != nil {
+		obj.SUTService, obj.SUTDeployment = sutObjects(o, tmpl.Spec, envFrom)
+	}
 	return obj, nil
 }
 
@@ -348,11 +382,56 @@ func sinkObjects(o Options, shard corev1.PodSpec, envFrom []corev1.EnvFromSource
 	return svc, dep
 }
 
+// sutObjects returns the in-cluster system under test's Service and
+// Deployment: one pod running pipebench k8s sut, ready once the system
+// receives. The Service is headless (no cluster IP, no ports): its name
+// resolves to the pod's address, and the system's ports, chosen when it
+// starts, are published in ConfigMap NAME-sut.
+func sutObjects(o Options, shard corev1.PodSpec, envFrom []corev1.EnvFromSource) (*corev1.Service, *appsv1.Deployment) {
+	sel := map[string]string{LabelRun: o.Name, LabelRole: RoleSUT}
+	labels := o.labels()
+	labels[LabelRole] = RoleSUT
+	if o.SUT.Type != "" {
+		labels["pipebench.dev/sut"] = o.SUT.Type
+	}
+	svc := &corev1.Service{ObjectMeta: o.meta(SUTName(o.Name)), Spec: corev1.ServiceSpec{
+		ClusterIP: corev1.ClusterIPNone, Selector: sel,
+	}}
+	svc.Labels[LabelRole] = RoleSUT
+	spec := *shard.DeepCopy()
+	spec.RestartPolicy = corev1.RestartPolicyAlways
+	spec.Affinity = nil
+	c := &spec.Containers[0]
+	c.Name = "sut"
+	c.Command = []string{"pipebench", "k8s", "sut"}
+	c.EnvFrom = envFrom
+	c.Env = []corev1.EnvVar{
+		{Name: "PIPEBENCH_K8S_RUN", Value: o.Name},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+	}
+	if o.Sink != nil {
+		c.Env = append(c.Env, corev1.EnvVar{Name: EnvSink, Value: SinkHost(o.Name, o.Namespace)})
+	}
+	dep := &appsv1.Deployment{ObjectMeta: o.meta(SUTName(o.Name)), Spec: appsv1.DeploymentSpec{
+		Replicas: ptr(int32(1)),
+		Selector: &metav1.LabelSelector{MatchLabels: sel},
+		Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+	}}
+	dep.Labels[LabelRole] = RoleSUT
+	return svc, dep
+}
+
 // list returns the objects in creation order.
 func (obj *Objects) list() []runtime.Object {
 	out := []runtime.Object{obj.ServiceAccount, obj.Role, obj.RoleBinding, obj.ConfigMap}
 	if obj.Service != nil {
 		out = append(out, obj.Service, obj.Deployment)
+	}
+	if obj.SUTService != nil {
+		out = append(out, obj.SUTService, obj.SUTDeployment)
 	}
 	if obj.Job != nil {
 		out = append(out, obj.Job)
@@ -466,8 +545,12 @@ func ptr[T any](v T) *T { return &v }
 
 // pods is the number of pods of a launch: the shards' and the sink's.
 func (o *Options) pods() int {
+	n := o.N()
 	if o.Sink != nil {
-		return o.N() + 1
+		n++
 	}
-	return o.N()
+	if o.SUT != nil {
+		n++
+	}
+	return n
 }

@@ -33,6 +33,8 @@ func TestManifestsGolden(t *testing.T) {
 		{"daemonset.yaml", Options{Name: "run2", Namespace: "load", Image: "pipebench:test", PerNode: true, Nodes: []string{"n1", "n2"}, Scenario: []byte(scenario)}},
 		{"sink.yaml", Options{Name: "run3", Namespace: "load", Image: "pipebench:test", Shards: 2, Scenario: []byte(scenario),
 			Sink: &SinkSpec{Type: "otlp", Ports: []SinkPort{{Name: "otlp-grpc", Port: 4317}, {Name: "otlp-http", Port: 4318}}}}},
+		{"sut.yaml", Options{Name: "run4", Namespace: "load", Image: "pipebench:test", Shards: 2, Scenario: []byte(scenario),
+			Sink: &SinkSpec{Type: "http", Ports: []SinkPort{{Name: "http", Port: 8080}}}, SUT: &SUTSpec{Type: "otelcol"}}},
 	} {
 		obj, err := Build(tc.o)
 		if err != nil {
@@ -50,8 +52,21 @@ func TestManifestsGolden(t *testing.T) {
 		if tc.o.Sink != nil {
 			want = []string{"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Service", "Deployment", "Job"}
 			// The shards find the sink by its Service's name.
-			if !strings.Contains(buf.String(), "value: run3-sink.load.svc") || !strings.Contains(buf.String(), "- sink\n") {
+			if !strings.Contains(buf.String(), "value: "+tc.o.Name+"-sink.load.svc") || !strings.Contains(buf.String(), "- sink\n") {
 				t.Errorf("%s: the shards are not given the sink's Service name, or the sink pod's command", tc.file)
+			}
+		}
+		if tc.o.SUT != nil {
+			want = []string{"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Service", "Deployment", "Service", "Deployment", "Job"}
+			// The shards find the system under test by its headless
+			// Service's name; it finds the sink by the sink's.
+			for _, s := range []string{"value: run4-sut.load.svc", "clusterIP: None", "- sut\n", "name: run4-sut"} {
+				if !strings.Contains(buf.String(), s) {
+					t.Errorf("%s: no %q in the manifests", tc.file, s)
+				}
+			}
+			if strings.Count(buf.String(), "value: run4-sink.load.svc") != 2 {
+				t.Errorf("%s: the shards and the system under test are not both given the sink's Service name", tc.file)
 			}
 		}
 		if len(docs) != len(want) {

@@ -82,15 +82,7 @@ func (p SinkPod) Main(ctx context.Context) error {
 		return errors.New("POD_IP is not set: the sink listens on the pod's address")
 	}
 	cms := p.Client.CoreV1().ConfigMaps(p.Namespace)
-	var run *corev1.ConfigMap
-	err := poll(ctx, p.Poll, 2*time.Minute, func() (bool, error) {
-		cm, err := cms.Get(ctx, p.Run, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		run = cm
-		return err == nil, err
-	})
+	run, err := waitConfigMap(ctx, p.Client, p.Namespace, p.Run, p.Poll, 2*time.Minute)
 	if err != nil {
 		return fmt.Errorf("read ConfigMap %s/%s: %w", p.Namespace, p.Run, err)
 	}
@@ -179,9 +171,54 @@ func (p SinkPod) Main(ctx context.Context) error {
 }
 
 func (p SinkPod) set(ctx context.Context, change func(*corev1.ConfigMap)) error {
-	cms := p.Client.CoreV1().ConfigMaps(p.Namespace)
+	return updateConfigMap(ctx, p.Client, p.Namespace, SinkName(p.Run), change)
+}
+
+// waitConfigMap waits until ConfigMap ns/name exists and returns it.
+func waitConfigMap(ctx context.Context, c kubernetes.Interface, ns, name string, every, timeout time.Duration) (*corev1.ConfigMap, error) {
+	var got *corev1.ConfigMap
+	err := poll(ctx, every, timeout, func() (bool, error) {
+		cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		got = cm
+		return err == nil, err
+	})
+	return got, err
+}
+
+// waitReadyConfigMap waits until the in-cluster component (what) whose
+// ConfigMap is ns/name says it is ready, and returns that ConfigMap; a
+// component that failed ends the wait with its message.
+func waitReadyConfigMap(ctx context.Context, c kubernetes.Interface, ns, name, what string, timeout time.Duration) (*corev1.ConfigMap, error) {
+	var cm *corev1.ConfigMap
+	err := poll(ctx, 250*time.Millisecond, timeout, func() (bool, error) {
+		got, err := c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		switch got.Data[KeyState] {
+		case StateFailed:
+			return false, fmt.Errorf("the in-cluster %s failed: %s", what, got.Data[KeyMessage])
+		case StateReady, StateDone:
+			cm = got
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wait for the in-cluster %s (ConfigMap %s): %w", what, name, err)
+	}
+	return cm, nil
+}
+
+// updateConfigMap applies change to ConfigMap ns/name, retrying on
+// conflicts.
+func updateConfigMap(ctx context.Context, c kubernetes.Interface, ns, name string, change func(*corev1.ConfigMap)) error {
+	cms := c.CoreV1().ConfigMaps(ns)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, SinkName(p.Run), metav1.GetOptions{})
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -198,23 +235,9 @@ func (p SinkPod) set(ctx context.Context, change func(*corev1.ConfigMap)) error 
 // returns its endpoints with host (its Service's name) in place of its
 // pod's address, and the feed's URL.
 func SinkEndpoints(ctx context.Context, c kubernetes.Interface, ns, run, host string, timeout time.Duration) (target string, targets map[string]string, feed string, err error) {
-	var cm *corev1.ConfigMap
-	err = poll(ctx, 250*time.Millisecond, timeout, func() (bool, error) {
-		got, err := c.CoreV1().ConfigMaps(ns).Get(ctx, SinkName(run), metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		switch got.Data[KeyState] {
-		case StateFailed:
-			return false, fmt.Errorf("the in-cluster sink failed: %s", got.Data[KeyMessage])
-		case StateReady, StateDone:
-			cm = got
-			return true, nil
-		}
-		return false, nil
-	})
+	cm, err := waitReadyConfigMap(ctx, c, ns, SinkName(run), "sink", timeout)
 	if err != nil {
-		return "", nil, "", fmt.Errorf("wait for the in-cluster sink (ConfigMap %s): %w", SinkName(run), err)
+		return "", nil, "", err
 	}
 	if target, err = Rehost(cm.Data[KeyEndpoint], host); err != nil {
 		return "", nil, "", err

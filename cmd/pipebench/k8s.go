@@ -43,6 +43,7 @@ type k8sFlags struct {
 	noStore       bool
 	keep          bool
 	sinkPerShard  bool
+	sutPerShard   bool
 }
 
 func (a *app) k8sCommand() *cobra.Command {
@@ -62,10 +63,12 @@ pod (pipebench k8s sink) behind a ClusterIP Service NAME-sink, which the shards 
 under test embedded in them) send to; the sink streams what it receives back to the shard that
 sent it, so the merged Result counts delivered, lost, duplicates and end-to-end latency for the
 whole run, and the sink's own count is checked against it (--sink-per-shard: a sink in each
-shard's pod instead).`,
+shard's pod instead). A system under test embedded in the scenario runs once, in a Deployment of
+one pod (pipebench k8s sut) behind a headless Service NAME-sut, which every shard sends to and
+observes (--sut-per-shard: one in each shard's pod instead).`,
 	}
 	cmd.AddCommand(a.k8sRunCommand(), a.k8sManifestsCommand(), a.k8sCollectCommand(), a.k8sWorkerCommand(),
-		a.k8sSinkCommand(), a.k8sReadyCommand())
+		a.k8sSinkCommand(), a.k8sSUTCommand(), a.k8sReadyCommand())
 	return cmd
 }
 
@@ -79,6 +82,7 @@ func k8sCommonFlags(cmd *cobra.Command, f *k8sFlags) {
 	fl.DurationVar(&f.duration, "duration", 0, "scale every phase so the load lasts this long in total")
 	fl.StringSliceVar(&f.envFromSecret, "env-from-secret", nil, "Secret whose keys become the pods' environment, for the scenario's ${VAR} credentials (repeatable)")
 	fl.BoolVar(&f.sinkPerShard, "sink-per-shard", false, "run the scenario's sink inside each shard's pod instead of one in-cluster sink (Deployment and Service)")
+	fl.BoolVar(&f.sutPerShard, "sut-per-shard", false, "run the scenario's embedded system under test inside each shard's pod instead of once, in a pod of its own (Deployment and headless Service)")
 }
 
 func (a *app) k8sRunCommand() *cobra.Command {
@@ -151,7 +155,8 @@ func (a *app) k8sManifestsCommand() *cobra.Command {
 		Use:   "manifests SCENARIO.yaml|builtin:NAME",
 		Short: "Print the objects k8s run would create, as YAML (no cluster needed)",
 		Long: `manifests prints the ServiceAccount, Role, RoleBinding, ConfigMap, the in-cluster sink's Service
-and Deployment (when the scenario has an http, otlp or remote-write sink) and the Job (or DaemonSet)
+and Deployment (when the scenario has an http, otlp or remote-write sink), the system under test's
+(when the scenario embeds one) and the Job (or DaemonSet)
 that k8s run creates. Applied with kubectl, the pods get ready and wait: pipebench k8s collect NAME
 releases them, collects, merges and cleans up (as k8s run does). By hand: write the start time into
 the ConfigMap (kubectl patch configmap NAME --type merge -p '{"data":{"start-at":"2026-11-24T10:00:00Z"}}');
@@ -226,6 +231,9 @@ func (a *app) k8sOptions(ref string, f k8sFlags, shardsSet bool) (k8s.Options, t
 	}
 	if !f.sinkPerShard {
 		o.Sink, _ = a.inClusterSink(plan.Sink, "")
+	}
+	if o.SUT, err = inClusterSUT(&plan, o.Sink, f.sutPerShard); err != nil {
+		return k8s.Options{}, 0, err
 	}
 	return o, plan.Duration() + plan.Drain.D(), nil
 }
@@ -432,6 +440,11 @@ func (a *app) k8sWorkerCommand() *cobra.Command {
 				sp, err := shardPlan(plan, s.Shard, "", time.Now())
 				if err != nil {
 					return err
+				}
+				if host := os.Getenv(k8s.EnvSUT); host != "" && sp.SUT != nil {
+					if err := a.useInClusterSUT(client, ns, w.Run, host); err != nil {
+						return err
+					}
 				}
 				if host := os.Getenv(k8s.EnvSink); host != "" && sp.Sink != nil {
 					// The shard's sequence numbers run up to the next

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -78,6 +77,13 @@ func (a *app) inClusterSink(c *pipebench.Component, ip string) (*k8s.SinkSpec, a
 // (each sink keeps its configuration), so every shard's plan, and the
 // merged Result's, name the scenario's own sink.
 func feedRegistry(reg *pipebench.Registry, new func() pipebench.Sink) (*pipebench.Registry, error) {
+	return rewired(reg, new, nil)
+}
+
+// rewired returns a copy of reg whose sink factories make what sink
+// returns, and whose system under test factories what sut returns, where
+// given; every factory keeps its name and configuration.
+func rewired(reg *pipebench.Registry, sink func() pipebench.Sink, sut func() pipebench.SUT) (*pipebench.Registry, error) {
 	out := pipebench.NewRegistry()
 	if err := copyCatalog(out.Generators, reg.Generators, nil); err != nil {
 		return nil, err
@@ -88,17 +94,27 @@ func feedRegistry(reg *pipebench.Registry, new func() pipebench.Sink) (*pipebenc
 	if err := copyCatalog(out.Observers, reg.Observers, nil); err != nil {
 		return nil, err
 	}
-	if err := copyCatalog(out.SUTs, reg.SUTs, nil); err != nil {
+	var wrapSUT func(pipebench.Factory[pipebench.SUT]) pipebench.Factory[pipebench.SUT]
+	if sut != nil {
+		wrapSUT = func(f pipebench.Factory[pipebench.SUT]) pipebench.Factory[pipebench.SUT] {
+			f.New = func(any, pipebench.Env) (pipebench.SUT, error) { return sut(), nil }
+			return f
+		}
+	}
+	if err := copyCatalog(out.SUTs, reg.SUTs, wrapSUT); err != nil {
 		return nil, err
 	}
 	if err := copyCatalog(out.Reporters, reg.Reporters, nil); err != nil {
 		return nil, err
 	}
-	err := copyCatalog(out.Sinks, reg.Sinks, func(f pipebench.Factory[pipebench.Sink]) pipebench.Factory[pipebench.Sink] {
-		f.New = func(any, pipebench.Env) (pipebench.Sink, error) { return new(), nil }
-		return f
-	})
-	return out, err
+	var wrapSink func(pipebench.Factory[pipebench.Sink]) pipebench.Factory[pipebench.Sink]
+	if sink != nil {
+		wrapSink = func(f pipebench.Factory[pipebench.Sink]) pipebench.Factory[pipebench.Sink] {
+			f.New = func(any, pipebench.Env) (pipebench.Sink, error) { return sink(), nil }
+			return f
+		}
+	}
+	return out, copyCatalog(out.Sinks, reg.Sinks, wrapSink)
 }
 
 func copyCatalog[T any](dst, src *pipebench.Catalog[T], wrap func(pipebench.Factory[T]) pipebench.Factory[T]) error {
@@ -156,23 +172,7 @@ func (a *app) k8sSinkCommand() *cobra.Command {
 			defer os.RemoveAll(dir)
 			var sink pipebench.Sink
 			p.Start = func(ctx context.Context, run *corev1.ConfigMap) (*k8s.SinkStarted, error) {
-				file := filepath.Base(run.Data[k8s.KeyFile])
-				if file == "." || file == "/" || file == "" {
-					file = "scenario.yaml"
-				}
-				file = filepath.Join(dir, file)
-				if err := os.WriteFile(file, []byte(run.Data[k8s.KeyScenario]), 0o600); err != nil {
-					return nil, err
-				}
-				sc, err := a.loadScenario(file)
-				if err != nil {
-					return nil, err
-				}
-				d, err := shardDuration(run.Data[k8s.KeyDuration])
-				if err != nil {
-					return nil, err
-				}
-				plan, err := compile(sc, d, d > 0, "")
+				plan, err := a.runPlan(dir, run)
 				if err != nil {
 					return nil, err
 				}

@@ -340,11 +340,69 @@ thresholds: ["lost == 0"]
 		}
 	})
 
+	// The reference shape: a real collector gateway as the system under
+	// test, once, in a pod of its own; two shards send OTLP to its
+	// Service, it exports to the in-cluster sink, and every shard reads
+	// its metrics. The merged Result has the shards' sent, the sink's
+	// delivered and the one collector's own accepted count.
+	t.Run("collector", func(t *testing.T) {
+		ns := "collector"
+		namespace(t, ns)
+		scen := writeScenario(t, t.TempDir(), `
+name: k8s-collector
+sut: {type: otelcol}
+target: {driver: otlp}
+workload: {generator: otlp-traces, spans_per_trace: 2, attributes: 4, batch: 10}
+sink: {type: otlp}
+observers:
+  - {type: prometheus, preset: otelcol}
+interval: 1s
+drain: 20s
+phases:
+  - {name: a, duration: 2s, rate: 500/s}
+thresholds: ["lost == 0", "errors == 0"]
+`)
+		out := filepath.Join(dir, "collector.json")
+		_, stderr, done, cmd := launch(t, scen, ns, "--shards", "2", "--out", out)
+		testutil.Eventually(t, 90*time.Second, func() bool {
+			pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: k8s.LabelRole + "=" + k8s.RoleSUT})
+			return err == nil && len(pods.Items) == 1 && podReady(&pods.Items[0])
+		}, "no ready pod of the system under test:\n%s", stderr.String())
+		svc, err := c.Client.CoreV1().Services(ns).Get(ctx, "run-"+ns+"-sut", metav1.GetOptions{})
+		if err != nil || svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			t.Errorf("the system under test's Service: %v (cluster IP %q, want a headless one)", err, svc.Spec.ClusterIP)
+		}
+		wait(t, done, stderr, 3*time.Minute)
+		if code := cmd.ProcessState.ExitCode(); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr.String())
+		}
+		res := readJSONResult(t, out)
+		sent, _ := res.Total.Get("sent")
+		delivered, _ := res.Total.Get("delivered")
+		if sent != 1000 || delivered != sent || res.Manifest.Status != pipebench.StatusPassed {
+			t.Errorf("merged sent %v, delivered %v, status %s %v; the plan sends 1,000 spans", sent, delivered, res.Manifest.Status, res.Manifest.Reasons)
+		}
+		// The collector's own count of what it accepted covers both
+		// shards: more than one shard sent (500).
+		var accepted float64
+		for _, k := range res.Total.All("receiver_accepted.total") {
+			accepted += k.Value
+		}
+		t.Logf("merged: sent %v, delivered %v, the collector accepted %v", sent, delivered, accepted)
+		if accepted <= 500 || accepted > 1000 {
+			t.Errorf("the collector accepted %v spans by its own count; both shards sent to it: want 501..1000", accepted)
+		}
+		if l := left(ns); len(l) != 0 {
+			t.Errorf("left behind after success: %v", l)
+		}
+	})
+
 	// GitOps: the objects applied from k8s manifests (as kubectl would),
 	// then k8s collect releases, collects and merges; with --keep it
 	// leaves the objects, and collecting again gives the same Result and
 	// cleans up. The scenario's embedded system under test (a relay) runs
-	// in each shard's pod and exports to the in-cluster sink.
+	// once, in a pod of its own behind a headless Service: both shards
+	// send to it and observe it, and it exports to the in-cluster sink.
 	t.Run("collect", func(t *testing.T) {
 		ns := "collect"
 		namespace(t, ns)
@@ -354,6 +412,8 @@ name: k8s-gitops
 target: {driver: http, connections: 2}
 sut: {type: relay}
 sink: {type: http}
+observers:
+  - {type: prometheus, preset: relay}
 drain: 10s
 phases:
   - {name: a, duration: 1s, rate: 400/s}
@@ -362,6 +422,11 @@ thresholds: ["errors == 0", "lost == 0"]
 		manifests, stderr, code := cli(t, "k8s", "manifests", scen, "--shards", "2", "--name", name, "--namespace", ns, "--image", "pipebench:test")
 		if code != 0 {
 			t.Fatalf("manifests: exit %d: %s", code, stderr)
+		}
+		for _, want := range []string{"name: " + name + "-sut", "clusterIP: None", "value: " + name + "-sut." + ns + ".svc"} {
+			if !strings.Contains(manifests, want) {
+				t.Errorf("the manifests have no %q: the system under test does not run in a pod of its own", want)
+			}
 		}
 		applyYAML(t, c.Client, manifests)
 		collect := func(t *testing.T, out string, extra ...string) (*lockedBuffer, int) {
@@ -382,6 +447,14 @@ thresholds: ["errors == 0", "lost == 0"]
 		res := readJSONResult(t, out1)
 		if d, _ := res.Total.Get("delivered"); d != 400 || res.Manifest.Status != pipebench.StatusPassed {
 			t.Errorf("merged delivered %v, status %s %v; the plan sends 400", d, res.Manifest.Status, res.Manifest.Reasons)
+		}
+		// One relay received both shards' items: its own count, observed
+		// through its Service, is more than one shard sent (200).
+		if acc, _ := res.Total.Get("receiver_accepted.total", "instance", "relay-0"); acc <= 200 || acc > 400 {
+			t.Errorf("the relay accepted %v items by its own count; both shards sent to one relay: want 201..400", acc)
+		}
+		if cm, err := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, name+"-sut", metav1.GetOptions{}); err != nil || cm.Data["state"] != "ready" {
+			t.Errorf("the system under test's ConfigMap: %v, %v", cm, err)
 		}
 		if l := left(ns); len(l) == 0 {
 			t.Errorf("--keep deleted the run's objects")
@@ -542,6 +615,30 @@ phases:
 	stdout, stderr, code = cli(t, "k8s", "manifests", secret)
 	if code != pipebench.ExitUsage || strings.Contains(stdout+stderr, "hunter2") || !strings.Contains(stderr, "--env-from-secret") {
 		t.Errorf("literal credential: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+
+	// An embedded system under test runs in a pod of its own, unless
+	// --sut-per-shard; a process observer of its processes cannot reach
+	// them there, and is refused with what to do.
+	withSUT := `
+name: g
+target: {driver: http}
+sut: {type: relay}
+sink: {type: http}
+phases:
+  - {name: a, duration: 2s, rate: 100/s}
+`
+	stdout, stderr, code = cli(t, "k8s", "manifests", writeScenario(t, t.TempDir(), withSUT), "--name", "g1")
+	if code != 0 || !strings.Contains(stdout, "name: g1-sut") || !strings.Contains(stdout, "- sut\n") {
+		t.Errorf("system under test: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	stdout, _, code = cli(t, "k8s", "manifests", writeScenario(t, t.TempDir(), withSUT), "--name", "g2", "--sut-per-shard")
+	if code != 0 || strings.Contains(stdout, "g2-sut") {
+		t.Errorf("--sut-per-shard: exit %d, and the manifests still have the system's own pod:\n%s", code, stdout)
+	}
+	_, stderr, code = cli(t, "k8s", "manifests", writeScenario(t, t.TempDir(), withSUT+"observers:\n  - {type: process}\n"), "--name", "g3")
+	if code != pipebench.ExitUsage || !strings.Contains(stderr, "--sut-per-shard") || !strings.Contains(stderr, "prometheus") {
+		t.Errorf("process observer with the system in its own pod: exit %d: %s", code, stderr)
 	}
 }
 

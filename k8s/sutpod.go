@@ -1,0 +1,309 @@
+package k8s
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/pipebench/pipebench"
+)
+
+// KeyInstances is the in-cluster system under test's instances (JSON:
+// name and metrics URL each), in its ConfigMap.
+const KeyInstances = "instances"
+
+// SUTStarted is what the system under test's pod Start returns: where the
+// embedded system receives and its instances, as it reports them (on
+// loopback, where embedded systems listen).
+type SUTStarted struct {
+	Endpoint  string
+	Endpoints map[string]string
+	Instances []pipebench.Instance
+}
+
+// SUTPod is the in-cluster system under test's side of a launch: one
+// system that every shard sends to and observes, as one gateway serves
+// many clients, instead of one per shard.
+type SUTPod struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Run       string
+	Pod       string
+	// IP is the pod's address (POD_IP): the system is reached on it.
+	IP  string
+	Log io.Writer
+	// Start starts the scenario's system under test from the run's
+	// ConfigMap; it exports to the in-cluster sink, if there is one.
+	Start func(ctx context.Context, run *corev1.ConfigMap) (*SUTStarted, error)
+	Poll  time.Duration
+}
+
+// Main runs the system under test: it starts it, forwards each address
+// the system listens on (loopback, or a Unix socket) from a port on the
+// pod's address, publishes those in ConfigMap NAME-sut, reports ready and
+// stays up until ctx ends (the run's deletion).
+func (p SUTPod) Main(ctx context.Context) error {
+	if p.Poll <= 0 {
+		p.Poll = 250 * time.Millisecond
+	}
+	if p.Log == nil {
+		p.Log = io.Discard
+	}
+	if p.IP == "" {
+		return errors.New("POD_IP is not set: the system under test is reached on the pod's address")
+	}
+	cms := p.Client.CoreV1().ConfigMaps(p.Namespace)
+	run, err := waitConfigMap(ctx, p.Client, p.Namespace, p.Run, p.Poll, 2*time.Minute)
+	if err != nil {
+		return fmt.Errorf("read ConfigMap %s/%s: %w", p.Namespace, p.Run, err)
+	}
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: run.Name, UID: run.UID}
+	name := SUTName(p.Run)
+	mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: p.Namespace,
+		Labels:          map[string]string{LabelRun: p.Run, LabelRole: RoleSUT, "app.kubernetes.io/managed-by": "pipebench"},
+		Annotations:     map[string]string{"pipebench.dev/pod": p.Pod},
+		OwnerReferences: []metav1.OwnerReference{owner},
+	}, Data: map[string]string{KeyState: StateWait}}
+	set := func(ctx context.Context, change func(*corev1.ConfigMap)) error {
+		return updateConfigMap(ctx, p.Client, p.Namespace, name, change)
+	}
+	if _, err := cms.Create(ctx, mine, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		// A restarted system starts over: the shards see its new ports.
+		if err := set(ctx, func(cm *corev1.ConfigMap) { cm.Data = mine.Data }); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("create ConfigMap %s: %w", name, err)
+	}
+	fail := func(err error) error {
+		msg := err.Error()
+		if len(msg) > 4000 {
+			msg = msg[:4000] + "…"
+		}
+		_ = set(context.Background(), func(cm *corev1.ConfigMap) { cm.Data[KeyState], cm.Data[KeyMessage] = StateFailed, msg })
+		return err
+	}
+	st, err := p.Start(ctx, run)
+	if err != nil {
+		return fail(err)
+	}
+	fw := &forwarders{ip: p.IP, by: map[string]string{}}
+	defer fw.close()
+	pub := func(endpoint string) (string, error) {
+		if endpoint == "" {
+			return "", nil
+		}
+		return fw.publish(endpoint)
+	}
+	endpoint, err := pub(st.Endpoint)
+	if err != nil {
+		return fail(err)
+	}
+	eps := map[string]string{}
+	for k, v := range st.Endpoints {
+		if eps[k], err = pub(v); err != nil {
+			return fail(err)
+		}
+	}
+	type instance struct {
+		Name       string `json:"name"`
+		MetricsURL string `json:"metrics_url,omitempty"`
+	}
+	var ins []instance
+	for _, in := range st.Instances {
+		u, err := pub(in.MetricsURL)
+		if err != nil {
+			return fail(err)
+		}
+		ins = append(ins, instance{Name: in.Name, MetricsURL: u})
+	}
+	epsJSON, _ := json.Marshal(eps)
+	insJSON, _ := json.Marshal(ins)
+	if err := set(ctx, func(cm *corev1.ConfigMap) {
+		cm.Data[KeyState], cm.Data[KeyEndpoint] = StateReady, endpoint
+		cm.Data[KeyEndpoints], cm.Data[KeyInstances] = string(epsJSON), string(insJSON)
+	}); err != nil {
+		return err
+	}
+	if err := os.WriteFile(ReadyFile(), []byte("sut\n"), 0o644); err != nil {
+		return fail(fmt.Errorf("write the ready file: %w", err))
+	}
+	defer os.Remove(ReadyFile())
+	fmt.Fprintf(p.Log, "system under test receiving on %s (forwarded to %s)\n", endpoint, st.Endpoint)
+	<-ctx.Done()
+	return nil
+}
+
+// SUTEndpoints waits until the in-cluster system under test of run is
+// ready and returns its endpoints and instances with host (its Service's
+// name) in place of its pod's address. Each instance has no PID: its
+// process is in another pod.
+func SUTEndpoints(ctx context.Context, c kubernetes.Interface, ns, run, host string, timeout time.Duration) (target string, targets map[string]string, instances []pipebench.Instance, err error) {
+	cm, err := waitReadyConfigMap(ctx, c, ns, SUTName(run), "system under test", timeout)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if cm.Data[KeyEndpoint] != "" {
+		if target, err = Rehost(cm.Data[KeyEndpoint], host); err != nil {
+			return "", nil, nil, err
+		}
+	}
+	var eps map[string]string
+	if s := cm.Data[KeyEndpoints]; s != "" && s != "null" {
+		if err := json.Unmarshal([]byte(s), &eps); err != nil {
+			return "", nil, nil, fmt.Errorf("ConfigMap %s: endpoints: %w", SUTName(run), err)
+		}
+	}
+	if len(eps) > 0 {
+		targets = map[string]string{}
+		for k, v := range eps {
+			if targets[k], err = Rehost(v, host); err != nil {
+				return "", nil, nil, err
+			}
+		}
+	}
+	var ins []struct {
+		Name       string `json:"name"`
+		MetricsURL string `json:"metrics_url"`
+	}
+	if s := cm.Data[KeyInstances]; s != "" && s != "null" {
+		if err := json.Unmarshal([]byte(s), &ins); err != nil {
+			return "", nil, nil, fmt.Errorf("ConfigMap %s: instances: %w", SUTName(run), err)
+		}
+	}
+	for _, in := range ins {
+		u := in.MetricsURL
+		if u != "" {
+			if u, err = Rehost(u, host); err != nil {
+				return "", nil, nil, err
+			}
+		}
+		instances = append(instances, pipebench.Instance{Name: in.Name, MetricsURL: u})
+	}
+	return target, targets, instances, nil
+}
+
+// forwarders forward TCP connections from ports on the pod's address to
+// where the embedded system listens (embedded systems listen on loopback
+// or on Unix sockets, out of the Service's reach). One forwarder per
+// address the system reports, shared by every endpoint naming it.
+type forwarders struct {
+	ip string
+	mu sync.Mutex
+	by map[string]string // the system's address -> ip:port
+	ls []net.Listener
+	wg sync.WaitGroup
+}
+
+// publish returns endpoint with its address replaced by the forwarder's
+// on the pod's address (a Unix socket's endpoint becomes host:port).
+func (f *forwarders) publish(endpoint string) (string, error) {
+	network, addr, err := listenAddr(endpoint)
+	if err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pub, ok := f.by[network+" "+addr]
+	if !ok {
+		ln, err := net.Listen("tcp", net.JoinHostPort(f.ip, "0"))
+		if err != nil {
+			return "", fmt.Errorf("forward %s: %w", endpoint, err)
+		}
+		f.ls = append(f.ls, ln)
+		pub = ln.Addr().String()
+		f.by[network+" "+addr] = pub
+		f.wg.Add(1)
+		go f.serve(ln, network, addr)
+	}
+	if network == "unix" || !strings.Contains(endpoint, "://") {
+		return pub, nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "", err
+	}
+	u.Host = pub
+	return u.String(), nil
+}
+
+func (f *forwarders) serve(ln net.Listener, network, addr string) {
+	defer f.wg.Done()
+	for {
+		in, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			out, err := net.DialTimeout(network, addr, 5*time.Second)
+			if err != nil {
+				in.Close()
+				return
+			}
+			pipe(in, out)
+		}()
+	}
+}
+
+// pipe copies both ways until both directions end, passing a half close
+// on.
+func pipe(a, b net.Conn) {
+	var wg sync.WaitGroup
+	cp := func(dst, src net.Conn) {
+		defer wg.Done()
+		io.Copy(dst, src)
+		if c, ok := dst.(interface{ CloseWrite() error }); ok {
+			c.CloseWrite()
+		} else {
+			dst.Close()
+		}
+	}
+	wg.Add(2)
+	go cp(a, b)
+	go cp(b, a)
+	wg.Wait()
+	a.Close()
+	b.Close()
+}
+
+func (f *forwarders) close() {
+	f.mu.Lock()
+	for _, ln := range f.ls {
+		ln.Close()
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
+}
+
+// listenAddr is the network and address an endpoint names: unix:///path,
+// scheme://host:port/..., or host:port.
+func listenAddr(endpoint string) (network, addr string, err error) {
+	if p, ok := strings.CutPrefix(endpoint, "unix://"); ok {
+		return "unix", p, nil
+	}
+	if strings.Contains(endpoint, "://") {
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Port() == "" {
+			return "", "", fmt.Errorf("endpoint %q names no host:port to forward", endpoint)
+		}
+		return "tcp", u.Host, nil
+	}
+	if _, _, err := net.SplitHostPort(endpoint); err != nil {
+		return "", "", fmt.Errorf("endpoint %q: %w", endpoint, err)
+	}
+	return "tcp", endpoint, nil
+}
