@@ -550,11 +550,13 @@ phases:
 	t.Run("interrupt", func(t *testing.T) {
 		ns := "interrupt"
 		namespace(t, ns)
-		// With the in-cluster sink: its Deployment, ReplicaSet, pod and
-		// Service go with the rest.
+		// With the in-cluster sink and system under test: their
+		// Deployments, ReplicaSets, pods, Services and ConfigMaps go with
+		// the rest.
 		scen := writeScenario(t, t.TempDir(), `
 name: k8s-long
 target: {driver: http}
+sut: {type: relay}
 sink: {type: http}
 phases:
   - {name: a, duration: 120s, rate: 20/s}
