@@ -5,10 +5,12 @@
 #   docker build -t registry.example/pipebench:1.0 --build-arg VERSION=1.0 .
 #   pipebench k8s run scenario.yaml --shards 8 --image registry.example/pipebench:1.0
 #
-# The same image runs the shards (pipebench k8s worker) and, when the
-# scenario has a sink, the in-cluster sink (pipebench k8s sink), whose ports
-# (8080, 4317, 4318, 9201 and the arrivals feed 7070) are all above 1024,
-# open to the non-root user.
+# The same image runs the shards (pipebench k8s worker), the in-cluster sink
+# when the scenario has one (pipebench k8s sink), whose ports (8080, 4317,
+# 4318, 9201 and the arrivals feed 7070) are all above 1024, open to the
+# non-root user, and the scenario's embedded system under test (pipebench
+# k8s sut; an embedded collector is this same binary as a child process),
+# whose ports the kernel picks.
 ARG GO_VERSION=1.26.8
 
 FROM golang:${GO_VERSION} AS build
