@@ -341,44 +341,16 @@ func Build(o Options) (*Objects, error) {
 // sinkObjects returns the in-cluster sink's Service and Deployment: one
 // pod running pipebench k8s sink, ready once it listens.
 func sinkObjects(o Options, shard corev1.PodSpec, envFrom []corev1.EnvFromSource) (*corev1.Service, *appsv1.Deployment) {
-	sel := map[string]string{LabelRun: o.Name, LabelRole: RoleSink}
-	labels := o.labels()
-	labels[LabelRole] = RoleSink
-	if o.Sink.Type != "" {
-		labels["pipebench.dev/sink"] = o.Sink.Type
-	}
 	var sports []corev1.ServicePort
 	var cports []corev1.ContainerPort
 	for _, p := range append(append([]SinkPort{}, o.Sink.Ports...), SinkPort{Name: "feed", Port: FeedPort}) {
 		sports = append(sports, corev1.ServicePort{Name: p.Name, Port: p.Port, TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP})
 		cports = append(cports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: corev1.ProtocolTCP})
 	}
-	svc := &corev1.Service{ObjectMeta: o.meta(SinkName(o.Name)), Spec: corev1.ServiceSpec{
-		Type: corev1.ServiceTypeClusterIP, Selector: sel, Ports: sports,
-	}}
-	svc.Labels[LabelRole] = RoleSink
-	spec := *shard.DeepCopy()
-	spec.RestartPolicy = corev1.RestartPolicyAlways
-	spec.Affinity = nil
-	c := &spec.Containers[0]
-	c.Name = "sink"
-	c.Command = []string{"pipebench", "k8s", "sink"}
-	c.Ports = cports
-	c.EnvFrom = envFrom
-	c.Env = []corev1.EnvVar{
-		{Name: "PIPEBENCH_K8S_RUN", Value: o.Name},
-		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
-	}
-	dep := &appsv1.Deployment{ObjectMeta: o.meta(SinkName(o.Name)), Spec: appsv1.DeploymentSpec{
-		Replicas: ptr(int32(1)),
-		Selector: &metav1.LabelSelector{MatchLabels: sel},
-		// One sink holds the run's account: never two at once.
-		Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
-	}}
-	dep.Labels[LabelRole] = RoleSink
+	svc := componentService(o, RoleSink, SinkName(o.Name), corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: sports})
+	// One sink holds the run's account: never two at once.
+	dep := componentDeployment(o, RoleSink, SinkName(o.Name), o.Sink.Type, shard, envFrom, nil)
+	dep.Spec.Template.Spec.Containers[0].Ports = cports
 	return svc, dep
 }
 
@@ -388,40 +360,55 @@ func sinkObjects(o Options, shard corev1.PodSpec, envFrom []corev1.EnvFromSource
 // resolves to the pod's address, and the system's ports, chosen when it
 // starts, are published in ConfigMap NAME-sut.
 func sutObjects(o Options, shard corev1.PodSpec, envFrom []corev1.EnvFromSource) (*corev1.Service, *appsv1.Deployment) {
-	sel := map[string]string{LabelRun: o.Name, LabelRole: RoleSUT}
-	labels := o.labels()
-	labels[LabelRole] = RoleSUT
-	if o.SUT.Type != "" {
-		labels["pipebench.dev/sut"] = o.SUT.Type
+	svc := componentService(o, RoleSUT, SUTName(o.Name), corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone})
+	var env []corev1.EnvVar
+	if o.Sink != nil {
+		env = append(env, corev1.EnvVar{Name: EnvSink, Value: SinkHost(o.Name, o.Namespace)})
 	}
-	svc := &corev1.Service{ObjectMeta: o.meta(SUTName(o.Name)), Spec: corev1.ServiceSpec{
-		ClusterIP: corev1.ClusterIPNone, Selector: sel,
-	}}
-	svc.Labels[LabelRole] = RoleSUT
+	return svc, componentDeployment(o, RoleSUT, SUTName(o.Name), o.SUT.Type, shard, envFrom, env)
+}
+
+// componentService returns the Service of an in-cluster component (role),
+// selecting its pod.
+func componentService(o Options, role, name string, spec corev1.ServiceSpec) *corev1.Service {
+	spec.Selector = map[string]string{LabelRun: o.Name, LabelRole: role}
+	svc := &corev1.Service{ObjectMeta: o.meta(name), Spec: spec}
+	svc.Labels[LabelRole] = role
+	return svc
+}
+
+// componentDeployment returns the Deployment of an in-cluster component:
+// one pod running pipebench k8s ROLE with the shards' image and security
+// settings, its pod's address in POD_IP, replaced (never two at once)
+// when it goes.
+func componentDeployment(o Options, role, name, typ string, shard corev1.PodSpec, envFrom []corev1.EnvFromSource, env []corev1.EnvVar) *appsv1.Deployment {
+	sel := map[string]string{LabelRun: o.Name, LabelRole: role}
+	labels := o.labels()
+	labels[LabelRole] = role
+	if typ != "" {
+		labels["pipebench.dev/"+role] = typ
+	}
 	spec := *shard.DeepCopy()
 	spec.RestartPolicy = corev1.RestartPolicyAlways
 	spec.Affinity = nil
 	c := &spec.Containers[0]
-	c.Name = "sut"
-	c.Command = []string{"pipebench", "k8s", "sut"}
+	c.Name = role
+	c.Command = []string{"pipebench", "k8s", role}
 	c.EnvFrom = envFrom
-	c.Env = []corev1.EnvVar{
+	c.Env = append([]corev1.EnvVar{
 		{Name: "PIPEBENCH_K8S_RUN", Value: o.Name},
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
-	}
-	if o.Sink != nil {
-		c.Env = append(c.Env, corev1.EnvVar{Name: EnvSink, Value: SinkHost(o.Name, o.Namespace)})
-	}
-	dep := &appsv1.Deployment{ObjectMeta: o.meta(SUTName(o.Name)), Spec: appsv1.DeploymentSpec{
+	}, env...)
+	dep := &appsv1.Deployment{ObjectMeta: o.meta(name), Spec: appsv1.DeploymentSpec{
 		Replicas: ptr(int32(1)),
 		Selector: &metav1.LabelSelector{MatchLabels: sel},
 		Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
 	}}
-	dep.Labels[LabelRole] = RoleSUT
-	return svc, dep
+	dep.Labels[LabelRole] = role
+	return dep
 }
 
 // list returns the objects in creation order.

@@ -54,24 +54,29 @@ type SinkStarted struct {
 
 // SinkPod is the in-cluster sink's side of a launch.
 type SinkPod struct {
+	// The sink and the feed listen on the pod's address, IP.
+	InPod
+	// Start starts the scenario's sink on IP from the run's ConfigMap
+	// (scenario, file, duration).
+	Start func(ctx context.Context, run *corev1.ConfigMap) (*SinkStarted, error)
+}
+
+// InPod is what an in-cluster component (the sink, the system under
+// test) knows of its pod and its run.
+type InPod struct {
 	Client    kubernetes.Interface
 	Namespace string
 	Run       string
 	Pod       string
-	// IP is the pod's address (POD_IP): the sink and the feed listen on it.
-	IP  string
-	Log io.Writer
-	// Start starts the scenario's sink on IP from the run's ConfigMap
-	// (scenario, file, duration).
-	Start func(ctx context.Context, run *corev1.ConfigMap) (*SinkStarted, error)
-	Poll  time.Duration
+	// IP is the pod's address (POD_IP).
+	IP   string
+	Log  io.Writer
+	Poll time.Duration
 }
 
-// Main runs the sink: it starts it and the feed, publishes its endpoints
-// in ConfigMap NAME-sink, reports ready, applies the faults from the start
-// time, writes its counts once the launcher says the run ended, and stays
-// up until ctx ends (its Deployment would restart it otherwise).
-func (p SinkPod) Main(ctx context.Context) error {
+// defaults fills Poll and Log; a pod without its address cannot serve
+// (what says what the address is for).
+func (p *InPod) defaults(what string) error {
 	if p.Poll <= 0 {
 		p.Poll = 250 * time.Millisecond
 	}
@@ -79,36 +84,29 @@ func (p SinkPod) Main(ctx context.Context) error {
 		p.Log = io.Discard
 	}
 	if p.IP == "" {
-		return errors.New("POD_IP is not set: the sink listens on the pod's address")
+		return errors.New("POD_IP is not set: " + what + " on the pod's address")
 	}
-	cms := p.Client.CoreV1().ConfigMaps(p.Namespace)
-	run, err := waitConfigMap(ctx, p.Client, p.Namespace, p.Run, p.Poll, 2*time.Minute)
-	if err != nil {
-		return fmt.Errorf("read ConfigMap %s/%s: %w", p.Namespace, p.Run, err)
-	}
-	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: run.Name, UID: run.UID}
-	mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: SinkName(p.Run), Namespace: p.Namespace,
-		Labels:          map[string]string{LabelRun: p.Run, LabelRole: RoleSink, "app.kubernetes.io/managed-by": "pipebench"},
-		Annotations:     map[string]string{"pipebench.dev/pod": p.Pod},
-		OwnerReferences: []metav1.OwnerReference{owner},
-	}, Data: map[string]string{KeyState: StateWait}}
-	if _, err := cms.Create(ctx, mine, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		// A restarted sink starts over: the shards see its new address.
-		if err := p.set(ctx, func(cm *corev1.ConfigMap) { cm.Data = mine.Data }); err != nil {
-			return err
-		}
-	} else if err != nil {
-		return fmt.Errorf("create ConfigMap %s: %w", mine.Name, err)
-	}
-	fail := func(err error) error {
-		msg := err.Error()
-		if len(msg) > 4000 {
-			msg = msg[:4000] + "…"
-		}
-		_ = p.set(context.Background(), func(cm *corev1.ConfigMap) { cm.Data[KeyState], cm.Data[KeyMessage] = StateFailed, msg })
+	return nil
+}
+
+// open waits for the run's ConfigMap and creates the component's own.
+func (p *InPod) open(ctx context.Context, name, role string) (*corev1.ConfigMap, ownConfigMap, error) {
+	return openComponent(ctx, p.Client, p.Namespace, p.Run, name, role, p.Pod, p.Poll)
+}
+
+// Main runs the sink: it starts it and the feed, publishes its endpoints
+// in ConfigMap NAME-sink, reports ready, applies the faults from the start
+// time, writes its counts once the launcher says the run ended, and stays
+// up until ctx ends (its Deployment would restart it otherwise).
+func (p SinkPod) Main(ctx context.Context) error {
+	if err := p.defaults("the sink listens"); err != nil {
 		return err
 	}
+	run, mine, err := p.open(ctx, SinkName(p.Run), RoleSink)
+	if err != nil {
+		return err
+	}
+	fail := mine.fail
 	st, err := p.Start(ctx, run)
 	if err != nil {
 		return fail(err)
@@ -134,6 +132,7 @@ func (p SinkPod) Main(ctx context.Context) error {
 
 	// The start time, then the end of the run.
 	started := false
+	cms := p.Client.CoreV1().ConfigMaps(p.Namespace)
 	err = poll(ctx, p.Poll, 1<<62, func() (bool, error) {
 		cm, err := cms.Get(ctx, p.Run, metav1.GetOptions{})
 		if err != nil {
@@ -172,6 +171,55 @@ func (p SinkPod) Main(ctx context.Context) error {
 
 func (p SinkPod) set(ctx context.Context, change func(*corev1.ConfigMap)) error {
 	return updateConfigMap(ctx, p.Client, p.Namespace, SinkName(p.Run), change)
+}
+
+// ownConfigMap is the ConfigMap an in-cluster component (the sink, the
+// system under test) reports through: its state, where it receives, why
+// it failed.
+type ownConfigMap struct {
+	client   kubernetes.Interface
+	ns, name string
+}
+
+func (o ownConfigMap) set(ctx context.Context, change func(*corev1.ConfigMap)) error {
+	return updateConfigMap(ctx, o.client, o.ns, o.name, change)
+}
+
+// fail records err as the component's failure (the launcher reports it)
+// and returns it.
+func (o ownConfigMap) fail(err error) error {
+	msg := err.Error()
+	if len(msg) > 4000 {
+		msg = msg[:4000] + "…"
+	}
+	_ = o.set(context.Background(), func(cm *corev1.ConfigMap) { cm.Data[KeyState], cm.Data[KeyMessage] = StateFailed, msg })
+	return err
+}
+
+// openComponent waits for the run's ConfigMap and creates the component's
+// own (name), owned by it so that it goes with the run, in state waiting;
+// a restarted component resets it (the shards then see its new address).
+func openComponent(ctx context.Context, c kubernetes.Interface, ns, run, name, role, pod string, every time.Duration) (*corev1.ConfigMap, ownConfigMap, error) {
+	mine := ownConfigMap{client: c, ns: ns, name: name}
+	rcm, err := waitConfigMap(ctx, c, ns, run, every, 2*time.Minute)
+	if err != nil {
+		return nil, mine, fmt.Errorf("read ConfigMap %s/%s: %w", ns, run, err)
+	}
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: rcm.Name, UID: rcm.UID}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: ns,
+		Labels:          map[string]string{LabelRun: run, LabelRole: role, "app.kubernetes.io/managed-by": "pipebench"},
+		Annotations:     map[string]string{"pipebench.dev/pod": pod},
+		OwnerReferences: []metav1.OwnerReference{owner},
+	}, Data: map[string]string{KeyState: StateWait}}
+	if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		if err := mine.set(ctx, func(got *corev1.ConfigMap) { got.Data = cm.Data }); err != nil {
+			return nil, mine, err
+		}
+	} else if err != nil {
+		return nil, mine, fmt.Errorf("create ConfigMap %s: %w", name, err)
+	}
+	return rcm, mine, nil
 }
 
 // waitConfigMap waits until ConfigMap ns/name exists and returns it.

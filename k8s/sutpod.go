@@ -3,7 +3,6 @@ package k8s
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,8 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/pipebench/pipebench"
@@ -38,17 +35,11 @@ type SUTStarted struct {
 // system that every shard sends to and observes, as one gateway serves
 // many clients, instead of one per shard.
 type SUTPod struct {
-	Client    kubernetes.Interface
-	Namespace string
-	Run       string
-	Pod       string
-	// IP is the pod's address (POD_IP): the system is reached on it.
-	IP  string
-	Log io.Writer
+	// The system is reached on the pod's address, IP.
+	InPod
 	// Start starts the scenario's system under test from the run's
 	// ConfigMap; it exports to the in-cluster sink, if there is one.
 	Start func(ctx context.Context, run *corev1.ConfigMap) (*SUTStarted, error)
-	Poll  time.Duration
 }
 
 // Main runs the system under test: it starts it, forwards each address
@@ -56,47 +47,14 @@ type SUTPod struct {
 // pod's address, publishes those in ConfigMap NAME-sut, reports ready and
 // stays up until ctx ends (the run's deletion).
 func (p SUTPod) Main(ctx context.Context) error {
-	if p.Poll <= 0 {
-		p.Poll = 250 * time.Millisecond
-	}
-	if p.Log == nil {
-		p.Log = io.Discard
-	}
-	if p.IP == "" {
-		return errors.New("POD_IP is not set: the system under test is reached on the pod's address")
-	}
-	cms := p.Client.CoreV1().ConfigMaps(p.Namespace)
-	run, err := waitConfigMap(ctx, p.Client, p.Namespace, p.Run, p.Poll, 2*time.Minute)
-	if err != nil {
-		return fmt.Errorf("read ConfigMap %s/%s: %w", p.Namespace, p.Run, err)
-	}
-	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: run.Name, UID: run.UID}
-	name := SUTName(p.Run)
-	mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Namespace: p.Namespace,
-		Labels:          map[string]string{LabelRun: p.Run, LabelRole: RoleSUT, "app.kubernetes.io/managed-by": "pipebench"},
-		Annotations:     map[string]string{"pipebench.dev/pod": p.Pod},
-		OwnerReferences: []metav1.OwnerReference{owner},
-	}, Data: map[string]string{KeyState: StateWait}}
-	set := func(ctx context.Context, change func(*corev1.ConfigMap)) error {
-		return updateConfigMap(ctx, p.Client, p.Namespace, name, change)
-	}
-	if _, err := cms.Create(ctx, mine, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		// A restarted system starts over: the shards see its new ports.
-		if err := set(ctx, func(cm *corev1.ConfigMap) { cm.Data = mine.Data }); err != nil {
-			return err
-		}
-	} else if err != nil {
-		return fmt.Errorf("create ConfigMap %s: %w", name, err)
-	}
-	fail := func(err error) error {
-		msg := err.Error()
-		if len(msg) > 4000 {
-			msg = msg[:4000] + "…"
-		}
-		_ = set(context.Background(), func(cm *corev1.ConfigMap) { cm.Data[KeyState], cm.Data[KeyMessage] = StateFailed, msg })
+	if err := p.defaults("the system under test is reached"); err != nil {
 		return err
 	}
+	run, mine, err := p.open(ctx, SUTName(p.Run), RoleSUT)
+	if err != nil {
+		return err
+	}
+	set, fail := mine.set, mine.fail
 	st, err := p.Start(ctx, run)
 	if err != nil {
 		return fail(err)

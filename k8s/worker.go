@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 )
 
 // ReadyFile is the file a worker creates once it waits for the start time;
@@ -195,19 +194,7 @@ func (w Worker) Main(ctx context.Context) error {
 
 // set changes the shard's ConfigMap, retrying on conflicts.
 func (w Worker) set(ctx context.Context, idx int, change func(*corev1.ConfigMap)) error {
-	cms := w.Client.CoreV1().ConfigMaps(w.Namespace)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, ShardName(w.Run, idx), metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		change(cm)
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		return err
-	})
+	return updateConfigMap(ctx, w.Client, w.Namespace, ShardName(w.Run, idx), change)
 }
 
 // nodeIndex finds node in "name=index" lines.

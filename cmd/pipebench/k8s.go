@@ -387,10 +387,22 @@ func schedulable(nodes []corev1.Node) []string {
 	return out
 }
 
-func (a *app) k8sWorkerCommand() *cobra.Command {
+// inPod is what a command running in one of the run's pods reads from
+// its environment, and a scratch folder of its own.
+type inPod struct {
+	client             kubernetes.Interface
+	ns, run, pod, node string
+	ip                 string
+	dir                string
+}
+
+// podCommand is a hidden command that runs in the pods k8s run creates
+// (pipebench k8s NAME): it finds the API server and its run from the
+// pod's environment, then calls main.
+func (a *app) podCommand(name, short string, main func(p inPod) error) *cobra.Command {
 	return &cobra.Command{
-		Use:    "worker",
-		Short:  "Run one shard inside a pod of k8s run (reads its run from the environment)",
+		Use:    name,
+		Short:  short,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -398,109 +410,116 @@ func (a *app) k8sWorkerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w := k8s.Worker{Client: client, Namespace: ns, Run: os.Getenv("PIPEBENCH_K8S_RUN"),
-				Pod: os.Getenv("POD_NAME"), Node: os.Getenv("NODE_NAME"), Log: a.stderr}
-			if w.Run == "" {
-				return pipebench.UsageError("PIPEBENCH_K8S_RUN is not set", "k8s worker runs in the pods k8s run creates", nil)
+			p := inPod{client: client, ns: ns, run: os.Getenv("PIPEBENCH_K8S_RUN"), pod: os.Getenv("POD_NAME"),
+				node: os.Getenv("NODE_NAME"), ip: os.Getenv("POD_IP")}
+			if p.run == "" {
+				return pipebench.UsageError("PIPEBENCH_K8S_RUN is not set", "k8s "+name+" runs in the pods k8s run creates", nil)
 			}
-			if s := os.Getenv("JOB_COMPLETION_INDEX"); s != "" {
-				i, err := strconv.Atoi(s)
-				if err != nil {
-					return fmt.Errorf("JOB_COMPLETION_INDEX %q: %w", s, err)
-				}
-				w.Index = i + 1
+			if p.dir, err = os.MkdirTemp("", "pipebench-"+name+"-"); err != nil {
+				return err
 			}
-			dir, err := os.MkdirTemp("", "pipebench-worker-")
+			defer os.RemoveAll(p.dir)
+			return main(p)
+		},
+	}
+}
+
+func (a *app) k8sWorkerCommand() *cobra.Command {
+	return a.podCommand("worker", "Run one shard inside a pod of k8s run (reads its run from the environment)", func(p inPod) error {
+		client, ns, dir := p.client, p.ns, p.dir
+		w := k8s.Worker{Client: client, Namespace: ns, Run: p.run, Pod: p.pod, Node: p.node, Log: a.stderr}
+		if s := os.Getenv("JOB_COMPLETION_INDEX"); s != "" {
+			i, err := strconv.Atoi(s)
+			if err != nil {
+				return fmt.Errorf("JOB_COMPLETION_INDEX %q: %w", s, err)
+			}
+			w.Index = i + 1
+		}
+		// The scenario is run as a relative path: every shard's plan
+		// names the same file, and the shards' plans are one.
+		if err := os.Chdir(dir); err != nil {
+			return err
+		}
+		w.Check = func(s k8s.Shard) error {
+			file := s.File
+			if err := os.WriteFile(file, s.Scenario, 0o600); err != nil {
+				return err
+			}
+			sc, err := a.loadScenario(file)
 			if err != nil {
 				return err
 			}
-			defer os.RemoveAll(dir)
-			// The scenario is run as a relative path: every shard's plan
-			// names the same file, and the shards' plans are one.
-			if err := os.Chdir(dir); err != nil {
+			d, err := shardDuration(s.Duration)
+			if err != nil {
 				return err
 			}
-			w.Check = func(s k8s.Shard) error {
-				file := s.File
-				if err := os.WriteFile(file, s.Scenario, 0o600); err != nil {
+			plan, err := compile(sc, d, d > 0, "")
+			if err != nil {
+				return err
+			}
+			sp, err := shardPlan(plan, s.Shard, "", time.Now())
+			if err != nil {
+				return err
+			}
+			if host := os.Getenv(k8s.EnvSUT); host != "" && sp.SUT != nil {
+				if err := a.useInClusterSUT(client, ns, w.Run, host); err != nil {
 					return err
 				}
-				sc, err := a.loadScenario(file)
-				if err != nil {
-					return err
-				}
-				d, err := shardDuration(s.Duration)
-				if err != nil {
-					return err
-				}
-				plan, err := compile(sc, d, d > 0, "")
-				if err != nil {
-					return err
-				}
-				sp, err := shardPlan(plan, s.Shard, "", time.Now())
-				if err != nil {
-					return err
-				}
-				if host := os.Getenv(k8s.EnvSUT); host != "" && sp.SUT != nil {
-					if err := a.useInClusterSUT(client, ns, w.Run, host); err != nil {
+			}
+			if host := os.Getenv(k8s.EnvSink); host != "" && sp.Sink != nil {
+				// The shard's sequence numbers run up to the next
+				// shard's first.
+				var hi uint64
+				if i, n := sp.Shard.Index+1, sp.Shard.Count; i < n {
+					next, err := plan.Slice(i, n)
+					if err != nil {
 						return err
 					}
+					hi = next.FirstSeq()
 				}
-				if host := os.Getenv(k8s.EnvSink); host != "" && sp.Sink != nil {
-					// The shard's sequence numbers run up to the next
-					// shard's first.
-					var hi uint64
-					if i, n := sp.Shard.Index+1, sp.Shard.Count; i < n {
-						next, err := plan.Slice(i, n)
-						if err != nil {
-							return err
-						}
-						hi = next.FirstSeq()
-					}
-					return a.useInClusterSink(client, ns, w.Run, host, sp.FirstSeq(), hi)
-				}
-				return nil
+				return a.useInClusterSink(client, ns, w.Run, host, sp.FirstSeq(), hi)
 			}
-			w.Exec = func(ctx context.Context, s k8s.Shard, start time.Time, progress func(float64)) ([]byte, error) {
-				d, _ := shardDuration(s.Duration)
-				out := filepath.Join(dir, "result.json")
-				stop := make(chan struct{})
-				defer close(stop)
-				go func() {
-					t := time.NewTicker(time.Second)
-					defer t.Stop()
-					for {
-						select {
-						case <-stop:
-							return
-						case <-t.C:
-							if r, err := readResult(out); err == nil {
-								if sent, ok := r.Total.Get("sent"); ok {
-									progress(sent)
-								}
+			return nil
+		}
+		w.Exec = func(ctx context.Context, s k8s.Shard, start time.Time, progress func(float64)) ([]byte, error) {
+			d, _ := shardDuration(s.Duration)
+			out := filepath.Join(dir, "result.json")
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				t := time.NewTicker(time.Second)
+				defer t.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-t.C:
+						if r, err := readResult(out); err == nil {
+							if sent, ok := r.Total.Get("sent"); ok {
+								progress(sent)
 							}
 						}
 					}
-				}()
-				runErr := a.run(s.File, runFlags{shard: s.Shard, startAt: start.Format(time.RFC3339Nano),
-					out: out, format: "text", noStore: true, quiet: true, checkpoint: time.Second,
-					duration: d, durationSet: d > 0})
-				data, err := os.ReadFile(out)
-				if err != nil {
-					if runErr != nil {
-						return nil, runErr
-					}
-					return nil, fmt.Errorf("the shard wrote no Result: %w", err)
 				}
-				var code *silentExit
-				if runErr != nil && !(errors.As(runErr, &code) && code.code != pipebench.ExitFailure) {
-					return data, runErr
+			}()
+			runErr := a.run(s.File, runFlags{shard: s.Shard, startAt: start.Format(time.RFC3339Nano),
+				out: out, format: "text", noStore: true, quiet: true, checkpoint: time.Second,
+				duration: d, durationSet: d > 0})
+			data, err := os.ReadFile(out)
+			if err != nil {
+				if runErr != nil {
+					return nil, runErr
 				}
-				return data, nil
+				return nil, fmt.Errorf("the shard wrote no Result: %w", err)
 			}
-			return w.Main(a.ctx)
-		},
-	}
+			var code *silentExit
+			if runErr != nil && !(errors.As(runErr, &code) && code.code != pipebench.ExitFailure) {
+				return data, runErr
+			}
+			return data, nil
+		}
+		return w.Main(a.ctx)
+	})
 }
 
 func shardDuration(s string) (time.Duration, error) {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"time"
 
@@ -71,18 +70,13 @@ func (a *app) inClusterSink(c *pipebench.Component, ip string) (*k8s.SinkSpec, a
 	return nil, nil
 }
 
-// feedRegistry returns a copy of reg whose sinks are all the FeedSink new
-// makes: a shard's runner then sends to the in-cluster sink and matches
-// what it received. The scenario still decodes and validates as written
-// (each sink keeps its configuration), so every shard's plan, and the
-// merged Result's, name the scenario's own sink.
-func feedRegistry(reg *pipebench.Registry, new func() pipebench.Sink) (*pipebench.Registry, error) {
-	return rewired(reg, new, nil)
-}
-
 // rewired returns a copy of reg whose sink factories make what sink
 // returns, and whose system under test factories what sut returns, where
-// given; every factory keeps its name and configuration.
+// given: a shard's runner then sends to the in-cluster sink and matches
+// what it received (a FeedSink), or to the in-cluster system under test.
+// The scenario still decodes and validates as written (each factory keeps
+// its name and configuration), so every shard's plan, and the merged
+// Result's, name the scenario's own components.
 func rewired(reg *pipebench.Registry, sink func() pipebench.Sink, sut func() pipebench.SUT) (*pipebench.Registry, error) {
 	out := pipebench.NewRegistry()
 	if err := copyCatalog(out.Generators, reg.Generators, nil); err != nil {
@@ -138,98 +132,86 @@ func (a *app) useInClusterSink(client kubernetes.Interface, ns, run, host string
 	if err != nil {
 		return err
 	}
-	reg, err := feedRegistry(a.reg, func() pipebench.Sink {
+	return a.rewire(func() pipebench.Sink {
 		return &k8s.FeedSink{Target: target, Targets: targets, FeedURL: feed, Lo: lo, Hi: hi, Log: a.stderr}
-	})
+	}, nil, "sink", target)
+}
+
+// rewire makes this worker's runs use the in-cluster component (what)
+// receiving at target: a sink, a system under test (see rewired).
+func (a *app) rewire(sink func() pipebench.Sink, sut func() pipebench.SUT, what, target string) error {
+	reg, err := rewired(a.reg, sink, sut)
 	if err != nil {
 		return err
 	}
 	a.reg = reg
-	fmt.Fprintf(a.stderr, "sending to the in-cluster sink at %s\n", target)
+	fmt.Fprintf(a.stderr, "sending to the in-cluster %s at %s\n", what, target)
 	return nil
 }
 
 func (a *app) k8sSinkCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:    "sink",
-		Short:  "Run the scenario's sink inside the cluster for k8s run (reads its run from the environment)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			client, ns, err := kubeClient("", os.Getenv("POD_NAMESPACE"))
+	return a.podCommand("sink", "Run the scenario's sink inside the cluster for k8s run (reads its run from the environment)", func(ip inPod) error {
+		dir := ip.dir
+		p := k8s.SinkPod{InPod: k8s.InPod{Client: ip.client, Namespace: ip.ns, Run: ip.run, Pod: ip.pod, IP: ip.ip, Log: a.stderr}}
+		var sink pipebench.Sink
+		p.Start = func(ctx context.Context, run *corev1.ConfigMap) (*k8s.SinkStarted, error) {
+			plan, err := a.runPlan(dir, run)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			p := k8s.SinkPod{Client: client, Namespace: ns, Run: os.Getenv("PIPEBENCH_K8S_RUN"),
-				Pod: os.Getenv("POD_NAME"), IP: os.Getenv("POD_IP"), Log: a.stderr}
-			if p.Run == "" {
-				return pipebench.UsageError("PIPEBENCH_K8S_RUN is not set", "k8s sink runs in the pod k8s run creates", nil)
+			spec, cfg := a.inClusterSink(plan.Sink, p.IP)
+			if spec == nil {
+				return nil, fmt.Errorf("the scenario's sink cannot run in the cluster (sink %v)", plan.Sink)
 			}
-			dir, err := os.MkdirTemp("", "pipebench-sink-")
+			f, _ := a.reg.Sinks.Lookup(plan.Sink.Type)
+			s, err := f.New(cfg, pipebench.Env{Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
-				return err
+				return nil, err
 			}
-			defer os.RemoveAll(dir)
-			var sink pipebench.Sink
-			p.Start = func(ctx context.Context, run *corev1.ConfigMap) (*k8s.SinkStarted, error) {
-				plan, err := a.runPlan(dir, run)
-				if err != nil {
-					return nil, err
-				}
-				spec, cfg := a.inClusterSink(plan.Sink, p.IP)
-				if spec == nil {
-					return nil, fmt.Errorf("the scenario's sink cannot run in the cluster (sink %v)", plan.Sink)
-				}
-				f, _ := a.reg.Sinks.Lookup(plan.Sink.Type)
-				s, err := f.New(cfg, pipebench.Env{Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-				if err != nil {
-					return nil, err
-				}
-				arr := kpi.NewArrivals(1, nil)
-				arr.StartPhase(0, 0)
-				arr.SetRunning(0)
-				feed := &k8s.Feed{Also: arr}
-				if err := s.Start(ctx, feed); err != nil {
-					return nil, fmt.Errorf("start the %s sink: %w", plan.Sink.Type, err)
-				}
-				sink = s
-				st := &k8s.SinkStarted{Endpoint: s.Endpoint(), Feed: feed}
-				if m, ok := s.(pipebench.MultiEndpoint); ok {
-					st.Endpoints = m.Endpoints()
-				}
-				if fs, ok := s.(pipebench.FaultSetter); ok {
-					// The shards' phases, on the shared clock: each phase's
-					// fault policy from its start (a blast phase has no
-					// planned end: the next policy follows at once).
-					st.Faults = func(ctx context.Context, start time.Time) {
-						at := start
-						for _, ph := range plan.Phases {
-							if wait := time.Until(at); wait > 0 {
-								select {
-								case <-ctx.Done():
-									return
-								case <-time.After(wait):
-								}
+			arr := kpi.NewArrivals(1, nil)
+			arr.StartPhase(0, 0)
+			arr.SetRunning(0)
+			feed := &k8s.Feed{Also: arr}
+			if err := s.Start(ctx, feed); err != nil {
+				return nil, fmt.Errorf("start the %s sink: %w", plan.Sink.Type, err)
+			}
+			sink = s
+			st := &k8s.SinkStarted{Endpoint: s.Endpoint(), Feed: feed}
+			if m, ok := s.(pipebench.MultiEndpoint); ok {
+				st.Endpoints = m.Endpoints()
+			}
+			if fs, ok := s.(pipebench.FaultSetter); ok {
+				// The shards' phases, on the shared clock: each phase's
+				// fault policy from its start (a blast phase has no
+				// planned end: the next policy follows at once).
+				st.Faults = func(ctx context.Context, start time.Time) {
+					at := start
+					for _, ph := range plan.Phases {
+						if wait := time.Until(at); wait > 0 {
+							select {
+							case <-ctx.Done():
+								return
+							case <-time.After(wait):
 							}
-							fs.SetFaults(ph.Faults, at)
-							at = at.Add(ph.Duration.D())
 						}
+						fs.SetFaults(ph.Faults, at)
+						at = at.Add(ph.Duration.D())
 					}
 				}
-				st.Counts = func() k8s.SinkCounts {
-					faulted, unmatched := arr.Totals()
-					s := arr.Stats(0, 0)
-					return k8s.SinkCounts{Received: arr.Delivered(), Duplicates: s.Duplicates, Faulted: faulted, Unmatched: unmatched}
-				}
-				return st, nil
 			}
-			err = p.Main(a.ctx)
-			if sink != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				sink.Shutdown(ctx)
+			st.Counts = func() k8s.SinkCounts {
+				faulted, unmatched := arr.Totals()
+				s := arr.Stats(0, 0)
+				return k8s.SinkCounts{Received: arr.Delivered(), Duplicates: s.Duplicates, Faulted: faulted, Unmatched: unmatched}
 			}
-			return err
-		},
-	}
+			return st, nil
+		}
+		err := p.Main(a.ctx)
+		if sink != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			sink.Shutdown(ctx)
+		}
+		return err
+	})
 }

@@ -66,78 +66,54 @@ func (a *app) useInClusterSUT(client kubernetes.Interface, ns, run, host string)
 		return err
 	}
 	sut := &remoteSUT{target: target, targets: targets, instances: instances}
-	reg, err := rewired(a.reg, nil, func() pipebench.SUT { return sut })
-	if err != nil {
-		return err
-	}
-	a.reg = reg
-	fmt.Fprintf(a.stderr, "sending to the in-cluster system under test at %s\n", target)
-	return nil
+	return a.rewire(nil, func() pipebench.SUT { return sut }, "system under test", target)
 }
 
 func (a *app) k8sSUTCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:    "sut",
-		Short:  "Run the scenario's system under test inside the cluster for k8s run (reads its run from the environment)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			client, ns, err := kubeClient("", os.Getenv("POD_NAMESPACE"))
+	return a.podCommand("sut", "Run the scenario's system under test inside the cluster for k8s run (reads its run from the environment)", func(ip inPod) error {
+		client, ns, dir := ip.client, ip.ns, ip.dir
+		p := k8s.SUTPod{InPod: k8s.InPod{Client: client, Namespace: ns, Run: ip.run, Pod: ip.pod, IP: ip.ip, Log: a.stderr}}
+		var sut pipebench.SUT
+		p.Start = func(ctx context.Context, run *corev1.ConfigMap) (*k8s.SUTStarted, error) {
+			plan, err := a.runPlan(dir, run)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			p := k8s.SUTPod{Client: client, Namespace: ns, Run: os.Getenv("PIPEBENCH_K8S_RUN"),
-				Pod: os.Getenv("POD_NAME"), IP: os.Getenv("POD_IP"), Log: a.stderr}
-			if p.Run == "" {
-				return pipebench.UsageError("PIPEBENCH_K8S_RUN is not set", "k8s sut runs in the pod k8s run creates", nil)
+			if plan.SUT == nil {
+				return nil, fmt.Errorf("the scenario has no system under test")
 			}
-			dir, err := os.MkdirTemp("", "pipebench-sut-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			var sut pipebench.SUT
-			p.Start = func(ctx context.Context, run *corev1.ConfigMap) (*k8s.SUTStarted, error) {
-				plan, err := a.runPlan(dir, run)
-				if err != nil {
+			env := pipebench.Env{Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			if host := os.Getenv(k8s.EnvSink); host != "" && plan.Sink != nil {
+				if env.Target, env.Targets, _, err = k8s.SinkEndpoints(ctx, client, ns, p.Run, host, 5*time.Minute); err != nil {
 					return nil, err
 				}
-				if plan.SUT == nil {
-					return nil, fmt.Errorf("the scenario has no system under test")
-				}
-				env := pipebench.Env{Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-				if host := os.Getenv(k8s.EnvSink); host != "" && plan.Sink != nil {
-					if env.Target, env.Targets, _, err = k8s.SinkEndpoints(ctx, client, ns, p.Run, host, 5*time.Minute); err != nil {
-						return nil, err
-					}
-				}
-				f, ok := a.reg.SUTs.Lookup(plan.SUT.Type)
-				if !ok {
-					return nil, fmt.Errorf("unknown system under test %q", plan.SUT.Type)
-				}
-				s, err := f.New(plan.SUT.Config, env)
-				if err != nil {
-					return nil, err
-				}
-				if err := s.Start(ctx); err != nil {
-					return nil, fmt.Errorf("start the %s system under test: %w", plan.SUT.Type, err)
-				}
-				sut = s
-				st := &k8s.SUTStarted{Endpoint: s.Endpoint(), Instances: s.Instances()}
-				if m, ok := s.(pipebench.MultiEndpoint); ok {
-					st.Endpoints = m.Endpoints()
-				}
-				return st, nil
 			}
-			err = p.Main(a.ctx)
-			if sut != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				sut.Shutdown(ctx)
+			f, ok := a.reg.SUTs.Lookup(plan.SUT.Type)
+			if !ok {
+				return nil, fmt.Errorf("unknown system under test %q", plan.SUT.Type)
 			}
-			return err
-		},
-	}
+			s, err := f.New(plan.SUT.Config, env)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.Start(ctx); err != nil {
+				return nil, fmt.Errorf("start the %s system under test: %w", plan.SUT.Type, err)
+			}
+			sut = s
+			st := &k8s.SUTStarted{Endpoint: s.Endpoint(), Instances: s.Instances()}
+			if m, ok := s.(pipebench.MultiEndpoint); ok {
+				st.Endpoints = m.Endpoints()
+			}
+			return st, nil
+		}
+		err := p.Main(a.ctx)
+		if sut != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			sut.Shutdown(ctx)
+		}
+		return err
+	})
 }
 
 // runPlan compiles the whole plan of the run whose ConfigMap is run, from
