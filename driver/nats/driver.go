@@ -40,6 +40,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/nats/wire"
+	"github.com/pipebench/pipebench/internal/fdlimit"
 	"github.com/pipebench/pipebench/payload"
 )
 
@@ -144,6 +145,9 @@ const flushers = 4
 // meanwhile are classified refused and unreached. A server that refuses
 // the credentials fails it.
 func (d *Driver) Start(ctx context.Context) error {
+	if err := fdlimit.Ensure(d.cfg.Connections + fdlimit.Margin); err != nil {
+		return pipebench.UsageError(fmt.Sprintf("nats driver: connections: %d", d.cfg.Connections), "", err)
+	}
 	d.flusher = wire.NewFlusher(flushers, d.cfg.Connections)
 	d.conns = make([]*conn, d.cfg.Connections)
 	sem := make(chan struct{}, d.cfg.ConnectConcurrency)

@@ -106,6 +106,7 @@ type Conn struct {
 
 	connected atomic.Bool
 	everUp    atomic.Bool
+	pings     atomic.Uint64 // server PINGs answered
 	done      chan struct{} // closed by Close
 	loopDone  chan struct{}
 }
@@ -156,6 +157,9 @@ func (c *Conn) Connected() bool { return c.connected.Load() }
 // EverConnected reports whether the connection ever completed the NATS
 // handshake.
 func (c *Conn) EverConnected() bool { return c.everUp.Load() }
+
+// Pings is how many of the server's PINGs the connection answered.
+func (c *Conn) Pings() uint64 { return c.pings.Load() }
 
 // LastError is the error that last broke or failed the connection.
 func (c *Conn) LastError() error {
@@ -547,6 +551,7 @@ func (c *Conn) read(nc net.Conn, br *bufio.Reader) error {
 				br.Discard(size + 2)
 			}
 		case hasOp(line, "PING"):
+			c.pings.Add(1)
 			c.mu.Lock()
 			if c.nc == nc {
 				if c.w == nil {
