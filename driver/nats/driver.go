@@ -247,6 +247,18 @@ wait:
 			c.wc.Close()
 		}
 	}
+	end := time.NewTimer(2 * time.Second)
+	defer end.Stop()
+closing:
+	for _, c := range d.conns {
+		if c != nil {
+			select {
+			case <-c.wc.Done():
+			case <-end.C:
+				break closing
+			}
+		}
+	}
 	if d.flusher != nil {
 		d.flusher.Stop()
 	}

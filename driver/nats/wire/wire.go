@@ -101,6 +101,7 @@ type Conn struct {
 	dirty      bool     // queued at the flusher
 	pongs      []chan struct{}
 	closed     bool
+	dialing    net.Conn // the connection being handshaken, closed by Close
 	lastErr    error
 	maxPayload int
 
@@ -230,6 +231,7 @@ func (c *Conn) Publish(subject, reply string, hdr, data []byte) error {
 	var err error
 	if len(w) >= flushAt {
 		err = c.writeLocked()
+		c.releaseLocked()
 	} else if !c.dirty {
 		c.dirty = true
 		if !c.opts.Flusher.queue(c) {
@@ -255,6 +257,15 @@ func (c *Conn) writeLocked() error {
 		return fmt.Errorf("%w: %v", ErrDisconnected, err)
 	}
 	return nil
+}
+
+// releaseLocked gives an empty write buffer back to the pool unless the
+// flusher will (c.mu held): an idle connection keeps none.
+func (c *Conn) releaseLocked() {
+	if !c.dirty && c.w != nil && len(c.w) == 0 {
+		putBuf(c.w)
+		c.w = nil
+	}
 }
 
 // flushIdle writes out what is pending and gives the buffer back to the
@@ -284,14 +295,13 @@ func (c *Conn) Flush() <-chan struct{} {
 	}
 	c.w = append(c.w, "PING\r\n"...)
 	c.pongs = append(c.pongs, ch)
-	if c.writeLocked() != nil {
-		return ch // breakLocked closed it
-	}
+	c.writeLocked() // a failure closed ch
+	c.releaseLocked()
 	return ch
 }
 
-// Close closes the connection and stops reconnecting; it waits for the
-// reader to end (at most a second).
+// Close closes the connection (a handshake under way too) and stops
+// reconnecting; Done is closed once its goroutine has ended.
 func (c *Conn) Close() {
 	c.mu.Lock()
 	if c.closed {
@@ -300,6 +310,9 @@ func (c *Conn) Close() {
 	}
 	c.closed = true
 	close(c.done)
+	if c.dialing != nil {
+		c.dialing.Close()
+	}
 	if c.nc != nil {
 		c.writeLocked()
 		c.breakLocked(c.nc, ErrClosed)
@@ -307,11 +320,10 @@ func (c *Conn) Close() {
 	putBuf(c.w)
 	c.w = nil
 	c.mu.Unlock()
-	select {
-	case <-c.loopDone:
-	case <-time.After(time.Second):
-	}
 }
+
+// Done is closed when the connection's goroutine has ended after Close.
+func (c *Conn) Done() <-chan struct{} { return c.loopDone }
 
 // breakLocked ends the connection nc if it is still the current one.
 func (c *Conn) breakLocked(nc net.Conn, err error) {
@@ -321,6 +333,8 @@ func (c *Conn) breakLocked(nc net.Conn, err error) {
 	nc.Close()
 	c.nc = nil
 	c.connected.Store(false)
+	putBuf(c.w) // what was not written is dropped, never sent on the next connection
+	c.w = nil
 	if !c.closed || c.lastErr == nil {
 		c.lastErr = err
 	}
@@ -415,6 +429,19 @@ func (c *Conn) handshake(u *url.URL) (net.Conn, *bufio.Reader, int, error) {
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		raw.Close()
+		return nil, nil, 0, ErrClosed
+	}
+	c.dialing = raw
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.dialing = nil
+		c.mu.Unlock()
+	}()
 	nc := raw
 	fail := func(err error) (net.Conn, *bufio.Reader, int, error) {
 		nc.Close()
@@ -559,6 +586,7 @@ func (c *Conn) read(nc net.Conn, br *bufio.Reader) error {
 				}
 				c.w = append(c.w, "PONG\r\n"...)
 				c.writeLocked()
+				c.releaseLocked()
 			}
 			c.mu.Unlock()
 		case hasOp(line, "PONG"):
