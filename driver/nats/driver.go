@@ -283,7 +283,7 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 	}
 	if d.cfg.Mode == ModeCore {
 		if err := d.eachMessage(b, func(hdr, data []byte) error {
-			return c.wc.Publish(subject, "", hdr, data)
+			return c.wc.Publish(subject, nil, hdr, data)
 		}); err != nil {
 			return classify(err)
 		}
@@ -460,7 +460,7 @@ func (d *Driver) sendAcked(ctx context.Context, c *conn, subject string, b *pipe
 		c.amu.Unlock()
 		mab.left.Add(1)
 		rb = strconv.AppendUint(append(rb[:0], c.prefix...), tok, 10)
-		if err := c.wc.Publish(subject, string(rb), hdr, data); err != nil {
+		if err := c.wc.Publish(subject, rb, hdr, data); err != nil {
 			if c.take(tok) != nil {
 				mab.release()
 			}

@@ -187,8 +187,8 @@ func (c *Conn) MaxPayload() int {
 
 // Publish sends a message: PUB when hdr is nil, else HPUB with hdr (a
 // whole header block, "NATS/1.0\r\n...\r\n\r\n"). reply may be empty. It
-// fails at once when disconnected.
-func (c *Conn) Publish(subject, reply string, hdr, data []byte) error {
+// fails at once when disconnected. It copies the slices before returning.
+func (c *Conn) Publish(subject string, reply, hdr, data []byte) error {
 	size := len(hdr) + len(data)
 	c.mu.Lock()
 	if c.nc == nil {
@@ -214,7 +214,7 @@ func (c *Conn) Publish(subject, reply string, hdr, data []byte) error {
 	}
 	w = append(w, subject...)
 	w = append(w, ' ')
-	if reply != "" {
+	if len(reply) > 0 {
 		w = append(w, reply...)
 		w = append(w, ' ')
 	}
