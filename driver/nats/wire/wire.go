@@ -237,6 +237,7 @@ func (c *Conn) Publish(subject string, reply, hdr, data []byte) error {
 		if !c.opts.Flusher.queue(c) {
 			c.dirty = false
 			err = c.writeLocked()
+			c.releaseLocked()
 		}
 	}
 	c.mu.Unlock()
