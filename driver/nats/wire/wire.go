@@ -25,7 +25,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"strconv"
@@ -524,15 +523,80 @@ func serverError(line []byte) *ServerError {
 	return &ServerError{Msg: strings.Trim(string(m), "' ")}
 }
 
-// read handles what the server sends until the connection fails.
+// read handles what the server sends until the connection fails. It
+// reads into a buffer of its own (readBufSize, grown only while a larger
+// message is in it) straight from the connection, so that the goroutine
+// waiting in Read has a shallow stack: 2,000 idle connections keep 4 KiB
+// stacks, not 8.
 func (c *Conn) read(nc net.Conn, br *bufio.Reader) error {
-	var args [6][]byte
-	subject := make([]byte, 0, 128)
+	rd := &reader{buf: make([]byte, readBufSize)}
+	if n := br.Buffered(); n > 0 { // what came after the handshake's PONG
+		b, _ := br.Peek(n)
+		if n > len(rd.buf) {
+			rd.buf = make([]byte, n)
+		}
+		rd.w = copy(rd.buf, b)
+	}
 	for {
-		line, err := readLine(br)
-		if err != nil {
+		if err := c.process(rd, nc); err != nil {
 			return err
 		}
+		rd.makeRoom()
+		n, err := nc.Read(rd.buf[rd.w:])
+		rd.w += n
+		if err != nil && n == 0 {
+			return err
+		}
+	}
+}
+
+// reader is the read buffer: buf[r:w] is received and not yet handled;
+// need, when more than w-r, is how many bytes the next operation needs.
+type reader struct {
+	buf        []byte
+	r, w, need int
+}
+
+// makeRoom moves what is left to the front and grows the buffer for an
+// operation larger than it, or shrinks it back once empty.
+func (rd *reader) makeRoom() {
+	if rd.r == rd.w {
+		rd.r, rd.w = 0, 0
+		if len(rd.buf) > readBufSize {
+			rd.buf = make([]byte, readBufSize)
+		}
+	} else if rd.r > 0 {
+		rd.w = copy(rd.buf, rd.buf[rd.r:rd.w])
+		rd.r = 0
+	}
+	want := max(rd.need, rd.w+1)
+	if rd.w == len(rd.buf) {
+		want = max(want, 2*len(rd.buf)) // a line longer than the buffer
+	}
+	if want > len(rd.buf) {
+		nb := make([]byte, want)
+		copy(nb, rd.buf[:rd.w])
+		rd.buf = nb
+	}
+}
+
+// process handles every whole operation in the buffer.
+//
+//go:noinline
+func (c *Conn) process(rd *reader, nc net.Conn) error {
+	var args [6][]byte
+	for {
+		rd.need = 0
+		in := rd.buf[rd.r:rd.w]
+		nl := bytes.IndexByte(in, '\n')
+		if nl < 0 {
+			return nil
+		}
+		line := in[:nl]
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		used := nl + 1
 		switch {
 		case hasOp(line, "MSG"), hasOp(line, "HMSG"):
 			h := line[0] == 'H' || line[0] == 'h'
@@ -553,30 +617,18 @@ func (c *Conn) read(nc net.Conn, br *bufio.Reader) error {
 			if err1 != nil || err2 != nil || hsize > size {
 				return fmt.Errorf("nats: bad message sizes %.80q", line)
 			}
-			// The line lives in the read buffer, which reading the body
-			// may move: the subject is copied out first.
-			subject = append(subject[:0], a[0]...)
-			var body []byte
-			peeked := size+2 <= br.Size()
-			if peeked {
-				if body, err = br.Peek(size + 2); err != nil {
-					return err
-				}
-			} else {
-				body = make([]byte, size+2)
-				if _, err := io.ReadFull(br, body); err != nil {
-					return err
-				}
+			if len(in) < used+size+2 {
+				rd.need = used + size + 2
+				return nil
 			}
+			body := in[used : used+size]
+			used += size + 2
 			if c.opts.OnMsg != nil {
 				var hdr []byte
 				if h {
 					hdr = body[:hsize]
 				}
-				c.opts.OnMsg(subject, hdr, body[hsize:size])
-			}
-			if peeked {
-				br.Discard(size + 2)
+				c.opts.OnMsg(a[0], hdr, body[hsize:])
 			}
 		case hasOp(line, "PING"):
 			c.pings.Add(1)
@@ -608,6 +660,7 @@ func (c *Conn) read(nc net.Conn, br *bufio.Reader) error {
 				c.mu.Unlock()
 			}
 		}
+		rd.r += used
 	}
 }
 
