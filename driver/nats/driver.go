@@ -5,16 +5,30 @@
 // are outcome classes: a full stream (discard new) is refused, no stream
 // listening is an error, a missing ack a timeout, a server that never
 // answered the connection refused and unreached.
+//
+// The driver speaks the NATS client protocol itself (package wire) rather
+// than through nats.go: a scenario holds thousands of connections, and
+// nats.go's fixed state per connection (a 32 KiB read buffer, a parse
+// scratch, three goroutines) alone came to 80 MB at 2,000 of them. A wire
+// connection keeps one goroutine and a 1 KiB read buffer, and no write
+// buffer while idle. JetStream sync and async publishes share one ack path:
+// each message carries a reply subject of its connection, which is
+// subscribed to once, and the connection's reader settles the acks. It is
+// tested against the real nats-server (its conformance suite, the
+// reconnection, PING, auth, max_payload and /connz tests here, and the
+// end-to-end tests of internal/natse2e). The sink and the observer keep
+// nats.go: they hold a connection or two.
 package natsdriver
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,10 +36,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/driver/nats/wire"
+	"github.com/pipebench/pipebench/internal/fdlimit"
 	"github.com/pipebench/pipebench/payload"
 )
 
@@ -47,25 +62,15 @@ type Driver struct {
 	next    atomic.Uint64
 	keyed   bool // the subject has {key}
 	timeout time.Duration
-	// Publish options, built once: no retries (a failure is measured,
-	// not hidden).
-	syncOpts []js.PublishOpt
-	// jetstream-async: the acks of every connection, read by a few
-	// goroutines (no goroutine per connection).
-	acks     chan *nats.Msg
-	stop     chan struct{}
-	ackers   sync.WaitGroup
-	stopOnce sync.Once
-	runID    string
+	flusher *wire.Flusher
+	runID   string
 }
 
 type conn struct {
-	nc      *nats.Conn
-	js      js.JetStream // jetstream (sync) mode only
-	subject string       // the subject with {conn} filled in
-	everUp  atomic.Bool
-	// jetstream-async: publishes carry the reply subject prefix+token; the
-	// acks come back through one channel shared by every connection.
+	wc      *wire.Conn
+	subject string // the subject with {conn} filled in
+	// JetStream: publishes carry the reply subject prefix+token; the
+	// connection's reader settles their acks.
 	prefix  string
 	room    chan struct{} // a slot per outstanding ack: the window
 	amu     sync.Mutex
@@ -78,8 +83,8 @@ type conn struct {
 	probeDown bool
 }
 
-// refusing reports whether the server this connection was last given
-// refuses TCP connections now (checked at most every 100 ms).
+// refusing reports whether the servers of this connection refuse TCP
+// connections now (checked at most every 100 ms).
 func (c *conn) refusing() bool {
 	c.probeMu.Lock()
 	defer c.probeMu.Unlock()
@@ -87,12 +92,8 @@ func (c *conn) refusing() bool {
 		return c.probeDown
 	}
 	c.probeAt, c.probeDown = time.Now(), false
-	for _, s := range c.nc.Servers() {
-		u, err := url.Parse(s)
-		if err != nil || u.Host == "" {
-			continue
-		}
-		nc, err := net.DialTimeout("tcp", u.Host, 200*time.Millisecond)
+	for _, host := range c.wc.Hosts() {
+		nc, err := net.DialTimeout("tcp", host, 200*time.Millisecond)
 		if err == nil {
 			nc.Close()
 			return false
@@ -129,23 +130,25 @@ func New(cfg Config, target string) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, urls: strings.Join(splitURLs(cfg.URL), ","), keyed: strings.Contains(cfg.Subject, "{key}"), timeout: cfg.Timeout.D()}
-	d.syncOpts = []js.PublishOpt{js.WithRetryAttempts(0)}
-	d.stop = make(chan struct{})
-	d.runID = nats.NewInbox()[len(nats.InboxPrefix):]
+	var id [8]byte
+	rand.Read(id[:])
+	d.runID = hex.EncodeToString(id[:])
 	return d, nil
 }
 
+// flushers is how many goroutines write out the publishes of every
+// connection between the writes publishers make themselves.
+const flushers = 4
+
 // Start opens every connection. A server that refuses connections does not
 // fail Start: the connections keep retrying in the background and sends
-// meanwhile are classified refused and unreached.
+// meanwhile are classified refused and unreached. A server that refuses
+// the credentials fails it.
 func (d *Driver) Start(ctx context.Context) error {
-	if d.cfg.Mode == ModeJSAsync {
-		d.acks = make(chan *nats.Msg, min(d.cfg.Connections*d.cfg.Window, 1<<18))
-		for range ackers {
-			d.ackers.Add(1)
-			go d.handleAcks()
-		}
+	if err := fdlimit.Ensure(d.cfg.Connections + fdlimit.Margin); err != nil {
+		return pipebench.UsageError(fmt.Sprintf("nats driver: connections: %d", d.cfg.Connections), "", err)
 	}
+	d.flusher = wire.NewFlusher(flushers, d.cfg.Connections)
 	d.conns = make([]*conn, d.cfg.Connections)
 	sem := make(chan struct{}, d.cfg.ConnectConcurrency)
 	var wg sync.WaitGroup
@@ -162,7 +165,9 @@ func (d *Driver) Start(ctx context.Context) error {
 			c, err := d.open(i)
 			if err != nil {
 				mu.Lock()
-				errs = append(errs, err)
+				if len(errs) < 3 {
+					errs = append(errs, err)
+				}
 				mu.Unlock()
 				return
 			}
@@ -182,48 +187,25 @@ func (d *Driver) Start(ctx context.Context) error {
 
 func (d *Driver) open(i int) (*conn, error) {
 	c := &conn{subject: strings.ReplaceAll(d.cfg.Subject, "{conn}", strconv.Itoa(i))}
-	opts := []nats.Option{
-		nats.Name("pipebench-" + strconv.Itoa(i)),
-		nats.Timeout(5 * time.Second),
-		nats.RetryOnFailedConnect(true),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250 * time.Millisecond),
-		// Never buffer while disconnected: a publish then is an error,
-		// not a success that may never reach the server.
-		nats.ReconnectBufSize(-1),
-		nats.ConnectHandler(func(*nats.Conn) { c.everUp.Store(true) }),
-		nats.ReconnectHandler(func(*nats.Conn) { c.everUp.Store(true) }),
-		// The server's slow-consumer and permission notices arrive here;
-		// the sends classify what matters.
-		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
+	opts := wire.Options{
+		URLs:          splitURLs(d.urls),
+		Name:          "pipebench-" + strconv.Itoa(i),
+		Timeout:       5 * time.Second,
+		ReconnectWait: 250 * time.Millisecond,
+		Flusher:       d.flusher,
 	}
-	nc, err := nats.Connect(d.urls, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if nc.IsConnected() {
-		c.everUp.Store(true)
-	}
-	c.nc = nc
-	switch d.cfg.Mode {
-	case ModeJS:
-		if c.js, err = js.New(nc); err != nil {
-			nc.Close()
-			return nil, err
-		}
-	case ModeJSAsync:
+	if d.cfg.Mode != ModeCore {
 		c.prefix = ackPrefix + d.runID + "." + strconv.Itoa(i) + "."
 		c.room = make(chan struct{}, d.cfg.Window)
 		c.pending = make(map[uint64]*ackBatch) // grows with use: 2,000 connections x a window of 256 presized cost 20 MB
-		// A channel subscription has no goroutine of its own: the acks
-		// of all connections meet in d.acks, which holds every ack the
-		// windows allow up to 2^18 (an ack that finds it full is dropped
-		// by nats.go and its Send times out: a failure, never hidden).
-		if _, err := nc.ChanSubscribe(c.prefix+"*", d.acks); err != nil {
-			nc.Close()
-			return nil, err
-		}
+		opts.Subscribe = c.prefix + "*"
+		opts.OnMsg = c.ack
 	}
+	wc, err := wire.Dial(opts)
+	if err != nil {
+		return nil, err
+	}
+	c.wc = wc
 	return c, nil
 }
 
@@ -232,28 +214,54 @@ func (d *Driver) open(i int) (*conn, error) {
 func (d *Driver) OpenConnections() int {
 	n := 0
 	for _, c := range d.conns {
-		if c != nil && c.nc.IsConnected() {
+		if c != nil && c.wc.Connected() {
 			n++
 		}
 	}
 	return n
 }
 
-// Shutdown flushes and closes every connection.
+// Shutdown flushes and closes every connection (the flushes of all of
+// them waited for together, a second at most).
 func (d *Driver) Shutdown(ctx context.Context) error {
+	var pongs []<-chan struct{}
 	for _, c := range d.conns {
-		if c == nil {
-			continue
+		if c != nil && c.wc.Connected() {
+			pongs = append(pongs, c.wc.Flush())
 		}
-		if c.nc.IsConnected() {
-			fctx, cancel := context.WithTimeout(ctx, time.Second)
-			c.nc.FlushWithContext(fctx)
-			cancel()
-		}
-		c.nc.Close()
 	}
-	d.stopOnce.Do(func() { close(d.stop) })
-	d.ackers.Wait()
+	wait := time.NewTimer(time.Second)
+	defer wait.Stop()
+wait:
+	for _, p := range pongs {
+		select {
+		case <-p:
+		case <-wait.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	for _, c := range d.conns {
+		if c != nil {
+			c.wc.Close()
+		}
+	}
+	end := time.NewTimer(2 * time.Second)
+	defer end.Stop()
+closing:
+	for _, c := range d.conns {
+		if c != nil {
+			select {
+			case <-c.wc.Done():
+			case <-end.C:
+				break closing
+			}
+		}
+	}
+	if d.flusher != nil {
+		d.flusher.Stop()
+	}
 	return nil
 }
 
@@ -266,96 +274,117 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "not started"}
 	}
 	c := d.conns[(d.next.Add(1)-1)%uint64(len(d.conns))]
-	if !c.nc.IsConnected() {
+	if !c.wc.Connected() {
 		return c.down()
 	}
 	subject := c.subject
 	if d.keyed {
 		subject = strings.ReplaceAll(subject, "{key}", b.Key)
 	}
-	switch d.cfg.Mode {
-	case ModeCore:
-		if err := d.eachMessage(subject, b, func(m *nats.Msg) error {
-			if m.Header == nil {
-				return c.nc.Publish(m.Subject, m.Data)
-			}
-			return c.nc.PublishMsg(m)
+	if d.cfg.Mode == ModeCore {
+		if err := d.eachMessage(b, func(hdr, data []byte) error {
+			return c.wc.Publish(subject, nil, hdr, data)
 		}); err != nil {
 			return classify(err)
 		}
 		return pipebench.Outcome{}
-	case ModeJS:
-		cctx, cancel := context.WithTimeout(ctx, d.timeout)
-		defer cancel()
-		if err := d.eachMessage(subject, b, func(m *nats.Msg) error {
-			_, err := c.js.PublishMsg(cctx, m, d.syncOpts...)
-			return err
-		}); err != nil {
-			return classify(err)
-		}
-		return pipebench.Outcome{}
-	default:
-		return d.sendAsync(ctx, c, subject, b)
 	}
+	return d.sendAcked(ctx, c, subject, b, d.cfg.Mode == ModeJS)
 }
 
-// itemsPool recycles the item slices of split batches.
-var itemsPool = sync.Pool{New: func() any { s := make([][]byte, 0, 1024); return &s }}
+// scratch holds the item slices of split batches and the header blocks.
+type scratch struct {
+	items [][]byte
+	hdr   []byte
+}
 
-// eachMessage calls fn with each message of a batch: one per item when it
-// splits (a JSON array body of exactly Count events, Split on), else the
-// whole batch as one. The message and its header map are reused from one
-// call to the next (a publish copies them out), so fn must not keep them.
-// Only the headers a sink needs travel: the sequence headers (each item
-// its own sequence number) and any others the generator set, but not a
-// count of 1 nor the content type.
-func (d *Driver) eachMessage(subject string, b *pipebench.Batch, fn func(*nats.Msg) error) error {
+var scratchPool = sync.Pool{New: func() any { return &scratch{items: make([][]byte, 0, 1024), hdr: make([]byte, 0, 256)} }}
+
+// eachMessage calls fn with each message of a batch, its header block (nil
+// for none) and its body: one per item when it splits (a JSON array body
+// of exactly Count events, Split on), else the whole batch as one. The
+// slices are reused from one call to the next (a publish copies them out),
+// so fn must not keep them. Only the headers a sink needs travel: the
+// sequence headers (each item its own sequence number) and any others the
+// generator set, but not a count of 1 nor the content type.
+func (d *Driver) eachMessage(b *pipebench.Batch, fn func(hdr, data []byte) error) error {
+	sc := scratchPool.Get().(*scratch)
+	defer func() {
+		clear(sc.items)
+		sc.items = sc.items[:0]
+		scratchPool.Put(sc)
+	}()
 	var items [][]byte
 	if d.cfg.Split && b.Count > 1 {
-		ip := itemsPool.Get().(*[][]byte)
-		defer func() {
-			clear(*ip)
-			*ip = (*ip)[:0]
-			itemsPool.Put(ip)
-		}()
-		if items = splitArray(b.Body, b.Count, *ip); items != nil {
-			*ip = items
+		if items = splitArray(b.Body, b.Count, sc.items); items != nil {
+			sc.items = items
 		}
 	}
 	if items == nil {
-		return fn(d.message(subject, b))
+		sc.hdr = headerBlock(sc.hdr[:0], b, false, 0)
+		return fn(blockOrNil(sc.hdr), b.Body)
 	}
-	var hdr nats.Header
-	for _, h := range b.Headers {
-		switch h.Name {
-		case payload.HeaderCount:
-		default:
-			hdr = setHeader(hdr, h.Name, h.Value)
-		}
-	}
-	var seqVal []string
-	if hdr != nil {
-		seqVal = hdr[payload.HeaderSeq]
-	}
-	m := &nats.Msg{Subject: subject, Header: hdr}
 	for i, it := range items {
-		if seqVal != nil {
-			seqVal[0] = strconv.FormatUint(b.Seq+uint64(i), 10)
-		}
-		m.Data = it
-		if err := fn(m); err != nil {
+		sc.hdr = headerBlock(sc.hdr[:0], b, true, b.Seq+uint64(i))
+		if err := fn(blockOrNil(sc.hdr), it); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ackPrefix starts the reply subjects of async publishes:
+func blockOrNil(h []byte) []byte {
+	if len(h) == 0 {
+		return nil
+	}
+	return h
+}
+
+// headerBlock appends the NATS header block of a message of b to buf
+// (nothing when it has no headers). For an item of a split batch the
+// count header is left out and the sequence header is the item's seq;
+// for a whole batch a count of 1 is left out. A header the batch names
+// twice travels once, with its last value.
+func headerBlock(buf []byte, b *pipebench.Batch, item bool, seq uint64) []byte {
+	n := 0
+	for i, h := range b.Headers {
+		if h.Name == payload.HeaderCount && (item || h.Value == "1") {
+			continue
+		}
+		if laterHeader(b.Headers[i+1:], h.Name) {
+			continue
+		}
+		if n == 0 {
+			buf = append(buf, "NATS/1.0\r\n"...)
+		}
+		n++
+		buf = append(buf, h.Name...)
+		buf = append(buf, ": "...)
+		if item && h.Name == payload.HeaderSeq {
+			buf = strconv.AppendUint(buf, seq, 10)
+		} else {
+			buf = append(buf, h.Value...)
+		}
+		buf = append(buf, '\r', '\n')
+	}
+	if n > 0 {
+		buf = append(buf, '\r', '\n')
+	}
+	return buf
+}
+
+func laterHeader(hs []pipebench.Header, name string) bool {
+	for _, h := range hs {
+		if h.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ackPrefix starts the reply subjects of JetStream publishes:
 // _PBACK.<run>.<connection>.<token>.
 const ackPrefix = "_PBACK."
-
-// ackers is how many goroutines read the acks of all connections.
-const ackers = 2
 
 // ackBatch is one Send's outstanding acks.
 type ackBatch struct {
@@ -363,6 +392,12 @@ type ackBatch struct {
 	done  chan struct{}
 	mu    sync.Mutex
 	worst pipebench.Outcome // the first failure
+}
+
+func newAckBatch() *ackBatch {
+	ab := &ackBatch{done: make(chan struct{})}
+	ab.left.Store(1)
+	return ab
 }
 
 func (ab *ackBatch) fail(o pipebench.Outcome) {
@@ -373,26 +408,39 @@ func (ab *ackBatch) fail(o pipebench.Outcome) {
 	ab.mu.Unlock()
 }
 
+func (ab *ackBatch) outcome() pipebench.Outcome {
+	ab.mu.Lock()
+	defer ab.mu.Unlock()
+	return ab.worst
+}
+
 func (ab *ackBatch) release() {
 	if ab.left.Add(-1) == 0 {
 		close(ab.done)
 	}
 }
 
-var errWindowFull = errors.New("no room in the window of outstanding acks")
+var (
+	errWindowFull = errors.New("no room in the window of outstanding acks")
+	errAckFailed  = errors.New("publish not acknowledged")
+)
 
-// sendAsync publishes every message of the batch with a reply subject of
-// its connection, each once there is room in the connection's window, then
-// waits for all their acks; the whole Send is bounded by the timeout (one
+// sendAcked publishes every message of the batch with a reply subject of
+// its connection, each once there is room in the connection's window, and
+// waits for their acks: async, all of them at the end; sync, each before
+// the next is published. The whole Send is bounded by the timeout (one
 // timer per Send, none per message).
-func (d *Driver) sendAsync(ctx context.Context, c *conn, subject string, b *pipebench.Batch) pipebench.Outcome {
-	ab := &ackBatch{done: make(chan struct{})}
-	ab.left.Store(1)
+func (d *Driver) sendAcked(ctx context.Context, c *conn, subject string, b *pipebench.Batch, sync bool) pipebench.Outcome {
+	ab := newAckBatch()
 	timer := time.NewTimer(d.timeout)
 	defer timer.Stop()
 	expired := false
 	var rb []byte
-	err := d.eachMessage(subject, b, func(m *nats.Msg) error {
+	err := d.eachMessage(b, func(hdr, data []byte) error {
+		mab := ab
+		if sync {
+			mab = newAckBatch()
+		}
 		select {
 		case c.room <- struct{}{}:
 		default:
@@ -408,25 +456,49 @@ func (d *Driver) sendAsync(ctx context.Context, c *conn, subject string, b *pipe
 		c.amu.Lock()
 		c.nextTok++
 		tok := c.nextTok
-		c.pending[tok] = ab
+		c.pending[tok] = mab
 		c.amu.Unlock()
-		ab.left.Add(1)
+		mab.left.Add(1)
 		rb = strconv.AppendUint(append(rb[:0], c.prefix...), tok, 10)
-		m.Reply = string(rb)
-		err := c.nc.PublishMsg(m)
-		m.Reply = ""
-		if err != nil {
+		if err := c.wc.Publish(subject, rb, hdr, data); err != nil {
 			if c.take(tok) != nil {
-				ab.release()
+				mab.release()
 			}
+			return err
 		}
-		return err
+		if !sync {
+			return nil
+		}
+		mab.release()
+		select {
+		case <-mab.done:
+		case <-timer.C:
+			expired = true
+			if c.abandon(mab) == 0 {
+				<-mab.done // its ack is being settled now
+			}
+			return errTimeout
+		case <-ctx.Done():
+			c.abandon(mab)
+			return ctx.Err()
+		}
+		if o := mab.outcome(); o.Class != pipebench.ClassOK {
+			ab.fail(o)
+			return errAckFailed
+		}
+		return nil
 	})
 	switch {
 	case errors.Is(err, errWindowFull):
 		ab.fail(pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "ack timeout",
 			Message: fmt.Sprintf("%v (%d) within %s", err, d.cfg.Window, d.timeout)})
-	case err != nil:
+	case errors.Is(err, errTimeout):
+		ab.fail(pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "ack timeout",
+			Message: "no publish ack within " + d.timeout.String()})
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		c.abandon(ab)
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: err.Error()}
+	case err != nil && err != errAckFailed:
 		ab.fail(classify(err))
 	}
 	ab.release()
@@ -444,10 +516,10 @@ func (d *Driver) sendAsync(ctx context.Context, c *conn, subject string, b *pipe
 		ab.fail(pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "ack timeout",
 			Message: "no publish ack within " + d.timeout.String()})
 	}
-	ab.mu.Lock()
-	defer ab.mu.Unlock()
-	return ab.worst
+	return ab.outcome()
 }
+
+var errTimeout = errors.New("no publish ack in time")
 
 // take removes the outstanding ack tok and frees its room in the window;
 // it returns the batch it belonged to, or nil if it was not outstanding.
@@ -482,40 +554,25 @@ func (c *conn) abandon(ab *ackBatch) int {
 	return n
 }
 
-// handleAcks reads the acks of every connection until Shutdown.
-func (d *Driver) handleAcks() {
-	defer d.ackers.Done()
-	for {
-		select {
-		case <-d.stop:
-			return
-		case m := <-d.acks:
-			d.ack(m)
-		}
-	}
-}
-
-// ack settles one publish ack: _PBACK.<run>.<connection>.<token>.
-func (d *Driver) ack(m *nats.Msg) {
-	subj := m.Subject
-	dot := strings.LastIndexByte(subj, '.')
+// ack settles one publish ack, _PBACK.<run>.<connection>.<token>; the
+// connection's reader calls it.
+func (c *conn) ack(subject, hdr, data []byte) {
+	dot := bytes.LastIndexByte(subject, '.')
 	if dot < 0 {
 		return
 	}
-	tok, err := strconv.ParseUint(subj[dot+1:], 10, 64)
-	if err != nil {
-		return
+	var tok uint64
+	for _, ch := range subject[dot+1:] {
+		if ch < '0' || ch > '9' {
+			return
+		}
+		tok = tok*10 + uint64(ch-'0')
 	}
-	rest := subj[:dot]
-	ci, err := strconv.Atoi(rest[strings.LastIndexByte(rest, '.')+1:])
-	if err != nil || ci < 0 || ci >= len(d.conns) || d.conns[ci] == nil {
-		return
-	}
-	ab := d.conns[ci].take(tok)
+	ab := c.take(tok)
 	if ab == nil {
 		return // abandoned: its Send timed out
 	}
-	if o := ackOutcome(m); o.Class != pipebench.ClassOK {
+	if o := ackOutcome(hdr, data); o.Class != pipebench.ClassOK {
 		ab.fail(o)
 	}
 	ab.release()
@@ -529,30 +586,49 @@ var (
 // ackOutcome reads a publish ack: {"stream":...,"seq":N} is accepted,
 // {"error":{...}} an API error, an empty 503 status message no stream
 // listening on the subject.
-func ackOutcome(m *nats.Msg) pipebench.Outcome {
-	if len(m.Data) == 0 {
-		if m.Header.Get("Status") == "503" {
+func ackOutcome(hdr, data []byte) pipebench.Outcome {
+	if len(data) == 0 {
+		if status(hdr) == 503 {
 			return classify(js.ErrNoStreamResponse)
 		}
 		return classify(js.ErrInvalidJSAck)
 	}
-	if bytes.Contains(m.Data, ackError) {
+	if bytes.Contains(data, ackError) {
 		var r struct {
 			Error *js.APIError `json:"error"`
 		}
-		if err := json.Unmarshal(m.Data, &r); err == nil && r.Error != nil {
+		if err := json.Unmarshal(data, &r); err == nil && r.Error != nil {
 			return classify(r.Error)
 		}
 	}
-	if !bytes.Contains(m.Data, ackStream) {
+	if !bytes.Contains(data, ackStream) {
 		return classify(js.ErrInvalidJSAck)
 	}
 	return pipebench.Outcome{}
 }
 
+// status is the status code of a header block ("NATS/1.0 503\r\n..."),
+// or 0.
+func status(hdr []byte) int {
+	line, _, _ := bytes.Cut(hdr, []byte("\r\n"))
+	rest, ok := bytes.CutPrefix(line, []byte("NATS/1.0"))
+	if !ok {
+		return 0
+	}
+	rest = bytes.TrimLeft(rest, " ")
+	if len(rest) < 3 {
+		return 0
+	}
+	n, err := strconv.Atoi(string(rest[:3]))
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
 // down classifies a send on a connection that is not connected now.
 func (c *conn) down() pipebench.Outcome {
-	err := c.nc.LastError()
+	err := c.wc.LastError()
 	msg := "not connected"
 	if err != nil {
 		msg = err.Error()
@@ -563,7 +639,7 @@ func (c *conn) down() pipebench.Outcome {
 		}
 		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "connection refused", Message: msg, Unreached: true}
 	}
-	if !c.everUp.Load() {
+	if !c.wc.EverConnected() {
 		// The server takes connections but never completed the NATS
 		// handshake (it speaks first): not a NATS server.
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "protocol mismatch", Unreached: true,
@@ -601,40 +677,20 @@ func classify(err error) pipebench.Outcome {
 			o.Class, o.Detail = pipebench.ClassError, "publish refused"
 		}
 		return o
-	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, js.ErrNoStreamResponse):
+	case errors.Is(err, js.ErrNoStreamResponse):
 		return pipebench.Outcome{Class: pipebench.ClassError, Code: 503, Detail: "no responders", Message: msg}
-	case errors.Is(err, js.ErrAsyncPublishTimeout), errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, js.ErrTooManyStalledMsgs):
+	case errors.Is(err, context.DeadlineExceeded):
 		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "ack timeout", Message: msg}
 	case errors.Is(err, context.Canceled):
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: msg}
-	case errors.Is(err, nats.ErrMaxPayload):
+	case errors.Is(err, wire.ErrMaxPayload):
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "message too large", Message: msg}
-	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrConnectionReconnecting):
+	case errors.Is(err, wire.ErrClosed), errors.Is(err, wire.ErrDisconnected):
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "disconnected", Message: msg}
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "connection refused", Message: msg, Unreached: true}
 	}
 	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "publish error", Message: msg}
-}
-
-// message is the whole batch as one message.
-func (d *Driver) message(subject string, b *pipebench.Batch) *nats.Msg {
-	m := &nats.Msg{Subject: subject, Data: b.Body}
-	for _, h := range b.Headers {
-		if h.Name == payload.HeaderCount && h.Value == "1" {
-			continue
-		}
-		m.Header = setHeader(m.Header, h.Name, h.Value)
-	}
-	return m
-}
-
-func setHeader(h nats.Header, name, value string) nats.Header {
-	if h == nil {
-		h = make(nats.Header, 4)
-	}
-	h[name] = []string{value}
-	return h
 }
 
 // splitArray returns the elements of a JSON array body if it has exactly

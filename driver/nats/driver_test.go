@@ -441,7 +441,7 @@ func benchCore(b *testing.B, seqIn string) {
 			b.Fatalf("%+v", o)
 		}
 	}
-	d.conns[0].nc.Flush()
+	<-d.conns[0].wc.Flush()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 }
 
@@ -568,7 +568,7 @@ func BenchmarkPipelineCore(b *testing.B) {
 				}
 				rel.Release(&batch)
 			}
-			d.conns[0].nc.Flush()
+			<-d.conns[0].wc.Flush()
 			b.ReportMetric(float64(b.N*count)/time.Since(start).Seconds(), "msgs/s")
 		})
 	}
