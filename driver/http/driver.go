@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +59,7 @@ type Driver struct {
 var (
 	_ pipebench.Driver             = (*Driver)(nil)
 	_ pipebench.ConnectionReporter = (*Driver)(nil)
+	_ pipebench.AsyncSender        = (*Driver)(nil)
 )
 
 // New builds a driver for cfg; target is used when cfg.URL is empty.
@@ -233,25 +235,42 @@ func (d *Driver) Shutdown(context.Context) error {
 // Send implements pipebench.Driver: it never returns an error, it classifies.
 func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
 	if ctx.Err() != nil {
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: ctx.Err().Error()}
+		return cancelled(ctx)
 	}
 	if d.std != nil {
 		return d.sendStd(ctx, b)
 	}
-	var status int
-	var written time.Time
-	var err error
+	if d.h1 != nil && d.h1.carriers {
+		ch := outcomeChans.Get().(chan pipebench.Outcome)
+		d.h1.sendAsync(ctx, b, func(o pipebench.Outcome) { ch <- o })
+		out := <-ch
+		outcomeChans.Put(ch)
+		return out
+	}
 	if d.pipe != nil {
-		status, written, err = d.pipe.do(ctx, b.ContentType, b.Headers, b.Body)
-	} else {
-		status, written, err = d.h1.do(ctx, b.ContentType, b.Headers, b.Body)
+		return outcome(d.pipe.do(ctx, b.ContentType, b.Headers, b.Body))
 	}
-	out := classifyStatus(status)
-	if err != nil {
-		out = classifyErr(err)
+	return outcome(d.h1.do(ctx, b.ContentType, b.Headers, b.Body))
+}
+
+var outcomeChans = sync.Pool{New: func() any { return make(chan pipebench.Outcome, 1) }}
+
+// SendAsync implements pipebench.AsyncSender. Over HTTP/1.1 on plain TCP
+// on Linux it hands b to a connection's carrier (carry.go) and returns at
+// once; elsewhere it runs Send in a goroutine of its own.
+func (d *Driver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(pipebench.Outcome)) {
+	switch {
+	case ctx.Err() != nil:
+		done(cancelled(ctx))
+	case d.h1 != nil && d.h1.carriers:
+		d.h1.sendAsync(ctx, b, done)
+	default:
+		go func() { done(d.Send(ctx, b)) }()
 	}
-	out.Written = written
-	return out
+}
+
+func cancelled(ctx context.Context) pipebench.Outcome {
+	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: ctx.Err().Error()}
 }
 
 func (d *Driver) sendStd(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {

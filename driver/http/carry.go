@@ -1,0 +1,105 @@
+package httpdriver
+
+import (
+	"context"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// Carriers: on a plain TCP connection on Linux (where the request is written
+// by the read that waits for its answer, exchange), each connection of the
+// pool has a goroutine of its own, its carrier, started by the first request
+// it carries and kept until the pool closes. A send is handed to the carrier
+// of the connection idle longest, or, when every connection is busy, queued
+// (first in, first out) for the first carrier that finishes. Nothing else
+// runs per request: no goroutine, no timer, no channel but the hand-off to
+// an idle carrier. The open-model runner hands over every send due at one
+// wake-up of its pacer in a row (SendAsync), so their requests go out back
+// to back, as an event loop would write them.
+
+// h1Job is one send handed to a carrier.
+type h1Job struct {
+	ctx  context.Context
+	b    *pipebench.Batch
+	at   time.Time // when it was handed over: its wait for a connection runs from here
+	done func(pipebench.Outcome)
+}
+
+// sendAsync hands b to the carrier of an idle connection, or queues it.
+func (p *h1Pool) sendAsync(ctx context.Context, b *pipebench.Batch, done func(pipebench.Outcome)) {
+	j := h1Job{ctx: ctx, b: b, done: done}
+	p.mu.Lock()
+	if p.freeN == 0 {
+		j.at = time.Now()
+		if p.waitHead > 256 && p.waitHead > len(p.waiting)/2 { // keep the queue's memory bounded
+			n := copy(p.waiting, p.waiting[p.waitHead:])
+			clear(p.waiting[n:])
+			p.waiting, p.waitHead = p.waiting[:n], 0
+		}
+		p.waiting = append(p.waiting, j)
+		p.mu.Unlock()
+		return
+	}
+	c := p.free[p.freeHead]
+	p.free[p.freeHead] = nil
+	p.freeHead = (p.freeHead + 1) % len(p.free)
+	p.freeN--
+	start := !c.carrying
+	c.carrying = true
+	p.mu.Unlock()
+	if start {
+		go p.carry(c, j)
+		return
+	}
+	c.work <- j // the carrier waits for it: never blocks
+}
+
+// carry runs the requests handed to c, then those queued, until the pool
+// closes.
+func (p *h1Pool) carry(c *h1Conn, j h1Job) {
+	for {
+		p.carryOne(c, j)
+		p.mu.Lock()
+		if p.waitHead < len(p.waiting) {
+			j = p.waiting[p.waitHead]
+			p.waiting[p.waitHead] = h1Job{}
+			if p.waitHead++; p.waitHead == len(p.waiting) {
+				p.waiting, p.waitHead = p.waiting[:0], 0
+			}
+			p.mu.Unlock()
+			continue
+		}
+		p.free[(p.freeHead+p.freeN)%len(p.free)] = c
+		p.freeN++
+		p.mu.Unlock()
+		var ok bool
+		if j, ok = <-c.work; !ok {
+			return
+		}
+	}
+}
+
+// carryOne sends one request on c and reports its outcome.
+func (p *h1Pool) carryOne(c *h1Conn, j h1Job) {
+	if j.ctx.Err() != nil {
+		j.done(cancelled(j.ctx))
+		return
+	}
+	if !j.at.IsZero() && time.Since(j.at) > p.timeout {
+		j.done(classifyErr(errNoConn))
+		return
+	}
+	status, written, err := p.roundTrip(j.ctx, c, j.b.ContentType, j.b.Headers, j.b.Body)
+	j.done(outcome(status, written, err))
+}
+
+// outcome classifies what a request came to.
+func outcome(status int, written time.Time, err error) pipebench.Outcome {
+	out := classifyStatus(status)
+	if err != nil {
+		out = classifyErr(err)
+	}
+	out.Written = written
+	return out
+}
