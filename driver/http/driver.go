@@ -256,14 +256,17 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 var outcomeChans = sync.Pool{New: func() any { return make(chan pipebench.Outcome, 1) }}
 
 // SendAsync implements pipebench.AsyncSender. Over HTTP/1.1 on plain TCP
-// on Linux it hands b to a connection's carrier (carry.go) and returns at
-// once; elsewhere it runs Send in a goroutine of its own.
+// on Linux it hands b to a connection's carrier (carry.go), pipelined it
+// queues b on a connection (pipeline.go), and returns at once; over HTTP/2
+// and TLS without pipelining it runs Send in a goroutine of its own.
 func (d *Driver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(pipebench.Outcome)) {
 	switch {
 	case ctx.Err() != nil:
 		done(cancelled(ctx))
 	case d.h1 != nil && d.h1.carriers:
 		d.h1.sendAsync(ctx, b, done)
+	case d.pipe != nil:
+		d.pipe.sendAsync(ctx, b, done)
 	default:
 		go func() { done(d.Send(ctx, b)) }()
 	}
