@@ -89,16 +89,21 @@ func (r *run) sendAsync(ctx context.Context, as pipebench.AsyncSender, i int, se
 			buf := make([]byte, 4096)
 			buf = buf[:runtime.Stack(buf, false)]
 			r.log.Error("driver panicked", "panic", v, "stack", string(buf))
-			s.done(pipebench.Outcome{Class: pipebench.ClassError, Detail: "driver panic", Message: fmt.Sprint("driver panic: ", v)})
+			s.done(time.Time{}, pipebench.Outcome{Class: pipebench.ClassError, Detail: "driver panic", Message: fmt.Sprint("driver panic: ", v)})
 		}
 	}()
 	as.SendAsync(ctx, &s.b, s.done)
 }
 
-// done records the outcome of s, once.
-func (s *asyncSend) done(out pipebench.Outcome) {
+// done records the outcome of s, once. The send started when the driver
+// took it up (what came before is lag: the generator's), not before the
+// hand-over.
+func (s *asyncSend) done(started time.Time, out pipebench.Outcome) {
 	if !s.reported.CompareAndSwap(false, true) {
 		return
+	}
+	if started.After(s.started) {
+		s.started = started
 	}
 	r, i, count := s.r, s.i, s.count
 	ended := time.Now()

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,7 +13,7 @@ import (
 )
 
 // asyncDriver is a pipebench.AsyncSender: it answers from goroutines of its
-// own, a while after the hand-over, and panics on every seventh send (before
+// own after the hand-over, and panics on every seventh send (before
 // or after it answered), as a buggy driver might.
 type asyncDriver struct {
 	sends, panics atomic.Int64
@@ -31,7 +32,7 @@ func (d *asyncDriver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Ou
 	return pipebench.Outcome{Class: pipebench.ClassOK}
 }
 
-func (d *asyncDriver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(pipebench.Outcome)) {
+func (d *asyncDriver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
 	n := d.sends.Add(1)
 	if len(b.Body) == 0 || b.Count != 1 {
 		panic("the batch was not built before the hand-over")
@@ -41,15 +42,16 @@ func (d *asyncDriver) SendAsync(ctx context.Context, b *pipebench.Batch, done fu
 		d.panics.Add(1)
 		panic("buggy driver")
 	case 3: // answers, then panics: the outcome counts once
-		done(pipebench.Outcome{Class: pipebench.ClassOK, Written: time.Now()})
+		done(time.Time{}, pipebench.Outcome{Class: pipebench.ClassOK, Written: time.Now()})
 		d.panics.Add(1)
 		panic("buggy driver after its answer")
 	}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		time.Sleep(time.Millisecond) // the server's answer takes a while
-		done(pipebench.Outcome{Class: pipebench.ClassOK, Written: time.Now()})
+		started := time.Now()
+		runtime.Gosched() // the answer comes later, from another goroutine
+		done(started, pipebench.Outcome{Class: pipebench.ClassOK, Written: time.Now()})
 	}()
 }
 

@@ -22,12 +22,12 @@ import (
 type h1Job struct {
 	ctx  context.Context
 	b    *pipebench.Batch
-	at   time.Time // when it was handed over: its wait for a connection runs from here
-	done func(pipebench.Outcome)
+	at   time.Time // when it was queued (zero: handed to an idle carrier): its wait for a connection runs from here
+	done func(time.Time, pipebench.Outcome)
 }
 
 // sendAsync hands b to the carrier of an idle connection, or queues it.
-func (p *h1Pool) sendAsync(ctx context.Context, b *pipebench.Batch, done func(pipebench.Outcome)) {
+func (p *h1Pool) sendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
 	j := h1Job{ctx: ctx, b: b, done: done}
 	p.mu.Lock()
 	if p.freeN == 0 {
@@ -80,18 +80,25 @@ func (p *h1Pool) carry(c *h1Conn, j h1Job) {
 	}
 }
 
-// carryOne sends one request on c and reports its outcome.
+// carryOne sends one request on c and reports its outcome. A send handed
+// to an idle carrier starts when the carrier takes it up (until then the
+// generator's goroutines had the processor); a queued one when it was
+// queued.
 func (p *h1Pool) carryOne(c *h1Conn, j h1Job) {
+	started := j.at
+	if started.IsZero() {
+		started = time.Now()
+	}
 	if j.ctx.Err() != nil {
-		j.done(cancelled(j.ctx))
+		j.done(started, cancelled(j.ctx))
 		return
 	}
 	if !j.at.IsZero() && time.Since(j.at) > p.timeout {
-		j.done(classifyErr(errNoConn))
+		j.done(started, classifyErr(errNoConn))
 		return
 	}
 	status, written, err := p.roundTrip(j.ctx, c, j.b.ContentType, j.b.Headers, j.b.Body)
-	j.done(outcome(status, written, err))
+	j.done(started, outcome(status, written, err))
 }
 
 // outcome classifies what a request came to.

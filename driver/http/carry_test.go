@@ -24,7 +24,7 @@ func asyncOutcomes(t *testing.T, d *Driver, n int, bound time.Duration) []pipebe
 	wg.Add(n)
 	for i := range n {
 		batches[i] = pipebench.Batch{Body: []byte("{}"), Count: 1}
-		d.SendAsync(context.Background(), &batches[i], func(o pipebench.Outcome) {
+		d.SendAsync(context.Background(), &batches[i], func(_ time.Time, o pipebench.Outcome) {
 			mu.Lock()
 			outs[i] = o
 			calls[i]++

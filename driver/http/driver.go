@@ -242,7 +242,7 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 	}
 	if d.h1 != nil && d.h1.carriers {
 		ch := outcomeChans.Get().(chan pipebench.Outcome)
-		d.h1.sendAsync(ctx, b, func(o pipebench.Outcome) { ch <- o })
+		d.h1.sendAsync(ctx, b, func(_ time.Time, o pipebench.Outcome) { ch <- o })
 		out := <-ch
 		outcomeChans.Put(ch)
 		return out
@@ -259,16 +259,19 @@ var outcomeChans = sync.Pool{New: func() any { return make(chan pipebench.Outcom
 // on Linux it hands b to a connection's carrier (carry.go), pipelined it
 // queues b on a connection (pipeline.go), and returns at once; over HTTP/2
 // and TLS without pipelining it runs Send in a goroutine of its own.
-func (d *Driver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(pipebench.Outcome)) {
+func (d *Driver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
 	switch {
 	case ctx.Err() != nil:
-		done(cancelled(ctx))
+		done(time.Now(), cancelled(ctx))
 	case d.h1 != nil && d.h1.carriers:
 		d.h1.sendAsync(ctx, b, done)
 	case d.pipe != nil:
 		d.pipe.sendAsync(ctx, b, done)
 	default:
-		go func() { done(d.Send(ctx, b)) }()
+		go func() {
+			started := time.Now()
+			done(started, d.Send(ctx, b))
+		}()
 	}
 }
 

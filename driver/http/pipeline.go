@@ -64,7 +64,7 @@ type pipeCall struct {
 	done   chan struct{}
 	// fn, when set (SendAsync), is called with the outcome instead of
 	// signalling done; the call then goes back to callPool.
-	fn func(pipebench.Outcome)
+	fn func(time.Time, pipebench.Outcome)
 }
 
 var callPool = sync.Pool{New: func() any { return &pipeCall{done: make(chan struct{}, 1)} }}
@@ -75,7 +75,7 @@ func (call *pipeCall) finish() {
 		out := outcome(call.status, call.at, call.err)
 		call.fn = nil
 		callPool.Put(call)
-		fn(out)
+		fn(call.at, out)
 		return
 	}
 	call.done <- struct{}{}
@@ -146,11 +146,14 @@ func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebenc
 // they go out in one write and their answers come back in one read. With
 // every window slot taken it waits for one in a goroutine of its own, as
 // Send does.
-func (c *pipeClient) sendAsync(ctx context.Context, b *pipebench.Batch, done func(pipebench.Outcome)) {
+func (c *pipeClient) sendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
 	select {
 	case c.slots <- struct{}{}:
 	default:
-		go func() { done(outcome(c.do(ctx, b.ContentType, b.Headers, b.Body))) }()
+		go func() {
+			started := time.Now()
+			done(started, outcome(c.do(ctx, b.ContentType, b.Headers, b.Body)))
+		}()
 		return
 	}
 	call := callPool.Get().(*pipeCall)
