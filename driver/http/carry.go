@@ -2,6 +2,7 @@ package httpdriver
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/pipebench/pipebench"
@@ -14,7 +15,8 @@ import (
 // of the connection idle longest, or, when every connection is busy, queued
 // (first in, first out) for the first carrier that finishes. Nothing else
 // runs per request: no goroutine, no timer, no channel but the hand-off to
-// an idle carrier. The open-model runner hands over every send due at one
+// an idle carrier. Send (a closed loop's) carries its request itself when a
+// connection is idle. The open-model runner hands over every send due at one
 // wake-up of its pacer in a row (SendAsync), so their requests go out back
 // to back, as an event loop would write them.
 
@@ -41,10 +43,41 @@ func (p *h1Pool) sendAsync(ctx context.Context, b *pipebench.Batch, done func(ti
 		p.mu.Unlock()
 		return
 	}
-	c := p.free[p.freeHead]
-	p.free[p.freeHead] = nil
-	p.freeHead = (p.freeHead + 1) % len(p.free)
-	p.freeN--
+	p.handOff(p.popFree(), j) // unlocks
+}
+
+// send is Send with carriers. On an idle connection the caller's goroutine
+// carries the request itself (a closed loop needs no hand-off); with none
+// idle it queues as sendAsync does, and waits.
+func (p *h1Pool) send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
+	p.mu.Lock()
+	if p.freeN == 0 {
+		p.mu.Unlock()
+		ch := outcomeChans.Get().(chan pipebench.Outcome)
+		p.sendAsync(ctx, b, func(_ time.Time, o pipebench.Outcome) { ch <- o })
+		out := <-ch
+		outcomeChans.Put(ch)
+		return out
+	}
+	c := p.popFree()
+	p.mu.Unlock()
+	out := outcome(p.roundTrip(ctx, c, b.ContentType, b.Headers, b.Body))
+	p.mu.Lock()
+	if j, ok := p.nextWaiting(); ok {
+		p.handOff(c, j) // unlocks
+	} else {
+		p.pushFree(c)
+		p.mu.Unlock()
+	}
+	return out
+}
+
+var outcomeChans = sync.Pool{New: func() any { return make(chan pipebench.Outcome, 1) }}
+
+// handOff gives j to the carrier of c, an idle connection taken from the
+// ring, starting the carrier if it has none yet. p.mu is held; handOff
+// unlocks it.
+func (p *h1Pool) handOff(c *h1Conn, j h1Job) {
 	start := !c.carrying
 	c.carrying = true
 	p.mu.Unlock()
@@ -55,25 +88,47 @@ func (p *h1Pool) sendAsync(ctx context.Context, b *pipebench.Batch, done func(ti
 	c.work <- j // the carrier waits for it: never blocks
 }
 
+// popFree takes the connection idle longest; pushFree puts one back. p.mu
+// is held.
+func (p *h1Pool) popFree() *h1Conn {
+	c := p.free[p.freeHead]
+	p.free[p.freeHead] = nil
+	p.freeHead = (p.freeHead + 1) % len(p.free)
+	p.freeN--
+	return c
+}
+
+func (p *h1Pool) pushFree(c *h1Conn) {
+	p.free[(p.freeHead+p.freeN)%len(p.free)] = c
+	p.freeN++
+}
+
+// nextWaiting takes the send queued longest, if any. p.mu is held.
+func (p *h1Pool) nextWaiting() (h1Job, bool) {
+	if p.waitHead == len(p.waiting) {
+		return h1Job{}, false
+	}
+	j := p.waiting[p.waitHead]
+	p.waiting[p.waitHead] = h1Job{}
+	if p.waitHead++; p.waitHead == len(p.waiting) {
+		p.waiting, p.waitHead = p.waiting[:0], 0
+	}
+	return j, true
+}
+
 // carry runs the requests handed to c, then those queued, until the pool
 // closes.
 func (p *h1Pool) carry(c *h1Conn, j h1Job) {
 	for {
 		p.carryOne(c, j)
 		p.mu.Lock()
-		if p.waitHead < len(p.waiting) {
-			j = p.waiting[p.waitHead]
-			p.waiting[p.waitHead] = h1Job{}
-			if p.waitHead++; p.waitHead == len(p.waiting) {
-				p.waiting, p.waitHead = p.waiting[:0], 0
-			}
+		var ok bool
+		if j, ok = p.nextWaiting(); ok {
 			p.mu.Unlock()
 			continue
 		}
-		p.free[(p.freeHead+p.freeN)%len(p.free)] = c
-		p.freeN++
+		p.pushFree(c)
 		p.mu.Unlock()
-		var ok bool
 		if j, ok = <-c.work; !ok {
 			return
 		}

@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -241,19 +240,13 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 		return d.sendStd(ctx, b)
 	}
 	if d.h1 != nil && d.h1.carriers {
-		ch := outcomeChans.Get().(chan pipebench.Outcome)
-		d.h1.sendAsync(ctx, b, func(_ time.Time, o pipebench.Outcome) { ch <- o })
-		out := <-ch
-		outcomeChans.Put(ch)
-		return out
+		return d.h1.send(ctx, b)
 	}
 	if d.pipe != nil {
 		return outcome(d.pipe.do(ctx, b.ContentType, b.Headers, b.Body))
 	}
 	return outcome(d.h1.do(ctx, b.ContentType, b.Headers, b.Body))
 }
-
-var outcomeChans = sync.Pool{New: func() any { return make(chan pipebench.Outcome, 1) }}
 
 // SendAsync implements pipebench.AsyncSender. Over HTTP/1.1 on plain TCP
 // on Linux it hands b to a connection's carrier (carry.go), pipelined it
