@@ -41,10 +41,11 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 			r.rec.Dropped(i, count)
 			return true
 		}
-		r.rec.Started(i, count, time.Since(at))
+		now := time.Now()
+		r.rec.Started(i, count, now.Sub(at))
 		wg.Add(1)
 		if as != nil {
-			r.sendAsync(sendCtx, as, i, seq, count, at, wg)
+			r.sendAsync(sendCtx, as, i, seq, count, at, now, wg)
 			return true
 		}
 		go func() {
@@ -76,13 +77,12 @@ type asyncSend struct {
 
 // sendAsync is run.send for an AsyncSender: the same batch, times and
 // records, with the second half in done.
-func (r *run) sendAsync(ctx context.Context, as pipebench.AsyncSender, i int, seq uint64, count int, at time.Time, wg *sync.WaitGroup) {
-	s := &asyncSend{r: r, wg: wg, i: i, count: count, seq: seq, at: at}
+func (r *run) sendAsync(ctx context.Context, as pipebench.AsyncSender, i int, seq uint64, count int, at, now time.Time, wg *sync.WaitGroup) {
+	s := &asyncSend{r: r, wg: wg, i: i, count: count, seq: seq, at: at, started: now}
 	s.b = r.c.gen.Next(seq, count, at)
 	s.b.Seq, s.b.Count, s.b.Scheduled = seq, count, at
 	s.size = int64(len(s.b.Body))
 	r.rec.Live(i).InFlightBytes.Add(s.size)
-	s.started = time.Now()
 	defer func() {
 		// A driver that panics: the send is an error, as in safeSend.
 		if v := recover(); v != nil {

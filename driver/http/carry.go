@@ -61,7 +61,7 @@ func (p *h1Pool) send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 	}
 	c := p.popFree()
 	p.mu.Unlock()
-	out := outcome(p.roundTrip(ctx, c, b.ContentType, b.Headers, b.Body))
+	out := outcome(p.roundTrip(ctx, c, time.Now(), b.ContentType, b.Headers, b.Body))
 	p.mu.Lock()
 	if j, ok := p.nextWaiting(); ok {
 		p.handOff(c, j) // unlocks
@@ -140,19 +140,20 @@ func (p *h1Pool) carry(c *h1Conn, j h1Job) {
 // generator's goroutines had the processor); a queued one when it was
 // queued.
 func (p *h1Pool) carryOne(c *h1Conn, j h1Job) {
+	now := time.Now()
 	started := j.at
 	if started.IsZero() {
-		started = time.Now()
+		started = now
 	}
 	if j.ctx.Err() != nil {
 		j.done(started, cancelled(j.ctx))
 		return
 	}
-	if !j.at.IsZero() && time.Since(j.at) > p.timeout {
+	if !j.at.IsZero() && now.Sub(j.at) > p.timeout {
 		j.done(started, classifyErr(errNoConn))
 		return
 	}
-	status, written, err := p.roundTrip(j.ctx, c, j.b.ContentType, j.b.Headers, j.b.Body)
+	status, written, err := p.roundTrip(j.ctx, c, now, j.b.ContentType, j.b.Headers, j.b.Body)
 	j.done(started, outcome(status, written, err))
 }
 

@@ -241,13 +241,15 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 		}
 	}
 	defer func() { p.idle <- c }()
-	return p.roundTrip(ctx, c, contentType, hdrs, body)
+	return p.roundTrip(ctx, c, time.Now(), contentType, hdrs, body)
 }
 
 // roundTrip sends one request on c, which the caller owns, and reads its
-// answer.
-func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, contentType string, hdrs []pipebench.Header, body []byte) (status int, written time.Time, err error) {
-	now := time.Now()
+// answer; now is the time it starts (read by the caller).
+func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, contentType string, hdrs []pipebench.Header, body []byte) (status int, written time.Time, err error) {
+	// written is now unless a system call comes first (the clock is
+	// read again then).
+	moved := false
 	deadline, slack := now.Add(p.timeout), p.timeout/8
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline, slack = dl, 0
@@ -255,6 +257,7 @@ func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, contentType string, h
 	// A connection idle for a while may have been closed by the server:
 	// ask the kernel (one system call) before writing on it.
 	if c.netc != nil && now.Sub(c.used) > idleCheck {
+		moved = true
 		if oc := c.open.Load(); oc != nil && oc.raw != nil && peerClosed(oc.raw) {
 			p.drop(c)
 		}
@@ -278,8 +281,12 @@ func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, contentType string, h
 		if c.dl.Before(deadline) || c.dl.After(deadline.Add(slack)) {
 			c.dl = deadline.Add(slack)
 			c.netc.SetDeadline(c.dl)
+			moved = true
 		}
-		written = time.Now()
+		written = now
+		if moved || fresh || attempt > 0 {
+			written = time.Now()
+		}
 		var werr, rerr error
 		switch {
 		case c.src.raw != nil && len(body) <= inlineBody && c.br.Buffered() == 0:
