@@ -11,7 +11,7 @@ import (
 	"github.com/pipebench/pipebench"
 )
 
-// asyncOutcomes hands n sends to d.SendAsync one after the other, as the
+// asyncOutcomes hands n sends to d.sendAsync (the factory's SendAsync) one after the other, as the
 // open-model runner does, and returns their outcomes by send, each checked
 // to come exactly once, within bound.
 func asyncOutcomes(t *testing.T, d *Driver, n int, bound time.Duration) []pipebench.Outcome {
@@ -24,7 +24,7 @@ func asyncOutcomes(t *testing.T, d *Driver, n int, bound time.Duration) []pipebe
 	wg.Add(n)
 	for i := range n {
 		batches[i] = pipebench.Batch{Body: []byte("{}"), Count: 1}
-		d.SendAsync(context.Background(), &batches[i], func(_ time.Time, o pipebench.Outcome) {
+		d.sendAsync(context.Background(), &batches[i], func(_ time.Time, o pipebench.Outcome) {
 			mu.Lock()
 			outs[i] = o
 			calls[i]++
@@ -137,5 +137,34 @@ func TestPipelinedSendAsyncBurstSharesAConnection(t *testing.T) {
 	}
 	if n := cc.distinct(); n >= 16 {
 		t.Errorf("16 sends handed over in a row went over %d connections, want them to share", n)
+	}
+}
+
+// The factory's driver is an AsyncSender where sends are handed over
+// without a goroutine each (HTTP/1.1 on plain TCP on Linux, pipelined), and
+// not over HTTP/2, where the runner's goroutine per send makes its batch in
+// parallel.
+func TestFactoryAsyncWhereItPays(t *testing.T) {
+	for _, tc := range []struct {
+		yaml  func(c *Config)
+		async bool
+	}{
+		{func(c *Config) {}, canExchange},
+		{func(c *Config) { c.Pipeline = 8 }, true},
+		{func(c *Config) { c.HTTP2 = true }, false},
+	} {
+		c := defaultConfig()
+		c.URL = "http://127.0.0.1:1/"
+		tc.yaml(c)
+		d, err := Factory().New(c, pipebench.Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := d.(pipebench.AsyncSender); ok != tc.async {
+			t.Errorf("%+v: AsyncSender %v, want %v", c, ok, tc.async)
+		}
+		if _, ok := d.(pipebench.ConnectionReporter); !ok {
+			t.Errorf("%+v: not a ConnectionReporter", c)
+		}
 	}
 }

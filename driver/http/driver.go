@@ -36,7 +36,14 @@ func Factory() pipebench.Factory[pipebench.Driver] {
 			if target == "" {
 				target = env.Target
 			}
-			return New(*c, target)
+			d, err := New(*c, target)
+			switch {
+			case err != nil:
+				return nil, err
+			case d.sendsAsync():
+				return asyncDriver{d}, nil
+			}
+			return d, nil
 		}).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadBytes, pipebench.PayloadLogLines})
 }
 
@@ -58,7 +65,8 @@ type Driver struct {
 var (
 	_ pipebench.Driver             = (*Driver)(nil)
 	_ pipebench.ConnectionReporter = (*Driver)(nil)
-	_ pipebench.AsyncSender        = (*Driver)(nil)
+	_ pipebench.AsyncSender        = asyncDriver{}
+	_ pipebench.ConnectionReporter = asyncDriver{}
 )
 
 // New builds a driver for cfg; target is used when cfg.URL is empty.
@@ -248,11 +256,26 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 	return outcome(d.h1.do(ctx, b.ContentType, b.Headers, b.Body))
 }
 
-// SendAsync implements pipebench.AsyncSender. Over HTTP/1.1 on plain TCP
-// on Linux it hands b to a connection's carrier (carry.go), pipelined it
-// queues b on a connection (pipeline.go), and returns at once; over HTTP/2
-// and TLS without pipelining it runs Send in a goroutine of its own.
-func (d *Driver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
+// sendsAsync reports whether sendAsync hands sends over without a
+// goroutine each: over HTTP/1.1 on plain TCP on Linux, or pipelined.
+func (d *Driver) sendsAsync() bool { return d.pipe != nil || (d.h1 != nil && d.h1.carriers) }
+
+// asyncDriver is the Driver as the factory returns it when sendsAsync: a
+// pipebench.AsyncSender, so that the open-model runner hands it the sends
+// due at one wake-up one after the other. Otherwise (HTTP/2, TLS without
+// pipelining) the runner starts a goroutine per send, each making its own
+// batch, as before.
+type asyncDriver struct{ *Driver }
+
+// SendAsync implements pipebench.AsyncSender.
+func (a asyncDriver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
+	a.sendAsync(ctx, b, done)
+}
+
+// sendAsync hands b over and returns: over HTTP/1.1 on plain TCP on Linux
+// to a connection's carrier (carry.go), pipelined to a connection's queue
+// (pipeline.go); elsewhere it runs Send in a goroutine of its own.
+func (d *Driver) sendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
 	switch {
 	case ctx.Err() != nil:
 		done(time.Now(), cancelled(ctx))
