@@ -168,3 +168,63 @@ func TestFactoryAsyncWhereItPays(t *testing.T) {
 		}
 	}
 }
+
+// Pipelined, sends beyond the window (connections x pipeline) wait in a
+// queue the readers serve as answers come back; each is answered once.
+func TestPipelinedSendAsyncBeyondTheWindow(t *testing.T) {
+	cc := newConnCounter(t)
+	d := pipelined(t, "http://"+cc.addr+"/in", 1, 2, 5*time.Second)
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	for i, o := range asyncOutcomes(t, d, 50, 10*time.Second) {
+		if o.Class != pipebench.ClassOK || o.Written.Before(before) {
+			t.Fatalf("send %d: %+v", i, o)
+		}
+	}
+	if n := d.pipe.nwaiting.Load(); n != 0 {
+		t.Errorf("%d sends still wait", n)
+	}
+}
+
+// Pipelined, a send that waited for a window slot longer than the timeout
+// fails as the pipeline being full, never written.
+func TestPipelinedSendAsyncWindowFull(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() { // accepts and never answers
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	d := pipelined(t, "http://"+ln.Addr().String()+"/in", 1, 1, 200*time.Millisecond)
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	outs := asyncOutcomes(t, d, 2, 10*time.Second)
+	if o := outs[0]; o.Class != pipebench.ClassTimeout || o.Written.IsZero() {
+		t.Errorf("the send on the wire: %+v, want a timeout", o)
+	}
+	if o := outs[1]; o.Class != pipebench.ClassTimeout || o.Detail != "pipeline full" || !o.Written.IsZero() {
+		t.Errorf("the send that waited: %+v, want pipeline full, never written", o)
+	}
+}

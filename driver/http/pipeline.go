@@ -35,6 +35,13 @@ type pipeClient struct {
 	next    atomic.Uint32
 	cur     atomic.Uint32 // the connection SendAsync queued on last
 	open    atomic.Int64  // connections open now
+
+	// SendAsync's sends waiting for a window slot (from waitHead), under
+	// waitMu; nwaiting counts them, read without the lock.
+	waitMu   sync.Mutex
+	waiting  []pipeJob
+	waitHead int
+	nwaiting atomic.Int64
 }
 
 // idlePoll bounds how late a request queued on an idle connection gets its
@@ -63,8 +70,10 @@ type pipeCall struct {
 	err    error
 	done   chan struct{}
 	// fn, when set (SendAsync), is called with the outcome instead of
-	// signalling done; the call then goes back to callPool.
-	fn func(time.Time, pipebench.Outcome)
+	// signalling done; the call then goes back to callPool. started is
+	// when it was handed over, when it waited for a slot (zero: at).
+	fn      func(time.Time, pipebench.Outcome)
+	started time.Time
 }
 
 var callPool = sync.Pool{New: func() any { return &pipeCall{done: make(chan struct{}, 1)} }}
@@ -73,9 +82,13 @@ var callPool = sync.Pool{New: func() any { return &pipeCall{done: make(chan stru
 func (call *pipeCall) finish() {
 	if fn := call.fn; fn != nil {
 		out := outcome(call.status, call.at, call.err)
-		call.fn = nil
+		started := call.started
+		if started.IsZero() {
+			started = call.at
+		}
+		call.fn, call.started = nil, time.Time{}
 		callPool.Put(call)
-		fn(call.at, out)
+		fn(started, out)
 		return
 	}
 	call.done <- struct{}{}
@@ -144,20 +157,89 @@ func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebenc
 // due at one wake-up of the open model's pacer) join the connection whose
 // writer has not yet taken the previous one, while its pipeline has room:
 // they go out in one write and their answers come back in one read. With
-// every window slot taken it waits for one in a goroutine of its own, as
-// Send does.
+// every window slot taken it waits in a queue (first in, first out) that
+// the readers serve as answers free slots: no goroutine or timer per
+// waiting send, so a generator that fell behind does not fall further
+// behind by waiting more expensively.
 func (c *pipeClient) sendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
 	select {
 	case c.slots <- struct{}{}:
 	default:
-		go func() {
-			started := time.Now()
-			done(started, outcome(c.do(ctx, b.ContentType, b.Headers, b.Body)))
-		}()
+		c.waitMu.Lock()
+		c.waiting = append(c.waiting, pipeJob{ctx: ctx, b: b, done: done, at: time.Now()})
+		c.nwaiting.Add(1)
+		c.waitMu.Unlock()
+		c.serveWaiting() // a slot may have come free meanwhile
 		return
 	}
+	c.dispatch(b, done, time.Time{})
+}
+
+// pipeJob is a send waiting for a window slot.
+type pipeJob struct {
+	ctx  context.Context
+	b    *pipebench.Batch
+	done func(time.Time, pipebench.Outcome)
+	at   time.Time // when it was handed over: its wait for a slot runs from here
+}
+
+// release gives a window slot back, or to the send waiting longest.
+func (c *pipeClient) release() {
+	<-c.slots
+	if c.nwaiting.Load() > 0 {
+		c.serveWaiting()
+	}
+}
+
+// serveWaiting dispatches waiting sends while slots are free. A send
+// that waited longer than the timeout fails as the pipeline being full; a
+// cancelled one, as cancelled. Both sides publish first and then look (a
+// waiting send, then a free slot; a free slot, then waiting sends), so a
+// send never waits while a slot is free.
+func (c *pipeClient) serveWaiting() {
+	for c.nwaiting.Load() > 0 {
+		select {
+		case c.slots <- struct{}{}:
+		default:
+			return
+		}
+		for {
+			c.waitMu.Lock()
+			if c.waitHead == len(c.waiting) {
+				c.waitMu.Unlock()
+				<-c.slots
+				break
+			}
+			j := c.waiting[c.waitHead]
+			c.waiting[c.waitHead] = pipeJob{}
+			if c.waitHead++; c.waitHead == len(c.waiting) {
+				c.waiting, c.waitHead = c.waiting[:0], 0
+			} else if c.waitHead > 256 && c.waitHead > len(c.waiting)/2 {
+				n := copy(c.waiting, c.waiting[c.waitHead:])
+				clear(c.waiting[n:])
+				c.waiting, c.waitHead = c.waiting[:n], 0
+			}
+			c.nwaiting.Add(-1)
+			c.waitMu.Unlock()
+			switch {
+			case j.ctx.Err() != nil:
+				j.done(j.at, cancelled(j.ctx))
+				continue
+			case time.Since(j.at) > c.timeout:
+				j.done(j.at, classifyErr(errPipelineFull))
+				continue
+			}
+			c.dispatch(j.b, j.done, j.at)
+			break
+		}
+	}
+}
+
+// dispatch queues a request that holds a window slot; started is when it
+// was handed over, if it waited for the slot.
+func (c *pipeClient) dispatch(b *pipebench.Batch, done func(time.Time, pipebench.Outcome), started time.Time) {
 	call := callPool.Get().(*pipeCall)
-	call.at, call.status, call.err, call.fn = time.Now(), 0, nil, done
+	call.at, call.status, call.err, call.fn, call.started = time.Now(), 0, nil, done, started
 	if pc := c.conns[int(c.cur.Load())%len(c.conns)]; pc.mu.TryLock() {
 		if pc.up && len(pc.out) > 0 && len(pc.pending) < c.depth {
 			pc.queue(call, b.ContentType, b.Headers, b.Body) // its writer is kicked already
@@ -372,7 +454,7 @@ func (pc *pipeConn) read(gen uint64, netc net.Conn) {
 		}
 		pc.mu.Unlock()
 		call.status = status
-		<-pc.c.slots
+		pc.c.release()
 		call.finish()
 		if closeAfter {
 			netc.Close()
@@ -403,7 +485,7 @@ func (pc *pipeConn) detach() []*pipeCall {
 // answer fails calls with err.
 func (pc *pipeConn) answer(calls []*pipeCall, err error) {
 	for _, call := range calls {
-		<-pc.c.slots
+		pc.c.release()
 		call.err = err
 		call.finish()
 	}
