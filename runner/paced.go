@@ -14,8 +14,9 @@ import (
 
 // paced runs an open-model phase: sends start when due, whether or not
 // earlier ones finished (handed to the driver one after the other when it
-// is a pipebench.AsyncSender, else each in a goroutine of its own), bounded by max_in_flight (a send due while the
-// bound is reached is counted as dropped), and by max_in_flight_bytes
+// is a pipebench.AsyncSender, else each in a goroutine of its own),
+// bounded by max_in_flight (a send due while the bound is reached is
+// counted as dropped), and by max_in_flight_bytes
 // (the requests' bytes in flight: the generator's memory, bounded when the
 // system or the generator falls behind).
 type paced struct{}
