@@ -42,6 +42,21 @@ type Driver interface {
 	Shutdown(ctx context.Context) error
 }
 
+// AsyncSender is the optional ability of a Driver to start a send without
+// a goroutine of the caller's waiting for it: SendAsync hands b over and
+// returns; done is called exactly once with the outcome (by the rules of
+// Send), from a goroutine of the driver's or from SendAsync itself, once
+// the driver no longer uses b. started is when the driver took the send up
+// (where a call of Send would have begun: the time it waited for a free
+// connection runs from there to the outcome's Written, and what came
+// before is the generator's own lateness); zero means at the hand-over.
+// Safe for concurrent use, as Send is. The open-model runner starts the
+// sends that fall due at one wake-up of its pacer with it, back to back and
+// with no goroutine per send.
+type AsyncSender interface {
+	SendAsync(ctx context.Context, b *Batch, done func(started time.Time, o Outcome))
+}
+
 // Arrivals is where a Sink reports what reached it. Implementations are safe
 // for concurrent use.
 type Arrivals interface {

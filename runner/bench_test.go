@@ -43,7 +43,7 @@ func benchParams() (int, time.Duration) {
 //	taskset -c 0 go test -run '^$' -bench OpenModel -benchtime 1x ./runner/
 //
 // (taskset pins the generator to one core; the server child then runs on
-// the other.)
+// the other.) Add -cpuprofile to see where a request's CPU goes.
 func BenchmarkOpenModel(b *testing.B) {
 	rate, dur := benchParams()
 	conns, pipeline := 256, 0
@@ -57,7 +57,12 @@ func BenchmarkOpenModel(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("PIPEBENCH_BENCH_MAX_IN_FLIGHT")); err == nil && v > 0 {
 		maxInFlight = v
 	}
-	addr := startServerProcess(b)
+	// PIPEBENCH_BENCH_ADDR aims at a server already running (nginx pinned
+	// to the other core, as bench/wrk.sh starts it) instead of the helper.
+	addr := os.Getenv("PIPEBENCH_BENCH_ADDR")
+	if addr == "" {
+		addr = startServerProcess(b)
+	}
 	reg := registryB(b)
 	yaml := fmt.Sprintf(`
 name: open-model-bench

@@ -2,15 +2,21 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/schedule"
 )
 
 // paced runs an open-model phase: sends start when due, whether or not
-// earlier ones finished, bounded by max_in_flight (a send due while the
-// bound is reached is counted as dropped), and by max_in_flight_bytes
+// earlier ones finished (handed to the driver one after the other when it
+// is a pipebench.AsyncSender, else each in a goroutine of its own),
+// bounded by max_in_flight (a send due while the bound is reached is
+// counted as dropped), and by max_in_flight_bytes
 // (the requests' bytes in flight: the generator's memory, bounded when the
 // system or the generator falls behind).
 type paced struct{}
@@ -24,6 +30,7 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 		maxInFlight = 10000
 	}
 	maxBytes := ph.MaxInFlightBytes
+	as, _ := r.c.drv.(pipebench.AsyncSender)
 	schedule.Run(ctx, r.pacers[i], r.phaseT0[i], func(n uint64, at time.Time) bool {
 		seq := r.nextSeq.Add(uint64(count)) - uint64(count)
 		if live.InFlight.Load() >= maxInFlight {
@@ -35,8 +42,13 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 			r.rec.Dropped(i, count)
 			return true
 		}
-		r.rec.Started(i, count, time.Since(at))
+		now := time.Now()
+		r.rec.Started(i, count, now.Sub(at))
 		wg.Add(1)
+		if as != nil {
+			r.sendAsync(sendCtx, as, i, seq, count, at, now, wg)
+			return true
+		}
 		go func() {
 			defer wg.Done()
 			r.send(sendCtx, i, seq, count, at)
@@ -48,4 +60,64 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 	if end := r.phaseT0[i].Add(ph.Duration.D()); ctx.Err() == nil {
 		sleepUntil(ctx, end)
 	}
+}
+
+// asyncSend is one send handed to an AsyncSender: what run.send keeps on
+// its stack, kept until the driver reports the outcome.
+type asyncSend struct {
+	r        *run
+	wg       *sync.WaitGroup
+	b        pipebench.Batch
+	i, count int
+	seq      uint64
+	at       time.Time
+	started  time.Time
+	size     int64
+	reported atomic.Bool
+}
+
+// sendAsync is run.send for an AsyncSender: the same batch, times and
+// records, with the second half in done.
+func (r *run) sendAsync(ctx context.Context, as pipebench.AsyncSender, i int, seq uint64, count int, at, now time.Time, wg *sync.WaitGroup) {
+	s := &asyncSend{r: r, wg: wg, i: i, count: count, seq: seq, at: at, started: now}
+	s.b = r.c.gen.Next(seq, count, at)
+	s.b.Seq, s.b.Count, s.b.Scheduled = seq, count, at
+	s.size = int64(len(s.b.Body))
+	r.rec.Live(i).InFlightBytes.Add(s.size)
+	defer func() {
+		// A driver that panics: the send is an error, as in safeSend.
+		if v := recover(); v != nil {
+			buf := make([]byte, 4096)
+			buf = buf[:runtime.Stack(buf, false)]
+			r.log.Error("driver panicked", "panic", v, "stack", string(buf))
+			s.done(time.Time{}, pipebench.Outcome{Class: pipebench.ClassError, Detail: "driver panic", Message: fmt.Sprint("driver panic: ", v)})
+		}
+	}()
+	as.SendAsync(ctx, &s.b, s.done)
+}
+
+// done records the outcome of s, once. The send started when the driver
+// took it up (what came before is lag: the generator's), not before the
+// hand-over.
+func (s *asyncSend) done(started time.Time, out pipebench.Outcome) {
+	if !s.reported.CompareAndSwap(false, true) {
+		return
+	}
+	if started.After(s.started) {
+		s.started = started
+	}
+	r, i, count := s.r, s.i, s.count
+	ended := time.Now()
+	r.rec.Live(i).InFlightBytes.Add(-s.size)
+	r.rec.Record(i, pipebench.Sample{Scheduled: s.at, Started: s.started, Ended: ended, Count: count, Bytes: len(s.b.Body), Outcome: out})
+	if out.Class == pipebench.ClassOK {
+		if r.c.sink != nil { // nothing to match arrivals against otherwise
+			r.arr.Accept(s.seq, count)
+		}
+		r.acceptedN.Add(uint64(count))
+	}
+	if rel, ok := r.c.gen.(pipebench.Releaser); ok {
+		rel.Release(&s.b)
+	}
+	s.wg.Done()
 }

@@ -17,8 +17,10 @@
 //     a spin) and the recorder's latency (wait + service);
 //   - runner: the whole runner (scenario, generator, http driver, recorder).
 //
-// before, sleeper and after drive the pacer, the http driver and the recorder the way
-// the open-model executor does (one goroutine per send). The truth is the
+// before, sleeper and after drive the pacer, the http driver and the recorder
+// with one goroutine per send (Driver.Send), as the open-model executor did
+// before it handed sends to the driver's connections (AsyncSender); runner
+// shows the executor as it is. The truth is the
 // server's hold time (request read to answer written): the loopback and
 // parsing on both sides (tens of µs) show as a small positive error.
 package truth

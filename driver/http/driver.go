@@ -36,7 +36,14 @@ func Factory() pipebench.Factory[pipebench.Driver] {
 			if target == "" {
 				target = env.Target
 			}
-			return New(*c, target)
+			d, err := New(*c, target)
+			switch {
+			case err != nil:
+				return nil, err
+			case d.sendsAsync():
+				return asyncDriver{d}, nil
+			}
+			return d, nil
 		}).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadBytes, pipebench.PayloadLogLines})
 }
 
@@ -58,6 +65,8 @@ type Driver struct {
 var (
 	_ pipebench.Driver             = (*Driver)(nil)
 	_ pipebench.ConnectionReporter = (*Driver)(nil)
+	_ pipebench.AsyncSender        = asyncDriver{}
+	_ pipebench.ConnectionReporter = asyncDriver{}
 )
 
 // New builds a driver for cfg; target is used when cfg.URL is empty.
@@ -233,25 +242,57 @@ func (d *Driver) Shutdown(context.Context) error {
 // Send implements pipebench.Driver: it never returns an error, it classifies.
 func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
 	if ctx.Err() != nil {
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: ctx.Err().Error()}
+		return cancelled(ctx)
 	}
 	if d.std != nil {
 		return d.sendStd(ctx, b)
 	}
-	var status int
-	var written time.Time
-	var err error
+	if d.h1 != nil && d.h1.carriers {
+		return d.h1.send(ctx, b)
+	}
 	if d.pipe != nil {
-		status, written, err = d.pipe.do(ctx, b.ContentType, b.Headers, b.Body)
-	} else {
-		status, written, err = d.h1.do(ctx, b.ContentType, b.Headers, b.Body)
+		return outcome(d.pipe.do(ctx, b.ContentType, b.Headers, b.Body))
 	}
-	out := classifyStatus(status)
-	if err != nil {
-		out = classifyErr(err)
+	return outcome(d.h1.do(ctx, b.ContentType, b.Headers, b.Body))
+}
+
+// sendsAsync reports whether sendAsync hands sends over without a
+// goroutine each: over HTTP/1.1 on plain TCP on Linux, or pipelined.
+func (d *Driver) sendsAsync() bool { return d.pipe != nil || (d.h1 != nil && d.h1.carriers) }
+
+// asyncDriver is the Driver as the factory returns it when sendsAsync: a
+// pipebench.AsyncSender, so that the open-model runner hands it the sends
+// due at one wake-up one after the other. Otherwise (HTTP/2, TLS without
+// pipelining) the runner starts a goroutine per send, each making its own
+// batch, as before.
+type asyncDriver struct{ *Driver }
+
+// SendAsync implements pipebench.AsyncSender.
+func (a asyncDriver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
+	a.sendAsync(ctx, b, done)
+}
+
+// sendAsync hands b over and returns: over HTTP/1.1 on plain TCP on Linux
+// to a connection's carrier (carry.go), pipelined to a connection's queue
+// (pipeline.go); elsewhere it runs Send in a goroutine of its own.
+func (d *Driver) sendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
+	switch {
+	case ctx.Err() != nil:
+		done(time.Now(), cancelled(ctx))
+	case d.h1 != nil && d.h1.carriers:
+		d.h1.sendAsync(ctx, b, done)
+	case d.pipe != nil:
+		d.pipe.sendAsync(ctx, b, done)
+	default:
+		go func() {
+			started := time.Now()
+			done(started, d.Send(ctx, b))
+		}()
 	}
-	out.Written = written
-	return out
+}
+
+func cancelled(ctx context.Context) pipebench.Outcome {
+	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: ctx.Err().Error()}
 }
 
 func (d *Driver) sendStd(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {

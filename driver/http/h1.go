@@ -29,7 +29,19 @@ type h1Pool struct {
 	timeout time.Duration
 	head    []byte // request line, Host and the fixed headers
 	conns   []*h1Conn
-	idle    chan *h1Conn
+	idle    chan *h1Conn // without carriers: the idle connections
+
+	// With carriers (carry.go): under mu, the idle connections (a ring
+	// of freeN from freeHead, idle longest first) and the sends waiting
+	// for one (from waitHead).
+	carriers bool
+	mu       sync.Mutex
+	free     []*h1Conn
+	freeHead int
+	freeN    int
+	waiting  []h1Job
+	waitHead int
+	closed   sync.Once
 }
 
 // h1Conn is one connection of the pool; it is owned by whoever took it from
@@ -44,6 +56,10 @@ type h1Conn struct {
 	// open is set while netc is open, for openNow, which reads it from
 	// another goroutine.
 	open atomic.Pointer[openConn]
+	// With carriers: the hand-off to this connection's carrier, and
+	// whether it runs (under the pool's mu).
+	work     chan h1Job
+	carrying bool
 }
 
 // h1Source is what a connection's bufio.Reader reads from. On a plain TCP
@@ -98,11 +114,21 @@ var errNoConn = errors.New("no free connection: every connection was busy for lo
 const inlineBody = 16 << 10
 
 func newH1Pool(addr string, head []byte, tlsCfg *tls.Config, timeout time.Duration, conns int) *h1Pool {
-	p := &h1Pool{addr: addr, tls: tlsCfg, timeout: timeout, head: head, idle: make(chan *h1Conn, conns)}
+	p := &h1Pool{addr: addr, tls: tlsCfg, timeout: timeout, head: head, carriers: canExchange && tlsCfg == nil}
+	if p.carriers {
+		p.free, p.freeN = make([]*h1Conn, conns), conns
+	} else {
+		p.idle = make(chan *h1Conn, conns)
+	}
 	for i := 0; i < conns; i++ {
 		c := &h1Conn{}
 		p.conns = append(p.conns, c)
-		p.idle <- c
+		if p.carriers {
+			c.work = make(chan h1Job, 1)
+			p.free[i] = c
+		} else {
+			p.idle <- c
+		}
 	}
 	return p
 }
@@ -215,7 +241,15 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 		}
 	}
 	defer func() { p.idle <- c }()
-	now := time.Now()
+	return p.roundTrip(ctx, c, time.Now(), contentType, hdrs, body)
+}
+
+// roundTrip sends one request on c, which the caller owns, and reads its
+// answer; now is the time it starts (read by the caller).
+func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, contentType string, hdrs []pipebench.Header, body []byte) (status int, written time.Time, err error) {
+	// written is now unless a system call comes first (the clock is
+	// read again then).
+	moved := false
 	deadline, slack := now.Add(p.timeout), p.timeout/8
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline, slack = dl, 0
@@ -223,6 +257,7 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 	// A connection idle for a while may have been closed by the server:
 	// ask the kernel (one system call) before writing on it.
 	if c.netc != nil && now.Sub(c.used) > idleCheck {
+		moved = true
 		if oc := c.open.Load(); oc != nil && oc.raw != nil && peerClosed(oc.raw) {
 			p.drop(c)
 		}
@@ -246,8 +281,12 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 		if c.dl.Before(deadline) || c.dl.After(deadline.Add(slack)) {
 			c.dl = deadline.Add(slack)
 			c.netc.SetDeadline(c.dl)
+			moved = true
 		}
-		written = time.Now()
+		written = now
+		if moved || fresh || attempt > 0 {
+			written = time.Now()
+		}
 		var werr, rerr error
 		switch {
 		case c.src.raw != nil && len(body) <= inlineBody && c.br.Buffered() == 0:
@@ -299,11 +338,18 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 	}
 }
 
-// close closes every connection. No send may run.
+// close closes every connection and ends the carriers. No send may run.
 func (p *h1Pool) close() {
 	for _, c := range p.conns {
 		p.drop(c)
 	}
+	p.closed.Do(func() {
+		for _, c := range p.conns {
+			if c.work != nil {
+				close(c.work)
+			}
+		}
+	})
 }
 
 // appendRequest appends an HTTP/1.1 request head (without the body) to b.

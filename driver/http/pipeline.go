@@ -31,8 +31,17 @@ type pipeClient struct {
 	slots   chan struct{} // one per request on the wire: connections x pipeline
 	head    []byte        // "METHOD PATH HTTP/1.1\r\nHost: ...\r\n" and the fixed headers
 	conns   []*pipeConn
+	depth   int // requests on the wire per connection, at most
 	next    atomic.Uint32
-	open    atomic.Int64 // connections open now
+	cur     atomic.Uint32 // the connection SendAsync queued on last
+	open    atomic.Int64  // connections open now
+
+	// SendAsync's sends waiting for a window slot (from waitHead), under
+	// waitMu; nwaiting counts them, read without the lock.
+	waitMu   sync.Mutex
+	waiting  []pipeJob
+	waitHead int
+	nwaiting atomic.Int64
 }
 
 // idlePoll bounds how late a request queued on an idle connection gets its
@@ -47,7 +56,7 @@ var (
 // newPipeClient returns a client of conns connections with up to
 // maxPending requests each; head is the request line and fixed headers.
 func newPipeClient(addr string, tlsCfg *tls.Config, timeout time.Duration, conns, maxPending int, head []byte) *pipeClient {
-	c := &pipeClient{addr: addr, tls: tlsCfg, timeout: timeout, slots: make(chan struct{}, conns*maxPending), head: head}
+	c := &pipeClient{addr: addr, tls: tlsCfg, timeout: timeout, slots: make(chan struct{}, conns*maxPending), head: head, depth: maxPending}
 	for i := 0; i < conns; i++ {
 		c.conns = append(c.conns, &pipeConn{c: c, kick: make(chan struct{}, 1)})
 	}
@@ -60,9 +69,30 @@ type pipeCall struct {
 	status int
 	err    error
 	done   chan struct{}
+	// fn, when set (SendAsync), is called with the outcome instead of
+	// signalling done; the call then goes back to callPool. started is
+	// when it was handed over, when it waited for a slot (zero: at).
+	fn      func(time.Time, pipebench.Outcome)
+	started time.Time
 }
 
 var callPool = sync.Pool{New: func() any { return &pipeCall{done: make(chan struct{}, 1)} }}
+
+// finish answers call.
+func (call *pipeCall) finish() {
+	if fn := call.fn; fn != nil {
+		out := outcome(call.status, call.at, call.err)
+		started := call.started
+		if started.IsZero() {
+			started = call.at
+		}
+		call.fn, call.started = nil, time.Time{}
+		callPool.Put(call)
+		fn(started, out)
+		return
+	}
+	call.done <- struct{}{}
+}
 
 // pipeConn is one connection: requests are appended to out under mu, the
 // writer goroutine writes whatever has accumulated, the reader goroutine
@@ -106,18 +136,9 @@ func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebenc
 	call.at, call.status, call.err = written, 0, nil
 
 	pc.mu.Lock()
-	if !pc.up {
-		pc.up = true
-		pc.gen++
-		go pc.run(pc.gen, nil)
-	}
-	pc.out = append(appendRequest(pc.out, c.head, contentType, hdrs, len(body)), body...)
-	pc.pending = append(pc.pending, call)
+	pc.queue(call, contentType, hdrs, body)
 	pc.mu.Unlock()
-	select {
-	case pc.kick <- struct{}{}:
-	default:
-	}
+	pc.wake()
 
 	select {
 	case <-call.done:
@@ -128,6 +149,131 @@ func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebenc
 		// The call stays in the FIFO (its answer still has to be read);
 		// it is not reused.
 		return 0, written, ctx.Err()
+	}
+}
+
+// sendAsync queues one request and returns; done gets its outcome from the
+// connection's reader. Requests handed over one after the other (the sends
+// due at one wake-up of the open model's pacer) join the connection whose
+// writer has not yet taken the previous one, while its pipeline has room:
+// they go out in one write and their answers come back in one read. With
+// every window slot taken it waits in a queue (first in, first out) that
+// the readers serve as answers free slots: no goroutine or timer per
+// waiting send, so a generator that fell behind does not fall further
+// behind by waiting more expensively.
+func (c *pipeClient) sendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
+	select {
+	case c.slots <- struct{}{}:
+	default:
+		c.waitMu.Lock()
+		c.waiting = append(c.waiting, pipeJob{ctx: ctx, b: b, done: done, at: time.Now()})
+		c.nwaiting.Add(1)
+		c.waitMu.Unlock()
+		c.serveWaiting() // a slot may have come free meanwhile
+		return
+	}
+	c.dispatch(b, done, time.Time{})
+}
+
+// pipeJob is a send waiting for a window slot.
+type pipeJob struct {
+	ctx  context.Context
+	b    *pipebench.Batch
+	done func(time.Time, pipebench.Outcome)
+	at   time.Time // when it was handed over: its wait for a slot runs from here
+}
+
+// release gives a window slot back, or to the send waiting longest.
+func (c *pipeClient) release() {
+	<-c.slots
+	if c.nwaiting.Load() > 0 {
+		c.serveWaiting()
+	}
+}
+
+// serveWaiting dispatches waiting sends while slots are free. A send
+// that waited longer than the timeout fails as the pipeline being full; a
+// cancelled one, as cancelled. Both sides publish first and then look (a
+// waiting send, then a free slot; a free slot, then waiting sends), so a
+// send never waits while a slot is free.
+func (c *pipeClient) serveWaiting() {
+	for c.nwaiting.Load() > 0 {
+		select {
+		case c.slots <- struct{}{}:
+		default:
+			return
+		}
+		for {
+			c.waitMu.Lock()
+			if c.waitHead == len(c.waiting) {
+				c.waitMu.Unlock()
+				<-c.slots
+				break
+			}
+			j := c.waiting[c.waitHead]
+			c.waiting[c.waitHead] = pipeJob{}
+			if c.waitHead++; c.waitHead == len(c.waiting) {
+				c.waiting, c.waitHead = c.waiting[:0], 0
+			} else if c.waitHead > 256 && c.waitHead > len(c.waiting)/2 {
+				n := copy(c.waiting, c.waiting[c.waitHead:])
+				clear(c.waiting[n:])
+				c.waiting, c.waitHead = c.waiting[:n], 0
+			}
+			c.nwaiting.Add(-1)
+			c.waitMu.Unlock()
+			switch {
+			case j.ctx.Err() != nil:
+				j.done(j.at, cancelled(j.ctx))
+				continue
+			case time.Since(j.at) > c.timeout:
+				j.done(j.at, classifyErr(errPipelineFull))
+				continue
+			}
+			c.dispatch(j.b, j.done, j.at)
+			break
+		}
+	}
+}
+
+// dispatch queues a request that holds a window slot; started is when it
+// was handed over, if it waited for the slot.
+func (c *pipeClient) dispatch(b *pipebench.Batch, done func(time.Time, pipebench.Outcome), started time.Time) {
+	call := callPool.Get().(*pipeCall)
+	call.at, call.status, call.err, call.fn, call.started = time.Now(), 0, nil, done, started
+	if pc := c.conns[int(c.cur.Load())%len(c.conns)]; pc.mu.TryLock() {
+		if pc.up && len(pc.out) > 0 && len(pc.pending) < c.depth {
+			pc.queue(call, b.ContentType, b.Headers, b.Body) // its writer is kicked already
+			pc.mu.Unlock()
+			return
+		}
+		pc.mu.Unlock()
+	}
+	n := c.next.Add(1)
+	c.cur.Store(n)
+	pc := c.conns[int(n)%len(c.conns)]
+	pc.mu.Lock()
+	pc.queue(call, b.ContentType, b.Headers, b.Body)
+	pc.mu.Unlock()
+	pc.wake()
+}
+
+// queue appends a request to pc's, opening the connection first when it
+// is not. pc.mu is held.
+func (pc *pipeConn) queue(call *pipeCall, contentType string, hdrs []pipebench.Header, body []byte) {
+	if !pc.up {
+		pc.up = true
+		pc.gen++
+		go pc.run(pc.gen, nil)
+	}
+	pc.out = append(appendRequest(pc.out, pc.c.head, contentType, hdrs, len(body)), body...)
+	pc.pending = append(pc.pending, call)
+}
+
+// wake kicks pc's writer.
+func (pc *pipeConn) wake() {
+	select {
+	case pc.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -247,6 +393,11 @@ func (pc *pipeConn) run(gen uint64, netc net.Conn) {
 func (pc *pipeConn) read(gen uint64, netc net.Conn) {
 	br := bufio.NewReaderSize(netc, 32<<10)
 	var err error
+	// Setting a deadline costs a timer update: the one set (dl) stays
+	// while it falls within [deadline, deadline + timeout/8], so a request
+	// times out after its timeout and at most an eighth more.
+	var dl time.Time
+	slack := pc.c.timeout / 8
 	for {
 		pc.mu.Lock()
 		var oldest time.Time
@@ -257,7 +408,10 @@ func (pc *pipeConn) read(gen uint64, netc net.Conn) {
 		if oldest.IsZero() {
 			// Idle: wait for bytes, looking again at the queue every
 			// idlePoll so that a request queued meanwhile gets its deadline.
-			netc.SetReadDeadline(time.Now().Add(min(pc.c.timeout, idlePoll)))
+			if now := time.Now(); dl.Before(now) {
+				dl = now.Add(min(pc.c.timeout, idlePoll))
+				netc.SetReadDeadline(dl)
+			}
 			if _, err = br.Peek(1); err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
@@ -274,7 +428,10 @@ func (pc *pipeConn) read(gen uint64, netc net.Conn) {
 			}
 			continue
 		}
-		netc.SetReadDeadline(oldest.Add(pc.c.timeout))
+		if deadline := oldest.Add(pc.c.timeout); dl.Before(deadline) || dl.After(deadline.Add(slack)) {
+			dl = deadline.Add(slack)
+			netc.SetReadDeadline(dl)
+		}
 		var status int
 		var closeAfter bool
 		if status, closeAfter, err = readResponse(br); err != nil {
@@ -297,8 +454,8 @@ func (pc *pipeConn) read(gen uint64, netc net.Conn) {
 		}
 		pc.mu.Unlock()
 		call.status = status
-		<-pc.c.slots
-		call.done <- struct{}{}
+		pc.c.release()
+		call.finish()
 		if closeAfter {
 			netc.Close()
 			pc.answer(rest, errConnClosed)
@@ -328,9 +485,9 @@ func (pc *pipeConn) detach() []*pipeCall {
 // answer fails calls with err.
 func (pc *pipeConn) answer(calls []*pipeCall, err error) {
 	for _, call := range calls {
-		<-pc.c.slots
+		pc.c.release()
 		call.err = err
-		call.done <- struct{}{}
+		call.finish()
 	}
 }
 

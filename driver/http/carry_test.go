@@ -1,0 +1,230 @@
+package httpdriver
+
+import (
+	"context"
+	"net"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// asyncOutcomes hands n sends to d.sendAsync (the factory's SendAsync) one after the other, as the
+// open-model runner does, and returns their outcomes by send, each checked
+// to come exactly once, within bound.
+func asyncOutcomes(t *testing.T, d *Driver, n int, bound time.Duration) []pipebench.Outcome {
+	t.Helper()
+	outs := make([]pipebench.Outcome, n)
+	calls := make([]int, n)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	batches := make([]pipebench.Batch, n)
+	wg.Add(n)
+	for i := range n {
+		batches[i] = pipebench.Batch{Body: []byte("{}"), Count: 1}
+		d.sendAsync(context.Background(), &batches[i], func(_ time.Time, o pipebench.Outcome) {
+			mu.Lock()
+			outs[i] = o
+			calls[i]++
+			mu.Unlock()
+			wg.Done()
+		})
+	}
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-time.After(bound):
+		t.Fatalf("not every send was answered within %v", bound)
+	}
+	for i, c := range calls {
+		if c != 1 {
+			t.Errorf("send %d was answered %d times", i, c)
+		}
+	}
+	return outs
+}
+
+// More sends than connections: the sends no connection is free for wait
+// (their wait shows in Written) and go out as connections free up.
+func TestCarriersQueueSendsBeyondTheConnections(t *testing.T) {
+	cc := newConnCounter(t)
+	c := defaultConfig()
+	c.Connections = 2
+	d, err := New(*c, "http://"+cc.addr+"/in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(context.Background())
+	before := time.Now()
+	for i, o := range asyncOutcomes(t, d, 60, 10*time.Second) {
+		if o.Class != pipebench.ClassOK || o.Written.Before(before) {
+			t.Fatalf("send %d: %+v", i, o)
+		}
+	}
+	if n := cc.distinct(); n != 2 {
+		t.Errorf("the sends went over %d connections, want 2", n)
+	}
+}
+
+// A send that waits for a connection longer than the timeout fails as "no
+// free connection", without being written.
+func TestCarriersNoFreeConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() { // accepts and never answers
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	c := defaultConfig()
+	c.Connections, c.Timeout = 1, pipebench.Duration(200*time.Millisecond)
+	d, err := New(*c, "http://"+ln.Addr().String()+"/in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(context.Background())
+	outs := asyncOutcomes(t, d, 2, 10*time.Second)
+	if o := outs[0]; o.Class != pipebench.ClassTimeout || o.Written.IsZero() {
+		t.Errorf("the send that was written: %+v, want a timeout", o)
+	}
+	if o := outs[1]; o.Class != pipebench.ClassTimeout || o.Detail != "no free connection" || !o.Written.IsZero() {
+		t.Errorf("the send that waited: %+v, want no free connection, never written", o)
+	}
+}
+
+// Pipelined, sends handed over one after the other while the connection's
+// writer has not run yet share that connection (one write, one read),
+// instead of one connection each.
+func TestPipelinedSendAsyncBurstSharesAConnection(t *testing.T) {
+	cc := newConnCounter(t)
+	d := pipelined(t, "http://"+cc.addr+"/in", 16, 32, 5*time.Second)
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// One P: the writers run only once this goroutine waits.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for i, o := range asyncOutcomes(t, d, 16, 10*time.Second) {
+		if o.Class != pipebench.ClassOK || o.Written.IsZero() {
+			t.Fatalf("send %d: %+v", i, o)
+		}
+	}
+	if n := cc.distinct(); n >= 16 {
+		t.Errorf("16 sends handed over in a row went over %d connections, want them to share", n)
+	}
+}
+
+// The factory's driver is an AsyncSender where sends are handed over
+// without a goroutine each (HTTP/1.1 on plain TCP on Linux, pipelined), and
+// not over HTTP/2, where the runner's goroutine per send makes its batch in
+// parallel.
+func TestFactoryAsyncWhereItPays(t *testing.T) {
+	for _, tc := range []struct {
+		yaml  func(c *Config)
+		async bool
+	}{
+		{func(c *Config) {}, canExchange},
+		{func(c *Config) { c.Pipeline = 8 }, true},
+		{func(c *Config) { c.HTTP2 = true }, false},
+	} {
+		c := defaultConfig()
+		c.URL = "http://127.0.0.1:1/"
+		tc.yaml(c)
+		d, err := Factory().New(c, pipebench.Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := d.(pipebench.AsyncSender); ok != tc.async {
+			t.Errorf("%+v: AsyncSender %v, want %v", c, ok, tc.async)
+		}
+		if _, ok := d.(pipebench.ConnectionReporter); !ok {
+			t.Errorf("%+v: not a ConnectionReporter", c)
+		}
+	}
+}
+
+// Pipelined, sends beyond the window (connections x pipeline) wait in a
+// queue the readers serve as answers come back; each is answered once.
+func TestPipelinedSendAsyncBeyondTheWindow(t *testing.T) {
+	cc := newConnCounter(t)
+	d := pipelined(t, "http://"+cc.addr+"/in", 1, 2, 5*time.Second)
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	for i, o := range asyncOutcomes(t, d, 50, 10*time.Second) {
+		if o.Class != pipebench.ClassOK || o.Written.Before(before) {
+			t.Fatalf("send %d: %+v", i, o)
+		}
+	}
+	if n := d.pipe.nwaiting.Load(); n != 0 {
+		t.Errorf("%d sends still wait", n)
+	}
+}
+
+// Pipelined, a send that waited for a window slot longer than the timeout
+// fails as the pipeline being full, never written.
+func TestPipelinedSendAsyncWindowFull(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() { // accepts and never answers
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	d := pipelined(t, "http://"+ln.Addr().String()+"/in", 1, 1, 200*time.Millisecond)
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	outs := asyncOutcomes(t, d, 2, 10*time.Second)
+	if o := outs[0]; o.Class != pipebench.ClassTimeout || o.Written.IsZero() {
+		t.Errorf("the send on the wire: %+v, want a timeout", o)
+	}
+	if o := outs[1]; o.Class != pipebench.ClassTimeout || o.Detail != "pipeline full" || !o.Written.IsZero() {
+		t.Errorf("the send that waited: %+v, want pipeline full, never written", o)
+	}
+}
