@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -541,6 +542,38 @@ phases:
 		}
 		if !strings.Contains(stderr.String(), "PB_TARGET") || !strings.Contains(stderr.String(), "failed") {
 			t.Errorf("the error does not say which shard failed and why:\n%s", stderr.String())
+		}
+		if l := left(ns); len(l) != 0 {
+			t.Errorf("left behind after failure: %v", l)
+		}
+	})
+
+	// The system under test's pod cannot start it (its address is taken):
+	// the launcher says so, naming that pod, exits non-zero and leaves
+	// nothing behind.
+	t.Run("sut-fails", func(t *testing.T) {
+		ns := "sutfails"
+		namespace(t, ns)
+		taken, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer taken.Close()
+		scen := writeScenario(t, t.TempDir(), fmt.Sprintf(`
+name: k8s-sut-fails
+target: {driver: http}
+sut: {type: relay, listen: %q}
+sink: {type: http}
+phases:
+  - {name: a, duration: 1s, rate: 10/s}
+`, taken.Addr().String()))
+		_, stderr, done, cmd := launch(t, scen, ns, "--shards", "1")
+		wait(t, done, stderr, 3*time.Minute)
+		if code := cmd.ProcessState.ExitCode(); code == 0 {
+			t.Fatalf("exit 0 though the system under test could not start:\n%s", stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "the in-cluster system under test (pod run-"+ns+"-sut") || !strings.Contains(stderr.String(), "address already in use") {
+			t.Errorf("the error does not name the system under test's pod and its cause:\n%s", stderr.String())
 		}
 		if l := left(ns); len(l) != 0 {
 			t.Errorf("left behind after failure: %v", l)
