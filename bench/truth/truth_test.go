@@ -1,11 +1,15 @@
 package truth_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,7 +29,9 @@ import (
 )
 
 // server holds every request for hold and answers every failEvery-th with
-// 503; it counts requests and records each hold time in µs.
+// 503; it counts requests and records each hold time in µs. A server in
+// another process (PIPEBENCH_TRUTH_SERVER=child) is reached at addr and
+// asked for its truth at /truth.
 type server struct {
 	hold      time.Duration
 	failEvery uint64
@@ -33,6 +39,74 @@ type server struct {
 	mu        sync.Mutex
 	truth     *hdrhistogram.Histogram
 	addr      string
+	child     bool
+}
+
+// TestMain runs the truth server alone when this binary is started as
+// one (PIPEBENCH_TRUTH_CHILD=HOLD,EVERY): it prints its address and serves
+// until its standard input closes.
+func TestMain(m *testing.M) {
+	if v := os.Getenv("PIPEBENCH_TRUTH_CHILD"); v != "" {
+		hold, every, _ := strings.Cut(v, ",")
+		d, _ := time.ParseDuration(hold)
+		e, _ := strconv.ParseUint(every, 10, 64)
+		s := &server{hold: d, failEvery: max(e, 1), truth: newHist()}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/", s)
+		mux.HandleFunc("/truth", func(w http.ResponseWriter, _ *http.Request) {
+			truth, n, failed := s.reset()
+			enc, _ := truth.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+			json.NewEncoder(w).Encode(childTruth{N: n, Failed: failed, Hist: enc})
+		})
+		go (&http.Server{Handler: mux}).Serve(ln)
+		fmt.Println(ln.Addr().String())
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// childTruth is what a server in another process reports at /truth.
+type childTruth struct {
+	N, Failed uint64
+	Hist      []byte
+}
+
+// startChild starts the truth server as another process of this binary,
+// pinned to CPU cpu when taskset is there (the generator's own process is
+// pinned by the caller: taskset -c 0 go test ...).
+func startChild(tb testing.TB, hold time.Duration, failEvery uint64, cpu string) *server {
+	tb.Helper()
+	var cmd *exec.Cmd
+	if ts, err := exec.LookPath("taskset"); err == nil && cpu != "" {
+		cmd = exec.Command(ts, "-c", cpu, os.Args[0])
+	} else {
+		cmd = exec.Command(os.Args[0])
+	}
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PIPEBENCH_TRUTH_CHILD=%s,%d", hold, failEvery))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		tb.Fatalf("the truth server process said nothing: %v", err)
+	}
+	return &server{hold: hold, failEvery: failEvery, addr: strings.TrimSpace(line), child: true}
 }
 
 func newHist() *hdrhistogram.Histogram {
@@ -71,6 +145,22 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // reset starts a new measurement and returns the last one's truth.
 func (s *server) reset() (truth *hdrhistogram.Histogram, n, failed uint64) {
+	if s.child {
+		resp, err := http.Get("http://" + s.addr + "/truth")
+		if err != nil {
+			panic(err)
+		}
+		defer resp.Body.Close()
+		var ct childTruth
+		if err := json.NewDecoder(resp.Body).Decode(&ct); err != nil {
+			panic(err)
+		}
+		h, err := hdrhistogram.Decode(ct.Hist)
+		if err != nil {
+			panic(err)
+		}
+		return h, ct.N, ct.Failed
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	truth, s.truth = s.truth, newHist()
@@ -200,7 +290,10 @@ func us(h *hdrhistogram.Histogram, q float64) int64 { return h.ValueAtQuantile(q
 // 500/s, 2,000/s and 10,000/s, before and after, interleaved. Environment:
 // PIPEBENCH_TRUTH_SECONDS per run (default 3), PIPEBENCH_TRUTH_HOLD the
 // server's hold (default 20ms; 0s shows the floor: loopback and parsing),
-// PIPEBENCH_TRUTH_RATES (default 500,2000,10000).
+// PIPEBENCH_TRUTH_RATES (default 500,2000,10000),
+// PIPEBENCH_TRUTH_SERVER_CPU=N the server in a process of its own pinned
+// to CPU N, as on an idle core of its own (pin the generator elsewhere:
+// taskset -c 0 go test ...).
 func BenchmarkTruth(b *testing.B) {
 	secs := 3
 	if v, err := strconv.Atoi(os.Getenv("PIPEBENCH_TRUTH_SECONDS")); err == nil && v > 0 {
@@ -223,10 +316,19 @@ func BenchmarkTruth(b *testing.B) {
 		}
 	}
 	const every, conns = 10, 400
-	s := startServer(b, hold, every)
+	var s *server
+	if cpu, ok := os.LookupEnv("PIPEBENCH_TRUTH_SERVER_CPU"); ok {
+		s = startChild(b, hold, every, cpu)
+	} else {
+		s = startServer(b, hold, every)
+	}
 	drv := s.driver(b, conns)
 	for b.Loop() {
-		fmt.Printf("server: every request held %v, every %dth answered 503; %d connections; %v per run; µs\n", hold, every, conns, d)
+		where := "in this process"
+		if s.child {
+			where = "in a process of its own (CPU " + os.Getenv("PIPEBENCH_TRUTH_SERVER_CPU") + ")"
+		}
+		fmt.Printf("server %s: every request held %v, every %dth answered 503; %d connections; %v per run; µs\n", where, hold, every, conns, d)
 		fmt.Printf("%7s %-7s %5s | %8s %8s | %8s %8s | %7s %7s | %7s %7s | %s\n",
 			"rate/s", "mode", "round", "true p50", "true p99", "pb p50", "pb p99", "err p50", "err p99", "lag p99", "waitp99", "counts (sent/failed, server's)")
 		for _, rate := range rates {
