@@ -19,6 +19,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
+	"github.com/pipebench/pipebench/internal/natstest"
 	"github.com/pipebench/pipebench/payload"
 )
 
@@ -28,16 +29,7 @@ func startServer(t testing.TB) *server.Server {
 	t.Helper()
 	opts := &server.Options{Host: "127.0.0.1", Port: -1, HTTPHost: "127.0.0.1", HTTPPort: -1, JetStream: true,
 		StoreDir: t.TempDir(), NoSigs: true, NoLog: true, MaxConn: 1 << 20}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s
+	return natstest.Start(t, opts)
 }
 
 func jsClient(t testing.TB, url string) (*nats.Conn, js.JetStream) {

@@ -11,22 +11,14 @@ import (
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/natstest"
 )
 
 func startServer(t *testing.T) *server.Server {
 	t.Helper()
 	opts := &server.Options{Host: "127.0.0.1", Port: -1, HTTPHost: "127.0.0.1", HTTPPort: -1, JetStream: true,
 		StoreDir: t.TempDir(), NoSigs: true, NoLog: true, JetStreamMaxStore: 64 << 20}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s
+	return natstest.Start(t, opts)
 }
 
 func value(t *testing.T, pts []pipebench.Point, name string, labels ...string) float64 {

@@ -10,21 +10,13 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/pipebench/pipebench/internal/natstest"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 func startServer(t *testing.T) *server.Server {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s
+	return natstest.Start(t, &server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
 }
 
 type got struct {
