@@ -261,64 +261,7 @@ func connz(t testing.TB, s *server.Server) int {
 
 // N connections are really open (the server's /connz counts them), every
 // one of them publishes, and the stream holds exactly what was accepted.
-func TestConnectionsHeldOpen(t *testing.T) {
-	const conns = 200
-	s := startServer(t)
-	_, j := jsClient(t, s.ClientURL())
-	createStream(t, j, js.StreamConfig{Name: "S", Subjects: []string{"events.>"}})
-	cfg := *DefaultConfig()
-	cfg.Connections = conns
-	d := newDriver(t, cfg, s.ClientURL())
-	if n := d.OpenConnections(); n != conns {
-		t.Fatalf("driver reports %d open, want %d", n, conns)
-	}
-	if n := connz(t, s); n != conns+1 {
-		t.Fatalf("/connz shows %d connections, want %d (the driver's and the test's)", n, conns+1)
-	}
-	g := newGen(t)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	accepted := 0
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; i < conns/16*3+3; i++ {
-				seq := uint64(w*1000 + i + 1)
-				if o := send(d, g, seq, 1); o.Class == pipebench.ClassOK {
-					mu.Lock()
-					accepted++
-					mu.Unlock()
-				} else {
-					t.Errorf("send: %+v", o)
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	if got := streamMsgs(t, j, "S"); got != int64(accepted) {
-		t.Errorf("stream holds %d messages, driver accepted %d", got, accepted)
-	}
-	// Every connection published: the stream has a subject per connection.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	st, _ := j.Stream(ctx, "S")
-	info, err := st.Info(ctx, js.WithSubjectFilter("events.>"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(info.State.Subjects) != conns {
-		t.Errorf("%d distinct subjects in the stream, want one per connection (%d)", len(info.State.Subjects), conns)
-	}
-	d.Shutdown(context.Background())
-	deadline := time.Now().Add(10 * time.Second)
-	for connz(t, s) != 1 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := connz(t, s); n != 1 {
-		t.Errorf("/connz shows %d connections after Shutdown, want 1", n)
-	}
-}
+func TestConnectionsHeldOpen(t *testing.T) { heldOpen(t, 200, 16) }
 
 // A batch of N JSON events becomes N messages, each with its own sequence
 // number; core publishes reach the stream too.

@@ -261,12 +261,19 @@ func TestTwoThousandConnections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2,000 connections")
 	}
-	const conns = 2000
+	heldOpen(t, 2000, 64)
+}
+
+// heldOpen opens conns connections (connect at most concurrency at once):
+// they are really open (the server's /connz counts them), each publishes
+// once and is acked, the stream holds exactly those, one subject per
+// connection, and Shutdown closes them all.
+func heldOpen(t *testing.T, conns, concurrency int) {
 	s := startServer(t)
 	_, j := jsClient(t, s.ClientURL())
 	createStream(t, j, js.StreamConfig{Name: "S", Subjects: []string{"events.>"}})
 	cfg := *DefaultConfig()
-	cfg.Connections, cfg.ConnectConcurrency = conns, 64
+	cfg.Connections, cfg.ConnectConcurrency = conns, concurrency
 	d := newDriver(t, cfg, s.ClientURL())
 	if n := d.OpenConnections(); n != conns {
 		t.Fatalf("driver reports %d open, want %d", n, conns)
@@ -283,7 +290,7 @@ func TestTwoThousandConnections(t *testing.T) {
 			defer wg.Done()
 			for {
 				seq := next.Add(1)
-				if seq > conns {
+				if seq > uint64(conns) {
 					return
 				}
 				if o := send(d, g, seq, 1); o.Class != pipebench.ClassOK {
@@ -294,7 +301,7 @@ func TestTwoThousandConnections(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if got := streamMsgs(t, j, "S"); got != conns {
+	if got := streamMsgs(t, j, "S"); got != int64(conns) {
 		t.Errorf("the stream holds %d, want %d", got, conns)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
