@@ -183,7 +183,7 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("accepts and never answers is a timeout, reached", func(t *testing.T) {
-		addr := silentServer(t)
+		addr := SilentServer(t)
 		d := h.New(t, target(h, addr))
 		if err := d.Start(context.Background()); err != nil {
 			t.Fatalf("Start against a server that accepts connections: %v", err)
@@ -268,9 +268,9 @@ func target(h Harness, addr string) string {
 	return h.Target(addr)
 }
 
-// silentServer accepts connections on loopback, reads what comes and never
-// answers; it closes them when the test ends.
-func silentServer(t *testing.T) string {
+// SilentServer accepts connections on loopback, reads what comes and never
+// answers; it closes them when the test ends. It returns its host:port.
+func SilentServer(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -2,13 +2,13 @@ package httpdriver
 
 import (
 	"context"
-	"net"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/driver/drivertest"
 )
 
 // asyncOutcomes hands n sends to d.sendAsync (the factory's SendAsync) one after the other, as the
@@ -75,34 +75,10 @@ func TestCarriersQueueSendsBeyondTheConnections(t *testing.T) {
 // A send that waits for a connection longer than the timeout fails as "no
 // free connection", without being written.
 func TestCarriersNoFreeConnection(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var held []net.Conn
-	var mu sync.Mutex
-	go func() { // accepts and never answers
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		for _, c := range held {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
+	addr := drivertest.SilentServer(t) // accepts and never answers
 	c := defaultConfig()
 	c.Connections, c.Timeout = 1, pipebench.Duration(200*time.Millisecond)
-	d, err := New(*c, "http://"+ln.Addr().String()+"/in")
+	d, err := New(*c, "http://"+addr+"/in")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,32 +167,8 @@ func TestPipelinedSendAsyncBeyondTheWindow(t *testing.T) {
 // Pipelined, a send that waited for a window slot longer than the timeout
 // fails as the pipeline being full, never written.
 func TestPipelinedSendAsyncWindowFull(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() { // accepts and never answers
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		for _, c := range held {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
-	d := pipelined(t, "http://"+ln.Addr().String()+"/in", 1, 1, 200*time.Millisecond)
+	addr := drivertest.SilentServer(t) // accepts and never answers
+	d := pipelined(t, "http://"+addr+"/in", 1, 1, 200*time.Millisecond)
 	if err := d.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
