@@ -33,8 +33,13 @@ func RedactText(s string) string {
 		return s
 	}
 	s = userinfo.ReplaceAllString(s, "${1}:"+Redacted+"@${3}")
+	s = natsToken.ReplaceAllString(s, "${1}"+Redacted+"@")
 	return secretParam.ReplaceAllString(s, "${1}"+Redacted)
 }
+
+// natsToken finds the user info of a NATS URL without a password
+// (nats://TOKEN@host): to NATS servers, that is an authentication token.
+var natsToken = regexp.MustCompile(`((?:nats|tls|ws|wss)://)([^\s:/@"']+)@`)
 
 // secretParam finds query parameters named like a credential.
 var secretParam = regexp.MustCompile(`(?i)([?&;](?:[a-z0-9_.-]*(?:password|passwd|secret|token|apikey|api_key|api-key|credential|auth)[a-z0-9_.-]*)=)([^&;\s"'#]*)`)

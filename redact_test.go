@@ -15,6 +15,8 @@ func TestRedactURL(t *testing.T) {
 		"http://127.0.0.1:8080/v1/logs":                         "http://127.0.0.1:8080/v1/logs",
 		"https://h/x?access_token=abc&b=1":                      "https://h/x?access_token=xxxxx&b=1",
 		"history.db":                                            "history.db",
+		"nats://s3cr3t-token@127.0.0.1:4222":                    "nats://xxxxx@127.0.0.1:4222",
+		"tls://tok@h:4443,nats://h2:4222":                       "tls://xxxxx@h:4443,nats://h2:4222",
 		`connect "postgres://u:hunter2@127.0.0.1:1/x": refused`: `connect "postgres://u:xxxxx@127.0.0.1:1/x": refused`,
 	} {
 		if got := RedactURL(in); got != want {

@@ -180,7 +180,14 @@ func (d *Driver) Start(ctx context.Context) error {
 		if err == nil {
 			err = ctx.Err()
 		}
-		return fmt.Errorf("open %d NATS connections to %s: %w", d.cfg.Connections, d.urls, err)
+		var se *wire.ServerError
+		if errors.As(err, &se) && se.IsAuth() {
+			// Credentials are the scenario's: a usage error, found
+			// before any load is sent.
+			return pipebench.UsageError(fmt.Sprintf("the NATS server at %s refused the credentials", pipebench.RedactURL(d.urls)),
+				"check the user and password (or token) in target.url, e.g. nats://${NATS_USER}:${NATS_PASSWORD}@host:4222", err)
+		}
+		return fmt.Errorf("open %d NATS connections to %s: %w", d.cfg.Connections, pipebench.RedactURL(d.urls), err)
 	}
 	return nil
 }

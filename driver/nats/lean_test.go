@@ -173,6 +173,11 @@ func TestAuthFromURL(t *testing.T) {
 			if err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization") {
 				t.Errorf("Start with wrong credentials: %v, want the server's authorization violation", err)
 			}
+			// The scenario's credentials: a usage error (exit 2), with
+			// what to check, and the secret not repeated.
+			if code := pipebench.ExitCode(err); code != pipebench.ExitUsage || strings.Contains(err.Error(), tc.bad) {
+				t.Errorf("Start with wrong credentials: exit %d, %v; want %d and no credentials in the message", code, err, pipebench.ExitUsage)
+			}
 			bad.Shutdown(context.Background())
 		})
 	}
