@@ -60,21 +60,30 @@ func (r *run) drainObserved(aborted bool) {
 	if len(r.c.observers) == 0 || aborted {
 		return
 	}
-	if _, _, ok := r.observedBacklog(); !ok {
-		return
-	}
 	began := time.Now()
-	r.draining.Store(true)
-	r.phaseIdx.Store(int32(len(r.plan.Phases)))
 	limit := r.plan.Drain.D()
 	if limit <= 0 {
 		limit = 30 * time.Second
 	}
 	deadline := time.Now().Add(limit)
-	stallAfter := min(10*r.interval(), limit)
-	last, lastMove := -1.0, time.Now()
 	tick := time.NewTicker(r.interval() / 2)
 	defer tick.Stop()
+	// Whether an observer reports a backlog is known once every observer
+	// answered once: a blast can end before the first observation does.
+	for r.obsRounds.Load() == 0 && time.Now().Before(deadline) {
+		select {
+		case <-r.cut():
+			return
+		case <-tick.C:
+		}
+	}
+	if _, _, ok := r.observedBacklog(); !ok {
+		return
+	}
+	r.draining.Store(true)
+	r.phaseIdx.Store(int32(len(r.plan.Phases)))
+	stallAfter := min(10*r.interval(), limit)
+	last, lastMove := -1.0, time.Now()
 	for time.Now().Before(deadline) {
 		// Only a backlog observed after the load ended tells it is
 		// empty: one seen before (a blast shorter than the interval) is

@@ -61,6 +61,7 @@ func (r *run) obs() *obsState {
 
 // observeOnce records one point of every series.
 func (r *run) observeOnce(ctx context.Context, now time.Time) {
+	defer r.obsRounds.Add(1)
 	st := r.obs()
 	sent, acc, del := r.totals()
 	var queue float64 = -1

@@ -153,6 +153,7 @@ type run struct {
 	lastQueue atomic.Value // float64
 	ostate    *obsState
 	obsErrors atomic.Uint64
+	obsRounds atomic.Uint64 // observations completed
 }
 
 func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {

@@ -1,0 +1,85 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/runner"
+)
+
+// backlogObserver plays a system that works off what it received at one
+// item per observation and reports what is left as work_backlog. Its first
+// observation answers only once the whole blast was received: slower than
+// the blast, as an observer on a loaded machine can be.
+type backlogObserver struct {
+	received *atomic.Int64
+	want     int64
+	done     atomic.Int64
+	asked    atomic.Int32
+}
+
+func (o *backlogObserver) Observe(ctx context.Context, at time.Time) ([]pipebench.Point, error) {
+	if o.asked.Add(1) == 1 {
+		for o.received.Load() < o.want {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+	left := o.received.Load() - o.done.Load()
+	if left > 0 {
+		o.done.Add(1)
+	}
+	return []pipebench.Point{{Name: "work_backlog", Kind: pipebench.KindGauge, Value: float64(left)}}, nil
+}
+
+// A blast that ends before the first observation: the drain still waits
+// for the observed backlog to empty, since whether there is one is known
+// only once the observers answered.
+func TestDrainWaitsForABacklogNotYetObserved(t *testing.T) {
+	var received atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received.Add(1)
+	}))
+	defer srv.Close()
+	reg := registry(t)
+	obs := &backlogObserver{received: &received, want: 5}
+	if err := reg.Observers.Register(pipebench.NewSimpleFactory("backlog", "test observer", func(pipebench.Env) (pipebench.Observer, error) {
+		return obs, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	_, plan := parse(t, reg, fmt.Sprintf(`
+name: drain-backlog
+target: {driver: http, url: %q, connections: 2}
+interval: 20ms
+drain: 20s
+observers:
+  - {type: backlog}
+phases:
+  - name: blast
+    blast: {count: 5, workers: 5}
+    duration: 10s
+`, srv.URL))
+	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last float64 = -1
+	for _, s := range res.Series {
+		if s.Name == "work_backlog" && len(s.Points) > 0 {
+			last = s.Points[len(s.Points)-1].V
+		}
+	}
+	if last != 0 {
+		t.Errorf("the run ended with work_backlog %v after %d observations; want it drained to 0", last, obs.asked.Load())
+	}
+}
