@@ -93,6 +93,13 @@ type Outcome struct {
 	// (KPI wait) and the service time after (service_time, write to
 	// answer).
 	Written time.Time
+	// Answered is when the answer reached the generator's machine, by the
+	// kernel's receive timestamp, when the driver can tell; zero
+	// otherwise. The service time ends there, not when the generator got
+	// round to reading it: the time an answer waited in the socket for a
+	// busy generator is the generator's own (KPI read_lag), as its
+	// lateness in starting a send is (schedule_lag).
+	Answered time.Time
 }
 
 // Sample is one send as the runner measured it.

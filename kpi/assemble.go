@@ -43,7 +43,7 @@ type RunRecord struct {
 func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 	res := &pipebench.Result{Schema: pipebench.ResultSchema, Plan: rec.Plan, Series: rec.Series, Errors: rec.Messages}
 	var reasons []string
-	total := SendStats{Details: map[string]uint64{}, Latency: newHist(), Service: newHist(), Wait: newHist(), Lag: newHist()}
+	total := SendStats{Details: map[string]uint64{}, Latency: newHist(), Service: newHist(), Wait: newHist(), Lag: newHist(), ReadLag: newHist()}
 	for i, in := range rec.Phases {
 		ph := rec.Plan.Phases[i]
 		pr := Build(in, rec.Series)
@@ -258,7 +258,8 @@ func nearest(series []pipebench.Series, name string, t time.Time) (float64, bool
 
 // Validity returns why a phase's numbers describe pipebench rather than
 // the system under test, or nothing when they are sound: fewer than 99% of
-// the planned items started, or sends starting more than a second late.
+// the planned items started, sends starting more than a second late, or
+// answers waiting more than a second for the generator to read them.
 func Validity(ph pipebench.PlanPhase, pr *pipebench.PhaseResult, s SendStats) []string {
 	var reasons []string
 	if ph.Blast() {
@@ -288,6 +289,9 @@ func Validity(ph pipebench.PlanPhase, pr *pipebench.PhaseResult, s SendStats) []
 	}
 	if lag, ok := pr.Get("schedule_lag.p99"); ok && lag > 1000 {
 		reasons = append(reasons, fmt.Sprintf("phase %s: sends started %.0f ms late at p99: the generator fell behind its schedule", ph.Name, lag))
+	}
+	if lag, ok := pr.Get("read_lag.p99"); ok && lag > 1000 {
+		reasons = append(reasons, fmt.Sprintf("phase %s: answers waited %.0f ms at p99 for the generator to read them: it fell behind reading; lower the rate, add generator CPU, or scale out", ph.Name, lag))
 	}
 	return reasons
 }
@@ -398,6 +402,9 @@ func (dst *SendStats) merge(src SendStats) {
 		dst.Wait.Merge(src.Wait)
 	}
 	dst.Lag.Merge(src.Lag)
+	if src.ReadLag != nil {
+		dst.ReadLag.Merge(src.ReadLag)
+	}
 	if src.LastEnded.After(dst.LastEnded) {
 		dst.LastEnded = src.LastEnded
 	}

@@ -83,6 +83,10 @@ func Build(in PhaseInput, series []pipebench.Series) pipebench.PhaseResult {
 		}
 		add("schedule_lag.p99", ms(s.Lag.ValueAtQuantile(99)), pipebench.UnitMillis)
 		add("schedule_lag.max", ms(s.Lag.Max()), pipebench.UnitMillis)
+		if s.ReadLag != nil && s.ReadLag.TotalCount() > 0 {
+			add("read_lag.p99", ms(s.ReadLag.ValueAtQuantile(99)), pipebench.UnitMillis)
+			add("read_lag.max", ms(s.ReadLag.Max()), pipebench.UnitMillis)
+		}
 	}
 	if a := in.Arrivals; a != nil {
 		add("delivered_rate", rate(a.Delivered), pipebench.UnitPerSecond)

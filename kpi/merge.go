@@ -11,7 +11,7 @@ import (
 )
 
 // The histograms a shard's Result carries, by KPI name.
-var shardHistograms = []string{"latency", "service_time", "wait", "schedule_lag", "e2e_latency"}
+var shardHistograms = []string{"latency", "service_time", "wait", "schedule_lag", "read_lag", "e2e_latency"}
 
 func encodeHistograms(in PhaseInput) map[string]string {
 	out := map[string]string{}
@@ -27,6 +27,7 @@ func encodeHistograms(in PhaseInput) map[string]string {
 	put("service_time", in.Sends.Service)
 	put("wait", in.Sends.Wait)
 	put("schedule_lag", in.Sends.Lag)
+	put("read_lag", in.Sends.ReadLag)
 	if in.Arrivals != nil {
 		put("e2e_latency", in.Arrivals.E2E)
 	}
@@ -283,7 +284,7 @@ func mergePhase(parts []*pipebench.PhaseResult) (pipebench.PhaseResult, PhaseInp
 		}
 	}
 	s.Latency, s.Service, s.Lag = orEmpty(hists["latency"]), orEmpty(hists["service_time"]), orEmpty(hists["schedule_lag"])
-	s.Wait = orEmpty(hists["wait"])
+	s.Wait, s.ReadLag = orEmpty(hists["wait"]), orEmpty(hists["read_lag"])
 	in.Sends = s
 	if has["target_rate"] {
 		in.TargetRate = sum["target_rate"]

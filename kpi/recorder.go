@@ -78,7 +78,11 @@ type SendStats struct {
 	// Service from that write to the answer, Lag from scheduled to
 	// start; all in µs. Wait holds only the sends whose driver reported
 	// Outcome.Written; for the others Service counts from the start.
-	Latency, Service, Wait, Lag *hdrhistogram.Histogram
+	// Service ends when the answer reached the machine where the driver
+	// reports it (Outcome.Answered), else when the send returned; ReadLag
+	// holds the time in between (the answer waiting for the generator to
+	// read it), for the sends whose driver reported it.
+	Latency, Service, Wait, Lag, ReadLag *hdrhistogram.Histogram
 }
 
 // Recorder collects the samples of one run, phase by phase. Record is safe
@@ -103,7 +107,7 @@ func NewRecorder(n int) *Recorder {
 	for i := range r.phases {
 		r.phases[i] = &SendStats{
 			Details: map[string]uint64{},
-			Latency: newHist(), Service: newHist(), Wait: newHist(), Lag: newHist(),
+			Latency: newHist(), Service: newHist(), Wait: newHist(), Lag: newHist(), ReadLag: newHist(),
 		}
 		r.live[i] = &Live{}
 	}
@@ -155,7 +159,7 @@ func (r *Recorder) Record(i int, s pipebench.Sample) {
 	if s.Ended.After(p.LastEnded) {
 		p.LastEnded = s.Ended
 	}
-	lat, svc, wait, lag := split(s)
+	lat, svc, wait, lag, readLag, answered := split(s)
 	p.Latency.RecordValue(micros(lat))
 	r.window.RecordValue(micros(lat))
 	p.Service.RecordValue(micros(svc))
@@ -163,19 +167,28 @@ func (r *Recorder) Record(i int, s pipebench.Sample) {
 		p.Wait.RecordValue(micros(wait))
 	}
 	p.Lag.RecordValue(micros(lag))
+	if answered {
+		p.ReadLag.RecordValue(micros(readLag))
+	}
 	r.mu.Unlock()
 }
 
 // split divides a send into latency (wait + service), service (write to
-// answer), wait (start to write) and lag (scheduled to start, the
-// generator's own lateness, not charged to the system).
-func split(s pipebench.Sample) (lat, svc, wait, lag time.Duration) {
+// answer), wait (start to write), lag (scheduled to start) and read lag
+// (the answer's arrival to the send's end); answered says whether the
+// driver told when the answer arrived. Lag and read lag are the
+// generator's own lateness, not charged to the system.
+func split(s pipebench.Sample) (lat, svc, wait, lag, readLag time.Duration, answered bool) {
 	written := s.Outcome.Written
 	if written.IsZero() || written.Before(s.Started) || written.After(s.Ended) {
 		written = s.Started
 	}
-	wait, svc = written.Sub(s.Started), s.Ended.Sub(written)
-	return wait + svc, svc, wait, max(s.Started.Sub(s.Scheduled), 0)
+	end := s.Ended
+	if a := s.Outcome.Answered; !a.IsZero() && !a.Before(written) && !a.After(s.Ended) {
+		end, answered = a, true
+	}
+	wait, svc = written.Sub(s.Started), end.Sub(written)
+	return wait + svc, svc, wait, max(s.Started.Sub(s.Scheduled), 0), s.Ended.Sub(end), answered
 }
 
 func (r *Recorder) keepMessage(c pipebench.Class, o pipebench.Outcome) {
@@ -255,6 +268,7 @@ func (r *Recorder) Stats(i int) SendStats {
 	out.Service = hdrhistogram.Import(p.Service.Export())
 	out.Wait = hdrhistogram.Import(p.Wait.Export())
 	out.Lag = hdrhistogram.Import(p.Lag.Export())
+	out.ReadLag = hdrhistogram.Import(p.ReadLag.Export())
 	out.DroppedForBytes = r.live[i].DroppedForBytes.Load()
 	return out
 }

@@ -240,3 +240,38 @@ func TestRecorderSplitsWaitAndService(t *testing.T) {
 		t.Errorf("wait samples = %d, want 1 (the driver that did not tell has none)", s.Wait.TotalCount())
 	}
 }
+
+// A send whose driver tells when the answer arrived ends its service time
+// there; the time until the send returned is the generator's read lag,
+// not the system's. An arrival outside [written, ended] is ignored.
+func TestRecorderEndsServiceWhenTheAnswerArrived(t *testing.T) {
+	r := NewRecorder(1)
+	t0 := time.Now()
+	r.Started(0, 1, 0)
+	r.Record(0, pipebench.Sample{
+		Scheduled: t0, Started: t0, Ended: t0.Add(25 * time.Millisecond), Count: 1,
+		Outcome: pipebench.Outcome{Written: t0.Add(2 * time.Millisecond), Answered: t0.Add(22 * time.Millisecond)},
+	})
+	r.Started(0, 1, 0)
+	r.Record(0, pipebench.Sample{
+		Scheduled: t0, Started: t0, Ended: t0.Add(10 * time.Millisecond), Count: 1,
+		Outcome: pipebench.Outcome{Written: t0.Add(2 * time.Millisecond), Answered: t0.Add(time.Millisecond)},
+	})
+	s := r.Stats(0)
+	if got := s.Latency.Max(); got < 21980 || got > 22020 {
+		t.Errorf("latency max %d µs, want 22,000 (to the arrival, not to the return at 25 ms)", got)
+	}
+	if got := s.Service.Max(); got < 19980 || got > 20020 {
+		t.Errorf("service max %d µs, want 20,000 (written at 2 ms, arrived at 22 ms)", got)
+	}
+	if got := s.Latency.Min(); got < 9990 || got > 10010 {
+		t.Errorf("latency min %d µs, want 10,000 (an arrival before the write is ignored)", got)
+	}
+	if s.ReadLag.TotalCount() != 1 || s.ReadLag.Max() < 2990 || s.ReadLag.Max() > 3010 {
+		t.Errorf("read lag: %d samples, max %d µs; want one of 3,000", s.ReadLag.TotalCount(), s.ReadLag.Max())
+	}
+	tbl := Build(PhaseInput{Name: "p", Started: t0, Ended: t0.Add(time.Second), Sends: s}, nil)
+	if v, ok := tbl.Get("read_lag.p99"); !ok || v < 2.99 || v > 3.01 {
+		t.Errorf("read_lag.p99 = %v (%v), want 3 ms", v, ok)
+	}
+}

@@ -18,7 +18,7 @@ var KnownKPIs = func() []string {
 		"receiver_accepted_rate", "receiver_refused_rate", "exporter_sent_rate", "exporter_failed_rate",
 		"exporter_queue_size.max", "exporter_queue_size.last", "memory_mb", "cpu_cores",
 		"delivered_rate", "delivered", "lost", "duplicates", "reordered", "faulted", "drain_time", "backlog.max",
-		"schedule_lag.p99", "schedule_lag.max", "connections_open.max", "connections_open.last",
+		"schedule_lag.p99", "schedule_lag.max", "read_lag.p99", "read_lag.max", "connections_open.max", "connections_open.last",
 		"time_to_complete", "peak_backlog", "completion_rate", "headroom", "capacity", "drain_estimate", "drain_measured", "drain_rate", "throughput_drift"}
 	for _, h := range []string{"latency", "service_time", "wait"} {
 		for _, q := range Quantiles {

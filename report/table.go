@@ -48,7 +48,7 @@ func Table(r *pipebench.Result) ([]*pipebench.PhaseResult, []Row) {
 // shown lists the KPIs the table's rows show or leave out on purpose (the
 // finer quantiles of generator timings), so observedRows adds the others.
 func shown(item string) map[string]bool {
-	m := map[string]bool{"service_time": true, "schedule_lag": true, "wait": true, "latency.mean": true, "e2e_latency.p90": true,
+	m := map[string]bool{"service_time": true, "schedule_lag": true, "read_lag": true, "wait": true, "latency.mean": true, "e2e_latency.p90": true,
 		"e2e_latency.max": true, "accepted": true, "errors": true, "target_rate": true, "exporter_queue_size.last": true}
 	for _, sp := range specs(item) {
 		m[sp.name] = true
@@ -69,7 +69,7 @@ func observedRows(r *pipebench.Result, phases []*pipebench.PhaseResult) []Row {
 	for _, p := range phases {
 		for _, k := range p.KPIs {
 			base := k.Name
-			if i := strings.IndexByte(base, '.'); i > 0 && (base[:i] == "service_time" || base[:i] == "schedule_lag" || base[:i] == "wait") {
+			if i := strings.IndexByte(base, '.'); i > 0 && (base[:i] == "service_time" || base[:i] == "schedule_lag" || base[:i] == "read_lag" || base[:i] == "wait") {
 				base = base[:i]
 			}
 			if skip[base] || skip[k.Name] || perPipeline(k.Name) || strings.HasSuffix(k.Name, ".total") || strings.HasSuffix(k.Name, ".last") || strings.HasSuffix(k.Name, ".count") || strings.HasSuffix(k.Name, ".sum") {
@@ -163,6 +163,7 @@ func specs(item string) []spec {
 		{"latency", "service p50 (write to answer)", kpi("service_time.p50"), "service_time.p50"},
 		{"latency", "service p99 (write to answer)", kpi("service_time.p99"), "service_time.p99"},
 		{"latency", "schedule lag p99 (generator)", kpi("schedule_lag.p99"), "schedule_lag.p99"},
+		{"latency", "read lag p99 (generator)", kpi("read_lag.p99"), "read_lag.p99"},
 		{"pipeline", "receiver accepted/s", perInstance("receiver_accepted_rate"), "receiver_accepted_rate"},
 		{"pipeline", "receiver refused/s", perInstance("receiver_refused_rate"), "receiver_refused_rate"},
 		{"pipeline", "exporter sent/s", perInstance("exporter_sent_rate"), "exporter_sent_rate"},

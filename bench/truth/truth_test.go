@@ -2,8 +2,10 @@ package truth_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -29,16 +31,19 @@ import (
 )
 
 // server holds every request for hold and answers every failEvery-th with
-// 503; it counts requests and records each hold time in µs. A server in
-// another process (PIPEBENCH_TRUTH_SERVER=child) is reached at addr and
-// asked for its truth at /truth.
+// 503; it counts requests and records in µs the truth of each: from when
+// the request reached the server's socket (the kernel's receive timestamp,
+// on Linux) to the write of its answer, so that the server's own delays
+// (its scheduler, its timers) are in the truth and only the loopback is
+// not. A server in another process (PIPEBENCH_TRUTH_SERVER_CPU) is reached
+// at addr and asked for its truth at ctl/truth.
 type server struct {
 	hold      time.Duration
 	failEvery uint64
 	n, failed atomic.Uint64
 	mu        sync.Mutex
 	truth     *hdrhistogram.Histogram
-	addr      string
+	addr, ctl string
 	child     bool
 }
 
@@ -56,15 +61,18 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/", s)
-		mux.HandleFunc("/truth", func(w http.ResponseWriter, _ *http.Request) {
+		ctl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		go s.serve(ln)
+		go (&http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			truth, n, failed := s.reset()
 			enc, _ := truth.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
 			json.NewEncoder(w).Encode(childTruth{N: n, Failed: failed, Hist: enc})
-		})
-		go (&http.Server{Handler: mux}).Serve(ln)
-		fmt.Println(ln.Addr().String())
+		})}).Serve(ctl)
+		fmt.Println(ln.Addr().String(), ctl.Addr().String())
 		io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	}
@@ -106,7 +114,8 @@ func startChild(tb testing.TB, hold time.Duration, failEvery uint64, cpu string)
 	if err != nil {
 		tb.Fatalf("the truth server process said nothing: %v", err)
 	}
-	return &server{hold: hold, failEvery: failEvery, addr: strings.TrimSpace(line), child: true}
+	addr, ctl, _ := strings.Cut(strings.TrimSpace(line), " ")
+	return &server{hold: hold, failEvery: failEvery, addr: addr, ctl: ctl, child: true}
 }
 
 func newHist() *hdrhistogram.Histogram {
@@ -121,32 +130,104 @@ func startServer(tb testing.TB, hold time.Duration, failEvery uint64) *server {
 		tb.Fatal(err)
 	}
 	s.addr = ln.Addr().String()
-	srv := &http.Server{Handler: s}
-	go srv.Serve(ln)
-	tb.Cleanup(func() { srv.Close() })
+	go s.serve(ln)
+	tb.Cleanup(func() { ln.Close() })
 	return s
 }
 
-func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	n := s.n.Add(1)
-	time.Sleep(s.hold)
-	code := http.StatusOK
-	if n%s.failEvery == 0 {
-		code = http.StatusServiceUnavailable
-		s.failed.Add(1)
+// serve answers the connections ln accepts until it is closed.
+func (s *server) serve(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go s.conn(c.(*net.TCPConn))
 	}
-	held := time.Since(start)
-	s.mu.Lock()
-	s.truth.RecordValue(max(held.Microseconds(), 1))
-	s.mu.Unlock()
-	w.WriteHeader(code)
+}
+
+var (
+	answerOK  = []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+	answer503 = []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+)
+
+// conn answers the HTTP/1.1 requests of one connection in order: each is
+// held until hold after it arrived, then answered.
+func (s *server) conn(c *net.TCPConn) {
+	defer c.Close()
+	rd := newStampedReader(c)
+	var buf []byte
+	var first time.Time // when the first byte of the request in buf arrived
+	for {
+		n, err := parseRequest(buf)
+		if n == 0 {
+			if err != nil {
+				return
+			}
+			b, at, err := rd.read()
+			if err != nil {
+				return
+			}
+			if len(buf) == 0 {
+				first = at
+			}
+			buf = append(buf, b...)
+			continue
+		}
+		buf = buf[:copy(buf, buf[n:])]
+		arrived := first
+		if len(buf) > 0 {
+			first = time.Now() // a pipelined request: it came with this one
+		}
+		k := s.n.Add(1)
+		time.Sleep(time.Until(arrived.Add(s.hold)))
+		answer := answerOK
+		if k%s.failEvery == 0 {
+			answer = answer503
+			s.failed.Add(1)
+		}
+		held := time.Since(arrived)
+		s.mu.Lock()
+		s.truth.RecordValue(max(held.Microseconds(), 1))
+		s.mu.Unlock()
+		if _, err := c.Write(answer); err != nil {
+			return
+		}
+	}
+}
+
+// parseRequest returns the length of the whole request at the start of b
+// (head and Content-Length body), 0 while it is incomplete; an error for
+// what is not an HTTP/1.1 request.
+func parseRequest(b []byte) (int, error) {
+	end := bytes.Index(b, []byte("\r\n\r\n"))
+	if end < 0 {
+		if len(b) > 64<<10 {
+			return 0, errors.New("request head over 64 KiB")
+		}
+		return 0, nil
+	}
+	length := 0
+	for _, line := range bytes.Split(b[:end], []byte("\r\n"))[1:] {
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if ok && strings.EqualFold(string(bytes.TrimSpace(name)), "Content-Length") {
+			v, err := strconv.Atoi(string(bytes.TrimSpace(value)))
+			if err != nil || v < 0 {
+				return 0, fmt.Errorf("Content-Length %q", value)
+			}
+			length = v
+		}
+	}
+	if n := end + 4 + length; len(b) >= n {
+		return n, nil
+	}
+	return 0, nil
 }
 
 // reset starts a new measurement and returns the last one's truth.
 func (s *server) reset() (truth *hdrhistogram.Histogram, n, failed uint64) {
 	if s.child {
-		resp, err := http.Get("http://" + s.addr + "/truth")
+		resp, err := http.Get("http://" + s.ctl + "/truth")
 		if err != nil {
 			panic(err)
 		}
@@ -167,12 +248,13 @@ func (s *server) reset() (truth *hdrhistogram.Histogram, n, failed uint64) {
 	return truth, s.n.Swap(0), s.failed.Swap(0)
 }
 
-// driver builds pipebench's http driver against s.
-func (s *server) driver(tb testing.TB, conns int) pipebench.Driver {
+// driver builds pipebench's http driver against s; stamp takes answers'
+// arrival times from the kernel (kernel_timestamps).
+func (s *server) driver(tb testing.TB, conns int, stamp bool) pipebench.Driver {
 	tb.Helper()
 	f := httpdriver.Factory()
 	cfg := f.NewConfig().(*httpdriver.Config)
-	cfg.URL, cfg.Connections = "http://"+s.addr+"/", conns
+	cfg.URL, cfg.Connections, cfg.KernelTimestamps = "http://"+s.addr+"/", conns, stamp
 	drv, err := f.New(cfg, pipebench.Env{})
 	if err != nil {
 		tb.Fatal(err)
@@ -187,8 +269,8 @@ func (s *server) driver(tb testing.TB, conns int) pipebench.Driver {
 // measured is what one mode measured: latency and lag quantiles, sends
 // and failures.
 type measured struct {
-	lat, lag, wait *hdrhistogram.Histogram
-	sent, failed   uint64
+	lat, lag, wait, readLag *hdrhistogram.Histogram
+	sent, failed            uint64
 }
 
 // drive runs the open-model executor's loop over drv at rate for d with
@@ -226,7 +308,7 @@ func drive(tb testing.TB, drv pipebench.Driver, rate float64, d time.Duration, c
 	})
 	wg.Wait()
 	st := rec.Stats(0)
-	m := measured{lat: st.Latency, lag: st.Lag, wait: st.Wait}
+	m := measured{lat: st.Latency, lag: st.Lag, wait: st.Wait, readLag: st.ReadLag}
 	if old {
 		m.lat = oldLat
 	}
@@ -278,6 +360,8 @@ phases:
 	}
 	m := measured{lat: h("latency"), wait: h("wait"), lag: newHist(), sent: uint64(get("sent"))}
 	m.lag.RecordValues(int64(get("schedule_lag.p99")*1000), 100)
+	m.readLag = newHist()
+	m.readLag.RecordValues(int64(get("read_lag.p99")*1000), 100)
 	for _, c := range []string{"refused", "timeout", "error"} {
 		m.failed += uint64(get("errors", "class", c))
 	}
@@ -322,25 +406,25 @@ func BenchmarkTruth(b *testing.B) {
 	} else {
 		s = startServer(b, hold, every)
 	}
-	drv := s.driver(b, conns)
+	drv, user := s.driver(b, conns, true), s.driver(b, conns, false)
 	for b.Loop() {
 		where := "in this process"
 		if s.child {
 			where = "in a process of its own (CPU " + os.Getenv("PIPEBENCH_TRUTH_SERVER_CPU") + ")"
 		}
 		fmt.Printf("server %s: every request held %v, every %dth answered 503; %d connections; %v per run; µs\n", where, hold, every, conns, d)
-		fmt.Printf("%7s %-7s %5s | %8s %8s | %8s %8s | %7s %7s | %7s %7s | %s\n",
-			"rate/s", "mode", "round", "true p50", "true p99", "pb p50", "pb p99", "err p50", "err p99", "lag p99", "waitp99", "counts (sent/failed, server's)")
+		fmt.Printf("%7s %-7s %5s | %8s %8s | %8s %8s | %7s %7s | %7s %7s %7s | %s\n",
+			"rate/s", "mode", "round", "true p50", "true p99", "pb p50", "pb p99", "err p50", "err p99", "lag p99", "readp99", "waitp99", "counts (sent/failed, server's)")
 		for _, rate := range rates {
 			for round := 1; round <= 2; round++ {
-				for _, mode := range []string{"before", "sleeper", "after", "runner"} {
+				for _, mode := range []string{"before", "user", "after", "runner"} {
 					s.reset()
 					var m measured
 					switch mode {
 					case "before":
 						m = drive(b, drv, rate, d, schedule.Coarse, true)
-					case "sleeper":
-						m = drive(b, drv, rate, d, schedule.Sleeper, false)
+					case "user":
+						m = drive(b, user, rate, d, schedule.Precise, false)
 					case "after":
 						m = drive(b, drv, rate, d, schedule.Precise, false)
 					default:
@@ -351,9 +435,9 @@ func BenchmarkTruth(b *testing.B) {
 					if m.sent != n || m.failed != failed {
 						exact = "DIFFER"
 					}
-					fmt.Printf("%7.0f %-7s %5d | %8d %8d | %8d %8d | %+7d %+7d | %7d %7d | %d/%d, %d/%d %s\n",
+					fmt.Printf("%7.0f %-7s %5d | %8d %8d | %8d %8d | %+7d %+7d | %7d %7d %7d | %d/%d, %d/%d %s\n",
 						rate, mode, round, us(truth, 50), us(truth, 99), us(m.lat, 50), us(m.lat, 99),
-						us(m.lat, 50)-us(truth, 50), us(m.lat, 99)-us(truth, 99), us(m.lag, 99), us(m.wait, 99),
+						us(m.lat, 50)-us(truth, 50), us(m.lat, 99)-us(truth, 99), us(m.lag, 99), us(m.readLag, 99), us(m.wait, 99),
 						m.sent, m.failed, n, failed, exact)
 				}
 			}

@@ -153,16 +153,15 @@ func (p *h1Pool) carryOne(c *h1Conn, j h1Job) {
 		j.done(started, classifyErr(errNoConn))
 		return
 	}
-	status, written, err := p.roundTrip(j.ctx, c, now, j.b.ContentType, j.b.Headers, j.b.Body)
-	j.done(started, outcome(status, written, err))
+	j.done(started, outcome(p.roundTrip(j.ctx, c, now, j.b.ContentType, j.b.Headers, j.b.Body)))
 }
 
 // outcome classifies what a request came to.
-func outcome(status int, written time.Time, err error) pipebench.Outcome {
+func outcome(status int, at sendTimes, err error) pipebench.Outcome {
 	out := classifyStatus(status)
 	if err != nil {
 		out = classifyErr(err)
 	}
-	out.Written = written
+	out.Written, out.Answered = at.written, at.answered
 	return out
 }

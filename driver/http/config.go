@@ -37,6 +37,13 @@ type Config struct {
 	SecretHeaders map[string]pipebench.Secret `yaml:"secret_headers" json:"secret_headers,omitempty"`
 	// TLS configures https:// targets.
 	TLS TLSConfig `yaml:"tls" json:"tls"`
+	// KernelTimestamps ends each request's service time when its answer
+	// reached this machine, by the kernel's receive timestamp
+	// (SO_TIMESTAMPNS), rather than when the generator read it: the time
+	// an answer waits for a busy generator is reported apart (read_lag).
+	// HTTP/1.1 over plain TCP on Linux, without pipelining; true by
+	// default.
+	KernelTimestamps bool `yaml:"kernel_timestamps" json:"kernel_timestamps"`
 }
 
 // TLSConfig holds client TLS settings.
@@ -53,7 +60,7 @@ type TLSConfig struct {
 const maxConnections = 100000
 
 func defaultConfig() *Config {
-	return &Config{Method: "POST", Connections: 64, Timeout: pipebench.Duration(5 * time.Second)}
+	return &Config{Method: "POST", Connections: 64, Timeout: pipebench.Duration(5 * time.Second), KernelTimestamps: true}
 }
 
 // Validate reports every problem, each prefixed with its key.

@@ -147,6 +147,7 @@ func New(cfg Config, target string) (*Driver, error) {
 		return d, nil
 	}
 	d.h1 = newH1Pool(d.addr, head, tlsCfg, timeout, cfg.Connections)
+	d.h1.stamp = cfg.KernelTimestamps
 	return d, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"syscall"
+	"time"
+	"unsafe"
 )
 
 // canExchange: exchange is available here.
@@ -17,10 +19,11 @@ const canExchange = true
 // the read that would otherwise find nothing yet ("would block") right after
 // the write. It returns how much of req was written (all of it unless the
 // socket's send buffer was full or the write failed), how many bytes were
-// read, and the failure of the write or of the read. A timeout (the read
-// deadline) or a closed connection before anything was written comes back as
-// rerr with written 0.
-func exchange(raw syscall.RawConn, req, p []byte) (written, n int, werr, rerr error) {
+// read, when the kernel received them (rx, Unix nanoseconds; 0 unless the
+// socket stamps what it receives, see stampReceived), and the failure of the
+// write or of the read. A timeout (the read deadline) or a closed connection
+// before anything was written comes back as rerr with written 0.
+func exchange(raw syscall.RawConn, req, p []byte, stamped bool) (written, n int, rx int64, werr, rerr error) {
 	wrote := false
 	err := raw.Read(func(fd uintptr) bool {
 		if !wrote {
@@ -41,7 +44,13 @@ func exchange(raw syscall.RawConn, req, p []byte) (written, n int, werr, rerr er
 			return false // wait for the answer
 		}
 		for {
-			m, e := syscall.Read(int(fd), p)
+			var m int
+			var e error
+			if stamped {
+				m, rx, e = recvStamped(int(fd), p)
+			} else {
+				m, e = syscall.Read(int(fd), p)
+			}
 			switch {
 			case e == syscall.EINTR:
 				continue
@@ -59,5 +68,73 @@ func exchange(raw syscall.RawConn, req, p []byte) (written, n int, werr, rerr er
 	if err != nil && werr == nil && rerr == nil {
 		rerr = err
 	}
-	return written, n, werr, rerr
+	return written, n, rx, werr, rerr
+}
+
+// stampReceived asks the kernel to stamp what the socket receives with the
+// time it arrived (SO_TIMESTAMPNS), read back by recvStamped. It reports
+// whether the socket does.
+func stampReceived(raw syscall.RawConn) bool {
+	ok := false
+	raw.Control(func(fd uintptr) {
+		ok = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1) == nil
+	})
+	return ok
+}
+
+// recvStamped is read(2) through recvmsg(2), returning with the bytes when
+// the kernel received the last of them (Unix nanoseconds, 0 when it did not
+// say). It allocates nothing.
+func recvStamped(fd int, p []byte) (n int, rx int64, err error) {
+	if len(p) == 0 {
+		return 0, 0, nil
+	}
+	var oob [64]byte // room for one control message: a timespec
+	iov := syscall.Iovec{Base: &p[0]}
+	iov.SetLen(len(p))
+	msg := syscall.Msghdr{Iov: &iov, Iovlen: 1, Control: &oob[0]}
+	msg.SetControllen(len(oob))
+	r, _, e := syscall.Syscall(syscall.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), 0)
+	if e != 0 {
+		return 0, 0, e
+	}
+	return int(r), stampIn(oob[:msg.Controllen]), nil
+}
+
+// stampIn finds the SCM_TIMESTAMPNS message among the control messages in
+// oob and returns its time in Unix nanoseconds, or 0.
+func stampIn(oob []byte) int64 {
+	const hdr = syscall.SizeofCmsghdr
+	for len(oob) >= hdr {
+		h := (*syscall.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < hdr || l > len(oob) {
+			return 0
+		}
+		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS && l >= hdr+int(unsafe.Sizeof(syscall.Timespec{})) {
+			ts := (*syscall.Timespec)(unsafe.Pointer(&oob[hdr]))
+			return ts.Nano()
+		}
+		l = (l + int(unsafe.Sizeof(uintptr(0))) - 1) &^ (int(unsafe.Sizeof(uintptr(0))) - 1)
+		if l >= len(oob) {
+			return 0
+		}
+		oob = oob[l:]
+	}
+	return 0
+}
+
+// arrived turns a kernel receive time (Unix nanoseconds) into a time on the
+// process's monotonic clock: now less how long ago the kernel received it.
+// It is zero when rx is 0 or not within the last 10 seconds (the wall clock
+// was stepped meanwhile).
+func arrived(rx int64, now time.Time) time.Time {
+	if rx == 0 {
+		return time.Time{}
+	}
+	ago := now.UnixNano() - rx
+	if ago < 0 || ago > int64(10*time.Second) {
+		return time.Time{}
+	}
+	return now.Add(-time.Duration(ago))
 }

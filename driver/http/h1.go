@@ -28,6 +28,7 @@ type h1Pool struct {
 	tls     *tls.Config
 	timeout time.Duration
 	head    []byte // request line, Host and the fixed headers
+	stamp   bool   // ask for kernel receive timestamps (see h1Source)
 	conns   []*h1Conn
 	idle    chan *h1Conn // without carriers: the idle connections
 
@@ -66,20 +67,32 @@ type h1Conn struct {
 // connection on Linux (raw set), a request left in req is written by the
 // next Read, which then waits for the answer in the same call (exchange):
 // one system call fewer per request than a write followed by a read.
+//
+// A socket that stamps what it receives (stamped) tells when the answer
+// reached this machine: answered is that time when the whole answer came
+// in the exchange's one read, zero otherwise. The time it then waited in
+// the socket for this process to read it is the generator's, not the
+// system's.
 type h1Source struct {
-	netc net.Conn
-	raw  syscall.RawConn
-	req  []byte // to write before the next read
-	werr error  // the failure of that write
+	netc     net.Conn
+	raw      syscall.RawConn
+	req      []byte // to write before the next read
+	werr     error  // the failure of that write
+	stamped  bool
+	answered time.Time
 }
 
 func (s *h1Source) Read(p []byte) (int, error) {
+	s.answered = time.Time{} // an answer read in several reads: not stamped
 	if s.req == nil || s.raw == nil {
 		return s.netc.Read(p)
 	}
 	req := s.req
 	s.req = nil
-	written, n, werr, rerr := exchange(s.raw, req, p)
+	written, n, rx, werr, rerr := exchange(s.raw, req, p, s.stamped)
+	if rx != 0 {
+		s.answered = arrived(rx, time.Now())
+	}
 	if werr == nil && written < len(req) && rerr != nil {
 		werr = rerr // it failed before the request was out: a timeout, a closed connection
 	}
@@ -175,6 +188,7 @@ func (p *h1Pool) dial(ctx context.Context, c *h1Conn, deadline time.Time) error 
 	c.src = h1Source{netc: netc}
 	if canExchange && p.tls == nil {
 		c.src.raw = rawConn(netc)
+		c.src.stamped = p.stamp && c.src.raw != nil && stampReceived(c.src.raw)
 	}
 	if c.br == nil {
 		c.br = bufio.NewReaderSize(&c.src, 8<<10)
@@ -224,7 +238,7 @@ func rawConn(c net.Conn) syscall.RawConn {
 // do sends one request and returns the answer's status and when the
 // request began to be written, after the wait for a free connection (and
 // the opening of a closed one); zero if it never was.
-func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.Header, body []byte) (status int, written time.Time, err error) {
+func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.Header, body []byte) (status int, at sendTimes, err error) {
 	var c *h1Conn
 	select {
 	case c = <-p.idle:
@@ -234,20 +248,25 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 		case c = <-p.idle:
 			t.Stop()
 		case <-t.C:
-			return 0, written, errNoConn
+			return 0, at, errNoConn
 		case <-ctx.Done():
 			t.Stop()
-			return 0, written, ctx.Err()
+			return 0, at, ctx.Err()
 		}
 	}
 	defer func() { p.idle <- c }()
 	return p.roundTrip(ctx, c, time.Now(), contentType, hdrs, body)
 }
 
+// sendTimes are when a request began to be written (zero if it never was)
+// and when its answer reached this machine, by the kernel's clock (zero
+// when not known: see h1Source).
+type sendTimes struct{ written, answered time.Time }
+
 // roundTrip sends one request on c, which the caller owns, and reads its
 // answer; now is the time it starts (read by the caller).
-func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, contentType string, hdrs []pipebench.Header, body []byte) (status int, written time.Time, err error) {
-	// written is now unless a system call comes first (the clock is
+func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, contentType string, hdrs []pipebench.Header, body []byte) (status int, at sendTimes, err error) {
+	// at.written is now unless a system call comes first (the clock is
 	// read again then).
 	moved := false
 	deadline, slack := now.Add(p.timeout), p.timeout/8
@@ -266,7 +285,7 @@ func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, conten
 		fresh := c.netc == nil
 		if fresh {
 			if err := p.dial(ctx, c, deadline); err != nil {
-				return 0, written, err
+				return 0, at, err
 			}
 		}
 		// A connection opened before this send may have been closed by
@@ -283,9 +302,9 @@ func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, conten
 			c.netc.SetDeadline(c.dl)
 			moved = true
 		}
-		written = now
+		at.written = now
 		if moved || fresh || attempt > 0 {
-			written = time.Now()
+			at.written = time.Now()
 		}
 		var werr, rerr error
 		switch {
@@ -312,21 +331,22 @@ func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, conten
 			if stale && !isTimeout(werr) {
 				continue
 			}
-			return 0, written, werr
+			return 0, at, werr
 		}
 		if rerr != nil {
 			p.drop(c)
 			if stale && (errors.Is(rerr, io.EOF) || errors.Is(rerr, syscall.ECONNRESET)) {
 				continue
 			}
-			return 0, written, rerr
+			return 0, at, rerr
 		}
 		var closeAfter bool
 		status, closeAfter, err = readResponse(c.br)
 		if err != nil {
 			p.drop(c)
-			return 0, written, err
+			return 0, at, err
 		}
+		at.answered = c.src.answered
 		c.used = now
 		if closeAfter {
 			p.drop(c)
@@ -334,7 +354,7 @@ func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, conten
 		if cap(c.buf) > 1<<20 {
 			c.buf = nil
 		}
-		return status, written, nil
+		return status, at, nil
 	}
 }
 

@@ -81,7 +81,7 @@ var callPool = sync.Pool{New: func() any { return &pipeCall{done: make(chan stru
 // finish answers call.
 func (call *pipeCall) finish() {
 	if fn := call.fn; fn != nil {
-		out := outcome(call.status, call.at, call.err)
+		out := outcome(call.status, sendTimes{written: call.at}, call.err)
 		started := call.started
 		if started.IsZero() {
 			started = call.at
@@ -113,7 +113,7 @@ type pipeConn struct {
 // do sends one request and waits for its status code.
 // It also returns when the request was queued for writing, after the wait
 // for a window slot (zero if it never was).
-func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebench.Header, body []byte) (int, time.Time, error) {
+func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebench.Header, body []byte) (int, sendTimes, error) {
 	// A slot is taken here and given back when the answer (or the
 	// connection's failure) is read, even if the caller gave up.
 	select {
@@ -124,10 +124,10 @@ func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebenc
 		case c.slots <- struct{}{}:
 			t.Stop()
 		case <-t.C:
-			return 0, time.Time{}, errPipelineFull
+			return 0, sendTimes{}, errPipelineFull
 		case <-ctx.Done():
 			t.Stop()
-			return 0, time.Time{}, ctx.Err()
+			return 0, sendTimes{}, ctx.Err()
 		}
 	}
 	pc := c.conns[int(c.next.Add(1))%len(c.conns)]
@@ -144,11 +144,11 @@ func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebenc
 	case <-call.done:
 		status, err := call.status, call.err
 		callPool.Put(call)
-		return status, written, err
+		return status, sendTimes{written: written}, err
 	case <-ctx.Done():
 		// The call stays in the FIFO (its answer still has to be read);
 		// it is not reused.
-		return 0, written, ctx.Err()
+		return 0, sendTimes{written: written}, ctx.Err()
 	}
 }
 

@@ -1,0 +1,119 @@
+//go:build linux
+
+package httpdriver
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// An answer read late is stamped with when it arrived: recvStamped gives
+// the kernel's receive time, and arrived puts it on the monotonic clock,
+// before the read by the time it waited.
+func TestRecvStampedTellsWhenDataArrived(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	peer, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	raw := rawConn(c)
+	if !stampReceived(raw) {
+		t.Fatal("the socket refused SO_TIMESTAMPNS")
+	}
+	sent := time.Now()
+	if _, err := peer.Write([]byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	// The bytes are in the socket: read them 30 ms later, as a busy
+	// generator would.
+	if !readable(t, raw) {
+		t.Fatal("the bytes written never became readable")
+	}
+	time.Sleep(30 * time.Millisecond)
+	var n int
+	var rx int64
+	var rerr error
+	raw.Read(func(fd uintptr) bool {
+		var buf [16]byte
+		n, rx, rerr = recvStamped(int(fd), buf[:])
+		return true
+	})
+	read := time.Now()
+	if rerr != nil || n != 4 {
+		t.Fatalf("read %d bytes: %v", n, rerr)
+	}
+	at := arrived(rx, read)
+	if at.IsZero() {
+		t.Fatalf("no receive timestamp (rx %d)", rx)
+	}
+	if at.Before(sent) || read.Sub(at) < 30*time.Millisecond {
+		t.Errorf("arrived %v after the write and %v before the read; want at or after the write and 30 ms or more before the read", at.Sub(sent), read.Sub(at))
+	}
+}
+
+// readable waits until raw has bytes to read, for up to 5 s.
+func readable(t *testing.T, raw syscall.RawConn) bool {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		n := 0
+		raw.Control(func(fd uintptr) {
+			var b [1]byte
+			n, _, _ = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		})
+		if n > 0 {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
+}
+
+// A request over plain TCP reports when its answer arrived, between its
+// write and the send's return; with kernel_timestamps off, it does not.
+func TestSendReportsWhenTheAnswerArrived(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	for _, stamp := range []bool{true, false} {
+		c := defaultConfig()
+		c.Connections, c.KernelTimestamps = 1, stamp
+		d, err := New(*c, srv.URL+"/in")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			o := d.Send(context.Background(), &pipebench.Batch{Body: []byte("{}"), Count: 1})
+			ended := time.Now()
+			if o.Class != pipebench.ClassOK {
+				t.Fatalf("send %d: %+v", i, o)
+			}
+			switch {
+			case stamp && (o.Answered.Before(o.Written) || o.Answered.After(ended)):
+				t.Errorf("send %d: answered %v after the write, %v before the return; want within", i, o.Answered.Sub(o.Written), ended.Sub(o.Answered))
+			case !stamp && !o.Answered.IsZero():
+				t.Errorf("send %d: kernel_timestamps off, but answered is set", i)
+			}
+		}
+		d.Shutdown(context.Background())
+	}
+}
