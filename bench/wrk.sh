@@ -4,6 +4,7 @@
 #
 #   bench/wrk.sh                 # REPS=3 rounds of 10 s runs, then a search
 #   BASE=main bench/wrk.sh       # also pipebench built from git ref BASE, in the same pass
+#   SEARCH=0 bench/wrk.sh        # the rounds only, no search
 #
 # Target: nginx, one worker pinned to CPU 1, `return 200 'ok'`, on
 # 127.0.0.1:$PORT (default 18091), started here from a config of its own in a
@@ -155,6 +156,7 @@ for b in "${builds[@]}"; do
 	done
 done
 
+[ "${SEARCH:-1}" = 0 ] && exit 0
 echo
 echo "search: highest rate held, ${STEP_DURATION} per step, as a fraction of the wrk median"
 echo "(interleaved: every build and mode at one step before the next; each stops at its first miss)"

@@ -13,62 +13,84 @@ import (
 // canExchange: exchange is available here.
 const canExchange = true
 
-// exchange writes req and reads the first bytes of the answer into p within
-// one wait on the poller: the read is armed before the request goes out, so
-// the answer that comes back wakes the waiting goroutine directly, without
-// the read that would otherwise find nothing yet ("would block") right after
-// the write. It returns how much of req was written (all of it unless the
-// socket's send buffer was full or the write failed), how many bytes were
-// read, when the kernel received them (rx, Unix nanoseconds; 0 unless the
-// socket stamps what it receives, see stampReceived), and the failure of the
-// write or of the read. A timeout (the read deadline) or a closed connection
-// before anything was written comes back as rerr with written 0.
-func exchange(raw syscall.RawConn, req, p []byte, stamped bool) (written, n int, rx int64, werr, rerr error) {
-	wrote := false
-	err := raw.Read(func(fd uintptr) bool {
-		if !wrote {
-			wrote = true
-			for written < len(req) {
-				m, e := syscall.Write(int(fd), req[written:])
-				if e == syscall.EINTR {
-					continue
-				}
-				if e != nil {
-					if e != syscall.EAGAIN {
-						werr = os.NewSyscallError("write", e)
-					}
-					return true // the caller writes the rest, or fails
-				}
-				written += m
-			}
-			return false // wait for the answer
-		}
-		for {
-			var m int
-			var e error
-			if stamped {
-				m, rx, e = recvStamped(int(fd), p)
-			} else {
-				m, e = syscall.Read(int(fd), p)
-			}
-			switch {
-			case e == syscall.EINTR:
-				continue
-			case e == syscall.EAGAIN:
-				return false
-			case e != nil:
-				rerr = os.NewSyscallError("read", e)
-			case m == 0:
-				rerr = io.EOF
-			}
-			n = m
-			return true
-		}
-	})
+// exchanger writes a request and reads the first bytes of its answer
+// within one wait on the poller: the read is armed before the request goes
+// out, so the answer that comes back wakes the waiting goroutine directly,
+// without the read that would otherwise find nothing yet ("would block")
+// right after the write. One is kept per connection, so that the function
+// the poller calls back is made once, not once per request.
+type exchanger struct {
+	req, p     []byte
+	stamped    bool // read with recvStamped
+	wrote      bool
+	written, n int
+	rx         int64
+	werr, rerr error
+	step       func(fd uintptr) bool // x.do, bound once
+}
+
+// exchange writes req and reads into p. It returns how much of req was
+// written (all of it unless the socket's send buffer was full or the write
+// failed), how many bytes were read, when the kernel received them (rx,
+// Unix nanoseconds; 0 unless stamped and the socket stamps what it
+// receives, see stampReceived), and the failure of the write or of the
+// read. A timeout (the read deadline) or a closed connection before
+// anything was written comes back as rerr with written 0.
+func (x *exchanger) exchange(raw syscall.RawConn, req, p []byte) (written, n int, rx int64, werr, rerr error) {
+	if x.step == nil {
+		x.step = x.do
+	}
+	x.req, x.p, x.wrote, x.written, x.n, x.rx, x.werr, x.rerr = req, p, false, 0, 0, 0, nil, nil
+	err := raw.Read(x.step)
+	written, n, rx, werr, rerr = x.written, x.n, x.rx, x.werr, x.rerr
+	x.req, x.p, x.werr, x.rerr = nil, nil, nil, nil
 	if err != nil && werr == nil && rerr == nil {
 		rerr = err
 	}
 	return written, n, rx, werr, rerr
+}
+
+// do is called by the poller: first to write, then each time the socket
+// may be readable; it returns true when done.
+func (x *exchanger) do(fd uintptr) bool {
+	if !x.wrote {
+		x.wrote = true
+		for x.written < len(x.req) {
+			m, e := syscall.Write(int(fd), x.req[x.written:])
+			if e == syscall.EINTR {
+				continue
+			}
+			if e != nil {
+				if e != syscall.EAGAIN {
+					x.werr = os.NewSyscallError("write", e)
+				}
+				return true // the caller writes the rest, or fails
+			}
+			x.written += m
+		}
+		return false // wait for the answer
+	}
+	for {
+		var m int
+		var e error
+		if x.stamped {
+			m, x.rx, e = recvStamped(int(fd), x.p)
+		} else {
+			m, e = syscall.Read(int(fd), x.p)
+		}
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e == syscall.EAGAIN:
+			return false
+		case e != nil:
+			x.rerr = os.NewSyscallError("read", e)
+		case m == 0:
+			x.rerr = io.EOF
+		}
+		x.n = m
+		return true
+	}
 }
 
 // stampReceived asks the kernel to stamp what the socket receives with the

@@ -11,7 +11,10 @@ import (
 // calls on the connection.
 const canExchange = false
 
-func exchange(syscall.RawConn, []byte, []byte, bool) (int, int, int64, error, error) {
+// exchanger is Linux only.
+type exchanger struct{ stamped bool }
+
+func (*exchanger) exchange(syscall.RawConn, []byte, []byte) (int, int, int64, error, error) {
 	panic("exchange is Linux only")
 }
 

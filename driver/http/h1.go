@@ -65,10 +65,10 @@ type h1Conn struct {
 
 // h1Source is what a connection's bufio.Reader reads from. On a plain TCP
 // connection on Linux (raw set), a request left in req is written by the
-// next Read, which then waits for the answer in the same call (exchange):
+// next Read, which then waits for the answer in the same call (x):
 // one system call fewer per request than a write followed by a read.
 //
-// A socket that stamps what it receives (stamped) tells when the answer
+// A socket that stamps what it receives (x.stamped) tells when the answer
 // reached this machine: answered is that time when the whole answer came
 // in the exchange's one read, zero otherwise. The time it then waited in
 // the socket for this process to read it is the generator's, not the
@@ -78,7 +78,7 @@ type h1Source struct {
 	raw      syscall.RawConn
 	req      []byte // to write before the next read
 	werr     error  // the failure of that write
-	stamped  bool
+	x        exchanger
 	answered time.Time
 }
 
@@ -89,7 +89,7 @@ func (s *h1Source) Read(p []byte) (int, error) {
 	}
 	req := s.req
 	s.req = nil
-	written, n, rx, werr, rerr := exchange(s.raw, req, p, s.stamped)
+	written, n, rx, werr, rerr := s.x.exchange(s.raw, req, p)
 	if rx != 0 {
 		s.answered = arrived(rx, time.Now())
 	}
@@ -188,7 +188,7 @@ func (p *h1Pool) dial(ctx context.Context, c *h1Conn, deadline time.Time) error 
 	c.src = h1Source{netc: netc}
 	if canExchange && p.tls == nil {
 		c.src.raw = rawConn(netc)
-		c.src.stamped = p.stamp && c.src.raw != nil && stampReceived(c.src.raw)
+		c.src.x.stamped = p.stamp && c.src.raw != nil && stampReceived(c.src.raw)
 	}
 	if c.br == nil {
 		c.br = bufio.NewReaderSize(&c.src, 8<<10)
