@@ -307,6 +307,7 @@ func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, conten
 			at.written = time.Now()
 		}
 		var werr, rerr error
+		c.src.answered = time.Time{}
 		switch {
 		case c.src.raw != nil && len(body) <= inlineBody && c.br.Buffered() == 0:
 			// Written by the read that waits for the answer.
