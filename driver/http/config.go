@@ -41,7 +41,8 @@ type Config struct {
 	// reached this machine, by the kernel's receive timestamp
 	// (SO_TIMESTAMPNS), rather than when the generator read it: the time
 	// an answer waits for a busy generator is reported apart (read_lag).
-	// HTTP/1.1 over plain TCP on Linux, without pipelining; true by
+	// HTTP/1.1 over plain TCP on Linux; pipelined, an answer is timed by
+	// the read that completed it (its last packet's arrival). True by
 	// default.
 	KernelTimestamps bool `yaml:"kernel_timestamps" json:"kernel_timestamps"`
 }

@@ -144,6 +144,7 @@ func New(cfg Config, target string) (*Driver, error) {
 	}
 	if cfg.Pipeline > 0 {
 		d.pipe = newPipeClient(d.addr, tlsCfg, timeout, cfg.Connections, cfg.Pipeline, head)
+		d.pipe.stamp = cfg.KernelTimestamps
 		return d, nil
 	}
 	d.h1 = newH1Pool(d.addr, head, tlsCfg, timeout, cfg.Connections)

@@ -4,6 +4,7 @@ package httpdriver
 
 import (
 	"io"
+	"net"
 	"os"
 	"syscall"
 	"time"
@@ -159,4 +160,69 @@ func arrived(rx int64, now time.Time) time.Time {
 		return time.Time{}
 	}
 	return now.Add(-time.Duration(ago))
+}
+
+// stampedReader reads a plain TCP connection with recvStamped, keeping when
+// the bytes of its latest read reached the machine. The pipelined client's
+// reader reads through it: an answer complete after a read arrived at or
+// before that read's stamp (the stamp is the last packet's), which is
+// nearer the truth than when the reader got round to it.
+type stampedReader struct {
+	raw  syscall.RawConn
+	p    []byte
+	n    int
+	rx   int64
+	err  error
+	step func(fd uintptr) bool // r.do, bound once
+	last time.Time             // when the latest read's bytes arrived; zero if not stamped
+}
+
+// newStampedReader returns a stampedReader of netc, or nil when netc is not
+// a plain TCP connection or its socket does not stamp what it receives.
+func newStampedReader(netc net.Conn) *stampedReader {
+	if cc, ok := netc.(*countedConn); ok {
+		netc = cc.Conn // a TLS connection stays one: not stamped
+	}
+	raw := rawConn(netc)
+	if _, ok := netc.(*net.TCPConn); !ok || raw == nil || !stampReceived(raw) {
+		return nil
+	}
+	r := &stampedReader{raw: raw}
+	r.step = r.do
+	return r
+}
+
+func (r *stampedReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r.p, r.n, r.rx, r.err = p, 0, 0, nil
+	err := r.raw.Read(r.step)
+	r.p = nil
+	switch {
+	case err != nil:
+		return 0, err
+	case r.err != nil:
+		return 0, r.err
+	case r.n == 0:
+		return 0, io.EOF
+	}
+	r.last = arrived(r.rx, time.Now())
+	return r.n, nil
+}
+
+func (r *stampedReader) do(fd uintptr) bool {
+	for {
+		m, rx, e := recvStamped(int(fd), r.p)
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e == syscall.EAGAIN:
+			return false
+		case e != nil:
+			r.err = os.NewSyscallError("recvmsg", e)
+		}
+		r.n, r.rx = m, rx
+		return true
+	}
 }

@@ -111,15 +111,20 @@ func readable(t *testing.T, raw syscall.RawConn) bool {
 }
 
 // A request over plain TCP reports when its answer arrived, between its
-// write and the send's return; with kernel_timestamps off, it does not.
+// write and the send's return, pipelined or not; with kernel_timestamps
+// off, it does not.
 // (The kernel may stamp nothing for a moment after the first socket of
 // the machine asks: the sends go on until one is stamped.)
 func TestSendReportsWhenTheAnswerArrived(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
-	for _, stamp := range []bool{true, false} {
+	for _, tc := range []struct {
+		stamp    bool
+		pipeline int
+	}{{true, 0}, {false, 0}, {true, 4}, {false, 4}} {
+		stamp := tc.stamp
 		c := defaultConfig()
-		c.Connections, c.KernelTimestamps = 1, stamp
+		c.Connections, c.KernelTimestamps, c.Pipeline = 1, stamp, tc.pipeline
 		d, err := New(*c, srv.URL+"/in")
 		if err != nil {
 			t.Fatal(err)
@@ -132,20 +137,20 @@ func TestSendReportsWhenTheAnswerArrived(t *testing.T) {
 			o := d.Send(context.Background(), &pipebench.Batch{Body: []byte("{}"), Count: 1})
 			ended := time.Now()
 			if o.Class != pipebench.ClassOK {
-				t.Fatalf("send %d: %+v", i, o)
+				t.Fatalf("pipeline %d, send %d: %+v", tc.pipeline, i, o)
 			}
 			if o.Answered.IsZero() {
 				continue
 			}
 			stamped++
 			if !stamp {
-				t.Errorf("send %d: kernel_timestamps off, but answered is set", i)
+				t.Errorf("pipeline %d, send %d: kernel_timestamps off, but answered is set", tc.pipeline, i)
 			} else if o.Answered.Before(o.Written) || o.Answered.After(ended) {
-				t.Errorf("send %d: answered %v after the write, %v before the return; want within", i, o.Answered.Sub(o.Written), ended.Sub(o.Answered))
+				t.Errorf("pipeline %d, send %d: answered %v after the write, %v before the return; want within", tc.pipeline, i, o.Answered.Sub(o.Written), ended.Sub(o.Answered))
 			}
 		}
 		if stamp && stamped == 0 {
-			t.Error("no answer of 1,000 was stamped")
+			t.Errorf("pipeline %d: no answer of 1,000 was stamped", tc.pipeline)
 		}
 		d.Shutdown(context.Background())
 	}

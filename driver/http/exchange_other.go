@@ -3,6 +3,7 @@
 package httpdriver
 
 import (
+	"net"
 	"syscall"
 	"time"
 )
@@ -22,3 +23,10 @@ func (*exchanger) exchange(syscall.RawConn, []byte, []byte) (int, int, int64, er
 func stampReceived(syscall.RawConn) bool { return false }
 
 func arrived(int64, time.Time) time.Time { return time.Time{} }
+
+// stampedReader is Linux only: newStampedReader returns nil elsewhere.
+type stampedReader struct{ last time.Time }
+
+func newStampedReader(net.Conn) *stampedReader { return nil }
+
+func (*stampedReader) Read([]byte) (int, error) { panic("stampedReader is Linux only") }

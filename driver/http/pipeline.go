@@ -28,6 +28,7 @@ type pipeClient struct {
 	addr    string
 	tls     *tls.Config
 	timeout time.Duration
+	stamp   bool          // time answers by the kernel's receive timestamps
 	slots   chan struct{} // one per request on the wire: connections x pipeline
 	head    []byte        // "METHOD PATH HTTP/1.1\r\nHost: ...\r\n" and the fixed headers
 	conns   []*pipeConn
@@ -65,10 +66,11 @@ func newPipeClient(addr string, tlsCfg *tls.Config, timeout time.Duration, conns
 
 // pipeCall is one request waiting for its answer.
 type pipeCall struct {
-	at     time.Time // when it was queued; its timeout runs from here
-	status int
-	err    error
-	done   chan struct{}
+	at       time.Time // when it was queued; its timeout runs from here
+	answered time.Time // when its answer reached the machine (zero: not known)
+	status   int
+	err      error
+	done     chan struct{}
 	// fn, when set (SendAsync), is called with the outcome instead of
 	// signalling done; the call then goes back to callPool. started is
 	// when it was handed over, when it waited for a slot (zero: at).
@@ -81,7 +83,7 @@ var callPool = sync.Pool{New: func() any { return &pipeCall{done: make(chan stru
 // finish answers call.
 func (call *pipeCall) finish() {
 	if fn := call.fn; fn != nil {
-		out := outcome(call.status, sendTimes{written: call.at}, call.err)
+		out := outcome(call.status, sendTimes{written: call.at, answered: call.answered}, call.err)
 		started := call.started
 		if started.IsZero() {
 			started = call.at
@@ -133,7 +135,7 @@ func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebenc
 	pc := c.conns[int(c.next.Add(1))%len(c.conns)]
 	call := callPool.Get().(*pipeCall)
 	written := time.Now()
-	call.at, call.status, call.err = written, 0, nil
+	call.at, call.answered, call.status, call.err = written, time.Time{}, 0, nil
 
 	pc.mu.Lock()
 	pc.queue(call, contentType, hdrs, body)
@@ -142,9 +144,9 @@ func (c *pipeClient) do(ctx context.Context, contentType string, hdrs []pipebenc
 
 	select {
 	case <-call.done:
-		status, err := call.status, call.err
+		status, answered, err := call.status, call.answered, call.err
 		callPool.Put(call)
-		return status, sendTimes{written: written}, err
+		return status, sendTimes{written: written, answered: answered}, err
 	case <-ctx.Done():
 		// The call stays in the FIFO (its answer still has to be read);
 		// it is not reused.
@@ -239,7 +241,7 @@ func (c *pipeClient) serveWaiting() {
 // was handed over, if it waited for the slot.
 func (c *pipeClient) dispatch(b *pipebench.Batch, done func(time.Time, pipebench.Outcome), started time.Time) {
 	call := callPool.Get().(*pipeCall)
-	call.at, call.status, call.err, call.fn, call.started = time.Now(), 0, nil, done, started
+	call.at, call.answered, call.status, call.err, call.fn, call.started = time.Now(), time.Time{}, 0, nil, done, started
 	if pc := c.conns[int(c.cur.Load())%len(c.conns)]; pc.mu.TryLock() {
 		if pc.up && len(pc.out) > 0 && len(pc.pending) < c.depth {
 			pc.queue(call, b.ContentType, b.Headers, b.Body) // its writer is kicked already
@@ -391,7 +393,15 @@ func (pc *pipeConn) run(gen uint64, netc net.Conn) {
 
 // read answers the calls of connection gen in order until it fails.
 func (pc *pipeConn) read(gen uint64, netc net.Conn) {
-	br := bufio.NewReaderSize(netc, 32<<10)
+	var sr *stampedReader
+	if pc.c.stamp {
+		sr = newStampedReader(netc)
+	}
+	var src io.Reader = netc
+	if sr != nil {
+		src = sr
+	}
+	br := bufio.NewReaderSize(src, 32<<10)
 	var err error
 	// Setting a deadline costs a timer update: the one set (dl) stays
 	// while it falls within [deadline, deadline + timeout/8], so a request
@@ -454,6 +464,9 @@ func (pc *pipeConn) read(gen uint64, netc net.Conn) {
 		}
 		pc.mu.Unlock()
 		call.status = status
+		if sr != nil {
+			call.answered = sr.last
+		}
 		pc.c.release()
 		call.finish()
 		if closeAfter {
