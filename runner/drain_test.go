@@ -24,14 +24,13 @@ type backlogObserver struct {
 	asked    atomic.Int32
 }
 
-func (o *backlogObserver) Observe(ctx context.Context, at time.Time) ([]pipebench.Point, error) {
+func (o *backlogObserver) Observe(_ context.Context, at time.Time) ([]pipebench.Point, error) {
 	if o.asked.Add(1) == 1 {
-		for o.received.Load() < o.want {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(time.Millisecond):
-			}
+		// Past the observation's own timeout if need be (a loaded
+		// machine may take longer than an interval to send the blast),
+		// up to 10 s.
+		for deadline := time.Now().Add(10 * time.Second); o.received.Load() < o.want && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
 		}
 	}
 	left := o.received.Load() - o.done.Load()
