@@ -71,26 +71,36 @@ func (x *exchanger) do(fd uintptr) bool {
 		}
 		return false // wait for the answer
 	}
+	m, rx, again, err := recvOnce(int(fd), x.p, x.stamped)
+	if again {
+		return false
+	}
+	x.n, x.rx, x.rerr = m, rx, err
+	if err == nil && m == 0 {
+		x.rerr = io.EOF
+	}
+	return true
+}
+
+// recvOnce reads into p once, with recvStamped when stamped, again on
+// EINTR; again is true when there was nothing to read yet (EAGAIN).
+func recvOnce(fd int, p []byte, stamped bool) (n int, rx int64, again bool, err error) {
 	for {
-		var m int
 		var e error
-		if x.stamped {
-			m, x.rx, e = recvStamped(int(fd), x.p)
+		if stamped {
+			n, rx, e = recvStamped(fd, p)
 		} else {
-			m, e = syscall.Read(int(fd), x.p)
+			n, e = syscall.Read(fd, p)
 		}
 		switch {
 		case e == syscall.EINTR:
 			continue
 		case e == syscall.EAGAIN:
-			return false
+			return 0, 0, true, nil
 		case e != nil:
-			x.rerr = os.NewSyscallError("read", e)
-		case m == 0:
-			x.rerr = io.EOF
+			return 0, 0, false, os.NewSyscallError("read", e)
 		}
-		x.n = m
-		return true
+		return n, rx, false, nil
 	}
 }
 
@@ -212,17 +222,10 @@ func (r *stampedReader) Read(p []byte) (int, error) {
 }
 
 func (r *stampedReader) do(fd uintptr) bool {
-	for {
-		m, rx, e := recvStamped(int(fd), r.p)
-		switch {
-		case e == syscall.EINTR:
-			continue
-		case e == syscall.EAGAIN:
-			return false
-		case e != nil:
-			r.err = os.NewSyscallError("recvmsg", e)
-		}
-		r.n, r.rx = m, rx
-		return true
+	m, rx, again, err := recvOnce(int(fd), r.p, true)
+	if again {
+		return false
 	}
+	r.n, r.rx, r.err = m, rx, err
+	return true
 }
