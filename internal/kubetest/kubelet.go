@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/pipebench/pipebench/internal/childproc"
 )
 
 // Kubelet plays the scheduler's and the kubelets' parts for a test, and
@@ -283,7 +285,7 @@ func (k *Kubelet) run(ctx context.Context, key string, pod *corev1.Pod) {
 		return
 	}
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childproc.DieWithParent()
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		k.fail(ctx, pod, "start: "+err.Error())

@@ -219,7 +219,7 @@ func (c *Cluster) run(cmd *exec.Cmd, logPath string, ready func(context.Context)
 	}
 	cmd.Stdout, cmd.Stderr = log, log
 	// The component dies with the test binary, whatever ends it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childproc.DieWithParent()
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return err
