@@ -1,6 +1,7 @@
 package kpi
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -273,5 +274,31 @@ func TestRecorderEndsServiceWhenTheAnswerArrived(t *testing.T) {
 	tbl := Build(PhaseInput{Name: "p", Started: t0, Ended: t0.Add(time.Second), Sends: s}, nil)
 	if v, ok := tbl.Get("read_lag.p99"); !ok || v < 2.99 || v > 3.01 {
 		t.Errorf("read_lag.p99 = %v (%v), want 3 ms", v, ok)
+	}
+}
+
+// Sends starting a second late, or answers waiting a second for the
+// generator to read them, make a phase's numbers the generator's: each
+// gives a reason; under a second gives none.
+func TestValidityGeneratorLag(t *testing.T) {
+	ph := pipebench.PlanPhase{Name: "p"}
+	for _, tc := range []struct {
+		kpi  string
+		ms   float64
+		want string
+	}{
+		{"schedule_lag.p99", 1500, "sends started 1500 ms late"},
+		{"read_lag.p99", 1500, "answers waited 1500 ms at p99 for the generator to read them"},
+		{"read_lag.p99", 900, ""},
+	} {
+		var pr pipebench.PhaseResult
+		pr.Set(pipebench.KPI{Name: tc.kpi, Value: tc.ms, Unit: pipebench.UnitMillis})
+		got := Validity(ph, &pr, SendStats{})
+		switch {
+		case tc.want == "" && len(got) != 0:
+			t.Errorf("%s %v ms: reasons %q, want none", tc.kpi, tc.ms, got)
+		case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
+			t.Errorf("%s %v ms: reasons %q, want one with %q", tc.kpi, tc.ms, got, tc.want)
+		}
 	}
 }
