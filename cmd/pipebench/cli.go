@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/builtins"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -33,7 +34,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // executeWith is execute with the context of a second signal (see signals).
 func executeWith(ctx, cut context.Context, args []string, stdout, stderr io.Writer) int {
-	reg, err := newRegistry()
+	reg, err := builtins.Registry()
 	if err != nil {
 		fmt.Fprintf(stderr, "pipebench: %v\n", err)
 		return pipebench.ExitFailure
@@ -86,6 +87,15 @@ func printError(w io.Writer, err error) {
 	if errors.As(err, &pe) && pe.Hint != "" {
 		fmt.Fprintf(w, "  hint: %s\n", pe.Hint)
 	}
+}
+
+// reporter returns the reporter for --format, or a usage error naming the
+// flag and the valid formats.
+func (a *app) reporter(format string) (pipebench.Reporter, error) {
+	if _, ok := a.reg.Reporters.Lookup(format); !ok {
+		return nil, pipebench.UsageError(fmt.Sprintf("unknown --format %q", format), "valid formats: "+strings.Join(a.reg.Reporters.Names(), ", "), nil)
+	}
+	return a.reg.Reporter(format)
 }
 
 func (a *app) rootCommand() *cobra.Command {

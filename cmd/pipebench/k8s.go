@@ -6,12 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/examples"
+	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/k8s"
 )
 
@@ -189,15 +187,9 @@ reference them as ${VAR}, given to the pods by --env-from-secret.`,
 // k8sOptions reads and checks the scenario and the flags; it returns the
 // launch options and the length of the load plus its drain.
 func (a *app) k8sOptions(ref string, f k8sFlags, shardsSet bool) (k8s.Options, time.Duration, error) {
-	var data []byte
-	var err error
-	if name, ok := strings.CutPrefix(ref, "builtin:"); ok {
-		data, err = fs.ReadFile(examples.FS, name+".yaml")
-	} else {
-		data, err = os.ReadFile(ref)
-	}
+	data, file, err := builtins.ScenarioSource(ref)
 	if err != nil {
-		return k8s.Options{}, 0, pipebench.UsageError(fmt.Sprintf("cannot read the scenario %s", ref), "give a scenario file or builtin:NAME", err)
+		return k8s.Options{}, 0, err
 	}
 	sc, err := a.loadScenario(ref)
 	if err != nil {
@@ -222,10 +214,7 @@ func (a *app) k8sOptions(ref string, f k8sFlags, shardsSet bool) (k8s.Options, t
 		name = "pipebench-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
 	}
 	o := k8s.Options{Name: name, Namespace: f.namespace, Image: f.image, Shards: f.shards, PerNode: f.perNode,
-		Scenario: data, ScenarioFile: filepath.Base(ref), EnvFromSecret: f.envFromSecret}
-	if name, ok := strings.CutPrefix(ref, "builtin:"); ok {
-		o.ScenarioFile = name + ".yaml"
-	}
+		Scenario: data, ScenarioFile: filepath.Base(file), EnvFromSecret: f.envFromSecret}
 	if f.duration > 0 {
 		o.Duration = f.duration.String()
 	}

@@ -2,39 +2,25 @@ package main
 
 import (
 	"fmt"
-	"io/fs"
-	"strings"
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/examples"
+	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/scenario"
 )
 
 // defaultScenario is what `pipebench run` runs with no argument.
-const defaultScenario = "builtin:quickstart"
+const defaultScenario = builtins.DefaultScenario
 
 // loadScenario reads a scenario from a file, "-" (stdin), or "builtin:NAME".
 func (a *app) loadScenario(ref string) (*scenario.Scenario, error) {
-	if name, ok := strings.CutPrefix(ref, "builtin:"); ok {
-		data, err := fs.ReadFile(examples.FS, name+".yaml")
-		if err != nil {
-			return nil, pipebench.UsageError(fmt.Sprintf("there is no built-in scenario %q", name),
-				"list them with: pipebench run --list", nil)
-		}
-		return a.loadScenarioBytes(ref, data)
-	}
-	return scenario.Load(ref, a.scenarioParams())
+	return builtins.Scenario(ref, a.reg)
 }
 
 // loadScenarioBytes parses a scenario held in memory; file names it in
 // messages.
 func (a *app) loadScenarioBytes(file string, data []byte) (*scenario.Scenario, error) {
-	return scenario.Parse(file, data, a.scenarioParams())
-}
-
-func (a *app) scenarioParams() scenario.Params {
-	return scenario.Params{Registry: a.reg}
+	return builtins.ScenarioBytes(file, data, a.reg)
 }
 
 // compile turns a scenario into its Plan, then applies --sut-version and

@@ -8,16 +8,13 @@ package main
 import (
 	"os"
 
-	"github.com/pipebench/pipebench/sut/jetstream"
-	"github.com/pipebench/pipebench/sut/otelcol"
+	"github.com/pipebench/pipebench/builtins"
 )
 
 func main() {
-	// The embedded OpenTelemetry Collector runs as a child process of this
-	// same binary.
-	otelcol.MaybeRunChild()
-	// So do the embedded nats-server nodes.
-	jetstream.MaybeRunChild()
+	// The embedded OpenTelemetry Collector and nats-server nodes run as
+	// child processes of this same binary.
+	builtins.MaybeRunChild()
 
 	ctx, cut, release := signals(os.Stderr)
 	code := executeWith(ctx, cut, os.Args[1:], os.Stdout, os.Stderr)

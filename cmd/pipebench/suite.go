@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/runner"
@@ -128,21 +128,7 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 }
 
 // loadSuite reads a suite from a file or builtin:NAME.
-func (a *app) loadSuite(ref string) (*suite.Suite, error) {
-	if name, ok := strings.CutPrefix(ref, "builtin:"); ok {
-		data, err := fs.ReadFile(examples.FS, "suites/"+name+".yaml")
-		if err != nil {
-			return nil, pipebench.UsageError(fmt.Sprintf("there is no built-in suite %q", name),
-				"list them with: pipebench suite list", nil)
-		}
-		return suite.Parse(ref, data)
-	}
-	data, err := os.ReadFile(ref)
-	if err != nil {
-		return nil, pipebench.UsageError(fmt.Sprintf("cannot read the suite %s", ref), "give a suite file or builtin:NAME (pipebench suite list)", err)
-	}
-	return suite.Parse(ref, data)
-}
+func (a *app) loadSuite(ref string) (*suite.Suite, error) { return builtins.Suite(ref) }
 
 // planSuite loads a suite and compiles every scenario it names, so that a
 // mistake in the fourth is found before the first runs. Each plan carries

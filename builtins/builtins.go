@@ -1,9 +1,18 @@
-package main
+// Package builtins is every plug-in pipebench ships, wired into one
+// Registry, and the built-in scenarios and suites (builtin:NAME). A Go
+// program runs a scenario with it in a few lines:
+//
+//	reg, _ := builtins.Registry()
+//	sc, _ := builtins.Scenario("builtin:quickstart", reg)
+//	plan, _ := scenario.Compile(sc)
+//	res, _ := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
+//
+// Embedded systems under test that run as child processes of the same
+// binary (the collector, nats-server nodes) need MaybeRunChild called
+// first thing in main (or TestMain).
+package builtins
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/pipebench/pipebench"
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
@@ -39,10 +48,10 @@ import (
 	"github.com/pipebench/pipebench/sut/relay"
 )
 
-// newRegistry wires every plug-in pipebench ships. Adding a protocol is a
-// new folder and one line here; the scenario schema and every list of valid
-// names come from this registry.
-func newRegistry() (*pipebench.Registry, error) {
+// Registry wires every plug-in pipebench ships into a new Registry. Adding
+// a protocol is a new folder and one line here; the scenario schema and
+// every list of valid names come from this registry.
+func Registry() (*pipebench.Registry, error) {
 	reg := pipebench.NewRegistry()
 	errs := []error{
 		reg.Generators.Register(payload.EventFactory()),
@@ -99,13 +108,4 @@ func newRegistry() (*pipebench.Registry, error) {
 // reporter registers a stateless reporter as a factory.
 func reporter(name, doc string, r pipebench.Reporter) pipebench.Factory[pipebench.Reporter] {
 	return pipebench.NewSimpleFactory(name, doc, func(pipebench.Env) (pipebench.Reporter, error) { return r, nil })
-}
-
-// reporter returns the reporter for --format, or a usage error naming the
-// flag and the valid formats.
-func (a *app) reporter(format string) (pipebench.Reporter, error) {
-	if _, ok := a.reg.Reporters.Lookup(format); !ok {
-		return nil, pipebench.UsageError(fmt.Sprintf("unknown --format %q", format), "valid formats: "+strings.Join(a.reg.Reporters.Names(), ", "), nil)
-	}
-	return a.reg.Reporter(format)
 }

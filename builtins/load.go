@@ -1,0 +1,99 @@
+package builtins
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/examples"
+	"github.com/pipebench/pipebench/scenario"
+	"github.com/pipebench/pipebench/suite"
+	"github.com/pipebench/pipebench/sut/jetstream"
+	"github.com/pipebench/pipebench/sut/otelcol"
+)
+
+// Prefix marks a built-in scenario or suite: builtin:NAME.
+const Prefix = "builtin:"
+
+// DefaultScenario is what `pipebench run` runs with no argument.
+const DefaultScenario = Prefix + "quickstart"
+
+// MaybeRunChild runs, and then exits, the embedded system under test this
+// process was started to be (the collector, a nats-server node), if any;
+// otherwise it returns at once. Call it first thing in main, and in
+// TestMain of tests that run scenarios with such a system.
+func MaybeRunChild() {
+	otelcol.MaybeRunChild()
+	jetstream.MaybeRunChild()
+}
+
+// Scenario reads a scenario from a file, "-" (stdin) or builtin:NAME,
+// strictly, with the plug-ins of reg.
+func Scenario(ref string, reg *pipebench.Registry) (*scenario.Scenario, error) {
+	p := scenario.Params{Registry: reg}
+	if name, ok := strings.CutPrefix(ref, Prefix); ok {
+		data, err := fs.ReadFile(examples.FS, name+".yaml")
+		if err != nil {
+			return nil, pipebench.UsageError(fmt.Sprintf("there is no built-in scenario %q", name),
+				"list them with: pipebench run --list", nil)
+		}
+		return scenario.Parse(ref, data, p)
+	}
+	return scenario.Load(ref, p)
+}
+
+// ScenarioBytes parses a scenario held in memory; file names it in
+// messages.
+func ScenarioBytes(file string, data []byte, reg *pipebench.Registry) (*scenario.Scenario, error) {
+	return scenario.Parse(file, data, scenario.Params{Registry: reg})
+}
+
+// ScenarioSource returns a scenario's text and the file name it goes by
+// (NAME.yaml for builtin:NAME), for a run that ships the scenario elsewhere
+// (a Kubernetes ConfigMap).
+func ScenarioSource(ref string) (data []byte, file string, err error) {
+	if name, ok := strings.CutPrefix(ref, Prefix); ok {
+		data, err = fs.ReadFile(examples.FS, name+".yaml")
+		file = name + ".yaml"
+	} else {
+		data, err = os.ReadFile(ref)
+		file = ref
+	}
+	if err != nil {
+		return nil, "", pipebench.UsageError(fmt.Sprintf("cannot read the scenario %s", ref), "give a scenario file or builtin:NAME", err)
+	}
+	return data, file, nil
+}
+
+// Suite reads a suite from a file or builtin:NAME.
+func Suite(ref string) (*suite.Suite, error) {
+	if name, ok := strings.CutPrefix(ref, Prefix); ok {
+		data, err := fs.ReadFile(examples.FS, "suites/"+name+".yaml")
+		if err != nil {
+			return nil, pipebench.UsageError(fmt.Sprintf("there is no built-in suite %q", name),
+				"list them with: pipebench suite list", nil)
+		}
+		return suite.Parse(ref, data)
+	}
+	data, err := os.ReadFile(ref)
+	if err != nil {
+		return nil, pipebench.UsageError(fmt.Sprintf("cannot read the suite %s", ref), "give a suite file or builtin:NAME (pipebench suite list)", err)
+	}
+	return suite.Parse(ref, data)
+}
+
+// ScenarioNames lists the built-in scenarios, as builtin:NAME.
+func ScenarioNames() []string { return prefixed(examples.Names()) }
+
+// SuiteNames lists the built-in suites, as builtin:NAME.
+func SuiteNames() []string { return prefixed(examples.SuiteNames()) }
+
+func prefixed(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = Prefix + n
+	}
+	return out
+}
