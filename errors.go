@@ -12,6 +12,9 @@ const (
 	ExitUsage      = 2  // bad usage or bad scenario
 	ExitInvalid    = 98 // the generator could not hold the asked rate
 	ExitThresholds = 99 // thresholds failed
+	// ExitCut: cut short by a second signal (128 + SIGINT, as shells
+	// report it); the partial Result was still kept.
+	ExitCut = 130
 )
 
 // Error is an error meant for a person: what went wrong, a hint saying what

@@ -162,6 +162,15 @@ type MultiEndpoint interface {
 	Endpoints() map[string]string
 }
 
+// ExitReporter is the optional ability of a SUT to say which of its
+// processes ended while it should have been running: one description each
+// (name, exit status, the tail of its log), none when all run. The runner
+// asks after the drain, before it stops the system; a run whose system
+// under test died has failed, whatever its thresholds say.
+type ExitReporter interface {
+	Exited() []string
+}
+
 // ConnectionReporter is the optional ability of a Driver to say how many
 // connections it holds open now, for the connections_open KPI. Safe for
 // concurrent use.

@@ -144,3 +144,51 @@ func isEnvName(s string) bool {
 	}
 	return true
 }
+
+// Redact hides, in place, any credential that reached a Result through a
+// URL, an argument, a label or a message, before it is printed, written or
+// saved.
+func (res *Result) Redact() {
+	m := &res.Manifest
+	m.Args = RedactArgs(m.Args)
+	m.Target = RedactText(m.Target)
+	m.File = RedactText(m.File)
+	for i := range m.Reasons {
+		m.Reasons[i] = RedactText(m.Reasons[i])
+	}
+	for k, v := range m.Labels {
+		m.Labels[k] = RedactText(v)
+	}
+	for i := range res.Thresholds {
+		res.Thresholds[i].Message = RedactText(res.Thresholds[i].Message)
+	}
+	for i := range res.Detections {
+		res.Detections[i].Message = RedactText(res.Detections[i].Message)
+	}
+	for class, ms := range res.Errors {
+		for i := range ms {
+			ms[i] = RedactText(ms[i])
+		}
+		res.Errors[class] = ms
+	}
+	for i := range res.Summary {
+		res.Summary[i] = RedactText(res.Summary[i])
+	}
+	phases := res.Phases
+	if res.Total != nil {
+		phases = append(append([]PhaseResult(nil), phases...), *res.Total)
+	}
+	for _, p := range phases {
+		for _, k := range p.KPIs {
+			for lk, lv := range k.Labels {
+				k.Labels[lk] = RedactText(lv)
+			}
+		}
+	}
+	for _, s := range res.Series {
+		for lk, lv := range s.Labels {
+			s.Labels[lk] = RedactText(lv)
+		}
+	}
+	res.Plan = res.Plan.Redacted()
+}

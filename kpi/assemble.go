@@ -2,6 +2,7 @@ package kpi
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -31,6 +32,13 @@ type RunRecord struct {
 	Partial bool
 	// ObserverErrors counts failed observations.
 	ObserverErrors uint64
+	// Invalid are reasons the runner found that the run's numbers do not
+	// describe the system under test (nothing reached it when the driver
+	// started); Failures are failures of the system under test that are
+	// no threshold (it exited during the run).
+	Invalid, Failures []string
+	// SetupError, when not "", is why the run could not start at all.
+	SetupError string
 	// LoadEnded is when the last phase ended; ObservedUntil is the time of
 	// the last observation (after the drain).
 	LoadEnded, ObservedUntil time.Time
@@ -70,33 +78,16 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 		d := Build(*rec.Drain, nil)
 		res.Drain = &d
 	}
+	if rec.Aborted {
+		abandonQueued(res)
+	}
 	reasons = append(reasons, reached(total)...)
 	res.Thresholds = EvalThresholds(rec.Plan, res.Phases)
 	res.Detections = DetectAll(res)
 	res.Summary = append(Summary(res), Capacity(res)...)
 
-	switch {
-	case rec.Partial:
-		m.Status = pipebench.StatusRunning
-		reasons = append([]string{fmt.Sprintf("checkpoint after %d of %d phases: the run was still going", len(rec.Phases), len(rec.Plan.Phases))}, reasons...)
-	case rec.Aborted:
-		m.Status = pipebench.StatusAborted
-		reasons = append([]string{fmt.Sprintf("stopped by a signal after %d of %d phases; the result is partial", len(rec.Phases), len(rec.Plan.Phases))}, reasons...)
-	case len(reasons) > 0:
-		m.Status = pipebench.StatusInvalid
-	case len(res.Thresholds) == 0:
-		m.Status = pipebench.StatusCompleted
-		reasons = append(reasons, "no thresholds were set, so the run has no pass or fail: add thresholds to the scenario for a verdict")
-	case Failed(res.Thresholds):
-		m.Status = pipebench.StatusFailed
-		for _, t := range res.Thresholds {
-			if !t.Passed {
-				reasons = append(reasons, fmt.Sprintf("threshold %q failed in phase %s: %s", t.Expr, t.Phase, t.Message))
-			}
-		}
-	default:
-		m.Status = pipebench.StatusPassed
-	}
+	m.Status, reasons = Verdict(Judgement{Thresholds: res.Thresholds, Invalid: append(rec.Invalid, reasons...), Failures: rec.Failures, Error: rec.SetupError,
+		Aborted: rec.Aborted, Partial: rec.Partial, Ran: len(rec.Phases), Planned: len(rec.Plan.Phases)})
 	if rec.ObserverErrors > 0 {
 		reasons = append(reasons, fmt.Sprintf("%d observations failed (see the log)", rec.ObserverErrors))
 	}
@@ -140,15 +131,49 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result) *pipebenc
 			t.Set(k)
 		}
 	}
-	drain := 0.0
-	if a := rec.Arrivals; !a.Last.IsZero() && a.Last.After(last.Ended) {
-		drain = a.Last.Sub(last.Ended).Seconds()
+	if a := rec.Arrivals; a.Lost > 0 || rec.Aborted {
+		// Accepted items never arrived: the backlog did not drain, and
+		// has no drain time; how long the drain waited for it is said.
+		t.Set(pipebench.KPI{Name: "drain_waited", Value: math.Max(0, until.Sub(last.Ended).Seconds()), Unit: pipebench.UnitSeconds})
+	} else {
+		drain := 0.0
+		if !a.Last.IsZero() && a.Last.After(last.Ended) {
+			drain = a.Last.Sub(last.Ended).Seconds()
+		}
+		t.Set(pipebench.KPI{Name: "drain_time", Value: drain, Unit: pipebench.UnitSeconds})
 	}
-	t.Set(pipebench.KPI{Name: "drain_time", Value: drain, Unit: pipebench.UnitSeconds})
 	if b, ok := seriesMax(res.Series, "backlog", first.Started, until); ok {
 		t.Set(pipebench.KPI{Name: "backlog.max", Value: b, Unit: pipebench.UnitCount})
 	}
 	return &t
+}
+
+// abandonQueued renames, in a run stopped by a signal, the accepted items
+// that had not arrived yet from lost to abandoned_queued: the run stopped
+// watching for them, so nobody knows whether the pipeline would have
+// delivered them.
+func abandonQueued(res *pipebench.Result) {
+	rows := []*pipebench.PhaseResult{res.Total}
+	for i := range res.Phases {
+		rows = append(rows, &res.Phases[i])
+	}
+	for _, p := range rows {
+		if p == nil {
+			continue
+		}
+		v, ok := p.Get("lost")
+		if !ok {
+			continue
+		}
+		kept := p.KPIs[:0]
+		for _, k := range p.KPIs {
+			if k.Name != "lost" {
+				kept = append(kept, k)
+			}
+		}
+		p.KPIs = kept
+		p.Set(pipebench.KPI{Name: "abandoned_queued", Value: v, Unit: pipebench.UnitCount})
+	}
 }
 
 // derivePhase adds the KPIs computed from others: backlog.max within the
@@ -365,6 +390,9 @@ func Summary(r *pipebench.Result) []string {
 	}
 	if v, _ := t.Get("abandoned"); v > 0 {
 		out = append(out, fmt.Sprintf("%s items were still in flight when the run was cut short: sent, with no answer recorded", pipebench.FormatCount(v)))
+	}
+	if v, _ := t.Get("abandoned_queued"); v > 0 {
+		out = append(out, fmt.Sprintf("%s accepted items had not arrived when the run was stopped: abandoned in the pipeline, not counted as lost (nobody watched for them)", pipebench.FormatCount(v)))
 	}
 	if v, _ := t.Get("dropped"); v > 0 {
 		out = append(out, fmt.Sprintf("%s items were never sent: max_in_flight or max_in_flight_bytes was reached when they were due", pipebench.FormatCount(v)))

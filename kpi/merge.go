@@ -3,7 +3,9 @@ package kpi
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
+	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
@@ -40,8 +42,9 @@ func encodeHistograms(in PhaseInput) map[string]string {
 // from shard 1 (every shard observes the same system), each shard's series
 // labelled with its shard; then thresholds, detectors, validity and the
 // verdict on the merged numbers. Shards of different plans, a slice given
-// twice, a missing slice or a Result that is no shard are refused, naming
-// them.
+// twice, a missing slice, shards of different runs, a shard still running
+// (a checkpoint), counts that are negative or do not add up, or a Result
+// that is no shard are refused, naming them.
 func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 	if len(shards) == 0 {
 		return nil, errors.New("no shard results to merge")
@@ -64,6 +67,13 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 		}
 		if prev, dup := byIndex[sh.Index]; dup {
 			return nil, fmt.Errorf("shard %d/%d is given twice (runs %s and %s)", sh.Index+1, n, prev.Manifest.RunID, s.Manifest.RunID)
+		}
+		if !s.Plan.StartAt.Equal(shards[0].Plan.StartAt) {
+			return nil, fmt.Errorf("run %s (shard %d/%d) started at %s, run %s at %s: these are shards of different runs (the shards of one run share --start-at)",
+				s.Manifest.RunID, sh.Index+1, n, s.Plan.StartAt.Format(time.RFC3339), shards[0].Manifest.RunID, shards[0].Plan.StartAt.Format(time.RFC3339))
+		}
+		if err := checkShard(s); err != nil {
+			return nil, fmt.Errorf("run %s (shard %d/%d): %w", s.Manifest.RunID, sh.Index+1, n, err)
 		}
 		byIndex[sh.Index] = s
 	}
@@ -154,7 +164,8 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 	res.Summary = append(Summary(res), Capacity(res)...)
 
 	m := first.Manifest
-	m.RunID = first.Manifest.RunID + "-merged"
+	// One id per merge, so merging again saves another run.
+	m.RunID = pipebench.NewRunID(time.Now(), "merged")
 	for _, s := range ordered {
 		if s.Manifest.Started.Before(m.Started) {
 			m.Started = s.Manifest.Started
@@ -167,30 +178,9 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 	for k, v := range first.Manifest.Labels {
 		m.Labels[k] = v
 	}
-	m.Status, m.Reasons = verdict(res, reasons, aborted, phases, len(plan.Phases))
+	m.Status, m.Reasons = Verdict(Judgement{Thresholds: res.Thresholds, Invalid: reasons, Aborted: aborted, Ran: phases, Planned: len(plan.Phases)})
 	res.Manifest = m
 	return res, nil
-}
-
-// verdict decides a Result's status from its thresholds and the reasons
-// its numbers are not sound.
-func verdict(res *pipebench.Result, reasons []string, aborted bool, ran, planned int) (pipebench.Status, []string) {
-	switch {
-	case aborted:
-		return pipebench.StatusAborted, append([]string{fmt.Sprintf("stopped by a signal after %d of %d phases; the result is partial", ran, planned)}, reasons...)
-	case len(reasons) > 0:
-		return pipebench.StatusInvalid, reasons
-	case len(res.Thresholds) == 0:
-		return pipebench.StatusCompleted, []string{"no thresholds were set, so the run has no pass or fail: add thresholds to the scenario for a verdict"}
-	case Failed(res.Thresholds):
-		for _, t := range res.Thresholds {
-			if !t.Passed {
-				reasons = append(reasons, fmt.Sprintf("threshold %q failed in phase %s: %s", t.Expr, t.Phase, t.Message))
-			}
-		}
-		return pipebench.StatusFailed, reasons
-	}
-	return pipebench.StatusPassed, reasons
 }
 
 // wholePlan rebuilds the plan the shards were sliced from: rates
@@ -327,4 +317,29 @@ func flatten(m map[string]string) []string {
 		out = append(out, k, v)
 	}
 	return out
+}
+
+// checkShard refuses a shard whose Result cannot be merged as a finished
+// run's: a checkpoint of a run still going, a count that is negative or
+// not a number, more accepted than sent.
+func checkShard(r *pipebench.Result) error {
+	if r.Manifest.Status == pipebench.StatusRunning {
+		return errors.New("it is a checkpoint of a run still going (status running): merge the shards once every one has ended")
+	}
+	rows := append([]pipebench.PhaseResult(nil), r.Phases...)
+	if r.Total != nil {
+		rows = append(rows, *r.Total)
+	}
+	for _, p := range rows {
+		for _, k := range p.KPIs {
+			if math.IsNaN(k.Value) || math.IsInf(k.Value, 0) || (k.Value < 0 && k.Unit == pipebench.UnitCount) {
+				return fmt.Errorf("phase %s: %s is %v, which no run records: the file was changed or damaged", p.Name, k.Key(), k.Value)
+			}
+		}
+		sent, _ := p.Get("sent")
+		if acc, ok := p.Get("accepted"); ok && acc > sent {
+			return fmt.Errorf("phase %s: %v items accepted of %v sent: the counts do not add up; the file was changed or damaged", p.Name, acc, sent)
+		}
+	}
+	return nil
 }

@@ -48,6 +48,44 @@ type Params struct {
 	Progress func(Probe, Bracket)
 }
 
+// Validate refuses settings a search cannot work with, naming the flag:
+// a rate probe shorter than three of the plan's observation intervals (its
+// backlog and queue slopes would rest on too few points), a budget that
+// cannot hold one probe and its drain, a precision outside (0, 1), a
+// tolerance outside [0, 1), rates below 0, and any of them not a number.
+func (p Params) Validate() error {
+	iv := p.Plan.Interval.D()
+	if iv <= 0 {
+		iv = time.Second
+	}
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+	switch {
+	case len(p.Plan.Phases) == 0:
+		return pipebench.UsageError("the scenario has no phase to take the probes' batch size and faults from", "add a phase", nil)
+	case p.Burst == 0 && p.Probe < 3*iv:
+		return pipebench.UsageError(fmt.Sprintf("--probe %s is shorter than three observation intervals (%s each)", p.Probe, iv),
+			fmt.Sprintf("give --probe %s or more, or a shorter interval in the scenario", 3*iv), nil)
+	case bad(p.Precision) || p.Precision <= 0 || p.Precision >= 1:
+		return pipebench.UsageError(fmt.Sprintf("--precision %v is outside (0, 1)", p.Precision), "0.05 stops at ±5%", nil)
+	case bad(p.Tolerance) || p.Tolerance < 0 || p.Tolerance >= 1:
+		return pipebench.UsageError(fmt.Sprintf("--tolerance %v is outside [0, 1)", p.Tolerance), "0.001 lets one item in a thousand fail or be lost", nil)
+	case p.Budget < 0:
+		return pipebench.UsageError("--budget must not be negative", "give 0 for no budget", nil)
+	case p.Budget > 0 && p.Budget < p.probeLength(p.Probe):
+		return pipebench.UsageError(fmt.Sprintf("--budget %s cannot hold one probe: %s of load and up to %s of drain", p.Budget, p.Probe, p.Plan.Drain),
+			fmt.Sprintf("give --budget %s or more, or 0 for no budget", p.probeLength(p.Probe).Round(time.Second)), nil)
+	case bad(float64(p.Start)) || bad(float64(p.Max)) || bad(float64(p.Burst)) || p.Start < 0 || p.Max < 0 || p.Burst < 0:
+		return pipebench.UsageError("--start, --max and --burst must be rates above 0", "write them like 2000/s", nil)
+	}
+	return nil
+}
+
+// probeLength is the longest a probe of d can take: its load and its
+// drain.
+func (p Params) probeLength(d time.Duration) time.Duration {
+	return d + p.Plan.Drain.D()
+}
+
 // Probe is one tried rate (or burst length) and its verdict.
 type Probe struct {
 	Rate     pipebench.Rate
@@ -79,7 +117,9 @@ type Answer struct {
 	FailedBecause string
 	// Stopped says why the search ended: "precision", "budget",
 	// "ceiling" (pipebench's own limit: the answer is a lower bound),
-	// "max" (the climb reached Max while stable), "unstable at the start".
+	// "max" (the climb reached Max while stable), "unstable at the start",
+	// "interrupted" (a signal), "failed" (a probe was invalid or could not
+	// run).
 	Stopped string
 	Probes  []Probe
 	// DrainTime is, for a burst search, how long the longest absorbed
@@ -88,10 +128,12 @@ type Answer struct {
 }
 
 // Search runs probes until the answer is as precise as asked, the budget
-// is spent, or the generator's ceiling is reached.
+// is spent, or the generator's ceiling is reached. The budget is a hard
+// limit: no probe starts that could not end within it, and a probe still
+// running when it is spent is stopped and not judged.
 func Search(ctx context.Context, p Params) (*Answer, error) {
-	if p.Run == nil || len(p.Plan.Phases) == 0 {
-		return nil, errors.New("limit: a plan and a run function are needed")
+	if p.Run == nil {
+		return nil, errors.New("limit: a run function is needed")
 	}
 	if p.Precision <= 0 {
 		p.Precision = 0.05
@@ -102,7 +144,15 @@ func Search(ctx context.Context, p Params) (*Answer, error) {
 	if p.Probe <= 0 {
 		p.Probe = 10 * time.Second
 	}
-	s := &search{p: p, started: time.Now(), ans: &Answer{}}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	s := &search{p: p, started: time.Now(), ans: &Answer{}, parent: ctx}
+	if p.Budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, s.started.Add(p.Budget))
+		defer cancel()
+	}
 	if p.Burst > 0 {
 		return s.bursts(ctx)
 	}
@@ -113,6 +163,9 @@ type search struct {
 	p       Params
 	started time.Time
 	ans     *Answer
+	// parent is the caller's context: done on a signal, where the
+	// search's own context is also done when the budget is spent.
+	parent context.Context
 	// probeCost is the longest a probe took so far, for the budget.
 	probeCost time.Duration
 }
@@ -121,13 +174,17 @@ func (s *search) left() time.Duration {
 	if s.p.Budget <= 0 {
 		return -1
 	}
-	return s.p.Budget - time.Since(s.started)
+	return max(0, s.p.Budget-time.Since(s.started))
 }
 
-// affordable says whether one more probe fits in the budget.
-func (s *search) affordable() bool {
-	l := s.left()
-	return l < 0 || l >= s.probeCost
+// affordable says whether a probe of d fits in what is left of the
+// budget: its load and drain, or, once a probe ran, the longest a probe
+// took.
+func (s *search) affordable(d time.Duration) bool {
+	if s.p.Budget <= 0 {
+		return true
+	}
+	return s.left() >= max(s.p.probeLength(d), s.probeCost)
 }
 
 func (s *search) try(ctx context.Context, rate pipebench.Rate, d time.Duration, br *Bracket) (Probe, error) {
@@ -138,14 +195,28 @@ func (s *search) try(ctx context.Context, rate pipebench.Rate, d time.Duration, 
 	t0 := time.Now()
 	res, err := s.p.Run(ctx, plan)
 	s.probeCost = max(s.probeCost, time.Since(t0))
-	if res == nil {
+	stop := func(why string, err error) (Probe, error) {
+		// Cut short: kept with what it measured, not judged.
+		pr := Probe{Rate: rate, Duration: d, Result: res, Why: why}
+		if res != nil {
+			s.ans.Probes = append(s.ans.Probes, pr)
+		}
+		return pr, err
+	}
+	switch {
+	case s.parent.Err() != nil:
+		return stop("stopped by a signal before its end: not judged", errInterrupted)
+	case ctx.Err() != nil:
+		return stop("stopped when the budget was spent: not judged", errBudget)
+	case res == nil:
 		return Probe{}, err
 	}
 	pr := Judge(res, s.p.Tolerance)
 	pr.Rate, pr.Duration = rate, d
 	s.ans.Probes = append(s.ans.Probes, pr)
-	if err != nil || ctx.Err() != nil {
-		return pr, errInterrupted
+	if err != nil {
+		// A probe that could not run (a component failed to start).
+		return pr, err
 	}
 	if res.Manifest.Status == pipebench.StatusInvalid && !pr.Ceiling {
 		return pr, &pipebench.Error{Code: pipebench.ExitInvalid, Msg: "the probe at " + pipebench.FormatCount(float64(rate)) + "/s was invalid: " + strings.Join(res.Manifest.Reasons, "; ")}
@@ -163,7 +234,10 @@ func (s *search) try(ctx context.Context, rate pipebench.Rate, d time.Duration, 
 	return pr, nil
 }
 
-var errInterrupted = errors.New("interrupted")
+var (
+	errInterrupted = errors.New("interrupted")
+	errBudget      = errors.New("budget spent")
+)
 
 func valueOf(rate pipebench.Rate, d time.Duration, burst bool) float64 {
 	if burst {
@@ -181,12 +255,12 @@ func (s *search) rates(ctx context.Context) (*Answer, error) {
 	}
 	var br Bracket
 	for {
-		if !s.affordable() {
+		if !s.affordable(s.p.Probe) {
 			return s.finish(br, "budget"), nil
 		}
 		pr, err := s.try(ctx, rate, s.p.Probe, &br)
 		if err != nil {
-			return s.finish(br, "interrupted"), ignoreInterrupt(err)
+			return s.stopped(br, err)
 		}
 		if pr.Ceiling {
 			br.Unstable = 0
@@ -207,13 +281,13 @@ func (s *search) rates(ctx context.Context) (*Answer, error) {
 		}
 	}
 	for (br.Unstable-br.Stable)/br.Stable > s.p.Precision {
-		if !s.affordable() {
+		if !s.affordable(s.p.Probe) {
 			return s.finish(br, "budget"), nil
 		}
 		mid := pipebench.Rate(math.Round((br.Stable + br.Unstable) / 2))
 		pr, err := s.try(ctx, mid, s.p.Probe, &br)
 		if err != nil {
-			return s.finish(br, "interrupted"), ignoreInterrupt(err)
+			return s.stopped(br, err)
 		}
 		if pr.Ceiling {
 			return s.finish(br, "ceiling"), nil
@@ -228,12 +302,12 @@ func (s *search) bursts(ctx context.Context) (*Answer, error) {
 	d := s.p.Probe
 	var br Bracket
 	for {
-		if !s.affordable() {
+		if !s.affordable(d) {
 			return s.finish(br, "budget"), nil
 		}
 		pr, err := s.try(ctx, s.p.Burst, d, &br)
 		if err != nil {
-			return s.finish(br, "interrupted"), ignoreInterrupt(err)
+			return s.stopped(br, err)
 		}
 		if pr.Ceiling {
 			return s.finish(br, "ceiling"), nil
@@ -250,13 +324,13 @@ func (s *search) bursts(ctx context.Context) (*Answer, error) {
 		d *= 2
 	}
 	for (br.Unstable-br.Stable)/br.Stable > s.p.Precision {
-		if !s.affordable() {
+		d = time.Duration((br.Stable + br.Unstable) / 2 * float64(time.Second)).Round(10 * time.Millisecond)
+		if !s.affordable(d) {
 			return s.finish(br, "budget"), nil
 		}
-		d = time.Duration((br.Stable + br.Unstable) / 2 * float64(time.Second)).Round(10 * time.Millisecond)
 		pr, err := s.try(ctx, s.p.Burst, d, &br)
 		if err != nil {
-			return s.finish(br, "interrupted"), ignoreInterrupt(err)
+			return s.stopped(br, err)
 		}
 		if pr.Stable {
 			if dt, ok := pr.Result.Total.Get("drain_time"); ok && d.Seconds() >= br.Stable {
@@ -267,11 +341,17 @@ func (s *search) bursts(ctx context.Context) (*Answer, error) {
 	return s.finish(br, "precision"), nil
 }
 
-func ignoreInterrupt(err error) error {
-	if errors.Is(err, errInterrupted) {
-		return &pipebench.Error{Code: pipebench.ExitFailure, Msg: "limit search stopped by a signal; the probes so far were kept"}
+// stopped ends a search that a probe's error stopped: the budget spent
+// while a probe ran (an answer from the probes before it), a signal (the
+// probes so far kept), or a probe that was invalid or could not run.
+func (s *search) stopped(br Bracket, err error) (*Answer, error) {
+	switch {
+	case errors.Is(err, errBudget):
+		return s.finish(br, "budget"), nil
+	case errors.Is(err, errInterrupted):
+		return s.finish(br, "interrupted"), &pipebench.Error{Code: pipebench.ExitFailure, Msg: "limit search stopped by a signal; the probes so far were kept"}
 	}
-	return err
+	return s.finish(br, "failed"), err
 }
 
 func (s *search) finish(br Bracket, why string) *Answer {

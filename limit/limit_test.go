@@ -91,7 +91,7 @@ phases:
 	if ans.FirstUnstable <= ans.Sustainable || !strings.Contains(ans.FailedBecause, "refused") {
 		t.Errorf("first unstable %v (%s)", ans.FirstUnstable, ans.FailedBecause)
 	}
-	res := ans.Result(p, pipebench.Manifest{Scenario: p.Scenario}, 0)
+	res := ans.Result(p, 0, time.Now(), nil)
 	if v, _ := res.Total.Get("sustainable_rate"); v != ans.Sustainable || len(res.Phases) != len(ans.Probes) {
 		t.Errorf("result: %v, %d phases for %d probes", v, len(res.Phases), len(ans.Probes))
 	}
@@ -179,7 +179,7 @@ func TestSearchStopsAtTheGeneratorsCeiling(t *testing.T) {
 		res.Total = &ph
 		return res, nil
 	}
-	ans, err := limit.Search(context.Background(), limit.Params{Plan: p, Run: run, Probe: time.Second, Start: 100})
+	ans, err := limit.Search(context.Background(), limit.Params{Plan: p, Run: run, Probe: 3 * time.Second, Start: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,5 +188,46 @@ func TestSearchStopsAtTheGeneratorsCeiling(t *testing.T) {
 	}
 	if w := strings.Join(ans.Words(0), " "); !strings.Contains(w, "pipebench could not go higher") {
 		t.Errorf("words: %s", w)
+	}
+}
+
+// The budget is a hard limit: a search whose probes would go on (a sink
+// that takes any rate) stops when the budget is spent, within the abort's
+// grace, with the probes so far; a budget that cannot hold one probe is
+// refused before anything runs.
+func TestBudgetIsAHardLimit(t *testing.T) {
+	reg := registry(t)
+	p := plan(t, reg, `
+name: limit-budget
+target: {driver: http, connections: 4}
+workload: {generator: event, size: 64}
+sink: {type: http}
+interval: 500ms
+drain: 1s
+phases:
+  - {name: load, duration: 2s, rate: 100/s}
+`)
+	if _, err := limit.Search(context.Background(), limit.Params{Plan: p, Run: runWith(reg), Probe: 2 * time.Second, Budget: 2 * time.Second}); pipebench.ExitCode(err) != pipebench.ExitUsage {
+		t.Fatalf("a 2 s budget for 2 s probes with a 1 s drain: %v, want a usage error", err)
+	}
+	if _, err := limit.Search(context.Background(), limit.Params{Plan: p, Run: runWith(reg), Probe: time.Second}); pipebench.ExitCode(err) != pipebench.ExitUsage {
+		t.Fatalf("a 1 s probe with a 500 ms interval: %v, want a usage error", err)
+	}
+	start := time.Now()
+	ans, err := limit.Search(context.Background(), limit.Params{Plan: p, Run: runWith(reg), Start: 100, Probe: 2 * time.Second, Budget: 7 * time.Second})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans.Stopped != "budget" || len(ans.Probes) == 0 {
+		t.Fatalf("stopped %q after %d probes", ans.Stopped, len(ans.Probes))
+	}
+	// The runner's abort grace (5 s) and a second of teardown at most.
+	if took > 7*time.Second+6*time.Second {
+		t.Errorf("a 7 s budget took %s", took)
+	}
+	res := ans.Result(p, 0, start, nil)
+	if res.Manifest.Status != pipebench.StatusCompleted || !strings.Contains(strings.Join(res.Manifest.Reasons, " "), "budget") {
+		t.Errorf("status %s, reasons %v", res.Manifest.Status, res.Manifest.Reasons)
 	}
 }

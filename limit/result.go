@@ -5,17 +5,35 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/kpi"
 )
 
 // Result records a search as a Result like any run's, so the history
 // keeps it and `compare` lines up the limits of two versions: one phase
 // per probe (named by its rate, or burst length), and a total row holding
 // sustainable_rate (or burst_tolerance, in seconds) with its uncertainty,
-// first_unstable_rate and the number of probes. m is the manifest of the
-// search (its Status and Reasons are set here).
-func (a *Answer) Result(plan pipebench.Plan, m pipebench.Manifest, burst pipebench.Rate) *pipebench.Result {
+// first_unstable_rate and the number of probes. started is when the
+// search began and searchErr what stopped it early, if anything. Its
+// status comes from kpi.Verdict: aborted after a signal; invalid when a
+// probe was invalid for a reason other than pipebench's ceiling, or when
+// the ceiling came before any stable rate (no answer); completed
+// otherwise (a search has no thresholds of its own: its answer is a
+// measurement). The answer is never an invalid probe's rate.
+func (a *Answer) Result(plan pipebench.Plan, burst pipebench.Rate, started time.Time, searchErr error) *pipebench.Result {
+	m := pipebench.Manifest{
+		RunID: pipebench.NewRunID(started, "limit"), Tool: "pipebench",
+		Scenario: plan.Scenario, File: plan.File, Version: plan.Version, Case: plan.Case + " (limit)",
+		Labels: plan.Labels, Target: plan.Target.Type, Started: started.UTC(), Ended: time.Now().UTC(), Item: "item",
+	}
+	for _, p := range a.Probes {
+		if r := p.Result; r != nil {
+			m.ToolVersion, m.Args, m.Item = r.Manifest.ToolVersion, r.Manifest.Args, r.Manifest.Item
+			m.Host, m.GoVersion = r.Manifest.Host, r.Manifest.GoVersion
+			break
+		}
+	}
 	res := &pipebench.Result{Schema: pipebench.ResultSchema, Plan: plan.Redacted()}
-	var started, ended time.Time
+	var first, ended time.Time
 	for i, p := range a.Probes {
 		if p.Result == nil || len(p.Result.Phases) == 0 {
 			continue
@@ -31,13 +49,13 @@ func (a *Answer) Result(plan pipebench.Plan, m pipebench.Manifest, burst pipeben
 		}
 		ph.Set(pipebench.KPI{Name: "stable", Value: verdict, Unit: pipebench.UnitCount})
 		res.Phases = append(res.Phases, ph)
-		if started.IsZero() {
-			started = ph.Started
+		if first.IsZero() {
+			first = ph.Started
 		}
 		ended = ph.Ended
 	}
 	res.Series = probeSeries(a.Probes)
-	total := pipebench.PhaseResult{Name: "total", Started: started, Ended: ended}
+	total := pipebench.PhaseResult{Name: "total", Started: first, Ended: ended}
 	name, unit := "sustainable_rate", pipebench.UnitPerSecond
 	if burst > 0 {
 		name, unit = "burst_tolerance", pipebench.UnitSeconds
@@ -56,8 +74,25 @@ func (a *Answer) Result(plan pipebench.Plan, m pipebench.Manifest, burst pipeben
 	}
 	total.Set(pipebench.KPI{Name: "probes", Value: float64(len(a.Probes)), Unit: pipebench.UnitCount})
 	res.Total = &total
-	m.Status = pipebench.StatusCompleted
-	m.Reasons = a.Words(burst)
+	j := kpi.Judgement{Ran: len(a.Probes), Planned: len(a.Probes)}
+	switch {
+	case searchErr != nil && pipebench.ExitCode(searchErr) == pipebench.ExitInvalid:
+		j.Invalid = []string{searchErr.Error()}
+	case searchErr != nil && a.Stopped == "interrupted":
+		j.Aborted = true
+	case searchErr != nil:
+		j.Error = searchErr.Error()
+	case a.Stopped == "ceiling" && a.Sustainable == 0:
+		j.Invalid = []string{"pipebench could not produce even the first probe's rate on this machine: the search found nothing of the system under test (start lower with --start, or scale out with shards)"}
+	}
+	status, reasons := kpi.Verdict(j)
+	m.Status = status
+	if status == pipebench.StatusCompleted {
+		// A search's answer stands without thresholds: say it, not that
+		// thresholds are missing.
+		reasons = nil
+	}
+	m.Reasons = append(reasons, a.Words(burst)...)
 	res.Manifest = m
 	return res
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/pipebench/pipebench"
 )
@@ -122,6 +123,18 @@ func labelled(name, label, value string) func(p *pipebench.PhaseResult) (string,
 	}
 }
 
+// drainTime is the time the backlog took to drain, or, when it never
+// did, how long the drain waited for it.
+func drainTime(p *pipebench.PhaseResult) (string, bool) {
+	if s, ok := kpi("drain_time")(p); ok {
+		return s, true
+	}
+	if w, ok := p.Get("drain_waited"); ok {
+		return "not drained after " + pipebench.FormatDuration(time.Duration(w*float64(time.Second)).Round(100*time.Millisecond)), true
+	}
+	return "", false
+}
+
 func yesNo(name string) func(p *pipebench.PhaseResult) (string, bool) {
 	return func(p *pipebench.PhaseResult) (string, bool) {
 		v, ok := p.Get(name)
@@ -176,10 +189,11 @@ func specs(item string) []spec {
 		{"sink", "e2e p50", kpi("e2e_latency.p50"), "e2e_latency.p50"},
 		{"sink", "e2e p99", kpi("e2e_latency.p99"), "e2e_latency.p99"},
 		{"sink", "lost", kpi("lost"), "lost"},
+		{"sink", "abandoned (run stopped)", kpi("abandoned_queued"), "abandoned_queued"},
 		{"sink", "duplicates", kpi("duplicates"), "duplicates"},
 		{"sink", "reordered", kpi("reordered"), "reordered"},
 		{"sink", "faulted by sink", kpi("faulted"), "faulted"},
-		{"sink", "drain time", kpi("drain_time"), "drain_time"},
+		{"sink", "drain time", drainTime, "drain_time"},
 		{"sink", "backlog max", kpi("backlog.max"), "backlog.max"},
 		{"capacity", "headroom", kpi("headroom"), "headroom"},
 		{"capacity", "capacity", kpi("capacity"), "capacity"},

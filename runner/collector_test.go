@@ -3,8 +3,14 @@ package runner_test
 import (
 	"context"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/pipebench/pipebench"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
@@ -112,4 +118,71 @@ phases:
 	if q := get(t, &res.Phases[1], "exporter_queue_size.max", "instance", "collector-0"); q <= 0 {
 		t.Errorf("exporter queue max %v in backpressure, want it to fill", q)
 	}
+}
+
+// A real collector killed during the run: the run fails, and the Result
+// names the collector, its exit status and the tail of its log. (The test
+// binary's only children are the collector replicas it starts.)
+func TestCollectorKilledMidRunFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a collector")
+	}
+	p, _ := collectorScenario(t, `
+phases:
+  - {name: before, duration: 1s, rate: 500/s}
+  - {name: after, duration: 1s, rate: 500/s}
+thresholds:
+  - "sent >= 0"
+`)
+	p.Plan.Drain = pipebench.Duration(2 * time.Second)
+	var once sync.Once
+	p.Progress = func(pr runner.Progress) {
+		if pr.PhaseIndex == 1 {
+			once.Do(func() {
+				for _, pid := range children(t) {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
+		}
+	}
+	res, err := runner.Run(context.Background(), *p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Manifest.Status != pipebench.StatusFailed {
+		t.Fatalf("status %s, want failed: %v", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	why := strings.Join(res.Manifest.Reasons, "\n")
+	if !strings.Contains(why, "the system under test failed: collector-0") || !strings.Contains(why, "signal: killed") || !strings.Contains(why, "log") {
+		t.Errorf("the reasons do not name the dead collector:\n%s", why)
+	}
+}
+
+// children returns the pids of this process's children, from /proc.
+func children(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
+			out = append(out, pid)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no child process to kill")
+	}
+	return out
 }

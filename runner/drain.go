@@ -1,16 +1,18 @@
 package runner
 
 import (
+	"context"
 	"strings"
 	"time"
 )
 
 // drain waits until everything accepted has arrived at the sink, delivery
-// stopped moving for ten intervals, the drain time is up, or the run is
-// cut. After a signal the drain lasts at most AbortGrace.
-func (r *run) drain(aborted bool) {
+// stopped moving for ten intervals, the drain time is up, a signal comes
+// (ctx is done), or the run is cut. After a signal during the load the
+// drain lasts at most AbortGrace.
+func (r *run) drain(ctx context.Context, aborted bool) {
 	if r.c.sink == nil {
-		r.drainObserved(aborted)
+		r.drainObserved(ctx, aborted)
 		return
 	}
 	limit := r.plan.Drain.D()
@@ -46,6 +48,9 @@ func (r *run) drain(aborted bool) {
 		case <-r.p.Cut.Done():
 			r.log.Info("drain cut short")
 			return
+		case <-stopped(ctx, aborted):
+			r.log.Info("drain stopped by a signal")
+			return
 		case <-tick.C:
 		}
 	}
@@ -56,7 +61,7 @@ func (r *run) drain(aborted bool) {
 // consumer's pending messages): observation goes on until every such
 // backlog is empty, it stopped moving for ten intervals, the drain time is
 // up, or the run is cut.
-func (r *run) drainObserved(aborted bool) {
+func (r *run) drainObserved(ctx context.Context, aborted bool) {
 	if len(r.c.observers) == 0 || aborted {
 		return
 	}
@@ -73,6 +78,8 @@ func (r *run) drainObserved(aborted bool) {
 	for r.obsRounds.Load() == 0 && time.Now().Before(deadline) {
 		select {
 		case <-r.cut():
+			return
+		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
@@ -101,9 +108,21 @@ func (r *run) drainObserved(aborted bool) {
 		select {
 		case <-r.cut():
 			return
+		case <-ctx.Done():
+			return
 		case <-tick.C:
 		}
 	}
+}
+
+// stopped is ctx's Done channel when a signal would stop the drain now: a
+// drain that follows a signal during the load (aborted) runs on for its
+// grace, so it never stops it.
+func stopped(ctx context.Context, aborted bool) <-chan struct{} {
+	if aborted {
+		return nil
+	}
+	return ctx.Done()
 }
 
 // observedBacklog sums the latest value of every observed series that is a

@@ -175,6 +175,9 @@ func (r *run) emitProgress(now time.Time) {
 	}
 	i := int(r.phaseIdx.Load())
 	pr := Progress{Phases: len(r.plan.Phases), PhaseIndex: i, Draining: r.draining.Load(), HasSink: r.c.sink != nil, Elapsed: now.Sub(r.loadStart)}
+	for j := 0; j <= i && j < len(r.plan.Phases); j++ {
+		pr.TotalSent += r.rec.Live(j).Sent.Load()
+	}
 	if i >= 0 && i < len(r.plan.Phases) {
 		ph := r.plan.Phases[i]
 		live := r.rec.Live(i)

@@ -1,8 +1,7 @@
 package runner
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"os"
 	"runtime"
 	"time"
@@ -21,7 +20,7 @@ type ItemNamer interface {
 func (r *run) manifest(started time.Time) pipebench.Manifest {
 	host, _ := os.Hostname()
 	m := pipebench.Manifest{
-		RunID:       newRunID(started),
+		RunID:       pipebench.NewRunID(started, ""),
 		Tool:        "pipebench",
 		ToolVersion: r.p.ToolVersion,
 		Scenario:    r.plan.Scenario,
@@ -53,6 +52,31 @@ func (r *run) itemName() string {
 	return "event"
 }
 
+// unreached is the error of a driver that reached nothing when it started.
+type unreached struct{ err error }
+
+func (u *unreached) Error() string { return u.err.Error() }
+
+// notStarted is the Result of a run whose components did not all start:
+// invalid when the driver reached nothing (the target is down or is not
+// what the scenario says), status error otherwise, with the error.
+func (r *run) notStarted(started time.Time, err error) (*pipebench.Result, error) {
+	now := time.Now()
+	rec := kpi.RunRecord{Plan: r.plan.Redacted(), LoadEnded: now, ObservedUntil: now}
+	var u *unreached
+	if errors.As(err, &u) {
+		rec.Invalid = []string{"nothing reached the system under test: " + u.err.Error()}
+		err = nil
+	} else {
+		rec.SetupError = err.Error()
+		var pe *pipebench.Error
+		if errors.As(err, &pe) && pe.Hint != "" {
+			rec.SetupError += " (" + pe.Hint + ")"
+		}
+	}
+	return kpi.Assemble(rec, r.manifest(started)), err
+}
+
 // result hands everything recorded to kpi.Assemble.
 func (r *run) result(started, loadEnded, lastObs time.Time, aborted bool) *pipebench.Result {
 	return r.assemble(started, loadEnded, lastObs, aborted, false)
@@ -73,6 +97,9 @@ func (r *run) assemble(started, loadEnded, lastObs time.Time, aborted, partial b
 	rec := kpi.RunRecord{
 		Plan: r.plan.Redacted(), Messages: r.rec.Messages(), Aborted: aborted, Partial: partial,
 		ObserverErrors: r.obsErrors.Load(), LoadEnded: loadEnded, ObservedUntil: lastObs,
+	}
+	for _, e := range r.sutExits {
+		rec.Failures = append(rec.Failures, "the system under test failed: "+e)
 	}
 	r.seriesMu.Lock()
 	rec.Series = r.series.list()
@@ -117,17 +144,16 @@ func (r *run) assemble(started, loadEnded, lastObs time.Time, aborted, partial b
 		rec.Arrivals = &a
 		rec.Faulted, _ = r.arr.Totals()
 		last := rec.Phases[len(rec.Phases)-1].Ended
-		drain := kpi.PhaseInput{Name: "drain", Started: last, Ended: lastObs.UTC(),
+		// What the sink faulted after the load: the total less what the
+		// phases (the last one with its final sends) faulted.
+		faulted := rec.Faulted
+		if n := len(rec.Phases); n > 0 {
+			faulted -= min(faulted, faultedAt[n-1])
+		}
+		drain := kpi.PhaseInput{Name: "drain", Started: last, Ended: lastObs.UTC(), Faulted: faulted,
 			Arrivals: &kpi.ArrivalStats{Delivered: r.arr.DeliveredDuring(len(r.plan.Phases)),
 				Pipelines: r.arr.PipelinesDuring(len(r.plan.Phases))}}
 		rec.Drain = &drain
 	}
 	return kpi.Assemble(rec, r.manifest(started))
-}
-
-// newRunID returns a sortable, unique run id: UTC time and 4 random bytes.
-func newRunID(t time.Time) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }

@@ -67,6 +67,7 @@ type Progress struct {
 	AcceptedRate  float64
 	DeliveredRate float64
 	Sent          uint64 // this phase
+	TotalSent     uint64 // every phase so far
 	Accepted      uint64
 	Failed        uint64
 	Dropped       uint64
@@ -103,10 +104,12 @@ type namedObserver struct {
 	interval time.Duration
 }
 
-// Run executes p.Plan. It returns a Result whenever load was started, even
-// when it also returns an error (a failure after measurements began, or an
-// abort: then the Result is marked aborted and is partial). It returns a nil
-// Result only when setting up failed before anything was sent.
+// Run executes p.Plan and returns its Result, whatever happened once the
+// plan was found runnable: a Result marked aborted (and partial) after a
+// signal; invalid (and no error) when the driver reached nothing at its
+// start; status error, with the error, when a component failed to start.
+// It returns a nil Result only for a plan that cannot run at all (no
+// registry, no phases, a phase that cannot be paced).
 func Run(ctx context.Context, p Params) (*pipebench.Result, error) {
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -154,6 +157,9 @@ type run struct {
 	ostate    *obsState
 	obsErrors atomic.Uint64
 	obsRounds atomic.Uint64 // observations completed
+	// sutExits describe the system under test's processes that ended
+	// during the run.
+	sutExits []string
 }
 
 func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {
@@ -182,7 +188,7 @@ func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {
 	defer stopComponents()
 	if err := r.setup(compCtx); err != nil {
 		r.teardown()
-		return nil, err
+		return r.notStarted(started, err)
 	}
 	defer r.teardown()
 
@@ -192,7 +198,10 @@ func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {
 
 	aborted := r.load(ctx)
 	loadEnded := time.Now()
-	r.drain(aborted)
+	r.drain(ctx, aborted)
+	// A signal during the drain stops the run as one during the load does:
+	// what had not arrived yet is abandoned, not lost.
+	aborted = aborted || ctx.Err() != nil
 	stopObs()
 	<-obsDone
 	// The pipeline counts an export after its answer arrives: give its
@@ -201,7 +210,11 @@ func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {
 		sleepUntil(r.p.Cut, time.Now().Add(min(r.interval(), time.Second)))
 	}
 	lastObs := time.Now()
-	r.observeOnce(context.Background(), lastObs)
+	// The last observation, cut short by a second signal.
+	r.observeOnce(r.p.Cut, lastObs)
+	if er, ok := r.c.sut.(pipebench.ExitReporter); ok {
+		r.sutExits = er.Exited()
+	}
 
 	res = r.result(started, loadEnded, lastObs, aborted)
 	if aborted {
@@ -289,8 +302,7 @@ func (r *run) setup(ctx context.Context) error {
 		if pipebench.IsUnreached(err) {
 			// Nothing could reach the system under test: whatever was
 			// measured now would describe the network, not the system.
-			return &pipebench.Error{Code: pipebench.ExitInvalid, Msg: "run invalid: nothing reached the system under test", Err: err,
-				Hint: "check the target's address, port, protocol and TLS settings, and that it is running"}
+			return &unreached{err}
 		}
 		return startErr("driver", r.plan.Target.Type, err)
 	}

@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -157,6 +158,82 @@ drain: 20s
 	}
 	if f := get(t, &res.Phases[1], "faulted"); f == 0 {
 		t.Errorf("the backpressure phase faulted nothing")
+	}
+	checkColumnsAddUp(t, res)
+}
+
+// checkColumnsAddUp checks that every count of the sink's account adds up
+// across the table: the phases' and the drain's equal the total's.
+func checkColumnsAddUp(t *testing.T, res *pipebench.Result) {
+	t.Helper()
+	if res.Drain == nil {
+		t.Fatal("no drain row")
+	}
+	for _, k := range res.Total.KPIs {
+		switch k.Name {
+		case "delivered", "lost", "duplicates", "faulted", "pipeline_delivered", "pipeline_lost", "pipeline_faulted", "pipeline_duplicates":
+		default:
+			continue
+		}
+		var sum float64
+		for _, p := range append(append([]pipebench.PhaseResult(nil), res.Phases...), *res.Drain) {
+			for _, pk := range p.KPIs {
+				if pk.Key() == k.Key() {
+					sum += pk.Value
+				}
+			}
+		}
+		if sum != k.Value {
+			t.Errorf("%s: phases and drain add up to %v, the total says %v", k.Key(), sum, k.Value)
+		}
+	}
+}
+
+// A signal during the drain stops it at once: the run is aborted, and
+// what had not arrived is abandoned in the pipeline, not lost. The sink
+// holds every answer for 3 s behind the relay, so the drain has waiting
+// to do.
+func TestSignalDuringDrainAbandonsNotLoses(t *testing.T) {
+	reg := registry(t)
+	_, plan := parse(t, reg, `
+name: drain-abort
+target: {driver: http}
+workload: {generator: event, size: 64}
+sut: {type: relay, queue_size: 10000, workers: 2}
+sink: {type: http}
+interval: 250ms
+phases:
+  - name: slow
+    duration: 1s
+    rate: 200/s
+    faults: {latency: {kind: fixed, fixed: 3s}}
+drain: 60s
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var once sync.Once
+	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg, Progress: func(p runner.Progress) {
+		if p.Draining {
+			once.Do(cancel)
+		}
+	}})
+	if err == nil || res == nil {
+		t.Fatalf("a run stopped during its drain: result %v, error %v", res != nil, err)
+	}
+	if res.Manifest.Status != pipebench.StatusAborted {
+		t.Fatalf("status %s, want aborted: %v", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	if took := res.Manifest.Ended.Sub(res.Manifest.Started); took > 15*time.Second {
+		t.Errorf("the run took %s: the signal did not stop the 60 s drain", took)
+	}
+	if _, ok := res.Total.Get("lost"); ok {
+		t.Errorf("a stopped run counts lost items: %v", res.Total.KPIs)
+	}
+	if v, _ := res.Total.Get("abandoned_queued"); v <= 0 {
+		t.Errorf("abandoned_queued = %v, want the items still in the relay", v)
+	}
+	if _, ok := res.Total.Get("drain_time"); ok {
+		t.Errorf("an undrained backlog has a drain time")
 	}
 }
 

@@ -5,12 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/execute"
+	"github.com/pipebench/pipebench/report"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -27,12 +33,12 @@ type app struct {
 	reg    *pipebench.Registry
 }
 
-// execute runs the command line and returns the process exit code.
-func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// runCLI runs the command line and returns the process exit code.
+func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return executeWith(ctx, nil, args, stdout, stderr)
 }
 
-// executeWith is execute with the context of a second signal (see signals).
+// executeWith is runCLI with the context of a second signal (see signals).
 func executeWith(ctx, cut context.Context, args []string, stdout, stderr io.Writer) int {
 	reg, err := builtins.Registry()
 	if err != nil {
@@ -82,10 +88,10 @@ func isUsage(err error) bool {
 // printError writes err for a person: the message, then a hint if it has
 // one. A URL's password in it is replaced by xxxxx.
 func printError(w io.Writer, err error) {
-	fmt.Fprintf(w, "pipebench: %s\n", pipebench.RedactText(err.Error()))
+	fmt.Fprintf(w, "pipebench: %s\n", report.Printable(pipebench.RedactText(err.Error())))
 	var pe *pipebench.Error
 	if errors.As(err, &pe) && pe.Hint != "" {
-		fmt.Fprintf(w, "  hint: %s\n", pe.Hint)
+		fmt.Fprintf(w, "  hint: %s\n", report.Printable(pe.Hint))
 	}
 }
 
@@ -120,4 +126,52 @@ Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where
 	root.AddCommand(a.historyCommands()...)
 	root.AddCommand(a.k8sCommand())
 	return root
+}
+
+// execParams are the run parameters every command that runs a plan
+// shares: the registry, the manifest's tool version and arguments, the
+// logger (--verbose: what the runner does), messages on stderr, the second
+// signal, and where the Result goes.
+func (a *app) execParams(verbose bool, keep execute.Keep) execute.Params {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelInfo
+	}
+	return execute.Params{
+		Registry: a.reg, ToolVersion: version, Args: os.Args, Log: a.stderr, Cut: a.cut, Keep: keep,
+		Logger: slog.New(slog.NewTextHandler(redacting{a.stderr}, &slog.HandlerOptions{Level: level})),
+	}
+}
+
+// redacting writes through to w with every URL's password replaced, for
+// logs (slog writes a record in one call).
+type redacting struct{ w io.Writer }
+
+func (r redacting) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, pipebench.RedactText(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// liveFlags are where a run shows itself while it goes on: a live page,
+// Prometheus metrics, OTLP pushes. run and suite run share them.
+type liveFlags struct {
+	dashboard   string
+	metricsAddr string
+	linger      time.Duration
+	otlpMetrics string
+}
+
+func (f liveFlags) options(log io.Writer) execute.LiveOptions {
+	return execute.LiveOptions{Dashboard: f.dashboard, MetricsAddr: f.metricsAddr, Linger: f.linger, OTLPMetrics: f.otlpMetrics, Log: log}
+}
+
+// liveFlagsOn declares the flags of f on a command.
+func liveFlagsOn(fl *pflag.FlagSet, f *liveFlags, what string) {
+	fl.StringVar(&f.dashboard, "dashboard", "", "serve a live page of the "+what+"'s charts at this address (--dashboard alone: 127.0.0.1, a free port)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the "+what+"'s own metrics for Prometheus on http://ADDR/metrics, like 127.0.0.1:9464 (port 0: a free one)")
+	fl.StringVar(&f.otlpMetrics, "otlp-metrics", "", "push the same metrics as OTLP over gRPC to this collector every interval, like 127.0.0.1:4317 or http://collector:4317")
+	fl.DurationVar(&f.linger, "metrics-linger", 0, "after the "+what+", keep /metrics up until it was scraped once more (the final values) or this long passed")
+	fl.Lookup("dashboard").NoOptDefVal = "127.0.0.1:0"
 }

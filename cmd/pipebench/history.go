@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"os"
 	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -286,31 +283,4 @@ func printVerdicts(a *app, base, cand string, vs []compare.Verdict) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.4g\t%.4g\t%s\t%s\n", v.Case, v.Phase, v.KPI, v.Baseline, v.Candidate, change, verdict)
 	}
 	tw.Flush()
-}
-
-// saveRun stores a finished run in the history and tells whether it was
-// saved. When it was not, the Result is kept in a fallback file (unless
-// keptAt already holds it) and the message names where.
-func (a *app) saveRun(ref string, res *pipebench.Result, keptAt string) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), 30*time.Second)
-	defer cancel()
-	s, err := store.Open(ctx, ref)
-	if err == nil {
-		defer s.Close()
-		_, err = s.Save(ctx, res)
-	}
-	if err != nil {
-		err = fmt.Errorf("the run was not saved to the history: %s", pipebench.RedactText(err.Error()))
-		if keptAt != "" {
-			fmt.Fprintf(a.stderr, "pipebench: %v\n  the result is in %s\n", err, keptAt)
-		} else {
-			a.keepElsewhere("", res, err)
-		}
-		fmt.Fprintln(a.stderr, "  hint: check --store, or use --no-store")
-		return false
-	}
-	if !strings.EqualFold(os.Getenv("PIPEBENCH_QUIET_STORE"), "1") {
-		fmt.Fprintf(a.stderr, "saved as run %s (pipebench show %s)\n", res.Manifest.RunID, res.Manifest.RunID)
-	}
-	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -20,7 +21,9 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/k8s"
+	"github.com/pipebench/pipebench/runner"
 )
 
 // k8sFlags are the flags of k8s run and k8s manifests.
@@ -42,6 +45,11 @@ type k8sFlags struct {
 	keep          bool
 	sinkPerShard  bool
 	sutPerShard   bool
+}
+
+// result says where the merged Result goes.
+func (f k8sFlags) result() execute.Keep {
+	return execute.Keep{Out: f.out, Store: f.store, NoStore: f.noStore}
 }
 
 func (a *app) k8sCommand() *cobra.Command {
@@ -259,15 +267,8 @@ func (a *app) k8sRun(ref string, f k8sFlags, shardsSet bool) error {
 	if err != nil {
 		return err
 	}
-	if f.out != "" {
-		if err := checkOut(f.out); err != nil {
-			return err
-		}
-	}
-	if !f.noStore {
-		if err := a.checkStore(f.store); err != nil {
-			return err
-		}
+	if err := f.result().Check(a.ctx); err != nil {
+		return err
 	}
 	client, ns, err := kubeClient(f.kubeconfig, f.namespace)
 	if err != nil {
@@ -314,7 +315,7 @@ func (a *app) k8sMerge(col *k8s.Collected, err error, rep pipebench.Reporter, f 
 				int64(s.Received)-int64(delivered), s.Dropped)
 		}
 	}
-	return a.mergeShards(col.Shards, rep, keepOpts{out: f.out, format: f.format, store: f.store, noStore: f.noStore})
+	return a.mergeShards(col.Shards, rep, f.result())
 }
 
 func (a *app) k8sCollect(name string, f k8sFlags, timeout time.Duration) error {
@@ -322,15 +323,8 @@ func (a *app) k8sCollect(name string, f k8sFlags, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if f.out != "" {
-		if err := checkOut(f.out); err != nil {
-			return err
-		}
-	}
-	if !f.noStore {
-		if err := a.checkStore(f.store); err != nil {
-			return err
-		}
+	if err := f.result().Check(a.ctx); err != nil {
+		return err
 	}
 	client, ns, err := kubeClient(f.kubeconfig, f.namespace)
 	if err != nil {
@@ -415,7 +409,7 @@ func (a *app) podCommand(name, short string, main func(p inPod) error) *cobra.Co
 
 func (a *app) k8sWorkerCommand() *cobra.Command {
 	return a.podCommand("worker", "Run one shard inside a pod of k8s run (reads its run from the environment)", func(p inPod) error {
-		client, ns, dir := p.client, p.ns, p.dir
+		client, ns := p.client, p.ns
 		w := k8s.Worker{Client: client, Namespace: ns, Run: p.run, Pod: p.pod, Node: p.node, Log: a.stderr}
 		if s := os.Getenv("JOB_COMPLETION_INDEX"); s != "" {
 			i, err := strconv.Atoi(s)
@@ -424,29 +418,8 @@ func (a *app) k8sWorkerCommand() *cobra.Command {
 			}
 			w.Index = i + 1
 		}
-		// The scenario is run as a relative path: every shard's plan
-		// names the same file, and the shards' plans are one.
-		if err := os.Chdir(dir); err != nil {
-			return err
-		}
 		w.Check = func(s k8s.Shard) error {
-			file := s.File
-			if err := os.WriteFile(file, s.Scenario, 0o600); err != nil {
-				return err
-			}
-			sc, err := a.loadScenario(file)
-			if err != nil {
-				return err
-			}
-			d, err := shardDuration(s.Duration)
-			if err != nil {
-				return err
-			}
-			plan, err := compile(sc, d, d > 0, "")
-			if err != nil {
-				return err
-			}
-			sp, err := shardPlan(plan, s.Shard, "", time.Now())
+			whole, sp, err := a.shardPlanOf(s, time.Time{})
 			if err != nil {
 				return err
 			}
@@ -460,7 +433,7 @@ func (a *app) k8sWorkerCommand() *cobra.Command {
 				// shard's first.
 				var hi uint64
 				if i, n := sp.Shard.Index+1, sp.Shard.Count; i < n {
-					next, err := plan.Slice(i, n)
+					next, err := whole.Slice(i, n)
 					if err != nil {
 						return err
 					}
@@ -471,44 +444,48 @@ func (a *app) k8sWorkerCommand() *cobra.Command {
 			return nil
 		}
 		w.Exec = func(ctx context.Context, s k8s.Shard, start time.Time, progress func(float64)) ([]byte, error) {
-			d, _ := shardDuration(s.Duration)
-			out := filepath.Join(dir, "result.json")
-			stop := make(chan struct{})
-			defer close(stop)
-			go func() {
-				t := time.NewTicker(time.Second)
-				defer t.Stop()
-				for {
-					select {
-					case <-stop:
-						return
-					case <-t.C:
-						if r, err := readResult(out); err == nil {
-							if sent, ok := r.Total.Get("sent"); ok {
-								progress(sent)
-							}
-						}
-					}
-				}
-			}()
-			runErr := a.run(s.File, runFlags{shard: s.Shard, startAt: start.Format(time.RFC3339Nano),
-				out: out, format: "text", noStore: true, quiet: true, checkpoint: time.Second,
-				duration: d, durationSet: d > 0})
-			data, err := os.ReadFile(out)
+			_, plan, err := a.shardPlanOf(s, start)
 			if err != nil {
-				if runErr != nil {
-					return nil, runErr
-				}
-				return nil, fmt.Errorf("the shard wrote no Result: %w", err)
+				return nil, err
 			}
-			var code *silentExit
-			if runErr != nil && !(errors.As(runErr, &code) && code.code != pipebench.ExitFailure) {
-				return data, runErr
+			p := a.execParams(false, execute.Keep{NoStore: true, Quiet: true})
+			p.Progress = func(pr runner.Progress) { progress(float64(pr.TotalSent)) }
+			out := execute.Run(ctx, plan, p)
+			if out.Result == nil {
+				return nil, out.Err
 			}
-			return data, nil
+			data, err := json.Marshal(out.Result)
+			if err != nil {
+				return nil, err
+			}
+			return data, out.Err
 		}
 		return w.Main(a.ctx)
 	})
+}
+
+// shardPlanOf compiles a shard's slice of the run's plan, from its
+// scenario under its own file name (every shard's plan names the same
+// file, so the shards' plans are one), starting at start (zero: not yet
+// known).
+func (a *app) shardPlanOf(s k8s.Shard, start time.Time) (whole, shard pipebench.Plan, err error) {
+	sc, err := a.loadScenarioBytes(s.File, s.Scenario)
+	if err != nil {
+		return whole, shard, err
+	}
+	d, err := shardDuration(s.Duration)
+	if err != nil {
+		return whole, shard, err
+	}
+	if whole, err = compile(sc, d, d > 0, ""); err != nil {
+		return whole, shard, err
+	}
+	at := ""
+	if !start.IsZero() {
+		at = start.Format(time.RFC3339Nano)
+	}
+	shard, err = shardPlan(whole, s.Shard, at, time.Now())
+	return whole, shard, err
 }
 
 func shardDuration(s string) (time.Duration, error) {

@@ -2,19 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/limit"
-	"github.com/pipebench/pipebench/runner"
 )
 
 type limitFlags struct {
@@ -92,38 +88,28 @@ func (a *app) limit(ref string, f limitFlags) error {
 	if p.Burst, err = parseRateFlag("burst", f.burst); err != nil {
 		return err
 	}
-	switch {
-	case f.probe <= 0:
-		return pipebench.UsageError("--probe must be above 0", "10s is a good start", nil)
-	case f.precision <= 0 || f.precision >= 1:
-		return pipebench.UsageError(fmt.Sprintf("--precision %v is outside (0, 1)", f.precision), "0.05 stops at ±5%", nil)
-	case f.tol < 0 || f.tol >= 1:
-		return pipebench.UsageError(fmt.Sprintf("--tolerance %v is outside [0, 1)", f.tol), "", nil)
-	case f.budget < 0:
-		return pipebench.UsageError("--budget must not be negative", "", nil)
-	}
 	sc, err := a.loadScenario(ref)
 	if err != nil {
 		return err
 	}
-	plan, err := compile(sc, 0, false, f.sutVersion)
-	if err != nil {
+	if p.Plan, err = compile(sc, 0, false, f.sutVersion); err != nil {
 		return err
 	}
-	p.Plan = plan
-	if f.out != "" {
-		if err := checkOut(f.out); err != nil {
-			return err
-		}
+	if err := p.Validate(); err != nil {
+		return err
 	}
-	if !f.noStore {
-		if err := a.checkStore(f.store); err != nil {
-			return err
-		}
+	ep := a.execParams(false, execute.Keep{Out: f.out, Store: f.store, NoStore: f.noStore, Quiet: f.quiet})
+	if err := ep.Validate(a.ctx); err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(redacting{a.stderr}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// Each probe runs as any run does, kept nowhere: it is a row of the
+	// answer, which is kept.
+	probe := ep
+	probe.Keep = execute.Keep{NoStore: true}
+	probe.Log = nil
 	p.Run = func(ctx context.Context, pl pipebench.Plan) (*pipebench.Result, error) {
-		return runner.Run(ctx, runner.Params{Plan: pl, Registry: a.reg, Logger: logger, ToolVersion: version, Cut: a.cut})
+		out := execute.Run(ctx, pl, probe)
+		return out.Result, out.Err
 	}
 	if !f.quiet {
 		what := "the highest stable rate"
@@ -131,7 +117,7 @@ func (a *app) limit(ref string, f limitFlags) error {
 			what = "the longest burst at " + pipebench.FormatCount(float64(p.Burst)) + "/s"
 		}
 		fmt.Fprintf(a.stderr, "pipebench %s: limit of %s: %s, probes of %s, precision ±%.0f%%, budget %s\n",
-			version, plan.Scenario, what, pipebench.FormatDuration(f.probe), f.precision*100, pipebench.FormatDuration(f.budget))
+			version, p.Plan.Scenario, what, pipebench.FormatDuration(f.probe), f.precision*100, pipebench.FormatDuration(f.budget))
 		p.Progress = func(pr limit.Probe, br limit.Bracket) { printProbe(a.stderr, pr, br, p.Burst > 0) }
 	}
 	started := time.Now()
@@ -139,30 +125,12 @@ func (a *app) limit(ref string, f limitFlags) error {
 	if ans == nil {
 		return searchErr
 	}
-	m := pipebench.Manifest{
-		RunID: limitRunID(started), Tool: "pipebench", ToolVersion: version,
-		Scenario: plan.Scenario, File: plan.File, Version: plan.Version, Case: plan.Case + " (limit)",
-		Labels: plan.Labels, Target: plan.Target.Type, Started: started.UTC(), Ended: time.Now().UTC(),
-		Args: pipebench.RedactArgs(os.Args), Item: "item",
-	}
-	if len(ans.Probes) > 0 && ans.Probes[0].Result != nil {
-		m.Item = ans.Probes[0].Result.Manifest.Item
-		m.Host, m.GoVersion = ans.Probes[0].Result.Manifest.Host, ans.Probes[0].Result.Manifest.GoVersion
-	}
-	res := ans.Result(plan, m, p.Burst)
-	if searchErr != nil {
-		res.Manifest.Status = pipebench.StatusAborted
-		if pipebench.ExitCode(searchErr) == pipebench.ExitInvalid {
-			res.Manifest.Status = pipebench.StatusInvalid
-		}
-		res.Manifest.Reasons = append([]string{searchErr.Error()}, res.Manifest.Reasons...)
-	}
-	notKept := a.keep(res, rep, keepOpts{out: f.out, format: f.format, store: f.store, noStore: f.noStore, quiet: f.quiet})
+	ep.Show = func(res *pipebench.Result) error { return rep.Report(a.stdout, res) }
+	out := execute.KeepResult(a.ctx, ans.Result(p.Plan, p.Burst, started, searchErr), ep)
 	if searchErr != nil {
 		printError(a.stderr, searchErr)
-		return &silentExit{code: a.finalCode(pipebench.ExitCode(searchErr), notKept)}
 	}
-	return &silentExit{code: a.finalCode(pipebench.ExitOK, notKept)}
+	return &silentExit{code: out.Code}
 }
 
 // printProbe writes one line per finished probe: its rate (or burst), its
@@ -193,11 +161,4 @@ func printProbe(w io.Writer, pr limit.Probe, br limit.Bracket, burst bool) {
 		line += "  budget left " + pipebench.FormatDuration(br.Left.Round(time.Second))
 	}
 	fmt.Fprintln(w, line)
-}
-
-// limitRunID is a sortable, unique id for a limit search's Result.
-func limitRunID(t time.Time) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return t.UTC().Format("20060102T150405Z") + "-limit-" + hex.EncodeToString(b[:])
 }

@@ -15,7 +15,7 @@ import (
 func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = execute(context.Background(), args, &out, &errb)
+	code = runCLI(context.Background(), args, &out, &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -98,9 +98,6 @@ func TestPlanAndValidateSendNothing(t *testing.T) {
 	if !strings.Contains(stdout, "PHASE") || !strings.Contains(stdout, "total:") {
 		t.Errorf("plan output:\n%s", stdout)
 	}
-	if got := describeFaults(pipebench.FaultPolicy{Pipeline: "p2", ErrorRatio: 0.7, ErrorStatus: 503}); got != "pipeline p2 only: 70% answered 503" {
-		t.Errorf("a fault on one pipeline reads %q", got)
-	}
 	stdout, stderr, code = cli(t, "validate", "builtin:quickstart")
 	if code != 0 || !strings.Contains(stdout, "ok") {
 		t.Fatalf("validate: exit %d: %s %s", code, stdout, stderr)
@@ -124,6 +121,7 @@ name: limit-cli
 target: {driver: http, connections: 8}
 workload: {generator: event, size: 64}
 sink: {type: http}
+interval: 500ms
 drain: 2s
 phases:
   - {name: load, duration: 2s, rate: 400/s, faults: {rate_limit: 1000/s, rate_limit_burst: 100ms}}

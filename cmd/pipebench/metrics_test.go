@@ -152,7 +152,7 @@ phases:
 	if !strings.Contains(stderr, "metrics: http://"+metricsAddr+"/metrics") {
 		t.Errorf("stderr does not name the endpoint:\n%s", stderr)
 	}
-	res, err := readResult(out)
+	res, err := pipebench.ReadResult(out)
 	if err != nil {
 		t.Fatal(err)
 	}

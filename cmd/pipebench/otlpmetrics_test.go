@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/grpc"
 
+	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/metricsout"
 )
 
@@ -104,7 +105,7 @@ phases:
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	res, err := readResult(out)
+	res, err := pipebench.ReadResult(out)
 	if err != nil {
 		t.Fatal(err)
 	}

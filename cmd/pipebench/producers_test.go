@@ -36,7 +36,7 @@ func TestProducersServeUntilStopped(t *testing.T) {
 	if !strings.Contains(c.out.String(), "3 producers x 4 metrics x 5 series") {
 		t.Errorf("banner: %s", c.out.String())
 	}
-	if code := execute(context.Background(), []string{"producers", "--producers", "0"}, io.Discard, io.Discard); code != 2 {
+	if code := runCLI(context.Background(), []string{"producers", "--producers", "0"}, io.Discard, io.Discard); code != 2 {
 		t.Errorf("--producers 0: exit %d", code)
 	}
 }

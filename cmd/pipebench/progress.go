@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/report"
 	"github.com/pipebench/pipebench/runner"
 )
 
@@ -38,9 +39,12 @@ func newProgress(w io.Writer, plan pipebench.Plan) *progress {
 }
 
 func (p *progress) update(pr runner.Progress) {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	line := pr.String()
+	line := report.Printable(pr.String())
 	if p.tty {
 		pad := ""
 		if n := p.width - len(line); n > 0 {
@@ -63,6 +67,9 @@ func (p *progress) update(pr runner.Progress) {
 
 // done ends the in-place line.
 func (p *progress) done() {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.tty && p.width > 0 {

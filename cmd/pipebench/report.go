@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/report/chart"
 	htmlreport "github.com/pipebench/pipebench/report/html"
 )
@@ -53,7 +54,7 @@ func (a *app) reportCommand() *cobra.Command {
 			if out == "" {
 				return render(a.stdout)
 			}
-			return writeAtomic(out, render)
+			return execute.WriteFile(out, 0o644, render)
 		},
 	}
 	cmd.Flags().StringVarP(&format, "format", "f", "text", "text, md, json, csv, junit, html")
@@ -68,7 +69,7 @@ func (a *app) reportCommand() *cobra.Command {
 func (a *app) loadResult(storeRef, arg string) (*pipebench.Result, error) {
 	_, statErr := os.Stat(arg)
 	if statErr == nil || strings.HasSuffix(arg, ".json") || strings.ContainsRune(arg, filepath.Separator) {
-		return readResult(arg) // a path: say what is wrong with the file
+		return pipebench.ReadResult(arg) // a path: say what is wrong with the file
 	}
 	r, err := a.loadRun(storeRef, arg)
 	if err != nil {
@@ -93,7 +94,7 @@ func writeCharts(stdout io.Writer, dir string, results []*pipebench.Result) erro
 			draw func(io.Writer) error
 		}{{"svg", c.SVG}, {"png", c.PNG}} {
 			path := filepath.Join(dir, c.ID+"."+f.ext)
-			if err := writeAtomic(path, f.draw); err != nil {
+			if err := execute.WriteFile(path, 0o644, f.draw); err != nil {
 				return err
 			}
 			fmt.Fprintln(stdout, path)

@@ -2,11 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -15,8 +11,8 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/examples"
+	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/report"
-	"github.com/pipebench/pipebench/report/jsonreport"
 	"github.com/pipebench/pipebench/runner"
 )
 
@@ -73,7 +69,6 @@ func (a *app) runCommand() *cobra.Command {
 	fl.StringVar(&f.shard, "shard", "", "run slice I of N of the plan (rate/N, its own sequence range), like 2/4; merge the shards' results with pipebench merge")
 	fl.StringVar(&f.startAt, "start-at", "", "start the load at this moment, shared by every shard: RFC 3339 (2026-11-24T10:00:00Z) or +DURATION from now")
 	liveFlagsOn(fl, &f.live, "run")
-	fl.Lookup("dashboard").NoOptDefVal = "127.0.0.1:0"
 	return cmd
 }
 
@@ -113,141 +108,34 @@ func (a *app) run(ref string, f runFlags) error {
 	if plan, err = shardPlan(plan, f.shard, f.startAt, time.Now()); err != nil {
 		return err
 	}
-	if f.out != "" {
-		// Find out now, not after a 2-day soak, that the result cannot be
-		// written.
-		if err := checkOut(f.out); err != nil {
-			return err
-		}
+	p := a.execParams(f.verbose, execute.Keep{Out: f.out, Store: f.store, NoStore: f.noStore, Quiet: f.quiet})
+	p.Checkpoint = f.checkpoint
+	if err := p.Validate(a.ctx); err != nil {
+		return err
 	}
-	if !f.noStore {
-		if err := a.checkStore(f.store); err != nil {
-			return err
-		}
-	}
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelInfo
-	}
-	logger := slog.New(slog.NewTextHandler(redacting{a.stderr}, &slog.HandlerOptions{Level: level}))
 	var prog *progress
 	if !f.quiet {
 		prog = newProgress(a.stderr, plan)
 		fmt.Fprintf(a.stderr, "pipebench %s: %s (%d phases, %s of load, %s items)\n", version, plan.Scenario,
 			len(plan.Phases), pipebench.FormatDuration(plan.Duration()), report.Group(float64(plan.Items())))
 	}
-	params := runner.Params{
-		Plan: plan, Registry: a.reg, Logger: logger,
-		ToolVersion: version, Args: pipebench.RedactArgs(os.Args), Cut: a.cut,
-	}
-	if err := a.checkpointTo(&params, f.out, f.checkpoint); err != nil {
-		return err
-	}
-	lv, err := a.startLive(f.live, plan)
+	lv, err := execute.StartLive(a.ctx, f.live.options(a.stderr), plan)
 	if err != nil {
 		return err
 	}
-	params.Progress = func(p runner.Progress) {
-		if prog != nil {
-			prog.update(p)
-		}
-		lv.update(p)
+	p.Progress = func(pr runner.Progress) {
+		prog.update(pr)
+		lv.Update(pr)
 	}
-	res, runErr := runner.Run(a.ctx, params)
-	if prog != nil {
+	p.Show = func(res *pipebench.Result) error {
 		prog.done()
+		lv.Finish(res)
+		return rep.Report(a.stdout, res)
 	}
-	lv.finish(res)
-	lv.close(a)
-	if res == nil {
-		return runErr
+	out := execute.Run(a.ctx, plan, p)
+	lv.Close(a.cut, a.stderr)
+	if out.Err != nil {
+		printError(a.stderr, out.Err)
 	}
-	notKept := a.keep(res, rep, keepOpts{out: f.out, format: f.format, store: f.store, noStore: f.noStore, quiet: f.quiet})
-	if runErr != nil {
-		printError(a.stderr, runErr)
-		return &silentExit{code: a.finalCode(pipebench.ExitCode(runErr), notKept)}
-	}
-	return &silentExit{code: a.finalCode(exitFor(res), notKept)}
-}
-
-// keepOpts says where a finished Result goes.
-type keepOpts struct {
-	out, format, store string
-	noStore, quiet     bool
-}
-
-// keep prints, writes and saves a Result, credentials removed. What was
-// measured is kept whatever happens: a file that cannot be written still
-// leaves the table, the history and a fallback file. It reports whether
-// anything could not be kept.
-func (a *app) keep(res *pipebench.Result, rep pipebench.Reporter, o keepOpts) (notKept bool) {
-	scrubResult(res)
-	keptAt := ""
-	if o.out != "" {
-		if err := writeResult(o.out, res); err != nil {
-			keptAt, notKept = a.keepElsewhere(o.out, res, err), true
-		} else {
-			keptAt = o.out
-		}
-	}
-	if err := rep.Report(a.stdout, res); err != nil {
-		printError(a.stderr, fmt.Errorf("render the %s report: %w", o.format, err))
-		notKept = true
-	}
-	if !o.noStore && !a.saveRun(o.store, res, keptAt) {
-		notKept = true
-	}
-	if keptAt == o.out && o.out != "" && !o.quiet {
-		fmt.Fprintf(a.stderr, "result written to %s\n", o.out)
-	}
-	return notKept
-}
-
-// exitFor maps a finished run's status to the exit code.
-func exitFor(res *pipebench.Result) int {
-	switch res.Manifest.Status {
-	case pipebench.StatusPassed, pipebench.StatusCompleted:
-		return pipebench.ExitOK
-	case pipebench.StatusFailed:
-		return pipebench.ExitThresholds
-	case pipebench.StatusInvalid:
-		return pipebench.ExitInvalid
-	default:
-		return pipebench.ExitFailure
-	}
-}
-
-// writeResult writes the Result as JSON to path atomically: a temporary
-// file in the same folder, synced, then renamed over path.
-func writeResult(path string, res *pipebench.Result) error {
-	return writeAtomic(path, func(w io.Writer) error { return jsonreport.New().Report(w, res) })
-}
-
-func writeAtomic(path string, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	// CreateTemp makes the file private; a report is for reading.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return &silentExit{code: out.Code}
 }

@@ -1,13 +1,8 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
-
 	"github.com/spf13/cobra"
 
-	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/scenario"
 )
 
@@ -25,20 +20,4 @@ func (a *app) schemaCommand() *cobra.Command {
 			return err
 		},
 	}
-}
-
-// readResult reads a Result JSON file.
-func readResult(path string) (*pipebench.Result, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, pipebench.UsageError("cannot read the result", "give the path of a file written by `pipebench run --out`", err)
-	}
-	var res pipebench.Result
-	if err := json.Unmarshal(data, &res); err != nil {
-		return nil, pipebench.UsageError(fmt.Sprintf("%s is not a pipebench result", path), "give the path of a file written by `pipebench run --out`", err)
-	}
-	if res.Schema == 0 || res.Schema > pipebench.ResultSchema {
-		return nil, pipebench.UsageError(fmt.Sprintf("%s has result schema %d; this pipebench reads up to %d", path, res.Schema, pipebench.ResultSchema), "", nil)
-	}
-	return &res, nil
 }

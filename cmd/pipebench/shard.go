@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/kpi"
 )
 
@@ -72,23 +73,17 @@ missing slice are refused.`,
 			}
 			var shards []*pipebench.Result
 			for _, arg := range args {
-				r, err := readResult(arg)
+				r, err := pipebench.ReadResult(arg)
 				if err != nil {
 					return err
 				}
 				shards = append(shards, r)
 			}
-			if out != "" {
-				if err := checkOut(out); err != nil {
-					return err
-				}
+			keep := execute.Keep{Out: out, Store: store, NoStore: noStore}
+			if err := keep.Check(a.ctx); err != nil {
+				return err
 			}
-			if !noStore {
-				if err := a.checkStore(store); err != nil {
-					return err
-				}
-			}
-			return a.mergeShards(shards, rep, keepOpts{out: out, format: format, store: store, noStore: noStore})
+			return a.mergeShards(shards, rep, keep)
 		},
 	}
 	fl := cmd.Flags()
@@ -99,15 +94,14 @@ missing slice are refused.`,
 	return cmd
 }
 
-// mergeShards merges shard Results into one, then prints, writes and saves
-// it as any run (pipebench merge, pipebench k8s run).
-func (a *app) mergeShards(shards []*pipebench.Result, rep pipebench.Reporter, o keepOpts) error {
+// mergeShards merges shard Results into one, then keeps it as any run's
+// (pipebench merge, pipebench k8s run).
+func (a *app) mergeShards(shards []*pipebench.Result, rep pipebench.Reporter, keep execute.Keep) error {
 	merged, err := kpi.Merge(shards)
 	if err != nil {
 		return pipebench.UsageError("cannot merge these shards", "give every shard Result of one plan, once each", err)
 	}
-	// One id per merge, so merging again saves another run.
-	merged.Manifest.RunID = strings.Replace(limitRunID(time.Now()), "-limit-", "-merged-", 1)
-	notKept := a.keep(merged, rep, o)
-	return &silentExit{code: a.finalCode(exitFor(merged), notKept)}
+	p := a.execParams(false, keep)
+	p.Show = func(res *pipebench.Result) error { return rep.Report(a.stdout, res) }
+	return &silentExit{code: execute.KeepResult(a.ctx, merged, p).Code}
 }

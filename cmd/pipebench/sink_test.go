@@ -28,7 +28,7 @@ func startCommand(t *testing.T, args ...string) *command {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &command{cancel: cancel, done: make(chan int, 1)}
 	t.Cleanup(cancel)
-	go func() { c.done <- execute(ctx, args, &c.out, &c.errb) }()
+	go func() { c.done <- runCLI(ctx, args, &c.out, &c.errb) }()
 	return c
 }
 
@@ -140,7 +140,7 @@ func TestSinkOTLPDeliversAndRejectsMixedFlags(t *testing.T) {
 		{"sink", "--otlp-grpc", "no-port"},
 	} {
 		errb.Reset()
-		if code := execute(context.Background(), args, io.Discard, &errb); code != 2 {
+		if code := runCLI(context.Background(), args, io.Discard, &errb); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (usage)", args, code)
 		}
 		if !strings.Contains(errb.String(), "otlp") {

@@ -63,7 +63,7 @@ func TestSinkOnUnixSocket(t *testing.T) {
 		{"sink", "--otlp-grpc", "unix://relative.sock"},
 	} {
 		errb.Reset()
-		if code := execute(context.Background(), args, io.Discard, &errb); code != 2 || !strings.Contains(errb.String(), "unix:///") {
+		if code := runCLI(context.Background(), args, io.Discard, &errb); code != 2 || !strings.Contains(errb.String(), "unix:///") {
 			t.Errorf("%v: exit %d, want 2 and a hint: %s", args, code, errb.String())
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/examples"
+	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/store"
@@ -86,7 +86,6 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 	fl.StringVarP(&f.outDir, "out", "o", "", "write each case's Result (JSON) into this folder as it ends, named NN-CASE.json")
 	fl.DurationVar(&f.checkpoint, "checkpoint", 0, "with --out, write the running case's Result so far to its file this often (status running); 0: off")
 	liveFlagsOn(fl, &f.live, "suite")
-	fl.Lookup("dashboard").NoOptDefVal = "127.0.0.1:0"
 
 	list := &cobra.Command{
 		Use:   "list",
@@ -130,92 +129,53 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 // loadSuite reads a suite from a file or builtin:NAME.
 func (a *app) loadSuite(ref string) (*suite.Suite, error) { return builtins.Suite(ref) }
 
-// planSuite loads a suite and compiles every scenario it names, so that a
-// mistake in the fourth is found before the first runs. Each plan carries
-// the suite's version (--sut-version first), its case and the suite label.
+// planSuite loads a suite and compiles every scenario it names (see
+// suite.Plans).
 func (a *app) planSuite(ref string, f suiteFlags) (*suite.Suite, []pipebench.Plan, error) {
 	s, err := a.loadSuite(ref)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkTable(s); err != nil {
-		return nil, nil, err
+	values := make([]string, 0, len(markdown.Values))
+	for v := range markdown.Values {
+		values = append(values, v)
 	}
-	version := f.sutVersion
-	if version == "" {
-		version = s.Version
-	}
-	var plans []pipebench.Plan
-	caseAt := map[string]int{}
-	for i, e := range s.Entries {
-		where := fmt.Sprintf("%s:%d: scenarios[%d]", s.File, e.Line, i)
-		sc, err := a.loadScenario(e.Scenario)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", where, err)
-		}
-		total, set := e.Duration.D(), e.Duration > 0
-		if f.durationSet {
-			total, set = f.duration, true
-		}
-		plan, err := compile(sc, total, set, version)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", where, err)
-		}
-		if e.Case != "" {
-			plan.Case = e.Case
-		}
-		if plan.Case == "" {
-			plan.Case = plan.Scenario
-		}
-		if prev, dup := caseAt[plan.Case]; dup {
-			return nil, nil, pipebench.UsageError(fmt.Sprintf("%s: case %q is also the case of scenarios[%d]", where, plan.Case, prev),
-				"give each entry its own case: label, so that each is its own column group", nil)
-		}
-		caseAt[plan.Case] = i
-		labels := map[string]string{}
-		for k, v := range plan.Labels {
-			labels[k] = v
-		}
-		labels[suite.LabelKey] = s.Name
-		plan.Labels = labels
-		plans = append(plans, plan)
-	}
-	return s, plans, nil
+	plans, err := s.Plans(suite.PlanParams{Version: f.sutVersion, Duration: f.duration, DurationSet: f.durationSet, Values: values,
+		Compile: func(ref string, total time.Duration, scale bool, version string) (pipebench.Plan, error) {
+			sc, err := a.loadScenario(ref)
+			if err != nil {
+				return pipebench.Plan{}, err
+			}
+			return compile(sc, total, scale, version)
+		}})
+	return s, plans, err
 }
 
-// runSuite runs a suite's plans in turn. Each finished run is saved at
-// once, so a suite stopped halfway (Ctrl-C) keeps the cases it finished; the
-// table at the end holds what the history has of the suite. The exit code
-// is the highest of the cases'.
+// runSuite runs a suite's plans in turn, each kept as a run is (its file
+// in --out, the history). A suite stopped halfway (Ctrl-C) keeps the cases
+// it finished; the table at the end holds what the history has of the
+// suite. The exit code is the highest of the cases'.
 func (a *app) runSuite(ref string, f suiteFlags) error {
 	s, plans, err := a.planSuite(ref, f)
 	if err != nil {
 		return err
 	}
-	if !f.noStore {
-		if err := a.checkStore(f.store); err != nil {
-			return err
-		}
-	}
 	outs, err := caseFiles(f.outDir, plans)
 	if err != nil {
 		return err
 	}
-	if f.checkpoint != 0 && f.outDir == "" {
-		return pipebench.UsageError("--checkpoint needs --out", "the checkpoints are written to each case's file in the --out folder", nil)
+	p := a.execParams(f.verbose, execute.Keep{Store: f.store, NoStore: f.noStore, Quiet: true})
+	p.Keep.Out, p.Checkpoint = outs[0], f.checkpoint
+	if err := p.Validate(a.ctx); err != nil {
+		return err
 	}
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelInfo
-	}
-	logger := slog.New(slog.NewTextHandler(redacting{a.stderr}, &slog.HandlerOptions{Level: level}))
 	var total time.Duration
 	for _, p := range plans {
 		total += p.Duration()
 	}
 	fmt.Fprintf(a.stderr, "pipebench %s: suite %s, %d case(s), %s of load, version %q\n", version, s.Name, len(plans),
 		pipebench.FormatDuration(total), plans[0].Version)
-	lv, err := a.startLive(f.live, plans[0])
+	lv, err := execute.StartLive(a.ctx, f.live.options(a.stderr), plans[0])
 	if err != nil {
 		return err
 	}
@@ -226,64 +186,39 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 			break
 		}
 		if i > 0 {
-			lv.next(plan)
+			lv.Next(plan)
 		}
 		fmt.Fprintf(a.stderr, "\ncase %d/%d: %s (%s, %s)\n", i+1, len(plans), plan.Case, plan.Scenario, pipebench.FormatDuration(plan.Duration()))
 		var prog *progress
 		if !f.quiet {
 			prog = newProgress(a.stderr, plan)
 		}
-		params := runner.Params{
-			Plan: plan, Registry: a.reg, Logger: logger,
-			ToolVersion: version, Args: pipebench.RedactArgs(os.Args), Cut: a.cut,
+		p.Keep.Out = outs[i]
+		p.Progress = func(pr runner.Progress) {
+			prog.update(pr)
+			lv.Update(pr)
 		}
-		if err := a.checkpointTo(&params, outs[i], f.checkpoint); err != nil {
-			lv.stop()
-			return err
-		}
-		params.Progress = func(p runner.Progress) {
-			if prog != nil {
-				prog.update(p)
-			}
-			lv.update(p)
-		}
-		res, runErr := runner.Run(a.ctx, params)
-		if prog != nil {
+		p.Show = func(res *pipebench.Result) error {
 			prog.done()
-		}
-		lv.finish(res)
-		caseCode := pipebench.ExitCode(runErr)
-		if res != nil {
-			scrubResult(res)
-			notKept, keptAt := false, ""
-			if outs[i] != "" {
-				if err := writeResult(outs[i], res); err != nil {
-					keptAt, notKept = a.keepElsewhere(outs[i], res, err), true
-				} else {
-					keptAt = outs[i]
-				}
-			}
-			if !f.noStore && !a.saveRun(f.store, res, keptAt) {
-				notKept = true
-			}
-			caseCode = a.finalCode(exitFor(res), notKept)
-			if runErr != nil {
-				caseCode = a.finalCode(pipebench.ExitCode(runErr), notKept)
-			}
+			lv.Finish(res)
 			fmt.Fprintf(a.stderr, "case %d/%d: %s: %s\n", i+1, len(plans), plan.Case, res.Manifest.Status)
-			mine = append(mine, res)
+			return nil
 		}
-		if runErr != nil {
-			printError(a.stderr, fmt.Errorf("case %s: %w", plan.Case, runErr))
+		out := execute.Run(a.ctx, plan, p)
+		if out.Result != nil {
+			mine = append(mine, out.Result)
 		}
-		code = max(code, caseCode)
+		if out.Err != nil {
+			printError(a.stderr, fmt.Errorf("case %s: %w", plan.Case, out.Err))
+		}
+		code = max(code, out.Code)
 	}
-	lv.close(a)
-	if done := len(finished(mine)); a.ctx.Err() != nil && done < len(plans) {
+	lv.Close(a.cut, a.stderr)
+	if done := len(suite.Finished(mine)); a.ctx.Err() != nil && done < len(plans) {
 		fmt.Fprintf(a.stderr, "\nsuite %s stopped: %d of %d case(s) finished and kept\n", s.Name, done, len(plans))
 		code = max(code, pipebench.ExitFailure)
 	}
-	table := mine
+	table := suite.Finished(mine)
 	if !f.noStore {
 		var names []string
 		for _, p := range plans {
@@ -304,20 +239,17 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 }
 
 // caseFiles names each case's Result file in dir ("" when dir is ""),
-// making dir if needed and checking now that it can be written to.
+// making dir if needed (readable by its owner only, as the Results are).
 func caseFiles(dir string, plans []pipebench.Plan) ([]string, error) {
 	out := make([]string, len(plans))
 	if dir == "" {
 		return out, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, pipebench.UsageError(fmt.Sprintf("cannot make the --out folder %s", dir), "give a folder that can be created and written to", err)
 	}
 	for i, p := range plans {
 		out[i] = filepath.Join(dir, fmt.Sprintf("%02d-%s.json", i+1, slug(p.Case)))
-		if err := checkOut(out[i]); err != nil {
-			return nil, err
-		}
 	}
 	return out, nil
 }
@@ -343,11 +275,11 @@ func slug(s string) string {
 	return out
 }
 
-// printSuiteTable prints the table of a suite's runs, runs cut short left
-// out: by default versions × cases, column groups in the suite's case order;
-// or the shape the suite's table: asks for.
+// printSuiteTable prints the table of a suite's runs: by default versions
+// × cases, column groups in the suite's case order; or the shape the
+// suite's table: asks for.
 func (a *app) printSuiteTable(s *suite.Suite, plans []pipebench.Plan, runs []*pipebench.Result) error {
-	runs = suiteOrder(finished(runs), plans)
+	runs = suite.Order(suite.Finished(runs), plans)
 	if len(runs) == 0 {
 		fmt.Fprintf(a.stdout, "suite %s: no finished case to show\n", s.Name)
 		return nil
@@ -386,75 +318,8 @@ func versionOrder(runs []*pipebench.Result) []*pipebench.Result {
 	return out
 }
 
-// checkTable refuses a suite table column whose run value ("@...") does
-// not exist, pointing at it; KPI names are not checked, as a KPI may come
-// from any observer.
-func checkTable(s *suite.Suite) error {
-	if s.Table == nil {
-		return nil
-	}
-	for i, c := range s.Table.Columns {
-		if strings.HasPrefix(c.Value, "@") && !markdown.KnownValue(c.Value) {
-			names := make([]string, 0, len(markdown.Values))
-			for n := range markdown.Values {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			return pipebench.UsageError(fmt.Sprintf("%s:%d:%d: table.columns[%d].value: unknown run value %q", s.File, c.Line, c.Col, i, c.Value),
-				"a run value is one of "+strings.Join(names, ", ")+" or "+markdown.LabelValue+"KEY; anything without @ is a KPI name", nil)
-		}
-	}
-	return nil
-}
-
-// finished leaves out runs cut short by a signal: a partial case would
-// stand in the table as if it had run its whole course.
-func finished(runs []*pipebench.Result) []*pipebench.Result {
-	var out []*pipebench.Result
-	for _, r := range runs {
-		if r.Manifest.Status != pipebench.StatusAborted {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// suiteOrder sorts runs by their case's place in the suite (cases the
-// suite no longer has last), then by start: markdown.Build makes column
-// groups in the order it first meets them.
-func suiteOrder(runs []*pipebench.Result, plans []pipebench.Plan) []*pipebench.Result {
-	at := map[string]int{}
-	for i, p := range plans {
-		at[p.Case] = i
-	}
-	rank := func(r *pipebench.Result) int {
-		c := r.Manifest.Case
-		if c == "" {
-			c = r.Manifest.Scenario
-		}
-		if i, ok := at[c]; ok {
-			return i
-		}
-		return len(plans)
-	}
-	out := append([]*pipebench.Result(nil), runs...)
-	sort.SliceStable(out, func(i, j int) bool {
-		ri, rj := rank(out[i]), rank(out[j])
-		if ri != rj {
-			return ri < rj
-		}
-		return out[i].Manifest.Started.Before(out[j].Manifest.Started)
-	})
-	return out
-}
-
-// suiteHistory reads the runs of a suite (those labelled suite=NAME),
-// oldest first, runs cut short left out. scenarios, when given, narrows the
-// reading to those scenarios' runs.
+// suiteHistory reads the runs of a suite from the history (suite.History).
 func (a *app) suiteHistory(ref, name string, scenarios []string) ([]*pipebench.Result, error) {
-	if len(scenarios) == 0 {
-		scenarios = []string{""}
-	}
 	// Read even after Ctrl-C: the table of what was kept is still due.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), time.Minute)
 	defer cancel()
@@ -463,43 +328,15 @@ func (a *app) suiteHistory(ref, name string, scenarios []string) ([]*pipebench.R
 		return nil, pipebench.UsageError("cannot open the results history", "check --store (a SQLite file path)", err)
 	}
 	defer st.Close()
-	seen := map[string]bool{}
-	var out []*pipebench.Result
-	for _, sc := range scenarios {
-		if seen[sc] {
-			continue
-		}
-		seen[sc] = true
-		runs, err := st.Runs(ctx, pipebench.RunFilter{Scenario: sc})
-		if err != nil {
-			return nil, err
-		}
-		for _, sum := range runs {
-			r, err := st.Run(ctx, sum.ID)
-			if err != nil {
-				return nil, err
-			}
-			if r.Manifest.Labels[suite.LabelKey] == name {
-				out = append(out, r)
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Manifest.Started.Before(out[j].Manifest.Started) })
-	return finished(out), nil
+	return suite.History(ctx, st, name, scenarios)
 }
 
 // suiteName turns compare's and gate's --suite into the suite's name: a
 // suite file or builtin:NAME is read for its name; anything else is the
 // name itself.
 func (a *app) suiteName(ref string) (string, error) {
-	if strings.HasPrefix(ref, "builtin:") {
-		s, err := a.loadSuite(ref)
-		if err != nil {
-			return "", err
-		}
-		return s.Name, nil
-	}
-	if fi, err := os.Stat(ref); err == nil && !fi.IsDir() {
+	fi, err := os.Stat(ref)
+	if strings.HasPrefix(ref, builtins.Prefix) || (err == nil && !fi.IsDir()) {
 		s, err := a.loadSuite(ref)
 		if err != nil {
 			return "", err

@@ -111,3 +111,37 @@ func Stop(ctx context.Context, procs ...*Proc) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Exited reports, without waiting, whether the child has ended and how:
+// its exit error (nil for status 0).
+func (p *Proc) Exited() (error, bool) {
+	if p == nil {
+		return nil, false
+	}
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return err, true
+	default:
+		return nil, false
+	}
+}
+
+// Exits describes every process of procs that has ended: its name, its
+// exit status and the tail of its log, one string each; none when all
+// still run. For a system under test's pipebench.ExitReporter.
+func Exits(procs ...*Proc) []string {
+	var out []string
+	for _, p := range procs {
+		err, ok := p.Exited()
+		if !ok {
+			continue
+		}
+		status := "exit status 0"
+		if err != nil {
+			status = err.Error()
+		}
+		out = append(out, fmt.Sprintf("%s (pid %d) exited during the run (%s); the last lines of its log %s:\n%s", p.Name, p.PID(), status, p.Log, p.Tail()))
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/report"
@@ -23,11 +24,22 @@ func New() pipebench.Reporter {
 				if len(k.Labels) > 0 {
 					labels = pipebench.KeyOf("", k.Labels)
 				}
-				cw.Write([]string{m.RunID, m.Scenario, m.Version, m.Case, p.Name, k.Name, labels,
+				cw.Write([]string{Cell(m.RunID), Cell(m.Scenario), Cell(m.Version), Cell(m.Case), Cell(p.Name), Cell(k.Name), Cell(labels),
 					strconv.FormatFloat(k.Value, 'g', -1, 64), string(k.Unit)})
 			}
 		}
 		cw.Flush()
 		return cw.Error()
 	})
+}
+
+// Cell makes a text cell safe to open in a spreadsheet: text that a
+// spreadsheet would run as a formula (starting with =, +, -, @, a tab or a
+// carriage return: names and labels come from the scenario) gets a
+// leading apostrophe, which spreadsheets show as text.
+func Cell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }

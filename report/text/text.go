@@ -22,7 +22,9 @@ type Options struct {
 
 // New returns the terminal table reporter.
 func New(o Options) pipebench.Reporter {
-	return pipebench.ReporterFunc(func(w io.Writer, r *pipebench.Result) error { return render(w, r, o) })
+	return pipebench.ReporterFunc(func(w io.Writer, r *pipebench.Result) error {
+		return render(report.PrintableWriter(w), r, o)
+	})
 }
 
 func render(w io.Writer, r *pipebench.Result, o Options) error {

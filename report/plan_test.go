@@ -1,0 +1,38 @@
+package report_test
+
+import (
+	"testing"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/report"
+)
+
+func TestFaults(t *testing.T) {
+	for _, c := range []struct {
+		f    pipebench.FaultPolicy
+		want string
+	}{
+		{pipebench.FaultPolicy{}, "-"},
+		{pipebench.FaultPolicy{Pipeline: "p2", ErrorRatio: 0.7, ErrorStatus: 503}, "pipeline p2 only: 70% answered 503"},
+		{pipebench.FaultPolicy{RateLimit: 500}, "limit 500/s"},
+	} {
+		if got := report.Faults(c.f); got != c.want {
+			t.Errorf("%+v reads %q, want %q", c.f, got, c.want)
+		}
+	}
+}
+
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"phase one":                   "phase one",
+		"a\x1b]0;owned\x07b":          "a?]0;owned?b",
+		"red \x1b[31mtext\x1b[0m":     "red ?[31mtext?[0m",
+		"tab\tand\nnewline stay":      "tab\tand\nnewline stay",
+		"c1 \u009b31m and del \x7f":   "c1 ?31m and del ?",
+		"carriage\rreturn overwrites": "carriage?return overwrites",
+	} {
+		if got := report.Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// PlanParams says how a suite's scenarios become plans.
+type PlanParams struct {
+	// Version labels every run; "" the suite's own version (and, without
+	// one, each scenario's).
+	Version string
+	// Duration, when DurationSet, scales every scenario to last this long,
+	// over the entries' own durations.
+	Duration    time.Duration
+	DurationSet bool
+	// Compile reads the scenario ref (a file or builtin:NAME) and compiles
+	// it, scaled to total when scale is true and labelled version when it
+	// is not "".
+	Compile func(ref string, total time.Duration, scale bool, version string) (pipebench.Plan, error)
+	// Values are the run values ("@case") a table column may name, for
+	// CheckTable; nil skips the check.
+	Values []string
+}
+
+// Plans compiles every scenario the suite names, so that a mistake in the
+// fourth is found before the first runs. Each plan carries the suite's
+// version, its case (the entry's, else the scenario's case, else its name:
+// unique within the suite) and the label suite=NAME.
+func (s *Suite) Plans(p PlanParams) ([]pipebench.Plan, error) {
+	if err := s.CheckTable(p.Values); err != nil {
+		return nil, err
+	}
+	version := p.Version
+	if version == "" {
+		version = s.Version
+	}
+	var plans []pipebench.Plan
+	caseAt := map[string]int{}
+	for i, e := range s.Entries {
+		where := fmt.Sprintf("%s:%d: scenarios[%d]", s.File, e.Line, i)
+		total, set := e.Duration.D(), e.Duration > 0
+		if p.DurationSet {
+			total, set = p.Duration, true
+		}
+		plan, err := p.Compile(e.Scenario, total, set, version)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		if e.Case != "" {
+			plan.Case = e.Case
+		}
+		if plan.Case == "" {
+			plan.Case = plan.Scenario
+		}
+		if prev, dup := caseAt[plan.Case]; dup {
+			return nil, pipebench.UsageError(fmt.Sprintf("%s: case %q is also the case of scenarios[%d]", where, plan.Case, prev),
+				"give each entry its own case: label, so that each is its own column group", nil)
+		}
+		caseAt[plan.Case] = i
+		labels := map[string]string{}
+		for k, v := range plan.Labels {
+			labels[k] = v
+		}
+		labels[LabelKey] = s.Name
+		plan.Labels = labels
+		plans = append(plans, plan)
+	}
+	return plans, nil
+}
+
+// LabelValue starts a table column's value that takes a run label:
+// @label:KEY.
+const LabelValue = "@label:"
+
+// CheckTable refuses a table column whose run value ("@...") is not one
+// of values (nor @label:KEY), pointing at it; KPI names are not checked,
+// as a KPI may come from any observer. nil values: no check.
+func (s *Suite) CheckTable(values []string) error {
+	if s.Table == nil || values == nil {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, v := range values {
+		known[v] = true
+	}
+	for i, c := range s.Table.Columns {
+		if strings.HasPrefix(c.Value, "@") && !known[c.Value] && !strings.HasPrefix(c.Value, LabelValue) {
+			names := append([]string(nil), values...)
+			sort.Strings(names)
+			return pipebench.UsageError(fmt.Sprintf("%s:%d:%d: table.columns[%d].value: unknown run value %q", s.File, c.Line, c.Col, i, c.Value),
+				"a run value is one of "+strings.Join(names, ", ")+" or "+LabelValue+"KEY; anything without @ is a KPI name", nil)
+		}
+	}
+	return nil
+}
+
+// History reads the runs of the suite called name from st (those labelled
+// suite=NAME), oldest first, leaving out runs that did not run their
+// course (cut short by a signal, or checkpoints of runs still going).
+// scenarios, when given, narrows the reading to those scenarios' runs.
+func History(ctx context.Context, st pipebench.Store, name string, scenarios []string) ([]*pipebench.Result, error) {
+	if len(scenarios) == 0 {
+		scenarios = []string{""}
+	}
+	seen := map[string]bool{}
+	var out []*pipebench.Result
+	for _, sc := range scenarios {
+		if seen[sc] {
+			continue
+		}
+		seen[sc] = true
+		runs, err := st.Runs(ctx, pipebench.RunFilter{Scenario: sc})
+		if err != nil {
+			return nil, err
+		}
+		for _, sum := range runs {
+			r, err := st.Run(ctx, sum.ID)
+			if err != nil {
+				return nil, err
+			}
+			if r.Manifest.Labels[LabelKey] == name {
+				out = append(out, r)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Manifest.Started.Before(out[j].Manifest.Started) })
+	return Finished(out), nil
+}
+
+// Finished leaves out runs that did not run their course: cut short by a
+// signal, or still going. A partial case would stand in a table as if it
+// had run its whole course. (Invalid runs stay: a table marks them.)
+func Finished(runs []*pipebench.Result) []*pipebench.Result {
+	var out []*pipebench.Result
+	for _, r := range runs {
+		if st := r.Manifest.Status; st != pipebench.StatusAborted && st != pipebench.StatusRunning {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Order sorts runs by their case's place among plans (cases the suite no
+// longer has last), then by start: tables make column groups in the order
+// they first meet them.
+func Order(runs []*pipebench.Result, plans []pipebench.Plan) []*pipebench.Result {
+	at := map[string]int{}
+	for i, p := range plans {
+		at[p.Case] = i
+	}
+	rank := func(r *pipebench.Result) int {
+		c := r.Manifest.Case
+		if c == "" {
+			c = r.Manifest.Scenario
+		}
+		if i, ok := at[c]; ok {
+			return i
+		}
+		return len(plans)
+	}
+	out := append([]*pipebench.Result(nil), runs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, rj := rank(out[i]), rank(out[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return out[i].Manifest.Started.Before(out[j].Manifest.Started)
+	})
+	return out
+}
