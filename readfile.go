@@ -2,7 +2,6 @@ package pipebench
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -53,16 +52,20 @@ func ReadAllLimit(r io.Reader, name string, limit int64) ([]byte, error) {
 // checkpoint), refusing a file that is too large, is no Result, or comes
 // from a newer pipebench, with an error saying which and what to do.
 func ReadResult(path string) (*Result, error) {
-	data, err := ReadFile(path, MaxResultSize)
+	f, err := os.Open(path)
 	if err != nil {
-		var pe *Error
-		if errors.As(err, &pe) {
-			return nil, err
-		}
 		return nil, UsageError("cannot read the result", "give the path of a file written by `pipebench run --out`", err)
 	}
+	defer f.Close()
+	// Decoded as it is read, through the limit: a file that is no JSON
+	// fails at its first byte, one too large at the limit.
+	lr := &io.LimitedReader{R: f, N: MaxResultSize + 1}
 	var res Result
-	if err := json.Unmarshal(data, &res); err != nil {
+	if err := json.NewDecoder(lr).Decode(&res); err != nil {
+		if lr.N <= 0 {
+			return nil, &Error{Code: ExitUsage, Msg: fmt.Sprintf("%s is larger than %s, the most pipebench reads of a Result", path, FormatBytes(MaxResultSize)),
+				Hint: "check that it is the file you meant"}
+		}
 		return nil, UsageError(fmt.Sprintf("%s is not a pipebench result", path), "give the path of a file written by `pipebench run --out`", err)
 	}
 	if res.Schema == 0 || res.Schema > ResultSchema {

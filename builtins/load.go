@@ -1,9 +1,9 @@
 package builtins
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/pipebench/pipebench"
@@ -58,8 +58,11 @@ func ScenarioSource(ref string) (data []byte, file string, err error) {
 		data, err = fs.ReadFile(examples.FS, name+".yaml")
 		file = name + ".yaml"
 	} else {
-		data, err = os.ReadFile(ref)
+		data, err = pipebench.ReadFile(ref, pipebench.MaxScenarioSize)
 		file = ref
+	}
+	if pe := (*pipebench.Error)(nil); errors.As(err, &pe) {
+		return nil, "", err
 	}
 	if err != nil {
 		return nil, "", pipebench.UsageError(fmt.Sprintf("cannot read the scenario %s", ref), "give a scenario file or builtin:NAME", err)
@@ -77,7 +80,10 @@ func Suite(ref string) (*suite.Suite, error) {
 		}
 		return suite.Parse(ref, data)
 	}
-	data, err := os.ReadFile(ref)
+	data, err := pipebench.ReadFile(ref, pipebench.MaxScenarioSize)
+	if pe := (*pipebench.Error)(nil); errors.As(err, &pe) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, pipebench.UsageError(fmt.Sprintf("cannot read the suite %s", ref), "give a suite file or builtin:NAME (pipebench suite list)", err)
 	}

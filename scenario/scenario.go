@@ -6,7 +6,6 @@ package scenario
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/pipebench/pipebench"
@@ -81,11 +80,7 @@ const (
 func Load(path string, p Params) (*Scenario, error) {
 	var data []byte
 	var err error
-	if path == "-" {
-		data, err = io.ReadAll(os.Stdin)
-	} else {
-		data, err = os.ReadFile(path)
-	}
+	data, err = pipebench.ReadFile(path, pipebench.MaxScenarioSize)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, pipebench.UsageError(fmt.Sprintf("scenario file %s does not exist", path),

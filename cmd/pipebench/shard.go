@@ -71,13 +71,9 @@ missing slice are refused.`,
 			if err != nil {
 				return err
 			}
-			var shards []*pipebench.Result
-			for _, arg := range args {
-				r, err := pipebench.ReadResult(arg)
-				if err != nil {
-					return err
-				}
-				shards = append(shards, r)
+			shards, err := execute.ReadShards(args)
+			if err != nil {
+				return err
 			}
 			keep := execute.Keep{Out: out, Store: store, NoStore: noStore}
 			if err := keep.Check(a.ctx); err != nil {

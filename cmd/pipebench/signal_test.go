@@ -20,8 +20,8 @@ import (
 	"github.com/pipebench/pipebench/store/storetest"
 )
 
-// TestHelperCLI is not a test: it runs the CLI as a child process for
-// TestInterruptWritesPartialResult, and skips otherwise.
+// TestHelperCLI is not a test: it runs the CLI as a child process for the
+// signal tests, and skips otherwise.
 func TestHelperCLI(t *testing.T) {
 	args := os.Getenv("PIPEBENCH_HELPER_ARGS")
 	if args == "" {
@@ -36,12 +36,17 @@ func TestHelperCLI(t *testing.T) {
 	os.Exit(code)
 }
 
-// Ctrl-C during a run stops the load, keeps what was measured, writes the
-// partial Result marked aborted and prints the table.
-func TestInterruptWritesPartialResult(t *testing.T) {
-	dir := t.TempDir()
-	scen := filepath.Join(dir, "long.yaml")
-	os.WriteFile(scen, []byte(`
+// Every stop signal during a run stops the load within a second, keeps
+// what was measured, writes the partial Result marked aborted, saves it in
+// the history, names it and prints the table: Ctrl-C (SIGINT), SIGTERM,
+// SIGHUP (the terminal went away) and SIGPIPE (the output's reader quit).
+func TestStopSignalsKeepPartialResult(t *testing.T) {
+	for _, sig := range stopSignals {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			scen := filepath.Join(dir, "long.yaml")
+			os.WriteFile(scen, []byte(`
 name: long
 target: {driver: http}
 sink: {type: http}
@@ -50,35 +55,79 @@ phases:
   - {name: first, duration: 60s, rate: 200/s}
   - {name: second, duration: 60s, rate: 200/s}
 `), 0o644)
+			out := filepath.Join(dir, "result.json")
+			cmd, stdout, stderr, done := startChild(t, "run", scen, "--out", out, "--store", filepath.Join(dir, "h.db"))
+			// The first line with a measured rate comes after a few
+			// seconds of load.
+			stderr.waitFor(t, "  sent ")
+			sent := time.Now()
+			cmd.Process.Signal(sig)
+			stderr.waitFor(t, "stopping")
+			if took := time.Since(sent); took > 5*time.Second {
+				t.Errorf("the signal was acknowledged after %s", took)
+			}
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the run did not stop within 20s of %s", sig)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != pipebench.ExitFailure {
+				t.Errorf("exit %d, want %d\nstderr: %s", code, pipebench.ExitFailure, stderr.String())
+			}
+			res := readJSONResult(t, out)
+			if res.Manifest.Status != pipebench.StatusAborted || len(res.Phases) != 1 {
+				t.Fatalf("status %s, %d phases", res.Manifest.Status, len(res.Phases))
+			}
+			if sent, _ := res.Phases[0].Get("sent"); sent < 100 {
+				t.Errorf("sent %v before the signal, want about 400", sent)
+			}
+			if !strings.Contains(stdout.String(), "ABORTED") {
+				t.Errorf("the table was not printed:\n%s", stdout.String())
+			}
+			if !strings.Contains(stderr.String(), "saved as run "+res.Manifest.RunID) {
+				t.Errorf("the run was not saved and named:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+// The output piped into a program that quits before the table (like
+// head): the table cannot be written, but the Result is written and saved,
+// and the exit code says it was not all kept.
+func TestClosedOutputKeepsResult(t *testing.T) {
+	dir := t.TempDir()
+	scen := writeScenario(t, dir, `
+name: short
+target: {driver: http}
+sink: {type: http}
+drain: 1s
+phases:
+  - {name: only, duration: 1s, rate: 100/s}
+`)
 	out := filepath.Join(dir, "result.json")
-	cmd, stdout, stderr, done := startChild(t, "run", scen, "--out", out, "--no-store")
-	// The first line with a measured rate comes after a few seconds of load.
-	stderr.waitFor(t, "  sent ")
-	cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the run did not stop within 20s of SIGINT")
-	}
-	if code := cmd.ProcessState.ExitCode(); code != pipebench.ExitFailure {
-		t.Errorf("exit %d, want %d\nstderr: %s", code, pipebench.ExitFailure, stderr.String())
-	}
-	data, err := os.ReadFile(out)
+	r, w, err := os.Pipe()
 	if err != nil {
-		t.Fatalf("no partial result: %v\nstderr: %s", err, stderr.String())
-	}
-	var res pipebench.Result
-	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Manifest.Status != pipebench.StatusAborted || len(res.Phases) != 1 {
-		t.Fatalf("status %s, %d phases", res.Manifest.Status, len(res.Phases))
+	r.Close() // the reader quit before anything was written
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCLI$")
+	cmd.Env = append(os.Environ(), "PIPEBENCH_HELPER_ARGS="+strings.Join([]string{"run", scen, "--out", out, "--store", filepath.Join(dir, "h.db")}, "\x1f"))
+	stderr := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = w, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	if sent, _ := res.Phases[0].Get("sent"); sent < 100 {
-		t.Errorf("sent %v before the interrupt, want about 400", sent)
+	w.Close()
+	err = cmd.Wait()
+	if cmd.ProcessState.ExitCode() != pipebench.ExitFailure {
+		t.Errorf("%v, exit %d, want %d (killed by SIGPIPE: -1)\nstderr:\n%s", err, cmd.ProcessState.ExitCode(), pipebench.ExitFailure, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "ABORTED") {
-		t.Errorf("the table was not printed:\n%s", stdout.String())
+	res := readJSONResult(t, out)
+	if sent, _ := res.Total.Get("sent"); sent != 100 {
+		t.Errorf("sent %v", sent)
+	}
+	if !strings.Contains(stderr.String(), "saved as run "+res.Manifest.RunID) {
+		t.Errorf("the run was not saved and named:\n%s", stderr.String())
 	}
 }
 

@@ -5,15 +5,18 @@
 package protoschema
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/bufbuild/protocompile"
 	"github.com/bufbuild/protocompile/reporter"
+	"github.com/pipebench/pipebench"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
@@ -46,8 +49,23 @@ type Resolver interface {
 // problems.
 func Compile(ctx context.Context, files, importPaths []string, fsys fs.FS) (*protoregistry.Files, error) {
 	src := &protocompile.SourceResolver{ImportPaths: importPaths}
+	open := func(path string) (io.ReadCloser, error) { return os.Open(path) }
 	if fsys != nil {
-		src.Accessor = func(path string) (io.ReadCloser, error) { return fsys.Open(path) }
+		open = func(path string) (io.ReadCloser, error) { return fsys.Open(path) }
+	}
+	// Every file through a size limit, checked while reading: a wrong
+	// file (/dev/zero) is an error, not an exhausted memory.
+	src.Accessor = func(path string) (io.ReadCloser, error) {
+		f, err := open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		data, err := pipebench.ReadAllLimit(f, path, pipebench.MaxProtoSize)
+		if err != nil {
+			return nil, err
+		}
+		return io.NopCloser(bytes.NewReader(data)), nil
 	}
 	var problems []string
 	c := protocompile.Compiler{
