@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 // recorder is a real HTTP server on loopback that keeps the headers of
@@ -62,13 +63,7 @@ func newRecorder(t *testing.T, hang bool) *recorder {
 // waitRequests waits until the server received at least n requests.
 func (r *recorder) waitRequests(t *testing.T, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for r.n.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server received %d requests, want %d", r.n.Load(), n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 30*time.Second, func() bool { return r.n.Load() >= n }, "the server received %v requests, want %d", testutil.Lazy(func() string { return fmt.Sprint(r.n.Load()) }), n)
 }
 
 func writeScenario(t *testing.T, dir, body string) string {

@@ -152,13 +152,7 @@ func (b *lockedBuffer) String() string {
 // waitFor waits until the output holds s.
 func (b *lockedBuffer) waitFor(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(b.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the child never printed %q; it printed:\n%s", s, b.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Eventually(t, 60*time.Second, func() bool { return strings.Contains(b.String(), s) }, "the child never printed %q; it printed:\n%s", s, testutil.Lazy(b.String))
 }
 
 // startChild runs the CLI with args in a child process.

@@ -35,3 +35,11 @@ func Poll(timeout time.Duration, cond func() bool) bool {
 		<-tick.C
 	}
 }
+
+// Lazy is a value for Eventually's message that is computed only when the
+// message is printed, at the timeout: testutil.Lazy(out.String) shows the
+// output as it was then, not when Eventually was called.
+type Lazy func() string
+
+// String calls l.
+func (l Lazy) String() string { return l() }
