@@ -162,6 +162,13 @@ type MultiEndpoint interface {
 	Endpoints() map[string]string
 }
 
+// MultiReporter is the optional ability of a Reporter to render several
+// Results at once, overlaid (`pipebench report a.json b.json --format
+// html`); Report of one Result is ReportAll of one.
+type MultiReporter interface {
+	ReportAll(w io.Writer, results []*Result) error
+}
+
 // ExitReporter is the optional ability of a SUT to say which of its
 // processes ended while it should have been running: one description each
 // (name, exit status, the tail of its log), none when all run. The runner

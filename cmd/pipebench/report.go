@@ -12,7 +12,6 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/report/chart"
-	htmlreport "github.com/pipebench/pipebench/report/html"
 )
 
 func (a *app) reportCommand() *cobra.Command {
@@ -30,9 +29,18 @@ func (a *app) reportCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if len(args) > 1 && format != "html" && charts == "" {
-				return pipebench.UsageError(fmt.Sprintf("%d results given: only --format html overlays runs", len(args)),
-					"use --format html, or `pipebench compare` for a table of versions", nil)
+			multi, _ := rep.(pipebench.MultiReporter)
+			if len(args) > 1 && multi == nil && charts == "" {
+				var overlays []string
+				for _, name := range a.reg.Reporters.Names() {
+					if r, err := a.reg.Reporter(name); err == nil {
+						if _, ok := r.(pipebench.MultiReporter); ok {
+							overlays = append(overlays, name)
+						}
+					}
+				}
+				return pipebench.UsageError(fmt.Sprintf("%d results given: --format %s shows one run", len(args), format),
+					"formats that overlay several runs: "+strings.Join(overlays, ", ")+"; or `pipebench compare` for a table of versions", nil)
 			}
 			var results []*pipebench.Result
 			for _, arg := range args {
@@ -46,8 +54,8 @@ func (a *app) reportCommand() *cobra.Command {
 				return writeCharts(a.stdout, charts, results)
 			}
 			render := func(w io.Writer) error {
-				if format == "html" {
-					return htmlreport.Write(w, results...)
+				if multi != nil {
+					return multi.ReportAll(w, results)
 				}
 				return rep.Report(w, results[0])
 			}
@@ -57,7 +65,7 @@ func (a *app) reportCommand() *cobra.Command {
 			return execute.WriteFile(out, 0o644, render)
 		},
 	}
-	cmd.Flags().StringVarP(&format, "format", "f", "text", "text, md, json, csv, junit, html")
+	cmd.Flags().StringVarP(&format, "format", "f", "text", "report format: "+strings.Join(a.reg.Reporters.Names(), ", "))
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
 	cmd.Flags().StringVar(&charts, "charts", "", "write every chart as SVG and PNG into this folder instead of a report")
 	storeFlag(cmd, &storeRef)

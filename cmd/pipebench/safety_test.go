@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
@@ -272,7 +273,11 @@ func TestSecretHeaderReachesServerAndNothingElse(t *testing.T) {
 		written[f] = string(data)
 	}
 	res := readJSONResult(t, out)
-	for _, format := range []string{"text", "md", "json", "csv", "junit", "html"} {
+	reg, err := builtins.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range reg.Reporters.Names() {
 		o, e, code := cli(t, "report", out, "--format", format)
 		if code != 0 {
 			t.Fatalf("report --format %s: exit %d: %s", format, code, e)

@@ -37,10 +37,17 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"number":   report.Number,
 }).Parse(pageSrc))
 
-// New returns the reporter for one run.
-func New() pipebench.Reporter {
-	return pipebench.ReporterFunc(func(w io.Writer, r *pipebench.Result) error { return Write(w, r) })
-}
+// New returns the HTML reporter: one run, or several overlaid
+// (pipebench.MultiReporter).
+func New() pipebench.Reporter { return reporter{} }
+
+type reporter struct{}
+
+var _ pipebench.MultiReporter = reporter{}
+
+func (reporter) Report(w io.Writer, r *pipebench.Result) error { return Write(w, r) }
+
+func (reporter) ReportAll(w io.Writer, rs []*pipebench.Result) error { return Write(w, rs...) }
 
 // Write renders one page for the results: one run, or several overlaid (in
 // the order given; the first run's phases mark the charts).
