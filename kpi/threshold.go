@@ -280,7 +280,14 @@ func EvalThreshold(t pipebench.Threshold, p *pipebench.PhaseResult) []pipebench.
 			res.Expr = t.Expr + " [" + lw[i] + "]"
 		}
 		if !ok {
-			res.Message = fmt.Sprintf("%s is %s, not %s %s", describe(t.Left), num(l), t.Op, num(r))
+			// The KPI as the table names it (its labels when several
+			// instances were judged), with its unit on both sides.
+			what := describe(t.Left)
+			if lw[i] != "" && !t.Left.Const {
+				what = lw[i]
+			}
+			u := unitOf(p, t.Left)
+			res.Message = fmt.Sprintf("%s is %s, not %s %s", what, withUnit(l, u), t.Op, withUnit(r, u))
 		}
 		out = append(out, res)
 	}
@@ -295,6 +302,31 @@ func describe(o pipebench.Operand) string {
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// unitOf is the unit of the KPI an operand names in phase p ("" for a
+// constant or a KPI without one).
+func unitOf(p *pipebench.PhaseResult, o pipebench.Operand) pipebench.Unit {
+	if o.Const {
+		return ""
+	}
+	for _, k := range p.KPIs {
+		if k.Name == o.KPI {
+			return k.Unit
+		}
+	}
+	return ""
+}
+
+// withUnit writes v in unit u as a person reads it: 13.9 ms, 2,000/s.
+func withUnit(v float64, u pipebench.Unit) string {
+	switch u {
+	case "", pipebench.UnitCount, pipebench.UnitRatio:
+		return num(v)
+	case pipebench.UnitPerSecond:
+		return num(v) + "/s"
+	}
+	return num(v) + " " + string(u)
+}
 
 func compare(l float64, op string, r float64) bool {
 	switch op {

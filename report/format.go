@@ -107,6 +107,11 @@ func Status(r *pipebench.Result) string {
 	case pipebench.StatusCompleted:
 		return "COMPLETED, no thresholds"
 	case pipebench.StatusFailed:
+		for _, why := range r.Manifest.Reasons {
+			if strings.HasPrefix(why, "the system under test failed") {
+				return "FAILED: the system under test failed"
+			}
+		}
 		return "FAILED: thresholds"
 	case pipebench.StatusInvalid:
 		return "INVALID: the numbers do not describe the system under test"
