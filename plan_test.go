@@ -1,6 +1,7 @@
 package pipebench_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +175,36 @@ func TestFormatCount(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", 999: "999", 1000: "1,000", 1234567.6: "1,234,568", -4200: "-4,200"} {
 		if got := pipebench.FormatCount(v); got != want {
 			t.Errorf("FormatCount(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestScaleRateKeepsTheShape(t *testing.T) {
+	p := pipebench.Plan{Phases: []pipebench.PlanPhase{
+		{Name: "a", Duration: pipebench.Duration(10 * time.Second), Profile: pipebench.Profile{Kind: pipebench.ProfileConstant, Rate: 1000}},
+		{Name: "b", Duration: pipebench.Duration(10 * time.Second), Profile: pipebench.Profile{Kind: pipebench.ProfileRamp, From: 500, To: 2000}},
+		{Name: "c", Duration: pipebench.Duration(10 * time.Second), Profile: pipebench.Profile{Kind: pipebench.ProfileBurst, Rate: 100, Burst: &pipebench.Burst{Rate: 4000, For: pipebench.Duration(time.Second), Every: pipebench.Duration(5 * time.Second)}}},
+	}}
+	if err := p.CountItems(); err != nil {
+		t.Fatal(err)
+	}
+	q, err := p.ScaleRate(2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.PeakRate() != 2000 || q.Phases[0].Profile.Rate != 500 || q.Phases[1].Profile.From != 250 || q.Phases[1].Profile.To != 1000 ||
+		q.Phases[2].Profile.Rate != 50 || q.Phases[2].Profile.Burst.Rate != 2000 {
+		t.Errorf("scaled: %+v", q.Phases)
+	}
+	if p.Phases[2].Profile.Burst.Rate != 4000 {
+		t.Error("ScaleRate changed the plan it was called on")
+	}
+	if q.Phases[0].Items != p.Phases[0].Items/2 {
+		t.Errorf("items %d, want %d", q.Phases[0].Items, p.Phases[0].Items/2)
+	}
+	for _, bad := range []pipebench.Rate{0, -1, pipebench.Rate(math.NaN()), pipebench.Rate(math.Inf(1))} {
+		if _, err := p.ScaleRate(bad); err == nil {
+			t.Errorf("ScaleRate(%v) took it", float64(bad))
 		}
 	}
 }

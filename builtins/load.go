@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/pipebench/pipebench"
@@ -36,12 +37,38 @@ func Scenario(ref string, reg *pipebench.Registry) (*scenario.Scenario, error) {
 	if name, ok := strings.CutPrefix(ref, Prefix); ok {
 		data, err := fs.ReadFile(examples.FS, name+".yaml")
 		if err != nil {
-			return nil, pipebench.UsageError(fmt.Sprintf("there is no built-in scenario %q", name),
+			return nil, pipebench.UsageError(fmt.Sprintf("there is no built-in scenario %q%s", name, pipebench.DidYouMean(name, examples.Names())),
 				"list them with: pipebench run --list", nil)
 		}
 		return scenario.Parse(ref, data, p)
 	}
+	if err := otherExtension(ref); err != nil {
+		return nil, err
+	}
 	return scenario.Load(ref, p)
+}
+
+// otherExtension says, for a file that does not exist, which file of the
+// same name with another YAML extension does (x.yml for x.yaml), or which
+// built-in its name is (quickstart for builtin:quickstart).
+func otherExtension(ref string) error {
+	if _, err := os.Stat(ref); err == nil || ref == "-" {
+		return nil
+	}
+	base := strings.TrimSuffix(strings.TrimSuffix(ref, ".yaml"), ".yml")
+	for _, ext := range []string{".yaml", ".yml"} {
+		if alt := base + ext; alt != ref {
+			if _, err := os.Stat(alt); err == nil {
+				return pipebench.UsageError(fmt.Sprintf("scenario file %s does not exist (did you mean %s?)", ref, alt), "", nil)
+			}
+		}
+	}
+	if !strings.ContainsRune(ref, os.PathSeparator) {
+		if m := pipebench.Suggest(base, examples.Names()); m != "" {
+			return pipebench.UsageError(fmt.Sprintf("scenario file %s does not exist (did you mean builtin:%s?)", ref, m), "built-in scenarios are named builtin:NAME: pipebench run --list", nil)
+		}
+	}
+	return nil
 }
 
 // ScenarioBytes parses a scenario held in memory; file names it in
@@ -75,7 +102,7 @@ func Suite(ref string) (*suite.Suite, error) {
 	if name, ok := strings.CutPrefix(ref, Prefix); ok {
 		data, err := fs.ReadFile(examples.FS, "suites/"+name+".yaml")
 		if err != nil {
-			return nil, pipebench.UsageError(fmt.Sprintf("there is no built-in suite %q", name),
+			return nil, pipebench.UsageError(fmt.Sprintf("there is no built-in suite %q%s", name, pipebench.DidYouMean(name, examples.SuiteNames())),
 				"list them with: pipebench suite list", nil)
 		}
 		return suite.Parse(ref, data)

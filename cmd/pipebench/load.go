@@ -43,3 +43,21 @@ func compile(sc *scenario.Scenario, total time.Duration, totalSet bool, sutVersi
 	}
 	return plan, nil
 }
+
+// overrideRate applies --rate (a rate like 2000/s: the plan's peak rate,
+// every other rate scaled by the same factor, the shape kept); "" leaves
+// the plan as it is.
+func overrideRate(plan pipebench.Plan, rate string) (pipebench.Plan, error) {
+	if rate == "" {
+		return plan, nil
+	}
+	r, err := parseRateFlag("rate", rate)
+	if err != nil {
+		return plan, err
+	}
+	scaled, err := plan.ScaleRate(r)
+	if err != nil {
+		return plan, pipebench.UsageError(fmt.Sprintf("--rate %s cannot be used", rate), "", err)
+	}
+	return scaled, nil
+}

@@ -147,3 +147,33 @@ phases:
 		t.Errorf("sustainable_rate %v (%v), want about 1,000/s", v, ok)
 	}
 }
+
+// The CLI's habits: a misspelt flag, command, built-in or file extension
+// gets the nearest right one; a value that does not parse says what to
+// write; --rate scales the plan's rates.
+func TestDidYouMean(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "s.yml"), []byte("name: s\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--duraton", "30s"}, "did you mean --duration?"},
+		{[]string{"run", "--duration", "30"}, "write a number with a unit"},
+		{[]string{"run", "builtin:quickstrat"}, `did you mean "quickstart"?`},
+		{[]string{"run", "quickstart"}, "did you mean builtin:quickstart?"},
+		{[]string{"run", filepath.Join(dir, "s.yaml")}, "did you mean " + filepath.Join(dir, "s.yml")},
+		{[]string{"suite", "run", "builtin:kyma-trace"}, `did you mean "kyma-traces"?`},
+		{[]string{"rnu"}, "Did you mean this?"},
+		{[]string{"plan", "--rate", "fast"}, "--rate"},
+	} {
+		_, stderr, code := cli(t, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, want 2 and %q in:\n%s", c.args, code, c.want, stderr)
+		}
+	}
+	stdout, stderr, code := cli(t, "plan", "builtin:quickstart", "--rate", "1000/s")
+	if code != 0 || !strings.Contains(stdout, "constant 1000/s") || !strings.Contains(stdout, "constant 400/s") {
+		t.Errorf("plan --rate: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

@@ -42,6 +42,7 @@ func (a *app) validateCommand() *cobra.Command {
 func (a *app) planCommand() *cobra.Command {
 	var asJSON bool
 	var total time.Duration
+	var rate string
 	cmd := &cobra.Command{
 		Use:   "plan [scenario.yaml | builtin:NAME]",
 		Short: "Print the compiled plan: phases, rates, durations, items, expected run time (sends nothing)",
@@ -59,6 +60,9 @@ func (a *app) planCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if plan, err = overrideRate(plan, rate); err != nil {
+				return err
+			}
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
@@ -70,5 +74,6 @@ func (a *app) planCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
 	cmd.Flags().DurationVar(&total, "duration", 0, "scale every phase so the load lasts this long in total")
+	cmd.Flags().StringVar(&rate, "rate", "", "scale every rate so the highest is this, like 2000/s")
 	return cmd
 }

@@ -21,6 +21,7 @@ type runFlags struct {
 	format      string
 	duration    time.Duration
 	durationSet bool
+	rate        string
 	shard       string
 	startAt     string
 	checkpoint  time.Duration
@@ -59,6 +60,7 @@ func (a *app) runCommand() *cobra.Command {
 	fl.StringVarP(&f.out, "out", "o", "", "write the Result (JSON) to this file, atomically")
 	fl.StringVarP(&f.format, "format", "f", "text", "report printed at the end: "+strings.Join(a.reg.Reporters.Names(), ", "))
 	fl.DurationVar(&f.duration, "duration", 0, "scale every phase so the load lasts this long in total (keeps the shape)")
+	fl.StringVar(&f.rate, "rate", "", "scale every rate so the highest is this, like 2000/s (keeps the shape)")
 	fl.StringVar(&f.sutVersion, "sut-version", "", "version label of the system under test (overrides the scenario's `version`)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress display")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
@@ -103,6 +105,9 @@ func (a *app) run(ref string, f runFlags) error {
 	}
 	plan, err := compile(sc, f.duration, f.durationSet, f.sutVersion)
 	if err != nil {
+		return err
+	}
+	if plan, err = overrideRate(plan, f.rate); err != nil {
 		return err
 	}
 	if plan, err = shardPlan(plan, f.shard, f.startAt, time.Now()); err != nil {

@@ -26,6 +26,7 @@ type suiteFlags struct {
 	sutVersion  string
 	duration    time.Duration
 	durationSet bool
+	rate        string
 	store       string
 	noStore     bool
 	quiet       bool
@@ -79,6 +80,7 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 	fl := run.Flags()
 	fl.StringVar(&f.sutVersion, "sut-version", "", "version label of every run (overrides the suite's and the scenarios' `version`)")
 	fl.DurationVar(&f.duration, "duration", 0, "scale every scenario to last this long (overrides the entries' duration)")
+	fl.StringVar(&f.rate, "rate", "", "scale every scenario's rates so its highest is this, like 2000/s (keeps the shape)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress display")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
 	storeFlag(run, &f.store)
@@ -146,7 +148,11 @@ func (a *app) planSuite(ref string, f suiteFlags) (*suite.Suite, []pipebench.Pla
 			if err != nil {
 				return pipebench.Plan{}, err
 			}
-			return compile(sc, total, scale, version)
+			plan, err := compile(sc, total, scale, version)
+			if err != nil {
+				return plan, err
+			}
+			return overrideRate(plan, f.rate)
 		}})
 	return s, plans, err
 }
