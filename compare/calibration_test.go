@@ -12,13 +12,15 @@ import (
 )
 
 // The gate's error rates, measured on simulated replicates: each run's
-// p99 is 100 ms × (1 + shift) × (1 + cv·N(0,1)), a fresh noise seed per
+// p99 is 100 ms × (1 + shift) × (1 + cv·N(0,1)), or with skew × exp(cv·N(0,1)
+// - cv²/2) (lognormal: a long tail of slow runs), a fresh noise seed per
 // trial. With no shift every flagged regression is a false positive; with
 // one, the share flagged is the detection rate.
 type trial struct {
 	runs      int     // runs on each side
 	shift, cv float64 // the candidate's true change, the runs' spread
 	tolerance float64
+	skew      bool
 }
 
 type rates struct {
@@ -35,6 +37,9 @@ func calibrate(tr trial, seeds, resamples int) rates {
 			var xs []float64
 			for range tr.runs {
 				x := m * (1 + tr.cv*rng.NormFloat64())
+				if tr.skew {
+					x = m * math.Exp(tr.cv*rng.NormFloat64()-tr.cv*tr.cv/2)
+				}
 				xs = append(xs, x)
 				rs = append(rs, &pipebench.Result{Manifest: pipebench.Manifest{Version: v, Case: "c", Status: pipebench.StatusPassed},
 					Phases: []pipebench.PhaseResult{{Name: "load", KPIs: []pipebench.KPI{{Name: "latency.p99", Value: x}}}}})
@@ -90,6 +95,12 @@ func TestGateCalibration(t *testing.T) {
 			t.Errorf("%d runs, tolerance 10%%: %.1f%% false positives", n, 100*tol.flagged)
 		}
 	}
+	for _, n := range []int{3, 10} {
+		// Runs far more erratic than MaxCV: the interval widens with them.
+		if tail := calibrate(trial{runs: n, cv: 0.6, tolerance: 0.10, skew: true}, seeds, resamples); tail.flagged > 0.06 {
+			t.Errorf("%d runs, lognormal spread 0.6: %.1f%% false positives", n, 100*tail.flagged)
+		}
+	}
 	if shift := calibrate(trial{runs: 5, shift: 0.20, cv: 0.05, tolerance: 0.10}, seeds, resamples); shift.flagged < 0.6 {
 		t.Errorf("5 runs, +20%% with 5%% spread, tolerance 10%%: found in %.1f%% of trials", 100*shift.flagged)
 	}
@@ -104,18 +115,24 @@ func TestGateCalibration(t *testing.T) {
 func BenchmarkGateCalibration(b *testing.B) {
 	const seeds = 1000
 	var out strings.Builder
-	fmt.Fprintf(&out, "\n%-5s %-6s %-5s %-9s %-10s %-10s %-10s\n", "runs", "shift", "cv", "tolerance", "flagged", "covered", "previous")
 	for b.Loop() {
 		out.Reset()
+		fmt.Fprintf(&out, "\n%-5s %-6s %-9s %-9s %-10s %-10s %-10s\n", "runs", "shift", "cv", "tolerance", "flagged", "covered", "previous")
 		for _, tr := range []trial{
-			{3, 0, 0.05, 0}, {5, 0, 0.05, 0}, {10, 0, 0.05, 0},
-			{3, 0, 0.05, 0.10}, {5, 0, 0.05, 0.10}, {10, 0, 0.05, 0.10},
-			{3, 0, 0.10, 0.10}, {5, 0, 0.10, 0.10}, {10, 0, 0.10, 0.10},
-			{3, 0.20, 0.05, 0.10}, {5, 0.20, 0.05, 0.10}, {10, 0.20, 0.05, 0.10},
-			{3, 0.30, 0.10, 0.10}, {5, 0.30, 0.10, 0.10}, {10, 0.30, 0.10, 0.10},
+			{3, 0, 0.05, 0, false}, {5, 0, 0.05, 0, false}, {10, 0, 0.05, 0, false},
+			{3, 0, 0.05, 0.10, false}, {5, 0, 0.05, 0.10, false}, {10, 0, 0.05, 0.10, false},
+			{3, 0, 0.10, 0.10, false}, {5, 0, 0.10, 0.10, false}, {10, 0, 0.10, 0.10, false},
+			{3, 0.20, 0.05, 0.10, false}, {5, 0.20, 0.05, 0.10, false}, {10, 0.20, 0.05, 0.10, false},
+			{3, 0.30, 0.10, 0.10, false}, {5, 0.30, 0.10, 0.10, false}, {10, 0.30, 0.10, 0.10, false},
+			{3, 0, 0.6, 0.10, true}, {5, 0, 0.6, 0.10, true}, {10, 0, 0.6, 0.10, true},
+			{3, 1, 0.6, 0.10, true}, {5, 1, 0.6, 0.10, true}, {10, 1, 0.6, 0.10, true},
 		} {
 			r := calibrate(tr, seeds, DefaultResamples)
-			fmt.Fprintf(&out, "%-5d %-6s %-5.2f %-9s %-10s %-10s %-10s\n", tr.runs, Percent(tr.shift), tr.cv, Percent(tr.tolerance),
+			cv := fmt.Sprintf("%.2f", tr.cv)
+			if tr.skew {
+				cv += " log"
+			}
+			fmt.Fprintf(&out, "%-5d %-6s %-9s %-9s %-10s %-10s %-10s\n", tr.runs, Percent(tr.shift), cv, Percent(tr.tolerance),
 				Percent(r.flagged), Percent(r.covered), Percent(r.old))
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/pipebench/pipebench"
@@ -303,6 +304,15 @@ func signedPct(x float64) string {
 		return "-∞"
 	}
 	return fmt.Sprintf("%+.1f%%", 100*x)
+}
+
+// FormatValue writes a KPI's mean for a person: thousands grouped and
+// whole from 1,000 up ("20,025"), four significant digits below ("0.4461").
+func FormatValue(x float64) string {
+	if math.Abs(x) >= 1000 {
+		return pipebench.FormatCount(x)
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
 }
 
 // Percent writes a ratio as a percentage without a needless decimal:

@@ -232,7 +232,8 @@ func (a *app) printReport(base, cand string, rep *compare.Report) {
 		if len(scenarios) > 1 {
 			v.Case = v.Scenario + ": " + v.Case
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.4g\t%.4g\t%s\t%s\t%s\n", v.Case, v.Phase, v.KPI, v.Baseline, v.Candidate, v.FormatChange(), v.FormatInterval(), v.Text())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Case, v.Phase, v.KPI, compare.FormatValue(v.Baseline), compare.FormatValue(v.Candidate),
+			v.FormatChange(), v.FormatInterval(), v.Text())
 	}
 	tw.Flush()
 	for _, n := range rep.Notes() {
