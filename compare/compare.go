@@ -245,19 +245,19 @@ func (r *Report) Describe() string {
 // too erratic to judge, and KPIs with too few runs.
 func (r *Report) Notes() []string {
 	out := ExcludedNotes(r.Excluded)
-	var erratic []string
+	var spread []string
 	few, base, cand := 0, 0, 0
 	for _, v := range r.Verdicts {
 		switch v.Judgement {
 		case Erratic:
-			erratic = append(erratic, v.where())
+			spread = append(spread, v.where())
 		case TooFew:
 			few++
 			base, cand = v.Runs[0], v.Runs[1]
 		}
 	}
-	if len(erratic) > 0 {
-		out = append(out, fmt.Sprintf("too erratic to judge (run-to-run CV above %.2f): %s; look at why their runs differ, or run each side more times", r.Options.MaxCV, strings.Join(erratic, ", ")))
+	if len(spread) > 0 {
+		out = append(out, fmt.Sprintf("too erratic to judge (run-to-run CV above %.2f): %s; look at why their runs differ, or run each side more times", r.Options.MaxCV, strings.Join(spread, ", ")))
 	}
 	if few > 0 {
 		out = append(out, fmt.Sprintf("%d KPI(s) had too few runs to tell a change from noise (%d baseline, %d candidate); repeat each side at least %d times",
