@@ -2,69 +2,241 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/compare"
+	"github.com/pipebench/pipebench/internal/cliflag"
 	"github.com/pipebench/pipebench/report/markdown"
 )
 
-// scenarioRuns are the runs of one scenario, oldest first.
-type scenarioRuns struct {
-	name string
-	runs []*pipebench.Result
+// diffFlags are the flags compare and gate share.
+type diffFlags struct {
+	store, scenario, suite, baseline, candidate string
+	tolerance, confidence, maxCV                float64
 }
 
-// byScenario splits runs by scenario, names sorted.
-func byScenario(all []*pipebench.Result) []scenarioRuns {
-	idx := map[string]int{}
-	var out []scenarioRuns
-	for _, r := range all {
-		i, ok := idx[r.Manifest.Scenario]
-		if !ok {
-			i = len(out)
-			idx[r.Manifest.Scenario] = i
-			out = append(out, scenarioRuns{name: r.Manifest.Scenario})
-		}
-		out[i].runs = append(out[i].runs, r)
+func diffFlagsOn(cmd *cobra.Command, f *diffFlags, tolerance float64, toleranceDoc string) {
+	storeFlag(cmd, &f.store)
+	fl := cmd.Flags()
+	fl.StringVar(&f.scenario, "scenario", "", "only runs of this scenario")
+	fl.StringVar(&f.suite, "suite", "", "only runs of this suite (its name, file or builtin:NAME); judges the KPIs its table shows")
+	fl.StringVar(&f.candidate, "candidate", "", "version to judge (default: the newest)")
+	fl.Var(cliflag.NonNegative(&f.tolerance, tolerance), "tolerance", toleranceDoc)
+	fl.Var(cliflag.NonNegative(&f.confidence, compare.DefaultConfidence).Positive().Below(1), "confidence", "level of each change's interval")
+	fl.Var(cliflag.NonNegative(&f.maxCV, compare.DefaultMaxCV).Positive(), "max-cv", "a KPI whose runs on a side spread more than this (standard deviation over mean) is too erratic to judge")
+}
+
+// options are the comparison's options: the KPIs the runs' table shows
+// (see judged) and the flags.
+func (f *diffFlags) options(runs []*pipebench.Result, table markdown.Options) compare.Options {
+	return compare.Options{Measures: judged(runs, table, f.suite != ""), Tolerance: f.tolerance, Confidence: f.confidence, MaxCV: f.maxCV}
+}
+
+// judged are the KPIs compare and gate judge: those the table of the runs
+// shows (a suite's own table: a blast suite's time to complete, peak queue
+// and completion rate), and for runs outside a suite compare.DefaultKPIs
+// too.
+func judged(runs []*pipebench.Result, table markdown.Options, suite bool) []compare.Measure {
+	var ms []compare.Measure
+	if !suite {
+		ms = compare.Measures(compare.DefaultKPIs...)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
+	reduce := map[markdown.Agg]compare.Reduce{markdown.AggValue: compare.ReduceValue, markdown.AggSum: compare.ReduceSum,
+		markdown.AggMax: compare.ReduceMax, markdown.AggInstances: compare.ReduceMax}
+	for _, s := range markdown.ShownKPIs(runs, table) {
+		phase := s.Phase
+		if phase == markdown.TotalRow {
+			phase = compare.Total
+		}
+		ms = append(ms, compare.Measure{KPI: s.KPI, Phase: phase, Reduce: reduce[s.Agg]})
+	}
+	return ms
 }
 
-// compareOne prints the table of one scenario's runs and the verdicts of its
-// candidate version against its baseline.
-func (a *app) compareOne(runs []*pipebench.Result, baseline, candidate string) error {
-	if err := markdown.Render(a.stdout, markdown.Build(runs, markdown.Options{})); err != nil {
+// diffRuns reads the runs compare and gate work on (a suite's, or every
+// run of --scenario), and the table options they are shown with.
+func (a *app) diffRuns(f *diffFlags) ([]*pipebench.Result, markdown.Options, error) {
+	if f.suite == "" {
+		runs, err := a.loadAll(f.store, f.scenario)
+		return runs, markdown.Options{}, err
+	}
+	runs, err := a.selectSuite(f.store, f.suite, f.scenario)
+	if err != nil {
+		return nil, markdown.Options{}, err
+	}
+	return runs, a.suiteTable(f.suite), nil
+}
+
+// suiteTable is the table a suite asks for when --suite names its file or
+// builtin:NAME; a suite known only by name gets the default table.
+func (a *app) suiteTable(ref string) markdown.Options {
+	if fi, err := os.Stat(ref); strings.HasPrefix(ref, "builtin:") || err == nil && !fi.IsDir() {
+		if s, err := a.loadSuite(ref); err == nil {
+			return tableOptions(s.Table)
+		}
+	}
+	return markdown.Options{}
+}
+
+func (a *app) compareCommand() *cobra.Command {
+	var f diffFlags
+	cmd := &cobra.Command{
+		Use:   "compare",
+		Short: "One row per version, a column group per test case; differences flagged only when their interval lies beyond the noise and the tolerance",
+		Long: `compare prints the table of the runs in the history (one row per version, a column group per
+case) and judges the newest version against the one before: for each KPI the table shows (and,
+outside a suite, ` + strings.Join(compare.DefaultKPIs, ", ") + `), the relative change of
+the means over each version's runs and its confidence interval (a bootstrap of the runs). A
+change is flagged only when its whole interval lies beyond --tolerance; a KPI whose runs spread
+more than --max-cv is named erratic instead of judged. Invalid, aborted and still-running runs
+are struck out in the table and left out of the verdicts, with the reason.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			all, table, err := a.diffRuns(&f)
+			if err != nil {
+				return err
+			}
+			if len(all) == 0 {
+				return pipebench.UsageError("the history has no runs to compare", "run a scenario first: pipebench run", nil)
+			}
+			if f.suite != "" {
+				// A suite is one table: versions × its cases.
+				return a.compareOne(all, table, &f)
+			}
+			// One table per scenario: runs of different scenarios never
+			// share a table or a verdict.
+			groups := compare.ByScenario(all)
+			for i, g := range groups {
+				if len(groups) > 1 {
+					if i > 0 {
+						fmt.Fprintln(a.stdout)
+					}
+					fmt.Fprintf(a.stdout, "## %s\n\n", g.Scenario)
+				}
+				if err := a.compareOne(g.Runs, table, &f); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	diffFlagsOn(cmd, &f, compare.DefaultTolerance, "relative change that does not count (0.05 = ±5%)")
+	cmd.Flags().StringVar(&f.baseline, "baseline", "", "version to compare against (default: the second newest)")
+	var format string
+	cmd.Flags().StringVar(&format, "format", "md", "table format (md)")
+	return cmd
+}
+
+// compareOne prints the table of one scenario's (or suite's) runs and the
+// verdicts of its candidate version against its baseline.
+func (a *app) compareOne(runs []*pipebench.Result, table markdown.Options, f *diffFlags) error {
+	g := markdown.Build(runs, table)
+	if table.Layout == markdown.LayoutRuns {
+		g = markdown.BuildRuns(versionOrder(runs), table)
+	}
+	if err := markdown.Render(a.stdout, g); err != nil {
 		return err
 	}
-	base, cand := pickVersions(runs, baseline, candidate)
-	b, c := byVersion(runs, base), byVersion(runs, cand)
+	base, cand := compare.PickVersions(runs, f.baseline, f.candidate)
+	b, c := compare.OfVersion(runs, base), compare.OfVersion(runs, cand)
 	if base == "" || cand == "" || base == cand || len(b) == 0 || len(c) == 0 {
 		fmt.Fprintln(a.stdout, "\n(one version of this scenario in the history: nothing to diff)")
 		return nil
 	}
-	vs := compare.Diff(b, c, compare.Options{})
-	printVerdicts(a, base, cand, vs)
-	if note := tooFewNote(vs); note != "" {
-		fmt.Fprintln(a.stdout, "note: "+note)
+	rep, err := compare.Diff(b, c, f.options(runs, table))
+	if err != nil {
+		return err
 	}
+	a.printReport(base, cand, rep)
 	return nil
 }
 
-// tooFewNote says, when some KPIs had too few runs on a side to be judged,
-// how many and what to do; "" otherwise.
-func tooFewNote(vs []compare.Verdict) string {
-	n, base, cand := 0, 0, 0
+func (a *app) gateCommand() *cobra.Command {
+	var f diffFlags
+	cmd := &cobra.Command{
+		Use:   "gate --baseline VERSION",
+		Short: "Exit 99 when a KPI of the candidate version regressed: its whole interval beyond --tolerance (for CI)",
+		Long: `gate judges the candidate version (default: the newest) against --baseline as compare does,
+from repeated runs of each (at least ` + fmt.Sprint(compare.MinRuns) + ` a side; more narrow the intervals), and exits 99 when a
+KPI regressed: the whole confidence interval of its change lies beyond --tolerance on the worse
+side. KPIs whose interval cannot decide (unclear, erratic) or with too few runs never fail the
+gate; they are named. Run each version 3 times or more: with 2, a noisy KPI's interval is wide.
+Invalid, aborted and still-running runs are left out, with the reason; when no valid run is
+left on a side, the gate exits 98.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.baseline == "" {
+				return pipebench.UsageError("gate needs --baseline VERSION", "the version to hold the candidate to, e.g. --baseline 0.99.0", nil)
+			}
+			all, table, err := a.diffRuns(&f)
+			if err != nil {
+				return err
+			}
+			base, cand := compare.PickVersions(all, f.baseline, f.candidate)
+			b, c := compare.OfVersion(all, base), compare.OfVersion(all, cand)
+			if len(b) == 0 || len(c) == 0 || base == cand {
+				return pipebench.UsageError(fmt.Sprintf("no runs to gate: baseline %q has %d, candidate %q has %d", base, len(b), cand, len(c)), "check the versions with: pipebench history", nil)
+			}
+			rep, err := compare.Diff(b, c, f.options(all, table))
+			if err != nil {
+				return err
+			}
+			a.printReport(base, cand, rep)
+			if len(rep.Verdicts) == 0 {
+				if rep.Usable[0] == 0 || rep.Usable[1] == 0 {
+					return &pipebench.Error{Code: pipebench.ExitInvalid,
+						Msg:  fmt.Sprintf("no valid runs to gate: baseline %q has %d of %d, candidate %q has %d of %d", base, rep.Usable[0], len(b), cand, rep.Usable[1], len(c)),
+						Hint: "the runs left out are listed above with their reasons; run the scenario again so that it is valid"}
+				}
+				return pipebench.UsageError(fmt.Sprintf("no runs to gate: %q and %q share no scenario and case", base, cand),
+					"run the candidate's scenario with the baseline version too, or check --scenario", nil)
+			}
+			if bad := rep.Regressions(); len(bad) > 0 {
+				fmt.Fprintf(a.stderr, "gate: %d KPI(s) regressed: their whole %s interval lies beyond ±%s\n", len(bad), compare.Percent(f.confidence), compare.Percent(f.tolerance))
+				return &silentExit{code: pipebench.ExitThresholds}
+			}
+			if u := rep.Undecided(); u != "" {
+				fmt.Fprintf(a.stdout, "gate: passed, but not every KPI was decided: %s (see above)\n", u)
+				return nil
+			}
+			fmt.Fprintln(a.stdout, "gate: passed")
+			return nil
+		},
+	}
+	diffFlagsOn(cmd, &f, 0.10, "relative change allowed: a KPI fails the gate only when its whole interval lies beyond it (0.10 = ±10%)")
+	cmd.Flags().StringVar(&f.baseline, "baseline", "", "version to hold the candidate to (required)")
+	return cmd
+}
+
+// printReport prints the verdicts, regressions first, each change with its
+// interval, then the notes (runs left out, erratic KPIs, too few runs).
+func (a *app) printReport(base, cand string, rep *compare.Report) {
+	fmt.Fprintf(a.stdout, "\n%s against %s: %s\n", cand, base, rep.Describe())
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "CASE\tPHASE\tKPI\tBASELINE\tCANDIDATE\tCHANGE\t%s INTERVAL\tVERDICT\n", compare.Percent(rep.Options.Confidence))
+	vs := append([]compare.Verdict(nil), rep.Verdicts...)
+	sort.SliceStable(vs, func(i, j int) bool {
+		return vs[i].Judgement == compare.Regressed && vs[j].Judgement != compare.Regressed
+	})
+	scenarios := map[string]bool{}
 	for _, v := range vs {
-		if v.TooFew() {
-			n++
-			base, cand = v.Runs[0], v.Runs[1]
+		scenarios[v.Scenario] = true
+	}
+	for _, v := range vs {
+		if len(scenarios) > 1 {
+			v.Case = v.Scenario + ": " + v.Case
 		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Case, v.Phase, v.KPI, compare.FormatValue(v.Baseline), compare.FormatValue(v.Candidate),
+			v.FormatChange(), v.FormatInterval(), v.Text())
 	}
-	if n == 0 {
-		return ""
+	tw.Flush()
+	for _, n := range rep.Notes() {
+		fmt.Fprintln(a.stdout, "note: "+n)
 	}
-	return fmt.Sprintf("%d KPI(s) had too few runs to tell a change from noise (%d baseline, %d candidate); repeat each side at least %d times",
-		n, base, cand, compare.MinRuns)
 }

@@ -100,7 +100,7 @@ func TestReportHTMLAndCharts(t *testing.T) {
 			t.Errorf("overlay page lacks %q", want)
 		}
 	}
-	if _, e, c := cli(t, "report", a, b, "--format", "md"); c != 2 || !strings.Contains(e, "only --format html overlays") {
+	if _, e, c := cli(t, "report", a, b, "--format", "md"); c != 2 || !strings.Contains(e, "formats that overlay several runs: html") {
 		t.Errorf("two results as md: exit %d: %s", c, e)
 	}
 	charts := filepath.Join(dir, "charts")

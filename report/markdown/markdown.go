@@ -95,6 +95,11 @@ type Grid struct {
 	Columns []Column
 	Item    string
 	Cells   [][][]string
+	// Notes are footnotes printed below the table ("[^1]: ..."): why the
+	// cells of a run marked INVALID (or ABORTED, RUNNING) do not count.
+	Notes []string
+	// sources[row][group] is the run the cells came from.
+	sources [][]*pipebench.Result
 }
 
 // New returns the reporter for one Result: its phases as column groups,
@@ -183,7 +188,9 @@ func Build(results []*pipebench.Result, o Options) *Grid {
 			vals[j] = value(c.r, c.p, col)
 		}
 		g.Cells[row][c.group] = vals
+		g.source(row, c.group, c.r)
 	}
+	g.markUnusable(false)
 	return g
 }
 
@@ -218,7 +225,9 @@ func BuildPhases(r *pipebench.Result, o Options) *Grid {
 			vals[j] = value(r, &r.Phases[i], col)
 		}
 		g.Cells = append(g.Cells, [][]string{vals})
+		g.source(i, 0, r)
 	}
+	g.markUnusable(true)
 	return g
 }
 
@@ -258,7 +267,9 @@ func BuildRuns(results []*pipebench.Result, o Options) *Grid {
 			vals[j] = value(r, total, col)
 		}
 		g.Cells = append(g.Cells, [][]string{vals})
+		g.source(len(g.Rows)-1, 0, r)
 	}
+	g.markUnusable(true)
 	return g
 }
 
@@ -404,6 +415,7 @@ func Render(w io.Writer, g *Grid) error {
 		}
 		line(cells)
 	}
+	renderNotes(&b, g)
 	_, err := fmt.Fprint(w, b.String())
 	return err
 }
