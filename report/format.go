@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pipebench/pipebench"
 )
@@ -30,26 +31,45 @@ func Number(v float64) string {
 // Group prints an integer value with thousands separators: 12,345.
 func Group(v float64) string { return pipebench.FormatCount(v) }
 
-// Value formats a KPI with its unit: "12,345/s", "1.2 ms", "340 MB".
+// Value formats a KPI with its unit, a duration in the unit that fits it:
+// "12,345/s", "340 MB", "850 µs", "1.2 ms", "10.3 s", "2m5s".
 func Value(k pipebench.KPI) string {
-	n := Number(k.Value)
 	switch k.Unit {
 	case pipebench.UnitPerSecond:
-		return n + "/s"
+		return Number(k.Value) + "/s"
 	case pipebench.UnitMillis:
-		return n + " ms"
+		return Millis(k.Value)
 	case pipebench.UnitSeconds:
-		return n + " s"
+		return Millis(k.Value * 1000)
 	case pipebench.UnitMB:
-		return n + " MB"
-	case pipebench.UnitCores:
-		return n
+		return Number(k.Value) + " MB"
 	}
-	return n
+	return Number(k.Value)
+}
+
+// Millis formats a duration of ms milliseconds in the unit that fits it:
+// microseconds below a millisecond, milliseconds below a second, seconds
+// below a minute, then minutes and hours.
+func Millis(ms float64) string {
+	a := math.Abs(ms)
+	switch {
+	case math.IsNaN(ms) || math.IsInf(ms, 0):
+		return "-"
+	case a == 0:
+		return "0 ms"
+	case a < 1:
+		return Number(ms*1000) + " µs"
+	case a < 1000:
+		return Number(ms) + " ms"
+	case a < 60000:
+		return Number(ms/1000) + " s"
+	}
+	return pipebench.FormatDuration(time.Duration(ms * float64(time.Millisecond)).Round(time.Second))
 }
 
 // PerInstance returns the values of a labelled KPI sorted by instance and
-// joined as the reference reports write them: "225, 178". ok is false when
+// joined as the reference reports write them: "225/s, 178/s", "137, 139".
+// ok is false when
 // the phase has no such KPI.
 func PerInstance(p *pipebench.PhaseResult, name string) (string, bool) {
 	ks := p.All(name)
@@ -60,6 +80,9 @@ func PerInstance(p *pipebench.PhaseResult, name string) (string, bool) {
 	parts := make([]string, len(ks))
 	for i, k := range ks {
 		parts[i] = Number(k.Value)
+		if k.Unit == pipebench.UnitPerSecond {
+			parts[i] += "/s"
+		}
 	}
 	return strings.Join(parts, ", "), true
 }

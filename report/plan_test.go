@@ -36,3 +36,13 @@ func TestPrintable(t *testing.T) {
 		}
 	}
 }
+
+func TestMillisFits(t *testing.T) {
+	for ms, want := range map[float64]string{
+		0.002: "2 µs", 0.45: "450 µs", 1.25: "1.25 ms", 51.9: "51.9 ms", 10265: "10.3 s", 125000: "2m5s", 0: "0 ms",
+	} {
+		if got := report.Millis(ms); got != want {
+			t.Errorf("Millis(%v) = %q, want %q", ms, got, want)
+		}
+	}
+}
