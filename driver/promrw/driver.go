@@ -25,12 +25,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +39,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/conncount"
 	"github.com/pipebench/pipebench/internal/netclass"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	"github.com/pipebench/pipebench/payload/promrw"
@@ -110,7 +109,7 @@ type Driver struct {
 	url      string
 	hostport string
 	client   *http.Client
-	open     atomic.Int64
+	open     conncount.Counter
 	headers  http.Header
 	pool     sync.Pool // *work
 	v2       bool      // remote write 2.0
@@ -161,35 +160,13 @@ func New(cfg Config, target string) (*Driver, error) {
 	}
 	d.headers.Set("User-Agent", "pipebench")
 	dialer := &net.Dialer{Timeout: cfg.Timeout.D()}
-	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Connections, MaxConnsPerHost: cfg.Connections,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dialer.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			d.open.Add(1)
-			return &countedConn{Conn: c, open: &d.open}, nil
-		}}
+	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Connections, MaxConnsPerHost: cfg.Connections, DialContext: d.open.Dial(dialer.DialContext)}
 	d.client = &http.Client{Timeout: cfg.Timeout.D(), Transport: tr}
 	return d, nil
 }
 
 // Endpoint is the URL the driver posts to.
 func (d *Driver) Endpoint() string { return d.url }
-
-// countedConn takes itself off a count of open connections when it is
-// first closed.
-type countedConn struct {
-	net.Conn
-	open *atomic.Int64
-	once sync.Once
-}
-
-// Close closes the connection.
-func (c *countedConn) Close() error {
-	c.once.Do(func() { c.open.Add(-1) })
-	return c.Conn.Close()
-}
 
 // Start checks that something listens at the endpoint: when nothing does,
 // it fails with an unreached error naming the address.
@@ -206,7 +183,7 @@ func (d *Driver) Start(ctx context.Context) error {
 }
 
 // OpenConnections implements pipebench.ConnectionReporter.
-func (d *Driver) OpenConnections() int { return int(d.open.Load()) }
+func (d *Driver) OpenConnections() int { return d.open.Open() }
 
 // Shutdown closes idle connections.
 func (d *Driver) Shutdown(context.Context) error {
@@ -468,37 +445,10 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 	if err != nil {
 		return netclass.Classify(err)
 	}
-	var head []byte
-	if resp.StatusCode == 400 {
-		head, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if netclass.PlainToTLS(resp.StatusCode, head) {
-		return netclass.Classify(fmt.Errorf("%w: the endpoint speaks TLS (HTTPS) and the request was plain HTTP: use an https:// endpoint", netclass.ErrProtocolMismatch))
-	}
-	return classify(resp.StatusCode)
-}
-
-// classify maps the receiver's status to an outcome as remote write's
-// retry rules do: 2xx ok; 429 and 5xx refused (retryable backpressure),
-// except 504, a timeout, as is 408; any other 4xx an error (dropped).
-func classify(c int) pipebench.Outcome {
-	o := pipebench.Outcome{Code: c}
-	switch {
-	case c >= 200 && c < 300:
-		o.Class = pipebench.ClassOK
-		return o
-	case c == 408 || c == 504:
-		o.Class = pipebench.ClassTimeout
-	case c == 429 || c >= 500:
-		o.Class = pipebench.ClassRefused
-	default:
-		o.Class = pipebench.ClassError
-	}
-	o.Detail = strconv.Itoa(c)
-	o.Message = "HTTP " + o.Detail + " " + http.StatusText(c)
-	return o
+	// Remote write's retry rules: 429 and 5xx are refused (retryable
+	// backpressure), except 504, a timeout, as is 408; any other 4xx is
+	// an error (dropped).
+	return netclass.RemoteWriteStatuses.Response(resp)
 }
 
 // trackedBody is a request body that knows whether the transport closed
