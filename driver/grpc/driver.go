@@ -124,7 +124,11 @@ func (c *Config) check() (protoreflect.MethodDescriptor, error) {
 		case err != nil:
 			// One line per problem, each pointed at proto_files.
 			for _, line := range strings.Split(err.Error(), "\n") {
-				errs = append(errs, fmt.Errorf("proto_files: %s (fix the .proto file, or set import_paths to where its imports are)", line))
+				hint := "fix the .proto file, or set import_paths to where its imports are"
+				if strings.Contains(line, "no such file") {
+					hint = "a path is found in import_paths, or from the current directory when there are none"
+				}
+				errs = append(errs, fmt.Errorf("proto_files: %s (%s)", line, hint))
 			}
 		case methodOK:
 			if md, err = protoschema.Method(files, c.Method); err != nil {
