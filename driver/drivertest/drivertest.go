@@ -142,6 +142,19 @@ func env(t *testing.T, target string) pipebench.Env {
 	return pipebench.Env{Target: target, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
 }
 
+// started starts a fresh receiver and a driver aimed at it, started (a
+// failed Start fails the test) and shut down when the test ends.
+func (h Harness) started(t *testing.T) (Receiver, pipebench.Driver) {
+	t.Helper()
+	r := h.Receiver(t)
+	d := h.build(t, r.Target)
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatalf("Start against a live receiver: %v", err)
+	}
+	t.Cleanup(func() { d.Shutdown(context.Background()) })
+	return r, d
+}
+
 // build makes the driver through the factory, aimed at target.
 func (h Harness) build(t *testing.T, target string) pipebench.Driver {
 	t.Helper()
@@ -222,20 +235,14 @@ func Run(t *testing.T, h Harness) {
 	})
 	if !h.NoAnswer {
 		t.Run("refused is backpressure", func(t *testing.T) {
-			r := h.Receiver(t)
-			d := h.build(t, r.Target)
-			d.Start(context.Background())
-			defer d.Shutdown(context.Background())
+			r, d := h.started(t)
 			r.Set(AnswerRefused)
 			checkFailure(t, "a refused answer (503, UNAVAILABLE)", send(d, 1), pipebench.ClassRefused, false)
 			r.Set(AnswerError)
 			checkFailure(t, "an error answer (400, INVALID_ARGUMENT)", send(d, 2), pipebench.ClassError, false)
 		})
 		t.Run("slow answer is a timeout", func(t *testing.T) {
-			r := h.Receiver(t)
-			d := h.build(t, r.Target)
-			d.Start(context.Background())
-			defer d.Shutdown(context.Background())
+			r, d := h.started(t)
 			r.Set(AnswerSlow)
 			start := time.Now()
 			checkFailure(t, "a slow answer", send(d, 1), pipebench.ClassTimeout, false)
@@ -249,10 +256,7 @@ func Run(t *testing.T, h Harness) {
 		gone, refused = "receiver gone is not a panic", "refused port: Start fails clearly or sends do not panic"
 	}
 	t.Run(gone, func(t *testing.T) {
-		r := h.Receiver(t)
-		d := h.build(t, r.Target)
-		d.Start(context.Background())
-		defer d.Shutdown(context.Background())
+		r, d := h.started(t)
 		r.Close()
 		// The first sends may fail on connections the receiver closed;
 		// once they are gone, reconnecting is refused.
@@ -345,10 +349,7 @@ func Run(t *testing.T, h Harness) {
 		})
 	}
 	t.Run("cancelled context does not hang", func(t *testing.T) {
-		r := h.Receiver(t)
-		d := h.build(t, r.Target)
-		d.Start(context.Background())
-		defer d.Shutdown(context.Background())
+		r, d := h.started(t)
 		r.Set(AnswerSlow)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -365,10 +366,7 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("concurrent sends", func(t *testing.T) {
-		r := h.Receiver(t)
-		d := h.build(t, r.Target)
-		d.Start(context.Background())
-		defer d.Shutdown(context.Background())
+		r, d := h.started(t)
 		var wg sync.WaitGroup
 		for g := 0; g < 32; g++ {
 			wg.Add(1)
@@ -465,13 +463,14 @@ func checkFactory(t *testing.T, h Harness) {
 	bad := h.config()
 	key := h.Invalid(bad)
 	_, err := f.New(bad, env(t, "127.0.0.1:9"))
-	if err == nil || pipebench.ExitCode(err) != pipebench.ExitUsage || !strings.Contains(errText(err), key+":") {
+	if err == nil || pipebench.ExitCode(err) != pipebench.ExitUsage || !strings.Contains(ErrorText(err), key+":") {
 		t.Errorf("an invalid configuration built: %v; want a usage error (exit %d) naming %s:", err, pipebench.ExitUsage, key)
 	}
 }
 
-// errText is an error with its wrapped causes, as the CLI prints them.
-func errText(err error) string {
+// ErrorText is an error with every error it wraps, one after the other,
+// as the CLI prints them: what a test looks for a message in.
+func ErrorText(err error) string {
 	var b strings.Builder
 	for e := err; e != nil; {
 		b.WriteString(e.Error())

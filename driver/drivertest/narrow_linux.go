@@ -35,55 +35,32 @@ func (n *Narrow) Open() int { return int(n.open.Load()) }
 func NarrowListener(t *testing.T, upstream string) *Narrow {
 	ln := ListenBacklog(t, 1)
 	n := &Narrow{Addr: ln.Addr().String()}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		close(done)
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	go func() {
-		pace := time.NewTicker(NarrowPace)
-		defer pace.Stop()
-		for {
+	pace := time.NewTicker(NarrowPace)
+	t.Cleanup(pace.Stop)
+	Serve(t, ln, func(c net.Conn) {
+		defer func() { // the next accept waits for its turn
 			select {
 			case <-pace.C:
-			case <-done:
-				return
+			case <-t.Context().Done():
 			}
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", upstream)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, up)
-			mu.Unlock()
-			n.open.Add(1)
-			go func() {
-				var once sync.Once
-				end := func() {
-					once.Do(func() {
-						c.Close()
-						up.Close()
-						n.open.Add(-1)
-					})
-				}
-				go func() { io.Copy(up, c); end() }()
-				io.Copy(c, up)
-				end()
-			}()
+		}()
+		up, err := net.Dial("tcp", upstream)
+		if err != nil {
+			c.Close()
+			return
 		}
-	}()
+		n.open.Add(1)
+		var once sync.Once
+		end := func() {
+			once.Do(func() {
+				c.Close()
+				up.Close()
+				n.open.Add(-1)
+			})
+		}
+		go func() { io.Copy(up, c); end() }()
+		go func() { io.Copy(c, up); end() }()
+	})
 	return n
 }
 

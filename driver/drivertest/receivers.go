@@ -136,13 +136,12 @@ func HTTP1Server(t *testing.T) string {
 	return srv.Listener.Addr().String()
 }
 
-// SilentServer accepts connections on loopback, reads what comes and never
-// answers; it closes them when the test ends. It returns its host:port.
-func SilentServer(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+// Serve accepts connections on ln until the test ends and calls handle
+// with each, in turn, on the accepting goroutine: a handle that starts a
+// goroutine of its own and returns serves every connection at once, one
+// that serves its connection first serves one at a time. ln and every
+// connection it accepted are closed when the test ends.
+func Serve(t *testing.T, ln net.Listener, handle func(c net.Conn)) {
 	var mu sync.Mutex
 	var conns []net.Conn
 	t.Cleanup(func() {
@@ -162,8 +161,18 @@ func SilentServer(t *testing.T) string {
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
-			go io.Copy(io.Discard, c)
+			handle(c)
 		}
 	}()
+}
+
+// SilentServer accepts connections on loopback, reads what comes and never
+// answers; it closes them when the test ends. It returns its host:port.
+func SilentServer(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	Serve(t, ln, func(c net.Conn) { go io.Copy(io.Discard, c) })
 	return ln.Addr().String()
 }

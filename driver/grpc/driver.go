@@ -311,12 +311,8 @@ func (d *Driver) Start(ctx context.Context) error {
 	d.opener, err = grpcconns.Start(ctx, d.conns, grpcconns.Params{Timeout: d.cfg.Timeout.D(), Addr: d.target, TLS: d.tls})
 	if err != nil {
 		d.Shutdown(context.Background())
-		o := netclass.Classify(err)
-		err = fmt.Errorf("grpc driver: no connection to %s became ready (%s): %w; is the server listening there, with TLS if and only if tls.enabled says so?", d.cfg.Endpoint, o.Detail, err)
-		if o.Unreached {
-			return pipebench.Unreached(err)
-		}
-		return err
+		return netclass.StartError("grpc driver: no connection to "+d.cfg.Endpoint+" became ready", err,
+			"is the server listening there, with TLS if and only if tls.enabled says so?")
 	}
 	d.opener.Report(d.log, "grpc driver", d.cfg.Endpoint, d.OpenConnections())
 	if d.method != nil {

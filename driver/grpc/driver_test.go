@@ -288,25 +288,10 @@ func TestBadConfigurationIsClear(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := New(c.cfg, "")
-		if err == nil || !strings.Contains(errText(err), c.want) {
+		if err == nil || !strings.Contains(drivertest.ErrorText(err), c.want) {
 			t.Errorf("%+v: error %v, want one mentioning %q", c.cfg, err, c.want)
 		}
 	}
-}
-
-// errText is an error with its wrapped causes, as the CLI prints them.
-func errText(err error) string {
-	var b strings.Builder
-	for e := err; e != nil; {
-		b.WriteString(e.Error())
-		b.WriteString(" | ")
-		u, ok := e.(interface{ Unwrap() error })
-		if !ok {
-			break
-		}
-		e = u.Unwrap()
-	}
-	return b.String()
 }
 
 func TestBadMessageIsAnError(t *testing.T) {

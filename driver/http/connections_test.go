@@ -205,40 +205,21 @@ func serverClosesIdle(t *testing.T) {
 func singleThreaded(t *testing.T) (string, *atomic.Int64) {
 	ln := drivertest.ListenBacklog(t, 5)
 	var served atomic.Int64
-	var mu sync.Mutex
-	var cur net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		if cur != nil {
-			cur.Close()
-		}
-		mu.Unlock()
-	})
-	go func() {
+	drivertest.Serve(t, ln, func(c net.Conn) {
+		defer c.Close()
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			cur = c
-			mu.Unlock()
-			br := bufio.NewReader(c)
-			for {
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					break
-				}
-				io.Copy(io.Discard, req.Body)
-				if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); err != nil {
-					break
-				}
-				served.Add(1)
+			io.Copy(io.Discard, req.Body)
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); err != nil {
+				return
 			}
-			c.Close()
+			served.Add(1)
 		}
-	}()
+	})
 	return ln.Addr().String(), &served
 }
 

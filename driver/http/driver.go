@@ -178,12 +178,8 @@ func (d *Driver) Start(ctx context.Context) error {
 	}
 	if err != nil {
 		d.Shutdown(context.Background())
-		o := netclass.Classify(err)
-		err = fmt.Errorf("http driver: cannot open connections to %s (%s): %w; is the system under test listening there, with the scheme (http or https) the url names?", d.addr, o.Detail, err)
-		if o.Unreached {
-			return pipebench.Unreached(err)
-		}
-		return err
+		return netclass.StartError("http driver: cannot open connections to "+d.addr, err,
+			"is the system under test listening there, with the scheme (http or https) the url names?")
 	}
 	d.opener().Report(d.log, "http driver", d.addr, d.OpenConnections())
 	return nil

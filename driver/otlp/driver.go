@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -36,10 +35,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/conncount"
 	"github.com/pipebench/pipebench/internal/connopen"
 	"github.com/pipebench/pipebench/internal/fdlimit"
 	"github.com/pipebench/pipebench/internal/grpcconns"
+	"github.com/pipebench/pipebench/internal/httppost"
 	"github.com/pipebench/pipebench/internal/netclass"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 )
@@ -168,10 +167,9 @@ type Driver struct {
 	logs      []plogotlp.GRPCClient
 	next      atomic.Uint64
 	opener    *connopen.Opener // opens in the background the gRPC connections Start could not
-	http      *http.Client
-	httpOpen  conncount.Counter // HTTP connections open now
-	base      string            // the first endpoint's base URL
-	bases     []string          // every endpoint's base URL
+	http      *httppost.Client
+	base      string   // the first endpoint's base URL
+	bases     []string // every endpoint's base URL
 	md        metadata.MD
 	headers   http.Header
 	log       *slog.Logger // nil: Start says nothing
@@ -230,10 +228,10 @@ func New(cfg Config, target string) (*Driver, error) {
 			d.hostports = append(d.hostports, hp)
 		}
 		d.base, d.hostport = d.bases[0], d.hostports[0]
+		// 429, 502 and 503 are refused: the retryable statuses of the
+		// OTLP specification.
 		perHost := (cfg.Connections + len(d.bases) - 1) / len(d.bases)
-		dialer := &net.Dialer{Timeout: cfg.Timeout.D()}
-		tr := &http.Transport{MaxIdleConnsPerHost: perHost, MaxConnsPerHost: perHost, DialContext: d.httpOpen.Dial(dialer.DialContext)}
-		d.http = &http.Client{Timeout: cfg.Timeout.D(), Transport: tr}
+		d.http = httppost.New(httppost.Params{Conns: perHost, Timeout: cfg.Timeout.D(), Rules: netclass.OTLPStatuses})
 		return d, nil
 	}
 	for _, hostport := range endpoints {
@@ -290,16 +288,17 @@ func (d *Driver) Start(ctx context.Context) error {
 	for _, hostport := range d.hostports {
 		c, err := netclass.Dial(ctx, hostport, nil, d.cfg.Timeout.D())
 		if err != nil {
-			if o := netclass.Classify(err); o.Unreached {
+			if netclass.Classify(err).Unreached {
 				d.Shutdown(context.Background())
-				return pipebench.Unreached(fmt.Errorf("otlp driver: cannot connect to %s (%s): %w; is the system under test listening there? OTLP/gRPC is usually on port 4317, OTLP/HTTP on 4318", hostport, o.Detail, err))
+				return netclass.StartError("otlp driver: cannot connect to "+hostport, err, "is the system under test listening there? OTLP/gRPC is usually on port 4317, OTLP/HTTP on 4318")
 			}
 		} else {
 			spoke := d.http != nil && speaksFirst(c)
 			c.Close()
 			if spoke {
 				d.Shutdown(context.Background())
-				return pipebench.Unreached(fmt.Errorf("otlp driver: %s speaks first, as an HTTP/2 or gRPC server does, so it is not an OTLP/HTTP endpoint (%s): OTLP/HTTP is usually on port 4318; for OTLP/gRPC (port 4317) set protocol: grpc", hostport, netclass.DetailMismatch))
+				return netclass.StartError("otlp driver: "+hostport+" speaks first, as an HTTP/2 or gRPC server does, so it is not an OTLP/HTTP endpoint", errSpeaksFirst,
+					"OTLP/HTTP is usually on port 4318; for OTLP/gRPC (port 4317) set protocol: grpc")
 			}
 		}
 	}
@@ -310,12 +309,8 @@ func (d *Driver) Start(ctx context.Context) error {
 	d.opener, err = grpcconns.Start(ctx, d.conns, grpcconns.Params{Timeout: d.cfg.Timeout.D(), Addr: d.hostport})
 	if err != nil {
 		d.Shutdown(context.Background())
-		o := netclass.Classify(err)
-		err = fmt.Errorf("otlp driver: no gRPC connection to %s became ready (%s): %w; is it an OTLP/gRPC endpoint? OTLP/gRPC is usually on port 4317; for OTLP/HTTP (port 4318) set protocol: http", d.hostport, o.Detail, err)
-		if o.Unreached {
-			return pipebench.Unreached(err)
-		}
-		return err
+		return netclass.StartError("otlp driver: no gRPC connection to "+d.hostport+" became ready", err,
+			"is it an OTLP/gRPC endpoint? OTLP/gRPC is usually on port 4317; for OTLP/HTTP (port 4318) set protocol: http")
 	}
 	d.opener.Report(d.log, "otlp driver", d.Endpoint(), d.OpenConnections())
 	return nil
@@ -324,6 +319,10 @@ func (d *Driver) Start(ctx context.Context) error {
 // speakFirstWait is how long Start listens for a server that speaks before
 // it is asked.
 const speakFirstWait = 200 * time.Millisecond
+
+// errSpeaksFirst is an OTLP/HTTP endpoint that sent bytes before any
+// request.
+var errSpeaksFirst = fmt.Errorf("%w: the server spoke before any request", netclass.ErrProtocolMismatch)
 
 // speaksFirst reports whether the server sent bytes before any request: an
 // HTTP/1.1 server never does, an HTTP/2 (gRPC) server sends its SETTINGS.
@@ -338,7 +337,7 @@ func speaksFirst(c net.Conn) bool {
 // connections ready now, or the HTTP connections open now.
 func (d *Driver) OpenConnections() int {
 	if d.http != nil {
-		return d.httpOpen.Open()
+		return d.http.Open()
 	}
 	return grpcconns.Ready(d.conns)
 }
@@ -350,7 +349,7 @@ func (d *Driver) Shutdown(context.Context) error {
 		c.Close()
 	}
 	if d.http != nil {
-		d.http.CloseIdleConnections()
+		d.http.CloseIdle()
 	}
 	return nil
 }
@@ -481,58 +480,28 @@ func (d *Driver) sendHTTP(ctx context.Context, b *pipebench.Batch) pipebench.Out
 	if err != nil {
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "marshal", Message: err.Error()}
 	}
-	var rd io.Reader = bytes.NewReader(body)
-	var tracked *trackedBody
-	if d.cfg.Compression == "gzip" {
+	gzipped := d.cfg.Compression == "gzip"
+	if gzipped {
 		var zb bytes.Buffer
 		zw := gzip.NewWriter(&zb)
 		zw.Write(body)
 		zw.Close()
-		rd = &zb
-	} else if enc != nil {
-		// The transport may read the body after Do returned (an early
-		// answer, an error); the bytes are reused only once it closed it.
-		tracked = &trackedBody{Reader: bytes.NewReader(body)}
-		rd = tracked
-		defer func() {
-			if !tracked.closed.Load() {
-				enc.Abandon()
-			}
-		}()
+		body = zb.Bytes()
 	}
 	base := d.base
 	if len(d.bases) > 1 {
 		base = d.bases[d.next.Add(1)%uint64(len(d.bases))]
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, rd)
-	if err != nil {
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "bad request", Message: err.Error()}
+	header := d.headers.Clone()
+	header.Set("Content-Type", "application/x-protobuf")
+	if gzipped {
+		header.Set("Content-Encoding", "gzip")
 	}
-	if tracked != nil {
-		req.ContentLength = int64(len(body))
+	o, released := d.http.Post(ctx, base+path, header, body)
+	if enc != nil && !gzipped && !released {
+		// The transport may still read the encoded bytes (an early
+		// answer, an error): they must not be reused.
+		enc.Abandon()
 	}
-	req.Header = d.headers.Clone()
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	if d.cfg.Compression == "gzip" {
-		req.Header.Set("Content-Encoding", "gzip")
-	}
-	resp, err := d.http.Do(req)
-	if err != nil {
-		return netclass.Classify(err)
-	}
-	// 429, 502 and 503 are refused: the retryable statuses of the OTLP
-	// specification.
-	return netclass.OTLPStatuses.Response(resp)
-}
-
-// trackedBody is a request body that knows whether the transport closed it,
-// which it does once it is done reading.
-type trackedBody struct {
-	*bytes.Reader
-	closed atomic.Bool
-}
-
-func (t *trackedBody) Close() error {
-	t.closed.Store(true)
-	return nil
+	return o
 }

@@ -13,6 +13,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -174,4 +175,16 @@ func PlainToTLS(status int, body []byte) bool {
 // expected are a TLS record (an alert or a handshake).
 func LooksLikeTLS(b []byte) bool {
 	return len(b) >= 3 && (b[0] == 0x15 || b[0] == 0x16) && b[1] == 0x03
+}
+
+// StartError is a driver's Start failure as the runner and the user get it:
+// "<what> (<detail>): <err>; <hint>", marked pipebench.Unreached when the
+// failure says the target was not reached (the run is then invalid).
+func StartError(what string, err error, hint string) error {
+	o := Classify(err)
+	e := fmt.Errorf("%s (%s): %w; %s", what, o.Detail, err, hint)
+	if o.Unreached {
+		return pipebench.Unreached(e)
+	}
+	return e
 }
