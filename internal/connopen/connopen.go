@@ -73,7 +73,9 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Start gives every slot one try, Workers at a time, and returns when each
-// has had it or the wait ran out (twice Timeout, at least 2 s). It fails
+// has had it, or the wait ran out (twice Timeout, at least 2 s), or a try
+// failed after another opened (the target takes some, not all: the slots
+// not tried yet are left to the background). It fails
 // with an *Error when a try failed in a way no connection can get past
 // (see fatal), or when none opened and a try found the target unreached
 // (refused, unreachable, no answer to the connect); the slots that opened
@@ -185,6 +187,10 @@ func (o *Opener) round(ctx context.Context, slots []int, stopOnFatal bool) (left
 	var mu sync.Mutex
 	opened := make([]bool, len(slots))
 	next := make(chan int)
+	// At Start, once a connection opened and another failed, the target
+	// is known to take some and not all: the slots not tried yet go to
+	// the background rather than make Start wait for their tries.
+	enough, enoughOnce := make(chan struct{}), sync.Once{}
 	var wg sync.WaitGroup
 	for w := 0; w < min(o.p.Workers, len(slots)); w++ {
 		wg.Add(1)
@@ -209,6 +215,9 @@ func (o *Opener) round(ctx context.Context, slots []int, stopOnFatal bool) (left
 					unreached = err
 				}
 				mu.Unlock()
+				if stopOnFatal && o.opened.Load() > 0 {
+					enoughOnce.Do(func() { close(enough) })
+				}
 			}
 		}()
 	}
@@ -217,6 +226,8 @@ feed:
 		select {
 		case next <- k:
 		case <-ctx.Done():
+			break feed
+		case <-enough:
 			break feed
 		}
 	}
