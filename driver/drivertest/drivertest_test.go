@@ -95,6 +95,7 @@ func udpReceiver(t *testing.T) drivertest.Receiver {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pc.(*net.UDPConn).SetReadBuffer(4 << 20) // as much as the system lets a burst wait
 	var items atomic.Int64
 	go func() {
 		buf := make([]byte, 64)

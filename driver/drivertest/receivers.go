@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/h2c"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -164,6 +165,21 @@ func Serve(t *testing.T, ln net.Listener, handle func(c net.Conn)) {
 			handle(c)
 		}
 	}()
+}
+
+// GRPCServer starts a real gRPC server on loopback with no service (every
+// call is UNIMPLEMENTED) and returns its host:port; it stops when the test
+// ends. For a driver of another protocol aimed at a gRPC port, and for
+// opening gRPC connections.
+func GRPCServer(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	go srv.Serve(ln)
+	t.Cleanup(srv.Stop)
+	return ln.Addr().String()
 }
 
 // SilentServer accepts connections on loopback, reads what comes and never

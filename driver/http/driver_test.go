@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-	"google.golang.org/grpc"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
@@ -139,17 +138,11 @@ func BenchmarkSendClosedLoop(b *testing.B) {
 // An HTTP/1.1 client aimed at a gRPC (HTTP/2) port fails Start with a
 // protocol mismatch, on the plain and on the pipelined path.
 func TestHTTP1ToGRPCPortIsAMismatch(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	go srv.Serve(ln)
-	defer srv.Stop()
+	addr := drivertest.GRPCServer(t)
 	for _, pipeline := range []int{0, 4} {
 		c := defaultConfig()
 		c.Connections, c.Pipeline = 2, pipeline
-		d, err := New(*c, "http://"+ln.Addr().String()+"/")
+		d, err := New(*c, "http://"+addr+"/")
 		if err != nil {
 			t.Fatal(err)
 		}

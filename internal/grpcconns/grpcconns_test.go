@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/driver/drivertest"
 	"github.com/pipebench/pipebench/internal/netclass"
 )
 
@@ -75,19 +76,10 @@ func TestClassifyUnreached(t *testing.T) {
 // Start against a real gRPC server opens every connection; against an
 // HTTP/1.1 server it fails with a protocol mismatch, unreached.
 func TestStart(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	go srv.Serve(ln)
-	defer srv.Stop()
-	h1 := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	defer h1.Close()
 	for _, tc := range []struct {
 		addr     string
 		mismatch bool
-	}{{ln.Addr().String(), false}, {h1.Listener.Addr().String(), true}} {
+	}{{drivertest.GRPCServer(t), false}, {drivertest.HTTP1Server(t), true}} {
 		var conns []*grpc.ClientConn
 		for i := 0; i < 3; i++ {
 			cc, err := grpc.NewClient(tc.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
