@@ -12,32 +12,34 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/connopen"
+	"github.com/pipebench/pipebench/internal/grpcconns"
+	"github.com/pipebench/pipebench/internal/netclass"
 	"github.com/pipebench/pipebench/internal/protoschema"
+	"github.com/pipebench/pipebench/internal/tlsconf"
 	"github.com/pipebench/pipebench/payload"
 )
 
@@ -50,13 +52,16 @@ type Config struct {
 	// Method is the method to call: package.Service/Method.
 	Method string `yaml:"method" json:"method"`
 	// ProtoFiles are .proto files defining the method's service, found in
-	// ImportPaths. Empty: the method's types are asked of the server's
-	// reflection service at start.
+	// ImportPaths. They are compiled, and the method looked up in them,
+	// when the configuration is validated (before anything runs). Empty:
+	// the method's types are asked of the server's reflection service at
+	// start.
 	ProtoFiles  []string `yaml:"proto_files" json:"proto_files,omitempty"`
 	ImportPaths []string `yaml:"import_paths" json:"import_paths,omitempty"`
 	// Timeout bounds one call.
 	Timeout pipebench.Duration `yaml:"timeout" json:"timeout"`
-	// Connections is the number of HTTP/2 connections used round-robin.
+	// Connections is the number of HTTP/2 connections, opened at Start
+	// and used round-robin.
 	Connections int `yaml:"connections" json:"connections"`
 	// Metadata is sent with every call.
 	Metadata map[string]string `yaml:"metadata" json:"metadata,omitempty"`
@@ -67,52 +72,38 @@ type Config struct {
 	TLS TLSConfig `yaml:"tls" json:"tls"`
 }
 
-// TLSConfig holds client TLS settings.
+// TLSConfig holds client TLS settings: whether to use TLS, and the
+// settings every driver's tls section has.
 type TLSConfig struct {
-	Enabled            bool   `yaml:"enabled" json:"enabled,omitempty"`
-	CAFile             string `yaml:"ca_file" json:"ca_file,omitempty"`
-	CertFile           string `yaml:"cert_file" json:"cert_file,omitempty"`
-	KeyFile            string `yaml:"key_file" json:"key_file,omitempty"`
-	ServerName         string `yaml:"server_name" json:"server_name,omitempty"`
-	InsecureSkipVerify bool   `yaml:"insecure_skip_verify" json:"insecure_skip_verify,omitempty"`
+	Enabled        bool `yaml:"enabled" json:"enabled,omitempty"`
+	tlsconf.Client `yaml:",inline"`
 }
 
-// config builds the client TLS configuration.
-func (t TLSConfig) config() (*tls.Config, error) {
-	c := &tls.Config{ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify, MinVersion: tls.VersionTLS12}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls.ca_file: %s holds no PEM certificate", t.CAFile)
-		}
-		c.RootCAs = pool
-	}
-	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls.cert_file/key_file: %w", err)
-		}
-		c.Certificates = []tls.Certificate{cert}
-	}
-	return c, nil
-}
-
-// Validate reports every problem, each prefixed with its key.
+// Validate reports every problem, each prefixed with its key. With
+// proto_files it compiles them and looks the method up in them, so that a
+// broken .proto, a missing one and a method they do not define are found
+// before anything runs.
 func (c *Config) Validate() error {
+	_, err := c.check()
+	return err
+}
+
+// check validates c and, with proto_files, returns the method from them
+// (nil without).
+func (c *Config) check() (protoreflect.MethodDescriptor, error) {
 	var errs []error
 	if c.Endpoint != "" {
 		if _, err := dialTarget(c.Endpoint); err != nil {
 			errs = append(errs, fmt.Errorf("endpoint: %v", err))
 		}
 	}
+	methodOK := false
 	if c.Method == "" {
 		errs = append(errs, errors.New("method: name the method to call, like package.Service/Method"))
 	} else if _, _, err := protoschema.SplitMethod(c.Method); err != nil {
 		errs = append(errs, fmt.Errorf("method: %v", err))
+	} else {
+		methodOK = true
 	}
 	if len(c.ImportPaths) > 0 && len(c.ProtoFiles) == 0 {
 		errs = append(errs, errors.New("import_paths: give proto_files too (without them the server's reflection is used)"))
@@ -120,20 +111,34 @@ func (c *Config) Validate() error {
 	if c.Timeout <= 0 {
 		errs = append(errs, errors.New("timeout: must be more than 0"))
 	}
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		errs = append(errs, errors.New("tls: cert_file and key_file go together"))
-	}
-	for key, f := range map[string]string{"tls.ca_file": c.TLS.CAFile, "tls.cert_file": c.TLS.CertFile, "tls.key_file": c.TLS.KeyFile} {
-		if f != "" {
-			if _, err := os.Stat(f); err != nil {
-				errs = append(errs, fmt.Errorf("%s: cannot read %s", key, f))
-			}
-		}
+	if err := c.TLS.Validate("tls"); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Connections < 1 {
 		errs = append(errs, errors.New("connections: must be at least 1"))
 	}
-	return errors.Join(errs...)
+	var md protoreflect.MethodDescriptor
+	if len(c.ProtoFiles) > 0 {
+		files, err := protoschema.Compile(context.Background(), c.ProtoFiles, c.ImportPaths, nil)
+		switch {
+		case err != nil:
+			// One line per problem, each pointed at proto_files.
+			for _, line := range strings.Split(err.Error(), "\n") {
+				hint := "fix the .proto file, or set import_paths to where its imports are"
+				if strings.Contains(line, "no such file") {
+					hint = "a path is found in import_paths, or from the current directory when there are none"
+				}
+				errs = append(errs, fmt.Errorf("proto_files: %s (%s)", line, hint))
+			}
+		case methodOK:
+			if md, err = protoschema.Method(files, c.Method); err != nil {
+				errs = append(errs, fmt.Errorf("method: %v in proto_files", err))
+			} else if md.IsStreamingServer() {
+				errs = append(errs, fmt.Errorf("method: %s streams its answers; the grpc driver calls unary and client-streaming methods", md.FullName()))
+			}
+		}
+	}
+	return md, errors.Join(errs...)
 }
 
 func defaultConfig() *Config {
@@ -149,7 +154,11 @@ func Factory() pipebench.Factory[pipebench.Driver] {
 			if target == "" {
 				target = env.Target
 			}
-			return New(*c, target)
+			d, err := New(*c, target)
+			if err == nil && env.Logger != nil {
+				d.log = env.Logger
+			}
+			return d, err
 		}).WithPayloads(nil, []pipebench.Payload{payload.PayloadProtoJSON})
 }
 
@@ -189,7 +198,10 @@ var forceCodec = grpc.ForceCodecV2(codec{})
 type Driver struct {
 	cfg    Config
 	target string
+	tls    *tls.Config // nil: plaintext
 	conns  []*grpc.ClientConn
+	opener *connopen.Opener // opens in the background the connections Start could not
+	log    *slog.Logger     // nil: Start says nothing
 	next   atomic.Uint64
 	md     metadata.MD
 	method protoreflect.MethodDescriptor
@@ -202,7 +214,8 @@ var _ pipebench.Driver = (*Driver)(nil)
 var _ pipebench.ConnectionReporter = (*Driver)(nil)
 
 // New builds a driver; target is used when cfg.Endpoint is empty. .proto
-// files are compiled here, so their errors come before the run starts.
+// files are compiled here (as in Validate), so their errors come before
+// the run starts. Connections are opened by Start.
 func New(cfg Config, target string) (*Driver, error) {
 	if cfg.Endpoint == "" {
 		cfg.Endpoint = target
@@ -210,8 +223,9 @@ func New(cfg Config, target string) (*Driver, error) {
 	if cfg.Endpoint == "" {
 		return nil, pipebench.UsageError("the grpc driver has no endpoint", "set target.endpoint (host:port or unix:///path/to.sock), or add a sut", nil)
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+	md, err := cfg.check()
+	if err != nil {
+		return nil, pipebench.UsageError("the grpc driver's configuration is invalid", "", err)
 	}
 	dt, _ := dialTarget(cfg.Endpoint)
 	// Proto3 has no required fields: the initialization checks are skipped.
@@ -222,26 +236,24 @@ func New(cfg Config, target string) (*Driver, error) {
 	for k, v := range cfg.SecretMetadata {
 		d.md.Append(strings.ToLower(k), v.Reveal())
 	}
-	if len(cfg.ProtoFiles) > 0 {
-		files, err := protoschema.Compile(context.Background(), cfg.ProtoFiles, cfg.ImportPaths, nil)
-		if err != nil {
-			return nil, pipebench.UsageError("the grpc driver cannot compile proto_files", "fix the .proto files, or set import_paths to where their imports are", err)
-		}
-		md, err := protoschema.Method(files, cfg.Method)
-		if err != nil {
-			return nil, pipebench.UsageError("the grpc driver's method is not in proto_files", "check method: and proto_files:", err)
-		}
+	if md != nil {
 		if err := d.setMethod(md); err != nil {
 			return nil, err
 		}
 	}
 	creds := insecure.NewCredentials()
 	if cfg.TLS.Enabled || strings.HasPrefix(cfg.Endpoint, "https://") {
-		tc, err := cfg.TLS.config()
-		if err != nil {
+		// The name to verify: the configured one, else the endpoint's
+		// host, as gRPC itself takes it from the target ("localhost" for
+		// a Unix socket).
+		host := "localhost"
+		if h, _, err := net.SplitHostPort(dt); err == nil && !strings.HasPrefix(dt, "unix:") {
+			host = h
+		}
+		if d.tls, err = cfg.TLS.Load(host); err != nil {
 			return nil, pipebench.UsageError("the grpc driver's tls settings do not load", "", err)
 		}
-		creds = credentials.NewTLS(tc)
+		creds = credentials.NewTLS(d.tls)
 	}
 	for i := 0; i < cfg.Connections; i++ {
 		cc, err := grpc.NewClient(d.target, grpc.WithTransportCredentials(creds))
@@ -289,16 +301,34 @@ func dialTarget(ep string) (string, error) {
 	return ep, nil
 }
 
-// Start asks the server's reflection service for the method's types when
-// no proto_files were given.
+// Start opens the connections by grpcconns' rule (what the server takes
+// now, the rest in the background) and fails with a clear error when none
+// became ready because nothing listens at the endpoint, its TLS does not
+// match, or it does not speak gRPC. Without proto_files it then asks the
+// server's reflection service for the method's types.
 func (d *Driver) Start(ctx context.Context) error {
+	var err error
+	d.opener, err = grpcconns.Start(ctx, d.conns, grpcconns.Params{Timeout: d.cfg.Timeout.D(), Addr: d.target, TLS: d.tls})
+	if err != nil {
+		d.Shutdown(context.Background())
+		return netclass.StartError("grpc driver: no connection to "+d.cfg.Endpoint+" became ready", err,
+			"is the server listening there, with TLS if and only if tls.enabled says so?")
+	}
+	d.opener.Report(d.log, "grpc driver", d.cfg.Endpoint, d.OpenConnections())
 	if d.method != nil {
 		return nil
 	}
 	svc, _, _ := protoschema.SplitMethod(d.cfg.Method)
 	ctx, cancel := context.WithTimeout(ctx, max(d.cfg.Timeout.D(), 5*time.Second))
 	defer cancel()
-	files, err := protoschema.FromReflection(ctx, d.conns[0], svc)
+	cc := d.conns[0]
+	for _, c := range d.conns {
+		if c.GetState() == connectivity.Ready {
+			cc = c
+			break
+		}
+	}
+	files, err := protoschema.FromReflection(ctx, cc, svc)
 	if err != nil {
 		return pipebench.UsageError(fmt.Sprintf("the grpc driver could not learn %s from %s by reflection", svc, d.cfg.Endpoint),
 			"start the server with reflection enabled, or give proto_files", err)
@@ -310,8 +340,9 @@ func (d *Driver) Start(ctx context.Context) error {
 	return d.setMethod(md)
 }
 
-// Shutdown closes the connections.
+// Shutdown stops opening connections and closes them.
 func (d *Driver) Shutdown(context.Context) error {
+	d.opener.Close()
 	d.closeConns()
 	return nil
 }
@@ -324,15 +355,7 @@ func (d *Driver) closeConns() {
 
 // OpenConnections implements pipebench.ConnectionReporter: connections in
 // the READY state.
-func (d *Driver) OpenConnections() int {
-	n := 0
-	for _, c := range d.conns {
-		if c.GetState() == connectivity.Ready {
-			n++
-		}
-	}
-	return n
-}
+func (d *Driver) OpenConnections() int { return grpcconns.Ready(d.conns) }
 
 // Send implements pipebench.Driver: one call per message for a unary
 // method, one stream carrying every message for a client-streaming one.
@@ -358,7 +381,7 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 		md := d.metadata(seq, sent, b.Count)
 		stream, err := cc.NewStream(metadata.NewOutgoingContext(ctx, md), &grpc.StreamDesc{ClientStreams: true}, d.path, forceCodec)
 		if err != nil {
-			return classify(err)
+			return grpcconns.Classify(err)
 		}
 		for len(body) > 0 {
 			var line []byte
@@ -372,10 +395,10 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 			}
 		}
 		if err := stream.CloseSend(); err != nil {
-			return classify(err)
+			return grpcconns.Classify(err)
 		}
 		if err := stream.RecvMsg(&discard{}); err != nil {
-			return classify(err)
+			return grpcconns.Classify(err)
 		}
 		return pipebench.Outcome{Class: pipebench.ClassOK}
 	}
@@ -388,7 +411,7 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 		}
 		cctx := metadata.NewOutgoingContext(ctx, d.metadata(seq+uint64(i), sent, 1))
 		if err := cc.Invoke(cctx, d.path, wire(w), &discard{}, forceCodec); err != nil {
-			return classify(err)
+			return grpcconns.Classify(err)
 		}
 	}
 	return pipebench.Outcome{Class: pipebench.ClassOK}
@@ -431,54 +454,4 @@ func (d *Driver) metadata(seq uint64, sent string, count int) metadata.MD {
 
 func badMessage(err error) pipebench.Outcome {
 	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "message does not fit the method's input type", Message: err.Error()}
-}
-
-// classify maps a call's error to an outcome: UNAVAILABLE and
-// RESOURCE_EXHAUSTED are refusals (backpressure), DEADLINE_EXCEEDED a
-// timeout, anything else an error; a connection that could not be made at
-// all (refused, no socket) is refused and unreached.
-func classify(err error) pipebench.Outcome {
-	st, _ := status.FromError(err)
-	o := pipebench.Outcome{Code: int(st.Code()), Message: err.Error()}
-	switch st.Code() {
-	case codes.OK:
-		o.Class = pipebench.ClassOK
-		return o
-	case codes.Unavailable:
-		o.Class = pipebench.ClassRefused
-		o.Detail = "UNAVAILABLE"
-		msg := st.Message()
-		switch {
-		case strings.Contains(msg, "connection refused"):
-			o.Detail, o.Unreached = "connection refused", true
-		case strings.Contains(msg, "no such file or directory"):
-			o.Detail, o.Unreached = "no socket", true
-		case strings.Contains(msg, "handshake"):
-			o.Detail, o.Unreached = "tls handshake failed", true
-		case strings.Contains(msg, "Error while dialing"), strings.Contains(msg, "connection error"):
-			o.Detail, o.Unreached = "cannot connect", true
-		}
-	case codes.ResourceExhausted:
-		o.Class, o.Detail = pipebench.ClassRefused, "RESOURCE_EXHAUSTED"
-	case codes.DeadlineExceeded:
-		o.Class, o.Detail = pipebench.ClassTimeout, "timeout"
-	case codes.Canceled:
-		o.Class, o.Detail = pipebench.ClassError, "cancelled"
-	default:
-		o.Class, o.Detail = pipebench.ClassError, upperSnake(st.Code())
-	}
-	return o
-}
-
-// upperSnake is a code's name as gRPC writes it: INVALID_ARGUMENT.
-func upperSnake(c codes.Code) string {
-	s := c.String()
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && r >= 'A' && r <= 'Z' {
-			b.WriteByte('_')
-		}
-		b.WriteRune(r)
-	}
-	return strings.ToUpper(b.String())
 }

@@ -12,11 +12,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
@@ -31,9 +29,9 @@ import (
 // the .proto at run time, with reflection, on a Unix socket or TCP.
 type server struct {
 	target   string
+	addr     string // host:port over TCP
 	srv      *grpc.Server
-	answer   atomic.Int32
-	slow     time.Duration
+	gate     drivertest.Gate
 	received atomic.Int64
 	mu       sync.Mutex
 	seqs     []uint64 // from the message field
@@ -56,7 +54,7 @@ func startServerOpts(t testing.TB, network string, opts ...grpc.ServerOption) *s
 		t.Fatal(err)
 	}
 	stream, _ := protoschema.Method(files, "pipebench.healthevents.v1.HealthEventService/ReportStream")
-	s := &server{slow: 2 * time.Second}
+	s := &server{}
 	var ln net.Listener
 	if network == "unix" {
 		sock := filepath.Join(t.TempDir(), "he.sock")
@@ -65,7 +63,7 @@ func startServerOpts(t testing.TB, network string, opts ...grpc.ServerOption) *s
 	} else {
 		ln, err = net.Listen("tcp", "127.0.0.1:0")
 		if ln != nil {
-			s.target = ln.Addr().String()
+			s.target, s.addr = ln.Addr().String(), ln.Addr().String()
 		}
 	}
 	if err != nil {
@@ -86,7 +84,7 @@ func startServerOpts(t testing.TB, network string, opts ...grpc.ServerOption) *s
 				if err := dec(in); err != nil {
 					return nil, err
 				}
-				if err := s.gate(ctx); err != nil {
+				if err := s.gate.GRPC(ctx); err != nil {
 					return nil, err
 				}
 				events := in.Get(report.Input().Fields().ByName("events")).List()
@@ -100,7 +98,7 @@ func startServerOpts(t testing.TB, network string, opts ...grpc.ServerOption) *s
 			StreamName:    "ReportStream",
 			ClientStreams: true,
 			Handler: func(_ any, ss grpc.ServerStream) error {
-				if err := s.gate(ss.Context()); err != nil {
+				if err := s.gate.GRPC(ss.Context()); err != nil {
 					return err
 				}
 				n := 0
@@ -120,22 +118,6 @@ func startServerOpts(t testing.TB, network string, opts ...grpc.ServerOption) *s
 	go s.srv.Serve(ln)
 	t.Cleanup(s.srv.Stop)
 	return s
-}
-
-func (s *server) gate(ctx context.Context) error {
-	switch drivertest.Answer(s.answer.Load()) {
-	case drivertest.AnswerRefused:
-		return status.Error(codes.Unavailable, "busy")
-	case drivertest.AnswerError:
-		return status.Error(codes.InvalidArgument, "no")
-	case drivertest.AnswerSlow:
-		select {
-		case <-time.After(s.slow):
-		case <-ctx.Done():
-		}
-		return status.Error(codes.DeadlineExceeded, "slow")
-	}
-	return nil
 }
 
 func (s *server) record(ctx context.Context, ev protoreflect.Message) {
@@ -176,30 +158,41 @@ func newGen(t testing.TB, tree map[string]any) pipebench.Generator {
 	return g
 }
 
-func TestConformanceUnix(t *testing.T) {
+// conformance runs the suite against the example service over network
+// (unix or tcp), the driver built by its factory from the .proto file.
+func conformance(t *testing.T, network string) {
 	drivertest.Run(t, drivertest.Harness{
-		New: func(t *testing.T, target string) pipebench.Driver {
-			d, err := New(Config{Endpoint: target, Method: "pipebench.healthevents.v1.HealthEventService/Report",
-				ProtoFiles: []string{"healthevents.proto"}, ImportPaths: []string{"../../examples"},
-				Timeout: pipebench.Duration(500 * time.Millisecond), Connections: 2}, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
+		Factory: Factory(),
+		Configure: func(cfg any) {
+			c := cfg.(*Config)
+			c.Method, c.ProtoFiles, c.ImportPaths = "pipebench.healthevents.v1.HealthEventService/Report", []string{"healthevents.proto"}, []string{"../../examples"}
+			c.Timeout, c.Connections = pipebench.Duration(500*time.Millisecond), 2
+		},
+		Invalid: func(cfg any) string {
+			cfg.(*Config).Method = "pipebench.healthevents.v1.HealthEventService/Nope"
+			return "method"
 		},
 		Receiver: func(t *testing.T) drivertest.Receiver {
-			s := startServer(t, "unix")
+			s := startServer(t, network)
 			return drivertest.Receiver{
 				Target:   s.target,
+				Addr:     s.addr,
 				Received: s.received.Load,
-				Set:      func(a drivertest.Answer) { s.answer.Store(int32(a)) },
+				Set:      s.gate.Set,
 				Close:    s.srv.Stop,
-				Slow:     s.slow,
+				Slow:     drivertest.SlowAnswer,
 			}
 		},
-		Generator: newGen(t, eventTemplate()),
+		Generator:   newGen(t, eventTemplate()),
+		Connections: 2,
+		Mismatches: []drivertest.Mismatch{
+			{Name: "HTTP/1.1 server for a gRPC client", Detail: "protocol mismatch", Start: drivertest.HTTP1Server},
+		},
 	})
 }
+
+func TestConformanceUnix(t *testing.T) { conformance(t, "unix") }
+func TestConformanceTCP(t *testing.T)  { conformance(t, "tcp") }
 
 func TestSequenceTravelsInFieldAndMetadata(t *testing.T) {
 	for _, network := range []string{"unix", "tcp"} {
@@ -260,23 +253,23 @@ func TestClientStreamByReflection(t *testing.T) {
 	}
 }
 
+// Nothing listening (a Unix socket that is not there, a closed port):
+// Start fails, refused and unreached.
 func TestNoServerIsRefusedAndUnreached(t *testing.T) {
 	dir := t.TempDir()
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := ln.Addr().String()
 	ln.Close()
-	for _, ep := range []string{"unix://" + filepath.Join(dir, "none.sock"), closed} {
-		d, err := New(Config{Endpoint: ep, Method: "pipebench.healthevents.v1.HealthEventService/Report",
+	for _, tc := range []struct{ ep, detail string }{{"unix://" + filepath.Join(dir, "none.sock"), "no socket"}, {closed, "connection refused"}} {
+		d, err := New(Config{Endpoint: tc.ep, Method: "pipebench.healthevents.v1.HealthEventService/Report",
 			ProtoFiles: []string{"../../examples/healthevents.proto"}, Timeout: pipebench.Duration(2 * time.Second), Connections: 1}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.Start(context.Background())
-		b := newGen(t, eventTemplate()).Next(1, 1, time.Now())
-		o := d.Send(context.Background(), &b)
+		err = d.Start(context.Background())
 		d.Shutdown(context.Background())
-		if o.Class != pipebench.ClassRefused || !o.Unreached {
-			t.Errorf("%s: %+v, want refused and unreached", ep, o)
+		if err == nil || !pipebench.IsUnreached(err) || !strings.Contains(err.Error(), tc.detail) {
+			t.Errorf("%s: Start %v, want %s, unreached", tc.ep, err, tc.detail)
 		}
 	}
 }
@@ -295,25 +288,10 @@ func TestBadConfigurationIsClear(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := New(c.cfg, "")
-		if err == nil || !strings.Contains(errText(err), c.want) {
+		if err == nil || !strings.Contains(drivertest.ErrorText(err), c.want) {
 			t.Errorf("%+v: error %v, want one mentioning %q", c.cfg, err, c.want)
 		}
 	}
-}
-
-// errText is an error with its wrapped causes, as the CLI prints them.
-func errText(err error) string {
-	var b strings.Builder
-	for e := err; e != nil; {
-		b.WriteString(e.Error())
-		b.WriteString(" | ")
-		u, ok := e.(interface{ Unwrap() error })
-		if !ok {
-			break
-		}
-		e = u.Unwrap()
-	}
-	return b.String()
 }
 
 func TestBadMessageIsAnError(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/tlsconf"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key, and returns
@@ -74,37 +76,36 @@ func TestTLS(t *testing.T) {
 		return d.Send(context.Background(), &b)
 	}
 	// Reflection over TLS, then the call.
-	if o := send(TLSConfig{Enabled: true, CAFile: caFile}); o.Class != pipebench.ClassOK {
+	if o := send(TLSConfig{Enabled: true, Client: tlsconf.Client{CAFile: caFile}}); o.Class != pipebench.ClassOK {
 		t.Errorf("with the CA: %+v", o)
 	}
 	// An unknown CA fails at start, when reflection cannot connect.
 	if o := send(TLSConfig{Enabled: true}); o.Class == pipebench.ClassOK {
 		t.Errorf("an unverified server was accepted: %+v", o)
 	}
-	// Plaintext to a TLS server does not get through.
+	// Plaintext to a TLS server does not get through: Start says so, as
+	// a server that does not speak (plaintext) gRPC, unreached.
 	d, err := New(Config{Endpoint: s.target, Method: "pipebench.healthevents.v1.HealthEventService/Report",
 		ProtoFiles: []string{"../../examples/healthevents.proto"}, Timeout: pipebench.Duration(2 * time.Second), Connections: 1}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Shutdown(context.Background())
-	d.Start(context.Background())
-	b := newGen(t, eventTemplate()).Next(1, 1, time.Now())
-	if o := d.Send(context.Background(), &b); o.Class != pipebench.ClassRefused || !o.Unreached {
-		t.Errorf("plaintext to TLS: %+v, want refused and unreached", o)
+	if err := d.Start(context.Background()); err == nil || !pipebench.IsUnreached(err) || !strings.Contains(err.Error(), "protocol mismatch") {
+		t.Errorf("plaintext to TLS: Start %v, want a protocol mismatch, unreached", err)
 	}
-	// With proto files, a bad certificate shows at the first send.
+	// With proto files, a certificate the client does not trust fails
+	// Start as a TLS handshake, unreached.
 	d2, err := New(Config{Endpoint: s.target, Method: "pipebench.healthevents.v1.HealthEventService/Report",
 		ProtoFiles: []string{"../../examples/healthevents.proto"}, Timeout: pipebench.Duration(2 * time.Second), Connections: 1, TLS: TLSConfig{Enabled: true}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d2.Shutdown(context.Background())
-	d2.Start(context.Background())
-	if o := d2.Send(context.Background(), &b); o.Class != pipebench.ClassRefused || !o.Unreached || o.Detail != "tls handshake failed" {
-		t.Errorf("unverified certificate: %+v", o)
+	if err := d2.Start(context.Background()); err == nil || !pipebench.IsUnreached(err) || !strings.Contains(err.Error(), "tls handshake") {
+		t.Errorf("unverified certificate: Start %v, want a TLS handshake failure, unreached", err)
 	}
-	if _, err := New(Config{Endpoint: s.target, Method: "a.B/C", Timeout: 1, Connections: 1, TLS: TLSConfig{CertFile: "x"}}, ""); err == nil {
+	if _, err := New(Config{Endpoint: s.target, Method: "a.B/C", Timeout: 1, Connections: 1, TLS: TLSConfig{Client: tlsconf.Client{CertFile: "x"}}}, ""); err == nil {
 		t.Errorf("cert_file without key_file accepted")
 	}
 }

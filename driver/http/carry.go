@@ -158,7 +158,7 @@ func (p *h1Pool) carryOne(c *h1Conn, j h1Job) {
 
 // outcome classifies what a request came to.
 func outcome(status int, at sendTimes, err error) pipebench.Outcome {
-	out := classifyStatus(status)
+	out := statuses.Classify(status)
 	if err != nil {
 		out = classifyErr(err)
 	}

@@ -1,16 +1,14 @@
 package httpdriver
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/tlsconf"
 )
 
 // Config configures the HTTP driver.
@@ -36,7 +34,7 @@ type Config struct {
 	// SecretHeaders are sent with every request and never printed.
 	SecretHeaders map[string]pipebench.Secret `yaml:"secret_headers" json:"secret_headers,omitempty"`
 	// TLS configures https:// targets.
-	TLS TLSConfig `yaml:"tls" json:"tls"`
+	TLS tlsconf.Client `yaml:"tls" json:"tls"`
 	// KernelTimestamps ends each request's service time when its answer
 	// reached this machine, by the kernel's receive timestamp
 	// (SO_TIMESTAMPNS), rather than when the generator read it: the time
@@ -45,15 +43,6 @@ type Config struct {
 	// the read that completed it (its last packet's arrival). True by
 	// default.
 	KernelTimestamps bool `yaml:"kernel_timestamps" json:"kernel_timestamps"`
-}
-
-// TLSConfig holds client TLS settings.
-type TLSConfig struct {
-	CAFile             string `yaml:"ca_file" json:"ca_file,omitempty"`
-	CertFile           string `yaml:"cert_file" json:"cert_file,omitempty"`
-	KeyFile            string `yaml:"key_file" json:"key_file,omitempty"`
-	ServerName         string `yaml:"server_name" json:"server_name,omitempty"`
-	InsecureSkipVerify bool   `yaml:"insecure_skip_verify" json:"insecure_skip_verify,omitempty"`
 }
 
 // maxConnections bounds connections: each is a socket (and a file
@@ -88,42 +77,8 @@ func (c *Config) Validate() error {
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout: must be more than 0"))
 	}
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		errs = append(errs, fmt.Errorf("tls: cert_file and key_file go together"))
-	}
-	for key, f := range map[string]string{"tls.ca_file": c.TLS.CAFile, "tls.cert_file": c.TLS.CertFile, "tls.key_file": c.TLS.KeyFile} {
-		if f != "" {
-			if _, err := os.Stat(f); err != nil {
-				errs = append(errs, fmt.Errorf("%s: cannot read %s", key, f))
-			}
-		}
+	if err := c.TLS.Validate("tls"); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// tlsConfig builds the client TLS configuration, or nil for plain http.
-func (c *Config) tlsConfig(host string) (*tls.Config, error) {
-	t := &tls.Config{ServerName: c.TLS.ServerName, InsecureSkipVerify: c.TLS.InsecureSkipVerify}
-	if t.ServerName == "" {
-		t.ServerName = host
-	}
-	if c.TLS.CAFile != "" {
-		pem, err := os.ReadFile(c.TLS.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls.ca_file: %s holds no PEM certificate", c.TLS.CAFile)
-		}
-		t.RootCAs = pool
-	}
-	if c.TLS.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls.cert_file/key_file: %w", err)
-		}
-		t.Certificates = []tls.Certificate{cert}
-	}
-	return t, nil
 }

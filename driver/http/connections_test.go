@@ -1,7 +1,9 @@
 package httpdriver
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -11,13 +13,16 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/driver/drivertest"
+	"github.com/pipebench/pipebench/internal/conncount"
 	"github.com/pipebench/pipebench/internal/fdlimit"
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 // connCounter is a real net/http server on loopback that counts the
 // connections open now and the distinct connections that carried requests.
 type connCounter struct {
-	open atomic.Int64
+	open conncount.Counter
 	mu   sync.Mutex
 	used map[string]bool
 	srv  *http.Server
@@ -36,14 +41,7 @@ func newConnCounter(t *testing.T) *connCounter {
 			cc.used[r.RemoteAddr] = true
 			cc.mu.Unlock()
 		}),
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			switch s {
-			case http.StateNew:
-				cc.open.Add(1)
-			case http.StateClosed, http.StateHijacked:
-				cc.open.Add(-1)
-			}
-		},
+		ConnState: cc.open.ConnState,
 	}
 	go cc.srv.Serve(ln)
 	t.Cleanup(func() { cc.srv.Close() })
@@ -54,15 +52,6 @@ func (cc *connCounter) distinct() int {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	return len(cc.used)
-}
-
-func waitUntil(d time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
 }
 
 // connections: 2000 opens 2,000 connections at Start and keeps them while
@@ -86,8 +75,8 @@ func TestTwoThousandConnectionsOpenAndUsed(t *testing.T) {
 		if n := d.OpenConnections(); n != conns {
 			t.Errorf("pipeline %d: OpenConnections after Start = %d, want %d", pipeline, n, conns)
 		}
-		if !waitUntil(15*time.Second, func() bool { return cc.open.Load() == conns }) {
-			t.Errorf("pipeline %d: the server sees %d connections open, want %d", pipeline, cc.open.Load(), conns)
+		if !testutil.Poll(15*time.Second, func() bool { return cc.open.Open() == conns }) {
+			t.Errorf("pipeline %d: the server sees %d connections open, want %d", pipeline, cc.open.Open(), conns)
 		}
 		var wg sync.WaitGroup
 		var failed atomic.Int64
@@ -110,12 +99,12 @@ func TestTwoThousandConnectionsOpenAndUsed(t *testing.T) {
 		if n := cc.distinct(); n != conns {
 			t.Errorf("pipeline %d: %d sends went over %d distinct connections, want all %d", pipeline, 2*conns, n, conns)
 		}
-		if n, open := d.OpenConnections(), cc.open.Load(); n != conns || open != conns {
+		if n, open := d.OpenConnections(), cc.open.Open(); n != conns || open != conns {
 			t.Errorf("pipeline %d: after the sends the driver says %d open and the server sees %d, want %d", pipeline, n, open, conns)
 		}
 		d.Shutdown(context.Background())
-		if !waitUntil(10*time.Second, func() bool { return cc.open.Load() == 0 }) {
-			t.Errorf("pipeline %d: after Shutdown the server still sees %d connections", pipeline, cc.open.Load())
+		if !testutil.Poll(10*time.Second, func() bool { return cc.open.Open() == 0 }) {
+			t.Errorf("pipeline %d: after Shutdown the server still sees %d connections", pipeline, cc.open.Open())
 		}
 		if n := d.OpenConnections(); n != 0 {
 			t.Errorf("pipeline %d: OpenConnections after Shutdown = %d", pipeline, n)
@@ -189,17 +178,13 @@ func serverClosesIdle(t *testing.T) {
 	if n := d.OpenConnections(); n != 4 {
 		t.Fatalf("after Start %d open, want 4", n)
 	}
-	if !waitUntil(10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(accepted) == 4 }) {
-		t.Fatal("the server did not accept 4 connections")
-	}
+	testutil.Eventually(t, 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(accepted) == 4 }, "the server did not accept 4 connections")
 	mu.Lock()
 	for _, c := range accepted {
 		c.Close()
 	}
 	mu.Unlock()
-	if !waitUntil(10*time.Second, func() bool { return d.OpenConnections() == 0 }) {
-		t.Fatalf("the server closed every connection; the driver still counts %d open", d.OpenConnections())
-	}
+	testutil.Eventually(t, 10*time.Second, func() bool { return d.OpenConnections() == 0 }, "the server closed every connection; the driver still counts %d open", d.OpenConnections())
 	for i := 0; i < 4; i++ {
 		b := pipebench.Batch{Body: []byte("{}"), Count: 1}
 		if o := d.Send(context.Background(), &b); o.Class != pipebench.ClassOK {
@@ -209,4 +194,76 @@ func serverClosesIdle(t *testing.T) {
 	if n := d.OpenConnections(); n != 4 {
 		t.Errorf("after a send on each, %d open, want 4", n)
 	}
+}
+
+// singleThreaded starts a real HTTP/1.1 server on loopback that serves one
+// connection at a time, as Python's http.server.HTTPServer does: an accept
+// backlog of 5, every request of a connection answered in turn
+// (keep-alive) until the client closes it, and only then the next
+// connection accepted. It returns its address and its own count of the
+// requests it answered.
+func singleThreaded(t *testing.T) (string, *atomic.Int64) {
+	ln := drivertest.ListenBacklog(t, 5)
+	var served atomic.Int64
+	drivertest.Serve(t, ln, func(c net.Conn) {
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); err != nil {
+				return
+			}
+			served.Add(1)
+		}
+	})
+	return ln.Addr().String(), &served
+}
+
+// A single-threaded HTTP/1.1 server takes a few of 64 connections at once
+// (the one it serves and the five its backlog holds): Start opens those
+// and succeeds (it used to fail, "nothing reached the system under
+// test"), the rest keep opening in the background, and the sends that
+// reach the server are answered: as many ok as the server counts.
+func TestSingleThreadedServerIsReached(t *testing.T) {
+	addr, served := singleThreaded(t)
+	c := defaultConfig()
+	c.Connections, c.Timeout = 64, pipebench.Duration(time.Second)
+	d, err := Factory().New(c, pipebench.Env{Target: "http://" + addr + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(context.Background())
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatalf("Start against a single-threaded server: %v", err)
+	}
+	cr := d.(pipebench.ConnectionReporter)
+	if n := cr.OpenConnections(); n < 1 || n >= 64 {
+		t.Errorf("after Start %d connections are open; want some, not all 64", n)
+	}
+	var ok, unreached atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2; i++ {
+				b := pipebench.Batch{Body: []byte("{}"), Count: 1}
+				switch o := d.Send(context.Background(), &b); {
+				case o.Class == pipebench.ClassOK:
+					ok.Add(1)
+				case o.Unreached:
+					unreached.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() < 1 || ok.Load() != served.Load() {
+		t.Errorf("%d of 16 sends ok, the server answered %d; want at least one, the same number", ok.Load(), served.Load())
+	}
+	t.Logf("%d ok, %d unreached, %d connections open", ok.Load(), unreached.Load(), cr.OpenConnections())
 }

@@ -11,17 +11,18 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/conncount"
+	"github.com/pipebench/pipebench/internal/connopen"
 	"github.com/pipebench/pipebench/internal/fdlimit"
 	"github.com/pipebench/pipebench/internal/netclass"
 )
@@ -40,7 +41,10 @@ func Factory() pipebench.Factory[pipebench.Driver] {
 			switch {
 			case err != nil:
 				return nil, err
-			case d.sendsAsync():
+			case env.Logger != nil:
+				d.log = env.Logger
+			}
+			if d.sendsAsync() {
 				return asyncDriver{d}, nil
 			}
 			return d, nil
@@ -59,7 +63,8 @@ type Driver struct {
 	pipe    *pipeClient                     // HTTP/1.1 pipelined
 	std     *http.Client                    // HTTP/2
 	probe   func(ctx context.Context) error // HTTP/2: can a connection be opened?
-	h2open  atomic.Int64                    // HTTP/2 connections open now
+	h2open  conncount.Counter               // HTTP/2 connections open now
+	log     *slog.Logger                    // nil: Start says nothing
 }
 
 var (
@@ -93,7 +98,7 @@ func New(cfg Config, target string) (*Driver, error) {
 	var tlsCfg *tls.Config
 	if u.Scheme == "https" {
 		var err error
-		if tlsCfg, err = cfg.tlsConfig(u.Hostname()); err != nil {
+		if tlsCfg, err = cfg.TLS.Load(u.Hostname()); err != nil {
 			return nil, err
 		}
 	}
@@ -121,8 +126,7 @@ func New(cfg Config, target string) (*Driver, error) {
 			if err != nil {
 				return nil, err
 			}
-			d.h2open.Add(1)
-			return &countedConn{Conn: c, open: &d.h2open}, nil
+			return d.h2open.Wrap(c), nil
 		}
 		d.std = &http.Client{Transport: tr, Timeout: timeout}
 		d.probe = func(ctx context.Context) error {
@@ -153,10 +157,12 @@ func New(cfg Config, target string) (*Driver, error) {
 }
 
 // Start makes sure the process may open the connections asked for (raising
-// the soft limit on open files if needed) and, for HTTP/1.1, opens every
-// connection, 64 at a time (HTTP/2 opens one to check, and closes it). It fails with a clear error when the target
-// cannot be reached (nothing listens, TLS fails) or the limit on open
-// files is too low.
+// the soft limit on open files if needed) and, for HTTP/1.1, opens the
+// connections as connopen does: 64 at a time, what the target takes now,
+// the rest in the background (HTTP/2 opens one to check, and closes it).
+// It fails with a clear error when the target took no connection (nothing
+// listens) or no connection can work (TLS fails, another protocol), or
+// when the limit on open files is too low.
 func (d *Driver) Start(ctx context.Context) error {
 	if err := fdlimit.Ensure(d.cfg.Connections + fdlimit.Margin); err != nil {
 		return pipebench.UsageError(fmt.Sprintf("http driver: connections: %d", d.cfg.Connections), "", err)
@@ -172,12 +178,21 @@ func (d *Driver) Start(ctx context.Context) error {
 	}
 	if err != nil {
 		d.Shutdown(context.Background())
-		o := netclass.Classify(err)
-		err = fmt.Errorf("http driver: cannot open connections to %s (%s): %w; is the system under test listening there, with the scheme (http or https) the url names?", d.addr, o.Detail, err)
-		if o.Unreached {
-			return pipebench.Unreached(err)
-		}
-		return err
+		return netclass.StartError("http driver: cannot open connections to "+d.addr, err,
+			"is the system under test listening there, with the scheme (http or https) the url names?")
+	}
+	d.opener().Report(d.log, "http driver", d.addr, d.OpenConnections())
+	return nil
+}
+
+// opener is what keeps opening the HTTP/1.1 connections Start could not,
+// or nil.
+func (d *Driver) opener() *connopen.Opener {
+	switch {
+	case d.h1 != nil:
+		return d.h1.opener
+	case d.pipe != nil:
+		return d.pipe.opener
 	}
 	return nil
 }
@@ -222,9 +237,9 @@ func (d *Driver) OpenConnections() int {
 	case d.h1 != nil:
 		return d.h1.openNow()
 	case d.pipe != nil:
-		return int(d.pipe.open.Load())
+		return d.pipe.open.Open()
 	}
-	return int(d.h2open.Load())
+	return d.h2open.Open()
 }
 
 // Shutdown closes the connections.
@@ -315,39 +330,12 @@ func (d *Driver) sendStd(ctx context.Context, b *pipebench.Batch) pipebench.Outc
 	if err != nil {
 		return classifyErr(err)
 	}
-	var head []byte
-	if resp.StatusCode == 400 {
-		head, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if netclass.PlainToTLS(resp.StatusCode, head) {
-		return classifyErr(errPlainToTLS)
-	}
-	return classifyStatus(resp.StatusCode)
+	return statuses.Response(resp)
 }
 
-// classifyStatus maps an HTTP status to an outcome class: 2xx ok; 429, 503
-// and 507 (insufficient storage: an event proxy's stream is full) refused
-// (backpressure); 408 and 504 timeout; anything else error.
-// The target answered, so none is unreached.
-func classifyStatus(code int) pipebench.Outcome {
-	o := pipebench.Outcome{Code: code}
-	switch {
-	case code >= 200 && code < 300:
-		o.Class = pipebench.ClassOK
-		return o
-	case code == 429 || code == 503 || code == 507:
-		o.Class = pipebench.ClassRefused
-	case code == 408 || code == 504:
-		o.Class = pipebench.ClassTimeout
-	default:
-		o.Class = pipebench.ClassError
-	}
-	o.Detail = strconv.Itoa(code)
-	o.Message = "HTTP " + strconv.Itoa(code) + " " + http.StatusText(code)
-	return o
-}
+// statuses reads the answers' statuses: 429, 503 and 507 (insufficient
+// storage: an event proxy's stream is full) are refused (backpressure).
+var statuses = netclass.EventStatuses
 
 // classifyErr maps a transport error to an outcome with a short detail and
 // the full text.

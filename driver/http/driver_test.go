@@ -2,70 +2,27 @@ package httpdriver
 
 import (
 	"context"
-	"io"
-	"log"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
-	"google.golang.org/grpc"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
+	"github.com/pipebench/pipebench/internal/tlsconf"
 	"github.com/pipebench/pipebench/payload"
 )
 
-// receiver is a real net/http server on loopback that speaks h2c too and
-// counts items by the Pipebench-Count header.
+// receiver is a real net/http server on loopback (drivertest's, with
+// h2c) that counts items by the Pipebench-Count header.
 func receiver(t *testing.T) drivertest.Receiver {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var items atomic.Int64
-	var answer atomic.Int32
-	slow := 2 * time.Second
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch drivertest.Answer(answer.Load()) {
-		case drivertest.AnswerRefused:
-			w.WriteHeader(503)
-			return
-		case drivertest.AnswerError:
-			w.WriteHeader(400)
-			return
-		case drivertest.AnswerSlow:
-			select {
-			case <-time.After(slow):
-			case <-r.Context().Done():
-			}
-			return
-		}
-		n, _ := strconv.Atoi(r.Header.Get(payload.HeaderCount))
-		items.Add(int64(n))
-		w.WriteHeader(200)
+	return drivertest.HTTPReceiver(t, "/events", func(r *http.Request, _ []byte) (int64, error) {
+		return strconv.ParseInt(r.Header.Get(payload.HeaderCount), 10, 64)
 	})
-	srv := &http.Server{Handler: h2c.NewHandler(h, &http2.Server{})}
-	go srv.Serve(ln)
-	closed := false
-	closeFn := func() {
-		if !closed {
-			closed = true
-			srv.Close()
-		}
-	}
-	t.Cleanup(closeFn)
-	return drivertest.Receiver{
-		Target: "http://" + ln.Addr().String() + "/events", Received: items.Load, Slow: slow,
-		Set: func(a drivertest.Answer) { answer.Store(int32(a)) }, Close: closeFn,
-	}
 }
 
 func harness(http2 bool) drivertest.Harness { return harnessWith(http2, 0) }
@@ -73,42 +30,33 @@ func harness(http2 bool) drivertest.Harness { return harnessWith(http2, 0) }
 func harnessWith(http2 bool, pipeline int) drivertest.Harness {
 	g, _ := payload.EventFactory().New(nil, pipebench.Env{})
 	h := drivertest.Harness{
+		Factory:   Factory(),
 		Generator: g, Count: 3,
 		Receiver: receiver,
 		Target:   func(addr string) string { return "http://" + addr + "/events" },
-		New: func(t *testing.T, target string) pipebench.Driver {
-			c := defaultConfig()
+		Configure: func(cfg any) {
+			c := cfg.(*Config)
 			c.Timeout = pipebench.Duration(time.Second)
 			c.HTTP2 = http2
 			c.Connections = 8
 			c.Pipeline = pipeline
 			c.TLS.InsecureSkipVerify = true
-			d, err := New(*c, target)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
 		},
+		Invalid: func(cfg any) string { cfg.(*Config).Method = "GET"; return "method" },
 		Mismatches: []drivertest.Mismatch{
 			{Name: "plain server for a TLS client", Detail: "tls handshake", Start: func(t *testing.T) string {
-				srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-				t.Cleanup(srv.Close)
-				return "https://" + srv.Listener.Addr().String() + "/"
+				return "https://" + drivertest.HTTP1Server(t) + "/"
 			}},
 		},
 	}
 	if !http2 {
 		h.Connections = 8
 		h.Mismatches = append(h.Mismatches, drivertest.Mismatch{Name: "TLS server for a plain client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
-			srv := quietTLSServer()
-			t.Cleanup(srv.Close)
-			return "http://" + srv.Listener.Addr().String() + "/"
+			return "http://" + drivertest.TLSServer(t) + "/"
 		}})
 	} else {
 		h.Mismatches = append(h.Mismatches, drivertest.Mismatch{Name: "HTTP/1.1-only server for an h2c client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
-			srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-			t.Cleanup(srv.Close)
-			return "http://" + srv.Listener.Addr().String() + "/"
+			return "http://" + drivertest.HTTP1Server(t) + "/"
 		}})
 	}
 	return h
@@ -154,7 +102,7 @@ func TestHeadersAndSecretsAreSentNotPrinted(t *testing.T) {
 }
 
 func TestConfigErrorsNameTheKey(t *testing.T) {
-	c := &Config{URL: "ftp://x", Method: "GET", Connections: 0, TLS: TLSConfig{CertFile: "/nonexistent.pem"}}
+	c := &Config{URL: "ftp://x", Method: "GET", Connections: 0, TLS: tlsconf.Client{CertFile: "/nonexistent.pem"}}
 	err := c.Validate()
 	for _, want := range []string{"url:", "method:", "connections:", "timeout:", "tls: cert_file and key_file", "tls.cert_file: cannot read"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -190,17 +138,11 @@ func BenchmarkSendClosedLoop(b *testing.B) {
 // An HTTP/1.1 client aimed at a gRPC (HTTP/2) port fails Start with a
 // protocol mismatch, on the plain and on the pipelined path.
 func TestHTTP1ToGRPCPortIsAMismatch(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	go srv.Serve(ln)
-	defer srv.Stop()
+	addr := drivertest.GRPCServer(t)
 	for _, pipeline := range []int{0, 4} {
 		c := defaultConfig()
 		c.Connections, c.Pipeline = 2, pipeline
-		d, err := New(*c, "http://"+ln.Addr().String()+"/")
+		d, err := New(*c, "http://"+addr+"/")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,20 +153,11 @@ func TestHTTP1ToGRPCPortIsAMismatch(t *testing.T) {
 	}
 }
 
-// quietTLSServer is an HTTPS server on loopback that does not log the
-// failed handshakes the tests cause.
-func quietTLSServer() *httptest.Server {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
-	return srv
-}
-
 // Backpressure statuses are refusals, each told apart by its code: 507 is
 // an event proxy whose stream is full, 503 one whose broker is gone.
 func TestBackpressureStatusesAreRefused(t *testing.T) {
 	for _, code := range []int{429, 503, 507} {
-		o := classifyStatus(code)
+		o := statuses.Classify(code)
 		if o.Class != pipebench.ClassRefused || o.Unreached || o.Detail != strconv.Itoa(code) {
 			t.Errorf("HTTP %d: %+v", code, o)
 		}

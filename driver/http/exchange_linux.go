@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/pipebench/pipebench/internal/conncount"
 )
 
 // canExchange: exchange is available here.
@@ -190,9 +192,7 @@ type stampedReader struct {
 // newStampedReader returns a stampedReader of netc, or nil when netc is not
 // a plain TCP connection or its socket does not stamp what it receives.
 func newStampedReader(netc net.Conn) *stampedReader {
-	if cc, ok := netc.(*countedConn); ok {
-		netc = cc.Conn // a TLS connection stays one: not stamped
-	}
+	netc = conncount.Unwrap(netc) // a TLS connection stays one: not stamped
 	raw := rawConn(netc)
 	if _, ok := netc.(*net.TCPConn); !ok || raw == nil || !stampReceived(raw) {
 		return nil

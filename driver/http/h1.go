@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/connopen"
 	"github.com/pipebench/pipebench/internal/netclass"
 )
 
@@ -30,7 +31,8 @@ type h1Pool struct {
 	head    []byte // request line, Host and the fixed headers
 	stamp   bool   // ask for kernel receive timestamps (see h1Source)
 	conns   []*h1Conn
-	idle    chan *h1Conn // without carriers: the idle connections
+	idle    chan *h1Conn     // without carriers: the idle connections
+	opener  *connopen.Opener // opens in the background what start could not
 
 	// With carriers (carry.go): under mu, the idle connections (a ring
 	// of freeN from freeHead, idle longest first) and the sends waiting
@@ -146,18 +148,53 @@ func newH1Pool(addr string, head []byte, tlsCfg *tls.Config, timeout time.Durati
 	return p
 }
 
-// start opens every connection (see openAll) and checks on the first one
-// that the server does not speak first.
+// start takes every connection out of use and opens them as connopen
+// does: what the target takes now, the rest in the background, each put
+// to use as it opens (a send never waits on a connection that is still
+// opening). The first to open is checked for a server that speaks first.
+// No send may run during start.
 func (p *h1Pool) start(ctx context.Context) error {
-	err := openAll(ctx, len(p.conns), p.timeout, func(ctx context.Context, i int) error {
-		err := p.dial(ctx, p.conns[i], time.Now().Add(p.timeout))
-		if err == nil && i == 0 && p.tls == nil && speaksFirst(p.conns[i].netc) {
-			p.drop(p.conns[i])
+	if p.carriers {
+		p.mu.Lock()
+		clear(p.free)
+		p.freeHead, p.freeN = 0, 0
+		p.mu.Unlock()
+	} else {
+		for len(p.idle) > 0 {
+			<-p.idle
+		}
+	}
+	var checked atomic.Bool
+	var err error
+	p.opener, err = connopen.Start(ctx, connopen.Params{N: len(p.conns), Timeout: p.timeout, Open: func(ctx context.Context, i int) error {
+		c := p.conns[i]
+		if err := p.dial(ctx, c, time.Now().Add(p.timeout)); err != nil {
+			return err
+		}
+		if p.tls == nil && checked.CompareAndSwap(false, true) && speaksFirst(c.netc) {
+			p.drop(c)
 			return errSpeaksFirst
 		}
-		return err
-	})
+		p.admit(c)
+		return nil
+	}})
 	return err
+}
+
+// admit puts a connection that start opened to use: to the send waiting
+// longest, if any, else among the idle ones.
+func (p *h1Pool) admit(c *h1Conn) {
+	if !p.carriers {
+		p.idle <- c
+		return
+	}
+	p.mu.Lock()
+	if j, ok := p.nextWaiting(); ok {
+		p.handOff(c, j) // unlocks
+		return
+	}
+	p.pushFree(c)
+	p.mu.Unlock()
 }
 
 // speakFirstWait is how long Start listens for a server that speaks before
@@ -359,8 +396,10 @@ func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, conten
 	}
 }
 
-// close closes every connection and ends the carriers. No send may run.
+// close stops opening connections, closes every one and ends the
+// carriers. No send may run.
 func (p *h1Pool) close() {
+	p.opener.Close()
 	for _, c := range p.conns {
 		p.drop(c)
 	}
@@ -395,53 +434,4 @@ func appendRequest(b, head []byte, contentType string, hdrs []pipebench.Header, 
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// openWorkers bounds how many connections are being opened at once.
-const openWorkers = 64
-
-// openAll runs open(i) for every connection, openWorkers at a time, within
-// a bound of twice the per-connection timeout (at least 2 s). It returns
-// the first failure that shows the target cannot be reached (refused,
-// unreachable, TLS, protocol, too many open files) as a clear error. A
-// connection that timed out is left closed: the send that takes it opens
-// it again, and its failure is measured there.
-func openAll(ctx context.Context, n int, timeout time.Duration, open func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithTimeout(ctx, max(2*timeout, 2*time.Second))
-	defer cancel()
-	next := make(chan int)
-	var (
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
-	)
-	for w := 0; w < min(openWorkers, n); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				err := open(ctx, i)
-				if err == nil || !netclass.Classify(err).Unreached {
-					continue
-				}
-				mu.Lock()
-				if first == nil {
-					first = err
-					cancel()
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-loop:
-	for i := 0; i < n; i++ {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break loop
-		}
-	}
-	close(next)
-	wg.Wait()
-	return first
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/conncount"
+	"github.com/pipebench/pipebench/internal/connopen"
 	"github.com/pipebench/pipebench/internal/netclass"
 )
 
@@ -34,8 +36,9 @@ type pipeClient struct {
 	conns   []*pipeConn
 	depth   int // requests on the wire per connection, at most
 	next    atomic.Uint32
-	cur     atomic.Uint32 // the connection SendAsync queued on last
-	open    atomic.Int64  // connections open now
+	cur     atomic.Uint32     // the connection SendAsync queued on last
+	open    conncount.Counter // connections open now
+	opener  *connopen.Opener  // opens in the background what start could not
 
 	// SendAsync's sends waiting for a window slot (from waitHead), under
 	// waitMu; nwaiting counts them, read without the lock.
@@ -279,15 +282,19 @@ func (pc *pipeConn) wake() {
 	}
 }
 
-// start opens every connection and starts its writer and reader; see
-// openAll.
+// start opens the connections as connopen does (what the target takes
+// now, the rest in the background) and starts the writer and reader of
+// each as it opens; the first to open is checked for a server that
+// speaks first. A send to a connection not open yet opens it itself.
 func (c *pipeClient) start(ctx context.Context) error {
-	return openAll(ctx, len(c.conns), c.timeout, func(ctx context.Context, i int) error {
+	var checked atomic.Bool
+	var err error
+	c.opener, err = connopen.Start(ctx, connopen.Params{N: len(c.conns), Timeout: c.timeout, Open: func(ctx context.Context, i int) error {
 		netc, err := c.dial(ctx)
 		if err != nil {
 			return err
 		}
-		if i == 0 && c.tls == nil && speaksFirst(netc) {
+		if c.tls == nil && checked.CompareAndSwap(false, true) && speaksFirst(netc) {
 			netc.Close()
 			return errSpeaksFirst
 		}
@@ -304,7 +311,8 @@ func (c *pipeClient) start(ctx context.Context) error {
 		pc.mu.Unlock()
 		go pc.run(gen, netc)
 		return nil
-	})
+	}})
+	return err
 }
 
 // dial opens one connection, counted in c.open until it is closed.
@@ -313,22 +321,7 @@ func (c *pipeClient) dial(ctx context.Context) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.open.Add(1)
-	return &countedConn{Conn: netc, open: &c.open}, nil
-}
-
-// countedConn takes itself off a count of open connections when it is
-// first closed.
-type countedConn struct {
-	net.Conn
-	open *atomic.Int64
-	once sync.Once
-}
-
-// Close closes the connection.
-func (c *countedConn) Close() error {
-	c.once.Do(func() { c.open.Add(-1) })
-	return c.Conn.Close()
+	return c.open.Wrap(netc), nil
 }
 
 // run writes on the connection (opening it first when netc is nil) until
@@ -517,8 +510,10 @@ func (pc *pipeConn) fail(gen uint64, err error) {
 	pc.answer(calls, err)
 }
 
-// close shuts every connection; calls waiting on them fail.
+// close stops opening connections and shuts every one; calls waiting on
+// them fail.
 func (c *pipeClient) close() {
+	c.opener.Close()
 	for _, pc := range c.conns {
 		pc.mu.Lock()
 		if pc.netc != nil {
@@ -613,7 +608,7 @@ func readResponse(br *bufio.Reader) (status int, closeAfter bool, err error) {
 var errUnasked = fmt.Errorf("%w: the server sent bytes while no request was waiting for an answer", netclass.ErrProtocolMismatch)
 
 // errPlainToTLS is a TLS server's answer to a plain-text request.
-var errPlainToTLS = fmt.Errorf("%w: the server speaks TLS (HTTPS) and the request was plain HTTP: use an https:// url", netclass.ErrProtocolMismatch)
+var errPlainToTLS = netclass.ErrPlainToTLS
 
 // malformed is the error of a status line that is not HTTP/1.x.
 func malformed(line []byte) error {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/driver/drivertest"
 )
 
 func pipelined(t *testing.T, target string, conns, depth int, timeout time.Duration) *Driver {
@@ -80,16 +81,7 @@ func rawServer(t *testing.T, fn func(c net.Conn)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); fn(c) }()
-		}
-	}()
+	drivertest.Serve(t, ln, func(c net.Conn) { go func() { defer c.Close(); fn(c) }() })
 	return "http://" + ln.Addr().String() + "/"
 }
 

@@ -41,6 +41,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/nats/wire"
 	"github.com/pipebench/pipebench/internal/fdlimit"
+	"github.com/pipebench/pipebench/internal/netclass"
 	"github.com/pipebench/pipebench/payload"
 )
 
@@ -647,9 +648,14 @@ func (c *conn) down() pipebench.Outcome {
 		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "connection refused", Message: msg, Unreached: true}
 	}
 	if !c.wc.EverConnected() {
-		// The server takes connections but never completed the NATS
+		// Nothing took the connection (unreachable, a connect that timed
+		// out, a name that does not resolve, a TLS handshake that failed),
+		if o := netclass.Classify(err); err != nil && o.Unreached {
+			return o
+		}
+		// or the server takes connections but never completed the NATS
 		// handshake (it speaks first): not a NATS server.
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "protocol mismatch", Unreached: true,
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: netclass.DetailMismatch, Unreached: true,
 			Message: "the server accepts connections but never completed the NATS handshake: " + msg}
 	}
 	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "disconnected", Message: msg}

@@ -20,6 +20,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
 	"github.com/pipebench/pipebench/internal/natstest"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/payload"
 )
 
@@ -104,12 +105,13 @@ func receiver(t *testing.T) drivertest.Receiver {
 	createStream(t, j, base)
 	var mu sync.Mutex
 	var slowSub *nats.Subscription
-	slow := 2 * time.Second
+	slow := drivertest.SlowAnswer
 	var once sync.Once
 	stop := func() { once.Do(func() { s.Shutdown(); s.WaitForShutdown() }) }
 	ctx := context.Background()
 	return drivertest.Receiver{
 		Target:   s.ClientURL(),
+		Addr:     s.Addr().String(),
 		Slow:     slow,
 		Received: func() int64 { return streamMsgs(t, j, "S") },
 		Close:    stop,
@@ -147,20 +149,21 @@ func receiver(t *testing.T) drivertest.Receiver {
 	}
 }
 
+// TestConformance runs the suite in each mode: JetStream publishes are
+// answered by their acks; a core publish has no answer (NoAnswer), so the
+// stream's count is waited for.
 func TestConformance(t *testing.T) {
-	for _, mode := range []string{ModeJS, ModeJSAsync} {
+	for _, mode := range []string{ModeJS, ModeJSAsync, ModeCore} {
 		t.Run(mode, func(t *testing.T) {
 			drivertest.Run(t, drivertest.Harness{
-				Generator: newGen(t), Count: 1, Receiver: receiver, ServerSpeaksFirst: true,
-				New: func(t *testing.T, target string) pipebench.Driver {
-					cfg := *DefaultConfig()
-					cfg.Mode, cfg.Connections, cfg.Subject, cfg.Timeout = mode, 4, "pb.{conn}", pipebench.Duration(300*time.Millisecond)
-					d, err := New(cfg, target)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return d
+				Factory:   Factory(),
+				Generator: newGen(t), Count: 1, Receiver: receiver, ServerSpeaksFirst: true, Connections: 4,
+				NoAnswer: mode == ModeCore,
+				Configure: func(cfg any) {
+					c := cfg.(*Config)
+					c.Mode, c.Connections, c.Subject, c.Timeout = mode, 4, "pb.{conn}", pipebench.Duration(300*time.Millisecond)
 				},
+				Invalid: func(cfg any) string { cfg.(*Config).Subject = "pb.*"; return "subject" },
 			})
 		})
 	}
@@ -297,22 +300,11 @@ func TestBatchSplitAndCore(t *testing.T) {
 		}
 		d.Shutdown(context.Background())
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for streamMsgs(t, j, "S") < 200 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Poll(10*time.Second, func() bool { return streamMsgs(t, j, "S") >= 200 })
 	if got := streamMsgs(t, j, "S"); got != 200 {
 		t.Fatalf("stream holds %d messages, want 200", got)
 	}
-	for time.Now().Before(deadline) {
-		mu.Lock()
-		n := len(seen)
-		mu.Unlock()
-		if n == 200 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Poll(10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 200 })
 	mu.Lock()
 	defer mu.Unlock()
 	for seq := 1; seq <= 200; seq++ {

@@ -11,13 +11,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +27,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/gzip" // registers the gzip compressor
@@ -38,7 +35,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/connopen"
 	"github.com/pipebench/pipebench/internal/fdlimit"
+	"github.com/pipebench/pipebench/internal/grpcconns"
+	"github.com/pipebench/pipebench/internal/httppost"
 	"github.com/pipebench/pipebench/internal/netclass"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 )
@@ -145,6 +145,9 @@ func Factory() pipebench.Factory[pipebench.Driver] {
 				target = env.Target
 			}
 			d, err := New(*c, target)
+			if err == nil && env.Logger != nil {
+				d.log = env.Logger
+			}
 			if err == nil && env.Logger != nil && len(d.hostports) > c.Connections {
 				env.Logger.Warn("otlp driver: fewer connections than endpoints, so some endpoints get no traffic (as behind a Kubernetes Service); raise connections",
 					"connections", c.Connections, "endpoints", len(d.hostports))
@@ -163,12 +166,13 @@ type Driver struct {
 	metrics   []pmetricotlp.GRPCClient
 	logs      []plogotlp.GRPCClient
 	next      atomic.Uint64
-	http      *http.Client
-	httpOpen  atomic.Int64 // HTTP connections open now
-	base      string       // the first endpoint's base URL
-	bases     []string     // every endpoint's base URL
+	opener    *connopen.Opener // opens in the background the gRPC connections Start could not
+	http      *httppost.Client
+	base      string   // the first endpoint's base URL
+	bases     []string // every endpoint's base URL
 	md        metadata.MD
 	headers   http.Header
+	log       *slog.Logger // nil: Start says nothing
 }
 
 var (
@@ -224,18 +228,10 @@ func New(cfg Config, target string) (*Driver, error) {
 			d.hostports = append(d.hostports, hp)
 		}
 		d.base, d.hostport = d.bases[0], d.hostports[0]
+		// 429, 502 and 503 are refused: the retryable statuses of the
+		// OTLP specification.
 		perHost := (cfg.Connections + len(d.bases) - 1) / len(d.bases)
-		dialer := &net.Dialer{Timeout: cfg.Timeout.D()}
-		tr := &http.Transport{MaxIdleConnsPerHost: perHost, MaxConnsPerHost: perHost,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				c, err := dialer.DialContext(ctx, network, addr)
-				if err != nil {
-					return nil, err
-				}
-				d.httpOpen.Add(1)
-				return &countedConn{Conn: c, open: &d.httpOpen}, nil
-			}}
-		d.http = &http.Client{Timeout: cfg.Timeout.D(), Transport: tr}
+		d.http = httppost.New(httppost.Params{Conns: perHost, Timeout: cfg.Timeout.D(), Rules: netclass.OTLPStatuses})
 		return d, nil
 	}
 	for _, hostport := range endpoints {
@@ -276,27 +272,15 @@ func (d *Driver) Endpoint() string {
 	return strings.Join(d.hostports, ",")
 }
 
-// countedConn takes itself off a count of open connections when it is
-// first closed.
-type countedConn struct {
-	net.Conn
-	open *atomic.Int64
-	once sync.Once
-}
-
-// Close closes the connection.
-func (c *countedConn) Close() error {
-	c.once.Do(func() { c.open.Add(-1) })
-	return c.Conn.Close()
-}
-
 // Start makes sure the process may open the connections asked for (raising
 // the soft limit on open files if needed), checks that something listens
-// at the endpoint, and for gRPC opens every connection, 64 at a time, and
-// waits (at most twice the timeout, at least 2 s) until each is ready. It
-// fails with a clear error when nothing listens there or the endpoint does
-// not speak gRPC. A connection still opening at the end of the wait is
-// left to finish; sends on it are measured.
+// at each endpoint, and for gRPC opens the connections by grpcconns' rule:
+// 64 at a time, waiting (at most twice the timeout, at least 2 s) until
+// each is ready, what the target does not take now keeps opening in the
+// background. It fails with a clear error when nothing listens at an
+// endpoint, when no gRPC connection became ready and the endpoint refuses
+// or does not speak gRPC, or when an OTLP/HTTP endpoint speaks first (a
+// gRPC port).
 func (d *Driver) Start(ctx context.Context) error {
 	if err := fdlimit.Ensure(d.cfg.Connections + fdlimit.Margin); err != nil {
 		return pipebench.UsageError(fmt.Sprintf("otlp driver: connections: %d", d.cfg.Connections), "", err)
@@ -304,80 +288,41 @@ func (d *Driver) Start(ctx context.Context) error {
 	for _, hostport := range d.hostports {
 		c, err := netclass.Dial(ctx, hostport, nil, d.cfg.Timeout.D())
 		if err != nil {
-			if o := netclass.Classify(err); o.Unreached {
+			if netclass.Classify(err).Unreached {
 				d.Shutdown(context.Background())
-				return pipebench.Unreached(fmt.Errorf("otlp driver: cannot connect to %s (%s): %w; is the system under test listening there? OTLP/gRPC is usually on port 4317, OTLP/HTTP on 4318", hostport, o.Detail, err))
+				return netclass.StartError("otlp driver: cannot connect to "+hostport, err, "is the system under test listening there? OTLP/gRPC is usually on port 4317, OTLP/HTTP on 4318")
 			}
 		} else {
 			spoke := d.http != nil && speaksFirst(c)
 			c.Close()
 			if spoke {
 				d.Shutdown(context.Background())
-				return pipebench.Unreached(fmt.Errorf("otlp driver: %s speaks first, as an HTTP/2 or gRPC server does, so it is not an OTLP/HTTP endpoint (%s): OTLP/HTTP is usually on port 4318; for OTLP/gRPC (port 4317) set protocol: grpc", hostport, netclass.DetailMismatch))
+				return netclass.StartError("otlp driver: "+hostport+" speaks first, as an HTTP/2 or gRPC server does, so it is not an OTLP/HTTP endpoint", errSpeaksFirst,
+					"OTLP/HTTP is usually on port 4318; for OTLP/gRPC (port 4317) set protocol: grpc")
 			}
 		}
 	}
 	if len(d.conns) == 0 {
 		return nil
 	}
-	wait, cancel := context.WithTimeout(ctx, max(2*d.cfg.Timeout.D(), 2*time.Second))
-	defer cancel()
-	var failed atomic.Int64
-	work := make(chan *grpc.ClientConn)
-	var wg sync.WaitGroup
-	for w := 0; w < min(64, len(d.conns)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for cc := range work {
-				cc.Connect()
-				for {
-					st := cc.GetState()
-					if st == connectivity.Ready {
-						break
-					}
-					if st == connectivity.TransientFailure || st == connectivity.Shutdown {
-						if failed.Add(1) == 1 {
-							cancel()
-						}
-						break
-					}
-					if !cc.WaitForStateChange(wait, st) {
-						break
-					}
-				}
-			}
-		}()
-	}
-	for _, cc := range d.conns {
-		work <- cc
-	}
-	close(work)
-	wg.Wait()
-	if failed.Load() == 0 {
-		return nil
-	}
-	ready := d.OpenConnections()
-	defer d.Shutdown(context.Background())
-	// Tell a target that stopped accepting connections from one that does
-	// not speak gRPC.
-	c, err := netclass.Dial(ctx, d.hostport, nil, d.cfg.Timeout.D())
+	var err error
+	d.opener, err = grpcconns.Start(ctx, d.conns, grpcconns.Params{Timeout: d.cfg.Timeout.D(), Addr: d.hostport})
 	if err != nil {
-		o := netclass.Classify(err)
-		err = fmt.Errorf("otlp driver: %d of %d gRPC connections to %s were ready when it stopped accepting more (%s): %w", ready, len(d.conns), d.hostport, o.Detail, err)
-		if ready == 0 && o.Unreached {
-			return pipebench.Unreached(err)
-		}
-		return err
+		d.Shutdown(context.Background())
+		return netclass.StartError("otlp driver: no gRPC connection to "+d.hostport+" became ready", err,
+			"is it an OTLP/gRPC endpoint? OTLP/gRPC is usually on port 4317; for OTLP/HTTP (port 4318) set protocol: http")
 	}
-	c.Close()
-	return pipebench.Unreached(fmt.Errorf("otlp driver: %s accepts TCP connections but its gRPC connections fail, %d of %d were ready (%s): is it an OTLP/gRPC endpoint? OTLP/gRPC is usually on port 4317; for OTLP/HTTP (port 4318) set protocol: http",
-		d.hostport, ready, len(d.conns), netclass.DetailMismatch))
+	d.opener.Report(d.log, "otlp driver", d.Endpoint(), d.OpenConnections())
+	return nil
 }
 
 // speakFirstWait is how long Start listens for a server that speaks before
 // it is asked.
 const speakFirstWait = 200 * time.Millisecond
+
+// errSpeaksFirst is an OTLP/HTTP endpoint that sent bytes before any
+// request.
+var errSpeaksFirst = fmt.Errorf("%w: the server spoke before any request", netclass.ErrProtocolMismatch)
 
 // speaksFirst reports whether the server sent bytes before any request: an
 // HTTP/1.1 server never does, an HTTP/2 (gRPC) server sends its SETTINGS.
@@ -392,24 +337,19 @@ func speaksFirst(c net.Conn) bool {
 // connections ready now, or the HTTP connections open now.
 func (d *Driver) OpenConnections() int {
 	if d.http != nil {
-		return int(d.httpOpen.Load())
+		return d.http.Open()
 	}
-	n := 0
-	for _, cc := range d.conns {
-		if cc.GetState() == connectivity.Ready {
-			n++
-		}
-	}
-	return n
+	return grpcconns.Ready(d.conns)
 }
 
-// Shutdown closes the connections.
+// Shutdown stops opening connections and closes them.
 func (d *Driver) Shutdown(context.Context) error {
+	d.opener.Close()
 	for _, c := range d.conns {
 		c.Close()
 	}
 	if d.http != nil {
-		d.http.CloseIdleConnections()
+		d.http.CloseIdle()
 	}
 	return nil
 }
@@ -457,7 +397,7 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 		return notOTLP(b.Data)
 	}
 	if err != nil {
-		return classifyGRPC(err)
+		return grpcconns.Classify(err)
 	}
 	if rejected > 0 {
 		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "partial", Message: fmt.Sprintf("partial success: %d items rejected", rejected)}
@@ -507,68 +447,6 @@ func notOTLP(data any) pipebench.Outcome {
 		Message: fmt.Sprintf("the otlp driver got %T, not OTLP data: use an otlp-traces, otlp-metrics or otlp-logs generator", data)}
 }
 
-// classifyGRPC maps a gRPC error to an outcome: UNAVAILABLE and
-// RESOURCE_EXHAUSTED are refused (backpressure), DEADLINE_EXCEEDED a
-// timeout, anything else an error; a connection refused, a failed name
-// lookup, a TLS failure or a peer that does not speak gRPC is unreached.
-func classifyGRPC(err error) pipebench.Outcome {
-	st, _ := status.FromError(err)
-	msg := err.Error()
-	o := pipebench.Outcome{Code: int(st.Code()), Detail: st.Code().String(), Message: msg}
-	unreached := func(c pipebench.Class, detail string) pipebench.Outcome {
-		o.Class, o.Detail, o.Unreached = c, detail, true
-		return o
-	}
-	busy := st.Code() == codes.Unavailable || st.Code() == codes.ResourceExhausted
-	switch {
-	case strings.Contains(msg, "connection refused"):
-		return unreached(pipebench.ClassRefused, netclass.DetailRefused)
-	case strings.Contains(msg, "no such host"), strings.Contains(msg, "produced zero addresses"), strings.Contains(msg, "name resolver error"):
-		return unreached(pipebench.ClassError, netclass.DetailDNS)
-	case strings.Contains(msg, "no route to host"), strings.Contains(msg, "network is unreachable"):
-		return unreached(pipebench.ClassError, netclass.DetailUnreachable)
-	case strings.Contains(msg, "too many open files"):
-		return unreached(pipebench.ClassError, netclass.DetailFiles)
-	case netclass.IsMismatchText(msg),
-		!busy && (strings.Contains(msg, "unexpected HTTP status code") || strings.Contains(msg, "received unexpected content-type")):
-		return unreached(pipebench.ClassError, netclass.DetailMismatch)
-	case strings.Contains(msg, "authentication handshake failed"), strings.Contains(msg, "tls: "):
-		return unreached(pipebench.ClassError, netclass.DetailTLS)
-	}
-	switch st.Code() {
-	case codes.Unavailable, codes.ResourceExhausted:
-		o.Class = pipebench.ClassRefused
-	case codes.DeadlineExceeded:
-		o.Class = pipebench.ClassTimeout
-	case codes.Canceled:
-		o.Class, o.Detail = pipebench.ClassError, "cancelled"
-	default:
-		o.Class = pipebench.ClassError
-	}
-	return o
-}
-
-// classifyHTTP maps an OTLP/HTTP answer's status to an outcome: 2xx ok;
-// 429, 502 and 503 refused (the retryable statuses of the OTLP spec); 408
-// and 504 timeout; anything else an error.
-func classifyHTTP(c int) pipebench.Outcome {
-	o := pipebench.Outcome{Code: c}
-	switch {
-	case c >= 200 && c < 300:
-		o.Class = pipebench.ClassOK
-		return o
-	case c == 429 || c == 503 || c == 502:
-		o.Class = pipebench.ClassRefused
-	case c == 408 || c == 504:
-		o.Class = pipebench.ClassTimeout
-	default:
-		o.Class = pipebench.ClassError
-	}
-	o.Detail = strconv.Itoa(c)
-	o.Message = "HTTP " + o.Detail + " " + http.StatusText(c)
-	return o
-}
-
 func (d *Driver) sendHTTP(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
 	var body []byte
 	var err error
@@ -602,65 +480,28 @@ func (d *Driver) sendHTTP(ctx context.Context, b *pipebench.Batch) pipebench.Out
 	if err != nil {
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "marshal", Message: err.Error()}
 	}
-	var rd io.Reader = bytes.NewReader(body)
-	var tracked *trackedBody
-	if d.cfg.Compression == "gzip" {
+	gzipped := d.cfg.Compression == "gzip"
+	if gzipped {
 		var zb bytes.Buffer
 		zw := gzip.NewWriter(&zb)
 		zw.Write(body)
 		zw.Close()
-		rd = &zb
-	} else if enc != nil {
-		// The transport may read the body after Do returned (an early
-		// answer, an error); the bytes are reused only once it closed it.
-		tracked = &trackedBody{Reader: bytes.NewReader(body)}
-		rd = tracked
-		defer func() {
-			if !tracked.closed.Load() {
-				enc.Abandon()
-			}
-		}()
+		body = zb.Bytes()
 	}
 	base := d.base
 	if len(d.bases) > 1 {
 		base = d.bases[d.next.Add(1)%uint64(len(d.bases))]
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, rd)
-	if err != nil {
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "bad request", Message: err.Error()}
+	header := d.headers.Clone()
+	header.Set("Content-Type", "application/x-protobuf")
+	if gzipped {
+		header.Set("Content-Encoding", "gzip")
 	}
-	if tracked != nil {
-		req.ContentLength = int64(len(body))
+	o, released := d.http.Post(ctx, base+path, header, body)
+	if enc != nil && !gzipped && !released {
+		// The transport may still read the encoded bytes (an early
+		// answer, an error): they must not be reused.
+		enc.Abandon()
 	}
-	req.Header = d.headers.Clone()
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	if d.cfg.Compression == "gzip" {
-		req.Header.Set("Content-Encoding", "gzip")
-	}
-	resp, err := d.http.Do(req)
-	if err != nil {
-		return netclass.Classify(err)
-	}
-	var head []byte
-	if resp.StatusCode == 400 {
-		head, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if netclass.PlainToTLS(resp.StatusCode, head) {
-		return netclass.Classify(fmt.Errorf("%w: the endpoint speaks TLS (HTTPS) and the request was plain HTTP: use an https:// endpoint", netclass.ErrProtocolMismatch))
-	}
-	return classifyHTTP(resp.StatusCode)
-}
-
-// trackedBody is a request body that knows whether the transport closed it,
-// which it does once it is done reading.
-type trackedBody struct {
-	*bytes.Reader
-	closed atomic.Bool
-}
-
-func (t *trackedBody) Close() error {
-	t.closed.Store(true)
-	return nil
+	return o
 }

@@ -2,11 +2,9 @@ package otlpdriver
 
 import (
 	"context"
-	"io"
-	"log"
+	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,12 +14,11 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/stats"
-	"google.golang.org/grpc/status"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
+	"github.com/pipebench/pipebench/internal/testutil"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
 )
@@ -29,25 +26,13 @@ import (
 // traceServer is a real OTLP gRPC server whose answer the suite controls.
 type traceServer struct {
 	ptraceotlp.UnimplementedGRPCServer
-	spans  atomic.Int64
-	answer atomic.Int32
-	slow   time.Duration
+	spans atomic.Int64
+	gate  drivertest.Gate
 }
 
 func (s *traceServer) Export(ctx context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
-	switch drivertest.Answer(s.answer.Load()) {
-	case drivertest.AnswerRefused:
-		return ptraceotlp.NewExportResponse(), status.Error(codes.Unavailable, "busy")
-	case drivertest.AnswerError:
-		return ptraceotlp.NewExportResponse(), status.Error(codes.InvalidArgument, "bad")
-	case drivertest.AnswerSlow:
-		select {
-		case <-time.After(s.slow):
-		case <-ctx.Done():
-			// The server's copy of the deadline can fire a moment before
-			// the client's: answering OK then would race the timeout.
-			return ptraceotlp.NewExportResponse(), status.FromContextError(ctx.Err()).Err()
-		}
+	if err := s.gate.GRPC(ctx); err != nil {
+		return ptraceotlp.NewExportResponse(), err
 	}
 	s.spans.Add(int64(req.Traces().SpanCount()))
 	return ptraceotlp.NewExportResponse(), nil
@@ -59,97 +44,67 @@ func receiver(t *testing.T) drivertest.Receiver {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	ts := &traceServer{slow: 2 * time.Second}
+	ts := &traceServer{}
 	ptraceotlp.RegisterGRPCServer(srv, ts)
 	go srv.Serve(ln)
 	var once sync.Once
 	stop := func() { once.Do(srv.Stop) }
 	t.Cleanup(stop)
-	return drivertest.Receiver{Target: ln.Addr().String(), Received: ts.spans.Load, Slow: ts.slow,
-		Set: func(a drivertest.Answer) { ts.answer.Store(int32(a)) }, Close: stop}
+	return drivertest.Receiver{Target: ln.Addr().String(), Addr: ln.Addr().String(), Received: ts.spans.Load, Slow: drivertest.SlowAnswer,
+		Set: ts.gate.Set, Close: stop}
 }
 
-func newDriver(t *testing.T, protocol, target string) pipebench.Driver {
-	d, err := New(Config{Protocol: protocol, Compression: "none", Timeout: pipebench.Duration(time.Second), Connections: 2}, target)
-	if err != nil {
-		t.Fatal(err)
+// harness is the suite's harness for protocol, the driver built by its
+// factory with a 1 s timeout and 2 connections.
+func harness(protocol string) drivertest.Harness {
+	gen, _ := otlpgen.TracesFactory().New(nil, pipebench.Env{})
+	return drivertest.Harness{
+		Factory: Factory(), Generator: gen, Count: 10,
+		Configure: func(cfg any) {
+			c := cfg.(*Config)
+			c.Protocol, c.Timeout, c.Connections = protocol, pipebench.Duration(time.Second), 2
+		},
+		Invalid: func(cfg any) string { cfg.(*Config).Compression = "zstd"; return "compression" },
 	}
-	return d
-}
-
-// http1Server is a plain net/http server without h2c.
-func http1Server(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 func TestConformanceGRPC(t *testing.T) {
-	gen, _ := otlpgen.TracesFactory().New(nil, pipebench.Env{})
-	drivertest.Run(t, drivertest.Harness{
-		Generator: gen, Count: 10, Receiver: receiver, Connections: 2,
-		New: func(t *testing.T, target string) pipebench.Driver { return newDriver(t, "grpc", target) },
-		Mismatches: []drivertest.Mismatch{
-			{Name: "HTTP/1.1 server for a gRPC client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
-				return http1Server(t).Listener.Addr().String()
-			}},
-		},
-	})
+	h := harness("grpc")
+	h.Receiver, h.Connections = receiver, 2
+	h.Mismatches = []drivertest.Mismatch{
+		{Name: "HTTP/1.1 server for a gRPC client", Detail: "protocol mismatch", Start: drivertest.HTTP1Server},
+	}
+	drivertest.Run(t, h)
 }
 
-// httpReceiver is a real OTLP/HTTP traces server on loopback whose answer
-// the suite controls.
+// httpReceiver is a real OTLP/HTTP traces server on loopback (drivertest's)
+// that counts the spans of each export request.
 func httpReceiver(t *testing.T) drivertest.Receiver {
-	var spans atomic.Int64
-	var answer atomic.Int32
-	slow := 2 * time.Second
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch drivertest.Answer(answer.Load()) {
-		case drivertest.AnswerRefused:
-			w.WriteHeader(503)
-			return
-		case drivertest.AnswerError:
-			w.WriteHeader(400)
-			return
-		case drivertest.AnswerSlow:
-			select {
-			case <-time.After(slow):
-			case <-r.Context().Done():
-			}
-		}
-		body, _ := io.ReadAll(r.Body)
+	return drivertest.HTTPReceiver(t, "", func(r *http.Request, body []byte) (int64, error) {
 		req := ptraceotlp.NewExportRequest()
-		if r.URL.Path != "/v1/traces" || req.UnmarshalProto(body) != nil {
-			w.WriteHeader(400)
-			return
+		if r.URL.Path != "/v1/traces" {
+			return 0, fmt.Errorf("path %s is not /v1/traces", r.URL.Path)
 		}
-		spans.Add(int64(req.Traces().SpanCount()))
-		w.Header().Set("Content-Type", "application/x-protobuf")
-	}))
-	var once sync.Once
-	stop := func() { once.Do(srv.Close) }
-	t.Cleanup(stop)
-	return drivertest.Receiver{Target: srv.URL, Received: spans.Load, Slow: slow,
-		Set: func(a drivertest.Answer) { answer.Store(int32(a)) }, Close: stop}
+		if err := req.UnmarshalProto(body); err != nil {
+			return 0, err
+		}
+		return int64(req.Traces().SpanCount()), nil
+	})
 }
 
 func TestConformanceHTTP(t *testing.T) {
-	gen, _ := otlpgen.TracesFactory().New(nil, pipebench.Env{})
-	drivertest.Run(t, drivertest.Harness{
-		Generator: gen, Count: 10, Receiver: httpReceiver,
-		Target: func(addr string) string { return "http://" + addr },
-		New:    func(t *testing.T, target string) pipebench.Driver { return newDriver(t, "http", target) },
-		Mismatches: []drivertest.Mismatch{
-			{Name: "gRPC server for an HTTP client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
-				return "http://" + receiver(t).Target
-			}},
-			{Name: "TLS server for a plain client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
-				srv := quietTLSServer()
-				t.Cleanup(srv.Close)
-				return "http://" + srv.Listener.Addr().String()
-			}},
-		},
-	})
+	h := harness("http")
+	h.Receiver = httpReceiver
+	h.Target = func(addr string) string { return "http://" + addr }
+	h.Mismatches = []drivertest.Mismatch{
+		{Name: "gRPC server for an HTTP client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
+			return "http://" + receiver(t).Target
+		}},
+		{Name: "TLS server for a plain client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
+			return "http://" + drivertest.TLSServer(t)
+		}},
+	}
+	drivertest.Run(t, h)
 }
 
 // The endpoint follows the protocol: the runner's target for it first, then
@@ -214,10 +169,8 @@ func TestGRPCConnectionsOpenAtStart(t *testing.T) {
 			t.Fatalf("send %d: %+v", i, o)
 		}
 	}
-	for end := time.Now().Add(10 * time.Second); open.Load() != conns && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-	}
-	if n := open.Load(); n != conns {
-		t.Errorf("the server sees %d connections, want %d", n, conns)
+	if !testutil.Poll(10*time.Second, func() bool { return open.Load() == conns }) {
+		t.Errorf("the server sees %d connections, want %d", open.Load(), conns)
 	}
 	if n := d.OpenConnections(); n != conns {
 		t.Errorf("OpenConnections after the sends = %d, want %d", n, conns)
@@ -368,12 +321,3 @@ type benchArrivals struct{ n atomic.Int64 }
 func (a *benchArrivals) Arrive(uint64, time.Time, time.Time) { a.n.Add(1) }
 func (a *benchArrivals) Faulted(int)                         {}
 func (a *benchArrivals) Unmatched(int)                       {}
-
-// quietTLSServer is an HTTPS server on loopback that does not log the
-// failed handshakes the tests cause.
-func quietTLSServer() *httptest.Server {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
-	return srv
-}

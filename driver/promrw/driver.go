@@ -25,15 +25,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/s2"
@@ -41,6 +38,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/httppost"
 	"github.com/pipebench/pipebench/internal/netclass"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	"github.com/pipebench/pipebench/payload/promrw"
@@ -109,8 +107,7 @@ type Driver struct {
 	cfg      Config
 	url      string
 	hostport string
-	client   *http.Client
-	open     atomic.Int64
+	client   *httppost.Client
 	headers  http.Header
 	pool     sync.Pool // *work
 	v2       bool      // remote write 2.0
@@ -160,44 +157,24 @@ func New(cfg Config, target string) (*Driver, error) {
 		d.headers.Set(promrw.VersionHeader, promrw.Version)
 	}
 	d.headers.Set("User-Agent", "pipebench")
-	dialer := &net.Dialer{Timeout: cfg.Timeout.D()}
-	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Connections, MaxConnsPerHost: cfg.Connections,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dialer.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			d.open.Add(1)
-			return &countedConn{Conn: c, open: &d.open}, nil
-		}}
-	d.client = &http.Client{Timeout: cfg.Timeout.D(), Transport: tr}
+	// Remote write's retry rules: 429 and 5xx are refused (retryable
+	// backpressure), except 504, a timeout, as is 408; any other 4xx is
+	// an error (dropped).
+	d.client = httppost.New(httppost.Params{Conns: cfg.Connections, Timeout: cfg.Timeout.D(), Rules: netclass.RemoteWriteStatuses})
 	return d, nil
 }
 
 // Endpoint is the URL the driver posts to.
 func (d *Driver) Endpoint() string { return d.url }
 
-// countedConn takes itself off a count of open connections when it is
-// first closed.
-type countedConn struct {
-	net.Conn
-	open *atomic.Int64
-	once sync.Once
-}
-
-// Close closes the connection.
-func (c *countedConn) Close() error {
-	c.once.Do(func() { c.open.Add(-1) })
-	return c.Conn.Close()
-}
-
 // Start checks that something listens at the endpoint: when nothing does,
 // it fails with an unreached error naming the address.
 func (d *Driver) Start(ctx context.Context) error {
 	c, err := netclass.Dial(ctx, d.hostport, nil, d.cfg.Timeout.D())
 	if err != nil {
-		if o := netclass.Classify(err); o.Unreached {
-			return pipebench.Unreached(fmt.Errorf("remote-write driver: cannot connect to %s (%s): %w; is the receiver listening there? Prometheus receives remote write on :9090/api/v1/write with --web.enable-remote-write-receiver", d.hostport, o.Detail, err))
+		if netclass.Classify(err).Unreached {
+			return netclass.StartError("remote-write driver: cannot connect to "+d.hostport, err,
+				"is the receiver listening there? Prometheus receives remote write on :9090/api/v1/write with --web.enable-remote-write-receiver")
 		}
 		return nil
 	}
@@ -206,11 +183,11 @@ func (d *Driver) Start(ctx context.Context) error {
 }
 
 // OpenConnections implements pipebench.ConnectionReporter.
-func (d *Driver) OpenConnections() int { return int(d.open.Load()) }
+func (d *Driver) OpenConnections() int { return d.client.Open() }
 
 // Shutdown closes idle connections.
 func (d *Driver) Shutdown(context.Context) error {
-	d.client.CloseIdleConnections()
+	d.client.CloseIdle()
 	return nil
 }
 
@@ -448,68 +425,13 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "not OTLP metrics",
 			Message: fmt.Sprintf("the prometheus-remote-write driver got %T, not metrics: use the otlp-metrics generator", b.Data)}
 	}
-	// The transport may read the body after Do returned (an early answer,
-	// an error): the buffers are reused only once it closed it.
-	tracked := &trackedBody{Reader: bytes.NewReader(body)}
-	defer func() {
-		if tracked.closed.Load() {
-			d.pool.Put(w)
-		}
-	}()
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout.D())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, tracked)
-	if err != nil {
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "bad request", Message: err.Error()}
+	o, released := d.client.Post(ctx, d.url, d.headers.Clone(), body)
+	if released {
+		// Otherwise the transport may still read the body (an early
+		// answer, an error): its buffers are not reused.
+		d.pool.Put(w)
 	}
-	req.ContentLength = int64(len(body))
-	req.Header = d.headers.Clone()
-	resp, err := d.client.Do(req)
-	if err != nil {
-		return netclass.Classify(err)
-	}
-	var head []byte
-	if resp.StatusCode == 400 {
-		head, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if netclass.PlainToTLS(resp.StatusCode, head) {
-		return netclass.Classify(fmt.Errorf("%w: the endpoint speaks TLS (HTTPS) and the request was plain HTTP: use an https:// endpoint", netclass.ErrProtocolMismatch))
-	}
-	return classify(resp.StatusCode)
-}
-
-// classify maps the receiver's status to an outcome as remote write's
-// retry rules do: 2xx ok; 429 and 5xx refused (retryable backpressure),
-// except 504, a timeout, as is 408; any other 4xx an error (dropped).
-func classify(c int) pipebench.Outcome {
-	o := pipebench.Outcome{Code: c}
-	switch {
-	case c >= 200 && c < 300:
-		o.Class = pipebench.ClassOK
-		return o
-	case c == 408 || c == 504:
-		o.Class = pipebench.ClassTimeout
-	case c == 429 || c >= 500:
-		o.Class = pipebench.ClassRefused
-	default:
-		o.Class = pipebench.ClassError
-	}
-	o.Detail = strconv.Itoa(c)
-	o.Message = "HTTP " + o.Detail + " " + http.StatusText(c)
 	return o
-}
-
-// trackedBody is a request body that knows whether the transport closed
-// it, which it does once it is done reading.
-type trackedBody struct {
-	*bytes.Reader
-	closed atomic.Bool
-}
-
-// Close marks the body closed.
-func (t *trackedBody) Close() error {
-	t.closed.Store(true)
-	return nil
 }

@@ -2,13 +2,10 @@ package promrwdriver
 
 import (
 	"context"
-	"io"
-	"log"
+	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,73 +18,38 @@ import (
 	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 )
 
-// receiver is a real remote-write HTTP server on loopback that decodes
-// every request and whose answer the suite controls.
+// receiver is a real remote-write HTTP server on loopback (drivertest's)
+// that decodes every request and counts its matched samples.
 func receiver(t *testing.T) drivertest.Receiver {
-	var samples atomic.Int64
-	var answer atomic.Int32
-	slow := 2 * time.Second
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch drivertest.Answer(answer.Load()) {
-		case drivertest.AnswerRefused:
-			w.WriteHeader(503)
-			return
-		case drivertest.AnswerError:
-			w.WriteHeader(400)
-			return
-		case drivertest.AnswerSlow:
-			select {
-			case <-time.After(slow):
-			case <-r.Context().Done():
-			}
+	return drivertest.HTTPReceiver(t, "/api/v1/write", func(r *http.Request, body []byte) (int64, error) {
+		if v := r.Header.Get(promrw.VersionHeader); v != promrw.Version {
+			return 0, fmt.Errorf("remote-write version %q, want %s", v, promrw.Version)
 		}
-		body, _ := io.ReadAll(r.Body)
 		plain, err := snappy.Decode(nil, body)
-		if err != nil || r.Header.Get(promrw.VersionHeader) != promrw.Version {
-			w.WriteHeader(400)
-			return
+		if err != nil {
+			return 0, err
 		}
 		c, err := promrw.Decode(plain, nil)
 		if err != nil {
-			w.WriteHeader(400)
-			return
+			return 0, err
 		}
-		samples.Add(int64(c.Matched))
-		w.WriteHeader(204)
-	}))
-	var once sync.Once
-	stop := func() { once.Do(srv.Close) }
-	t.Cleanup(stop)
-	return drivertest.Receiver{Target: srv.URL + "/api/v1/write", Received: samples.Load, Slow: slow,
-		Set: func(a drivertest.Answer) { answer.Store(int32(a)) }, Close: stop}
-}
-
-func newDriver(t *testing.T, target string) pipebench.Driver {
-	d, err := New(Config{Timeout: pipebench.Duration(time.Second), Connections: 4}, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func quietTLSServer() *httptest.Server {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
-	return srv
+		return int64(c.Matched), nil
+	})
 }
 
 func TestConformance(t *testing.T) {
 	gen, _ := otlpgen.MetricsFactory().New(nil, pipebench.Env{})
 	drivertest.Run(t, drivertest.Harness{
-		Generator: gen, Count: 10, Receiver: receiver,
-		Target: func(addr string) string { return "http://" + addr + "/api/v1/write" },
-		New:    newDriver,
+		Factory: Factory(), Generator: gen, Count: 10, Receiver: receiver,
+		Configure: func(cfg any) {
+			c := cfg.(*Config)
+			c.Timeout, c.Connections = pipebench.Duration(time.Second), 4
+		},
+		Invalid: func(cfg any) string { cfg.(*Config).Protocol = "3.0"; return "protocol" },
+		Target:  func(addr string) string { return "http://" + addr + "/api/v1/write" },
 		Mismatches: []drivertest.Mismatch{
 			{Name: "TLS server for a plain client", Detail: "protocol mismatch", Start: func(t *testing.T) string {
-				srv := quietTLSServer()
-				t.Cleanup(srv.Close)
-				return "http://" + srv.Listener.Addr().String() + "/api/v1/write"
+				return "http://" + drivertest.TLSServer(t) + "/api/v1/write"
 			}},
 		},
 	})

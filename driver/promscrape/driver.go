@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/conncount"
 	"github.com/pipebench/pipebench/payload/promrw"
 )
 
@@ -89,7 +90,7 @@ type Driver struct {
 	pending []item
 	spare   []item
 	scrapes atomic.Int64
-	open    atomic.Int64
+	open    conncount.Counter // the scrapers' connections
 }
 
 var (
@@ -121,15 +122,7 @@ func (d *Driver) Start(context.Context) error {
 	d.ln = ln
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", d.scrape)
-	d.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			switch s {
-			case http.StateNew:
-				d.open.Add(1)
-			case http.StateClosed, http.StateHijacked:
-				d.open.Add(-1)
-			}
-		}}
+	d.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnState: d.open.ConnState}
 	go func() {
 		defer close(d.done)
 		_ = d.srv.Serve(ln)
@@ -150,7 +143,7 @@ func (d *Driver) Scrapes() int64 { return d.scrapes.Load() }
 
 // OpenConnections implements pipebench.ConnectionReporter: the scrapers'
 // connections open now.
-func (d *Driver) OpenConnections() int { return int(d.open.Load()) }
+func (d *Driver) OpenConnections() int { return d.open.Open() }
 
 // Send implements pipebench.Driver: the batch's items wait for the next
 // scrape. It is refused when max_pending items already wait.

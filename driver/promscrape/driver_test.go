@@ -3,8 +3,11 @@ package promscrapedriver
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/driver/drivertest"
 )
 
 func scrape(t *testing.T, url string) map[uint64]int64 {
@@ -103,4 +107,59 @@ func TestBadConfig(t *testing.T) {
 	if err := again.Start(context.Background()); err == nil {
 		t.Error("Start on a port in use succeeded")
 	}
+}
+
+// scraper is the receiver of the suite: a scraper of the address the
+// driver is to listen on, every 20 ms until the test ends or it is closed,
+// counting the items it collects. The driver is the server here: nothing
+// answers its sends (NoAnswer).
+func scraper(t *testing.T) drivertest.Receiver {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // the driver listens here
+	var items atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var once sync.Once
+	closeFn := func() { once.Do(func() { close(stop); <-done }) }
+	t.Cleanup(closeFn)
+	client := &http.Client{Timeout: time.Second}
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			resp, err := client.Get("http://" + addr + "/metrics")
+			if err != nil {
+				continue
+			}
+			p := expfmt.NewTextParser(model.UTF8Validation)
+			fams, err := p.TextToMetricFamilies(resp.Body)
+			resp.Body.Close()
+			if f := fams[Metric]; err == nil && f != nil {
+				items.Add(int64(len(f.GetMetric())))
+			}
+		}
+	}()
+	return drivertest.Receiver{Target: addr, Received: items.Load, Set: func(drivertest.Answer) {}, Close: closeFn}
+}
+
+// The scrape target passes the suite in the mode of protocols without
+// answers: whatever it was handed is collected by the next scrape.
+func TestConformance(t *testing.T) {
+	drivertest.Run(t, drivertest.Harness{
+		Factory: Factory(), Generator: pipebench.GeneratorFunc(func(seq uint64, n int, _ time.Time) pipebench.Batch {
+			return pipebench.Batch{Seq: seq, Count: n}
+		}),
+		Count: 5, Receiver: scraper, NoAnswer: true,
+		Invalid: func(cfg any) string { cfg.(*Config).MaxPending = 0; return "max_pending" },
+	})
 }

@@ -1,6 +1,6 @@
 // Package netclass turns the failures of a network send into
-// pipebench.Outcomes the same way for every driver: connection refused is
-// refused and unreached; an unreachable address, a failed name lookup, a
+// pipebench.Outcomes the same way for every driver: connection refused (or
+// a Unix socket that is not there) is refused and unreached; an unreachable address, a failed name lookup, a
 // failed TLS handshake or a peer speaking another protocol is an error and
 // unreached; a peer that accepted the connection and did not answer in time
 // is a timeout (reached). It also dials connections so that a TLS handshake
@@ -13,6 +13,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -26,6 +27,7 @@ import (
 // The short Details of unreached outcomes.
 const (
 	DetailRefused     = "connection refused"
+	DetailNoSocket    = "no socket"
 	DetailUnreachable = "unreachable"
 	DetailDNS         = "dns"
 	DetailTLS         = "tls handshake"
@@ -51,14 +53,19 @@ func (e *HandshakeError) Error() string { return "tls handshake with " + e.Addr 
 // Unwrap returns the cause.
 func (e *HandshakeError) Unwrap() error { return e.Err }
 
-// Dial opens a TCP connection to addr and, when tlsCfg is not nil, does the
-// TLS handshake, all within timeout (and ctx). A handshake failure is
+// Dial opens a TCP connection to addr (host:port), or a Unix socket's
+// (unix:/path or unix:///path), and, when tlsCfg is not nil, does the TLS
+// handshake, all within timeout (and ctx). A handshake failure is
 // returned as a *HandshakeError.
 func Dial(ctx context.Context, addr string, tlsCfg *tls.Config, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	network, where := "tcp", addr
+	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
+		network, where = "unix", "/"+strings.TrimLeft(p, "/")
+	}
+	c, err := d.DialContext(ctx, network, where)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +98,9 @@ func Classify(err error) pipebench.Outcome {
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(msg, "connection refused"):
 		return unreached(pipebench.ClassRefused, DetailRefused)
+	case errors.As(err, &opErr) && opErr.Op == "dial" && errors.Is(err, syscall.ENOENT):
+		// A Unix socket's file is not there: nothing listens.
+		return unreached(pipebench.ClassRefused, DetailNoSocket)
 	case errors.As(err, &dnsErr) || strings.Contains(msg, "no such host"):
 		return unreached(pipebench.ClassError, DetailDNS)
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EADDRNOTAVAIL),
@@ -165,4 +175,16 @@ func PlainToTLS(status int, body []byte) bool {
 // expected are a TLS record (an alert or a handshake).
 func LooksLikeTLS(b []byte) bool {
 	return len(b) >= 3 && (b[0] == 0x15 || b[0] == 0x16) && b[1] == 0x03
+}
+
+// StartError is a driver's Start failure as the runner and the user get it:
+// "<what> (<detail>): <err>; <hint>", marked pipebench.Unreached when the
+// failure says the target was not reached (the run is then invalid).
+func StartError(what string, err error, hint string) error {
+	o := Classify(err)
+	e := fmt.Errorf("%s (%s): %w; %s", what, o.Detail, err, hint)
+	if o.Unreached {
+		return pipebench.Unreached(e)
+	}
+	return e
 }
