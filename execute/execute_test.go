@@ -156,3 +156,31 @@ func TestResultKeptElsewhere(t *testing.T) {
 		t.Errorf("the log does not say where the Result went:\n%s", log.String())
 	}
 }
+
+// A run whose every message the generator builds cannot be carried by the
+// protocol (a gRPC message with a field the method's input type has not)
+// sent nothing to the system under test: invalid, exit 98, with the cause.
+func TestNothingSentIsInvalid(t *testing.T) {
+	reg, err := builtins.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := compile(t, reg, `
+name: unfit-messages
+sut: {type: healthevents, effect_rate: 50}
+target: {driver: grpc, method: pipebench.healthevents.v1.HealthEventService/Report}
+workload:
+  generator: grpc-message
+  message: {no_such_field: 1}
+phases:
+  - {name: load, duration: 1s, rate: 20/s}
+`)
+	o := execute.Run(context.Background(), plan, execute.Params{Registry: reg, Keep: execute.Keep{NoStore: true}})
+	if o.Result == nil || o.Code != pipebench.ExitInvalid {
+		t.Fatalf("code %d, err %v", o.Code, o.Err)
+	}
+	why := strings.Join(o.Result.Manifest.Reasons, " ")
+	if o.Result.Manifest.Status != pipebench.StatusInvalid || !strings.Contains(why, "nothing reached") || !strings.Contains(why, "does not fit") {
+		t.Errorf("status %s: %s", o.Result.Manifest.Status, why)
+	}
+}

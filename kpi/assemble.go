@@ -81,7 +81,11 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 	if rec.Aborted {
 		abandonQueued(res)
 	}
-	reasons = append(reasons, reached(total)...)
+	var planned uint64
+	for i := range rec.Phases {
+		planned += rec.Plan.Phases[i].Items
+	}
+	reasons = append(reasons, reached(total, planned)...)
 	res.Thresholds = EvalThresholds(rec.Plan, res.Phases)
 	res.Detections = DetectAll(res)
 	res.Summary = append(Summary(res), Capacity(res)...)
@@ -322,11 +326,17 @@ func Validity(ph pipebench.PlanPhase, pr *pipebench.PhaseResult, s SendStats) []
 }
 
 // reached says the run is invalid when nothing reached the system under
-// test: sends were made and every one failed before the target answered.
-func reached(s SendStats) []string {
+// test: planned items were not sent at all (every one dropped, or none
+// built), or every send failed before the target answered (refused, a
+// message the protocol cannot carry).
+func reached(s SendStats, planned uint64) []string {
 	var started uint64
 	for c := pipebench.ClassOK; c < pipebench.ClassDropped; c++ {
 		started += s.Items[c]
+	}
+	if started == 0 && planned > 0 {
+		return []string{fmt.Sprintf("nothing was sent: none of the %s planned items left the generator (%s dropped)",
+			pipebench.FormatCount(float64(planned)), pipebench.FormatCount(float64(s.Items[pipebench.ClassDropped])))}
 	}
 	if started == 0 || s.Unreached < started {
 		return nil
@@ -335,7 +345,7 @@ func reached(s SendStats) []string {
 	for _, k := range sortedKeys(s.Details) {
 		causes = append(causes, fmt.Sprintf("%s %s", k, pipebench.FormatCount(float64(s.Details[k]))))
 	}
-	return []string{fmt.Sprintf("nothing reached the system under test: all %s items failed before the target answered (%s): check the target's address, port, protocol and TLS settings, and that it is running",
+	return []string{fmt.Sprintf("nothing reached the system under test: all %s items failed before the target answered (%s): check the target's address, port, protocol and TLS settings, that it is running, and that the workload's messages fit it",
 		pipebench.FormatCount(float64(started)), strings.Join(causes, ", "))}
 }
 

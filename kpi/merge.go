@@ -158,7 +158,11 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 			res.Total = &t
 		}
 	}
-	reasons = append(reasons, reached(totalSends)...)
+	var planned uint64
+	for i := 0; i < phases && i < len(plan.Phases); i++ {
+		planned += plan.Phases[i].Items
+	}
+	reasons = append(reasons, reached(totalSends, planned)...)
 	res.Thresholds = EvalThresholds(plan, res.Phases)
 	res.Detections = DetectAll(res)
 	res.Summary = append(Summary(res), Capacity(res)...)

@@ -452,6 +452,9 @@ func (d *Driver) metadata(seq uint64, sent string, count int) metadata.MD {
 	return md
 }
 
+// badMessage is the outcome of a batch the generator built but the method
+// cannot take: it never left pipebench, so it reached nothing (a run of
+// nothing but these is invalid).
 func badMessage(err error) pipebench.Outcome {
-	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "message does not fit the method's input type", Message: err.Error()}
+	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "message does not fit the method's input type", Message: err.Error(), Unreached: true}
 }
