@@ -118,8 +118,8 @@ func TestKymaMetricAgentScaled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the metric agent and its gateway")
 	}
-	res := runScaled(t, "kyma-metric-agent-backpressure", 4*time.Second,
-		"producers: 20", "producers: 4", "metrics: 1000", "metrics: 100", "scrape_interval: 10s", "scrape_interval: 500ms")
+	res := runScaled(t, "kyma-metric-agent-backpressure", 6*time.Second,
+		"producers: 20", "producers: 4", "metrics: 1000", "metrics: 100", "scrape_interval: 10s", "scrape_interval: 500ms", "interval: 2s", "interval: 1s")
 	sent, _ := res.Total.Get("sent")
 	delivered, _ := res.Total.Get("delivered")
 	faulted, _ := res.Total.Get("faulted")
@@ -130,24 +130,35 @@ func TestKymaMetricAgentScaled(t *testing.T) {
 	if len(header) != 6 || header[1] != "Receiver Accepted Metric/sec" || header[5] != "Pod CPU Usage" {
 		t.Errorf("header %q", header)
 	}
-	if strings.Count(row[4], ",") != 1 {
-		t.Errorf("memory %q: want the two agents'", row[4])
+	for i, c := range row[1:] {
+		if c == "" || c == "-" {
+			t.Errorf("%s is empty in %q", header[i+1], row)
+		}
+	}
+	if strings.Count(row[4], ",") != 1 || strings.Count(row[5], ",") != 1 {
+		t.Errorf("memory %q, CPU %q: want the two agents'", row[4], row[5])
 	}
 	t.Logf("%q", row)
 }
 
-// The metric gateway's multi-pipeline backpressure case, scaled: three
-// pipelines each deliver every point, and the table has its row.
+// The metric gateway's multi-pipeline backpressure case, scaled: the sink
+// fails 70% of every pipeline's exports, each pipeline accounts for every
+// point (delivered or lost when the drain ended), and every point arrived
+// at least once.
 func TestKymaMetricsMultiScaled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two collectors")
 	}
 	res := runScaled(t, "kyma-metrics-multi-backpressure", 2*time.Second)
 	sent, _ := res.Total.Get("sent")
+	if d, _ := res.Total.Get("delivered"); sent == 0 || d != sent {
+		t.Errorf("delivered %v of %v", d, sent)
+	}
 	for _, p := range []string{"p1", "p2", "p3"} {
 		d, _ := res.Total.Get("pipeline_delivered", "pipeline", p)
-		if sent == 0 || d != sent {
-			t.Errorf("%s delivered %v of %v", p, d, sent)
+		l, _ := res.Total.Get("pipeline_lost", "pipeline", p)
+		if d == 0 || d+l != sent {
+			t.Errorf("%s delivered %v and lost %v of %v", p, d, l, sent)
 		}
 	}
 	if f, _ := res.Total.Get("faulted"); f == 0 {
