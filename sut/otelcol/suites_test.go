@@ -154,7 +154,10 @@ func TestKymaMetricsMultiScaled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two collectors")
 	}
-	res := runScaled(t, "kyma-metrics-multi-backpressure", 2*time.Second)
+	// Retries give up after 3 s and the drain stops after 5 s (10
+	// intervals) without arrivals: about 10 s instead of 30.
+	res := runScaled(t, "kyma-metrics-multi-backpressure", 2*time.Second,
+		"  replicas: 2", "  retry_on_failure: {enabled: true, initial_interval: 500ms, max_interval: 1s, max_elapsed_time: 3s}\n  replicas: 2", "interval: 2s", "interval: 500ms")
 	sent, _ := res.Total.Get("sent")
 	if d, _ := res.Total.Get("delivered"); sent == 0 || d != sent {
 		t.Errorf("delivered %v of %v", d, sent)
