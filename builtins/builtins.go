@@ -30,6 +30,7 @@ import (
 	"github.com/pipebench/pipebench/payload/loglines"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	"github.com/pipebench/pipebench/producer/logfile"
+	"github.com/pipebench/pipebench/producer/promtarget"
 	csvreport "github.com/pipebench/pipebench/report/csv"
 	htmlreport "github.com/pipebench/pipebench/report/html"
 	"github.com/pipebench/pipebench/report/jsonreport"
@@ -65,6 +66,7 @@ func Registry() (*pipebench.Registry, error) {
 		reg.Drivers.Register(httpdriver.Factory()),
 		reg.Drivers.Register(otlpdriver.Factory()),
 		reg.Drivers.Register(logfile.Factory()),
+		reg.Drivers.Register(promtarget.DriverFactory()),
 		reg.Drivers.Register(natsdriver.Factory()),
 		reg.Drivers.Register(grpcdriver.Factory()),
 		reg.Drivers.Register(promrwdriver.Factory()),

@@ -171,14 +171,14 @@ func TestSuiteBadFilesAreLocated(t *testing.T) {
 
 // The built-in suites name scenarios that exist and compile.
 func TestBuiltinSuitesValidate(t *testing.T) {
-	for _, name := range []string{"kyma-traces", "kyma-metrics", "kyma-logs", "kyma-eventing", "chef"} {
+	for _, name := range []string{"kyma-traces", "kyma-metrics", "kyma-metric-agent", "kyma-logs", "kyma-eventing", "chef"} {
 		stdout, stderr, code := cli(t, "suite", "validate", "builtin:"+name)
 		if code != 0 || !strings.Contains(stdout, "ok: suite "+name) {
 			t.Errorf("%s: exit %d\n%s\n%s", name, code, stdout, stderr)
 		}
 	}
 	stdout, _, _ := cli(t, "suite", "list")
-	if strings.Count(stdout, "builtin:kyma-") != 4 || !strings.Contains(stdout, "builtin:chef ") {
+	if strings.Count(stdout, "builtin:kyma-") != 5 || !strings.Contains(stdout, "builtin:chef ") {
 		t.Errorf("suite list:\n%s", stdout)
 	}
 	stdout, _, _ = cli(t, "run", "--list")

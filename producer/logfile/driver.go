@@ -38,7 +38,8 @@ const (
 
 // Config configures the "logfile" driver.
 type Config struct {
-	// Dir holds the files; empty means "logs" in the run's scratch
+	// Dir holds the files; empty means the folder the system under test
+	// tails (the embedded log agent's), else "logs" in the run's scratch
 	// directory.
 	Dir string `yaml:"dir" json:"dir,omitempty"`
 	// Producers is the number of files written to at once.
@@ -91,14 +92,31 @@ func (c *Config) Validate() error {
 func Factory() pipebench.Factory[pipebench.Driver] {
 	return pipebench.NewFactory("logfile", "appends batches of log lines to N producer files with size-based rotation, for a tailing pipeline", DefaultConfig,
 		func(c *Config, env pipebench.Env) (pipebench.Driver, error) {
-			if c.Dir == "" {
+			cfg := *c
+			if cfg.Dir == "" {
+				cfg.Dir = targetDir(env)
+			}
+			if cfg.Dir == "" {
 				if env.Dir == "" {
 					return nil, pipebench.UsageError("the logfile driver has no directory", "set dir", nil)
 				}
-				c.Dir = filepath.Join(env.Dir, "logs")
+				cfg.Dir = filepath.Join(env.Dir, "logs")
 			}
-			return New(*c)
+			return New(cfg)
 		}).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadLogLines})
+}
+
+// targetDir is the folder a tailing system under test reads (its "files"
+// endpoint, or an endpoint that is an absolute path: the embedded log
+// agent's), or "".
+func targetDir(env pipebench.Env) string {
+	if d := env.Targets["files"]; d != "" {
+		return d
+	}
+	if filepath.IsAbs(env.Target) {
+		return env.Target
+	}
+	return ""
 }
 
 // Driver writes batches to the producer files. Send is safe for concurrent

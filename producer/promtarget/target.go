@@ -73,10 +73,22 @@ type producer struct {
 
 	next atomic.Uint64 // scrape index handed to the next request
 
-	scrapes, samples, bytes, churned, errors atomic.Uint64
+	scrapes, samples, bytes, churned, errors, items atomic.Uint64
 
 	mu    sync.Mutex
 	cache [2]*template // latest text and OpenMetrics templates
+
+	// pending are the tracer items waiting for the producer's next scrape
+	// (the prometheus-producers driver's Send).
+	pmu     sync.Mutex
+	pending []item
+	onTake  func(n int) // told how many items a scrape took (set before serving)
+}
+
+// item is one tracer item waiting for a scrape.
+type item struct {
+	seq  uint64
+	sent int64 // unix milliseconds
 }
 
 // New returns a target for cfg; it is not started.
@@ -210,6 +222,7 @@ type Stats struct {
 	Bytes    uint64 // uncompressed bytes of those answers
 	Churned  uint64 // series renamed
 	Errors   uint64 // scrapes whose answer could not be written
+	Items    uint64 // tracer items served (pb_item samples, beside Samples)
 }
 
 // Stats returns every producer's counters.
@@ -217,7 +230,7 @@ func (t *Target) Stats() []Stats {
 	out := make([]Stats, len(t.producers))
 	for i, p := range t.producers {
 		out[i] = Stats{Producer: i, Scrapes: p.scrapes.Load(), Samples: p.samples.Load(), Bytes: p.bytes.Load(),
-			Churned: p.churned.Load(), Errors: p.errors.Load()}
+			Churned: p.churned.Load(), Errors: p.errors.Load(), Items: p.items.Load()}
 	}
 	return out
 }
@@ -238,16 +251,52 @@ type sdGroup struct {
 	Labels  map[string]string `json:"labels"`
 }
 
-func (t *Target) serveSD(w http.ResponseWriter, _ *http.Request) {
+// serveSD answers Prometheus HTTP service discovery with one target group
+// per producer. Query parameters pick a share, as a metric agent's scrape
+// configurations and replicas divide a cluster's pods: role=pod the
+// even-numbered producers (scraped as pods), role=service the odd ones
+// (the endpoints behind a Service, labelled service="producers");
+// shard=I&shards=N the producers whose number within the role (or overall)
+// is I modulo N.
+func (t *Target) serveSD(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	role := q.Get("role")
+	if role != "" && role != "pod" && role != "service" {
+		http.Error(w, fmt.Sprintf("role %q: use pod or service", role), http.StatusBadRequest)
+		return
+	}
+	shard, shards := 0, 1
+	if q.Has("shards") {
+		var err1, err2 error
+		shard, err1 = strconv.Atoi(q.Get("shard"))
+		shards, err2 = strconv.Atoi(q.Get("shards"))
+		if err1 != nil || err2 != nil || shards < 1 || shard < 0 || shard >= shards {
+			http.Error(w, "shard and shards: give 0 <= shard < shards", http.StatusBadRequest)
+			return
+		}
+	}
 	groups := make([]sdGroup, 0, len(t.producers))
 	for _, p := range t.producers {
+		n := p.id
+		if role != "" {
+			if (role == "pod") != (p.id%2 == 0) {
+				continue
+			}
+			n = p.id / 2
+		}
+		if n%shards != shard {
+			continue
+		}
 		host, path := p.url, "/metrics"
 		host = strings.TrimPrefix(host, "http://")
 		if i := strings.IndexByte(host, '/'); i >= 0 {
 			host, path = host[:i], host[i:]
 		}
-		groups = append(groups, sdGroup{Targets: []string{host}, Labels: map[string]string{
-			"__metrics_path__": path, "pb_producer": strconv.Itoa(p.id)}})
+		labels := map[string]string{"__metrics_path__": path, "pb_producer": strconv.Itoa(p.id)}
+		if role == "service" {
+			labels["service"] = "producers"
+		}
+		groups = append(groups, sdGroup{Targets: []string{host}, Labels: labels})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(groups)
@@ -273,11 +322,16 @@ func (p *producer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	var body []byte
+	items := p.take()
 	ft := format.FormatType()
 	if t.cfg.Encoder == EncoderExpfmt || (ft != expfmt.TypeTextPlain && ft != expfmt.TypeOpenMetrics) {
 		buf := bytes.NewBuffer((*bp)[:0])
 		enc := expfmt.NewEncoder(buf, format)
-		for _, mf := range m.families(p.id, k) {
+		fams := m.families(p.id, k)
+		if len(items) > 0 {
+			fams = append(fams, itemFamily(items))
+		}
+		for _, mf := range fams {
 			if err := enc.Encode(mf); err != nil {
 				p.errors.Add(1)
 				http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -289,8 +343,12 @@ func (p *producer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		body = buf.Bytes()
 	} else {
-		tpl := p.template(m.gen(k), ft == expfmt.TypeOpenMetrics)
+		om := ft == expfmt.TypeOpenMetrics
+		tpl := p.template(m.gen(k), om)
 		body = tpl.render((*bp)[:0], k, m.perScrapeSum)
+		if len(items) > 0 {
+			body = appendItems(body, items, om)
+		}
 	}
 	*bp = body
 	h := w.Header()
@@ -316,6 +374,7 @@ func (p *producer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.scrapes.Add(1)
 	p.samples.Add(uint64(t.perScrape))
 	p.bytes.Add(uint64(len(body)))
+	p.items.Add(uint64(len(items)))
 }
 
 func acceptsGzip(ae string) bool {
@@ -359,10 +418,11 @@ var (
 	descChurned = prometheus.NewDesc("pipebench_producer_series_churned_total", "Series renamed by churn, per producer.", []string{"producer"}, nil)
 	descErrors  = prometheus.NewDesc("pipebench_producer_scrape_errors_total", "Scrapes whose answer could not be written, per producer.", []string{"producer"}, nil)
 	descSeries  = prometheus.NewDesc("pipebench_producer_series", "Series a scrape of the producer returns.", []string{"producer"}, nil)
+	descItems   = prometheus.NewDesc("pipebench_producer_items_served_total", "Tracer items (pb_item samples) served, per producer.", []string{"producer"}, nil)
 )
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descScrapes, descSamples, descBytes, descChurned, descErrors, descSeries} {
+	for _, d := range []*prometheus.Desc{descScrapes, descSamples, descBytes, descChurned, descErrors, descSeries, descItems} {
 		ch <- d
 	}
 }
@@ -377,5 +437,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descChurned, prometheus.CounterValue, float64(s.Churned), l)
 		ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(s.Errors), l)
 		ch <- prometheus.MustNewConstMetric(descSeries, prometheus.GaugeValue, series, l)
+		ch <- prometheus.MustNewConstMetric(descItems, prometheus.CounterValue, float64(s.Items), l)
 	}
 }

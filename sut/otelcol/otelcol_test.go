@@ -25,14 +25,15 @@ func TestMain(m *testing.M) {
 }
 
 type arrivals struct {
-	mu      sync.Mutex
-	seqs    map[uint64]int
-	faulted int
+	mu        sync.Mutex
+	seqs      map[uint64]int
+	faulted   int
+	unmatched int
 }
 
 func (a *arrivals) Arrive(seq uint64, _, _ time.Time) { a.mu.Lock(); a.seqs[seq]++; a.mu.Unlock() }
 func (a *arrivals) Faulted(n int)                     { a.mu.Lock(); a.faulted += n; a.mu.Unlock() }
-func (a *arrivals) Unmatched(int)                     {}
+func (a *arrivals) Unmatched(n int)                   { a.mu.Lock(); a.unmatched += n; a.mu.Unlock() }
 func (a *arrivals) count() (int, int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -65,6 +66,7 @@ func TestCollectorEndToEnd(t *testing.T) {
 	f := Factory()
 	cfg := f.NewConfig().(*Config)
 	cfg.Batch.Timeout = pipebench.Duration(50 * time.Millisecond)
+	cfg.Env = map[string]string{"GOMEMLIMIT": "300MiB", "GOGC": "50"}
 	sut, err := f.New(cfg, pipebench.Env{Target: sink.Endpoint(), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +77,16 @@ func TestCollectorEndToEnd(t *testing.T) {
 	defer sut.Shutdown(ctx)
 	if in := sut.Instances(); len(in) != 1 || in[0].PID == 0 || in[0].PID == os.Getpid() {
 		t.Fatalf("instances %+v: the collector must be its own process", in)
+	}
+	// sut.env reaches the collector's process, as /proc says.
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", sut.Instances()[0].PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range []string{"GOMEMLIMIT=300MiB", "GOGC=50"} {
+		if !strings.Contains("\x00"+string(environ)+"\x00", "\x00"+kv+"\x00") {
+			t.Errorf("the collector's environment lacks %s", kv)
+		}
 	}
 	drv, err := otlpdriver.New(otlpdriver.Config{Protocol: "grpc", Compression: "none", Timeout: pipebench.Duration(5 * time.Second), Connections: 1}, sut.Endpoint())
 	if err != nil {
@@ -139,9 +151,10 @@ func queueSize(metrics string) float64 {
 }
 
 func TestConfigValidateAndYAML(t *testing.T) {
-	c := &Config{Pipelines: 0, Signal: "spans", Exporter: "kafka", ConfigFile: "/nonexistent.yaml"}
+	c := &Config{Receiver: "kafka", Pipelines: 0, Signal: "spans", Exporter: "kafka", ConfigFile: "/nonexistent.yaml",
+		Env: map[string]string{"1X": "a", "PIPEBENCH_SINK": "b"}, Prometheus: Scrape{Jobs: []string{"nodes"}}}
 	err := c.Validate()
-	for _, want := range []string{"pipelines:", "signal:", "exporter:", "queue_size:", "config_file:"} {
+	for _, want := range []string{"receiver:", "pipelines:", "signal:", "exporter:", "queue_size:", "config_file:", `env: "1X"`, "env: PIPEBENCH_SINK", "prometheus.scrape_interval:", "prometheus.jobs:", "filelog.poll_interval:"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v lacks %s", err, want)
 		}
@@ -152,6 +165,42 @@ func TestConfigValidateAndYAML(t *testing.T) {
 	for _, want := range []string{"otlp/p3:", "traces/p3:", "exporters: [otlp/p2]", "x-pipebench-pipeline: p2", "sending_queue:", "retry_on_failure:", "prometheus:"} {
 		if !strings.Contains(y, want) {
 			t.Errorf("yaml lacks %s:\n%s", want, y)
+		}
+	}
+	// An agent through a gateway: the gateway exports remote write; a log
+	// agent keeps its offsets and its queue on disk.
+	for _, tc := range []struct {
+		cfg  func(*Config)
+		want []string
+		err  string
+	}{
+		{func(c *Config) {
+			c.Receiver, c.Gateway, c.GatewayExporter = ReceiverPrometheus, true, ExporterRemoteWrite
+		}, []string{"prometheus/app-pods:", "role=pod", "prometheus/app-services:", "role=service", "metrics/p1:"}, ""},
+		{func(c *Config) { c.Receiver, c.Exporter = ReceiverFilelog, "otlphttp" }, []string{"filelog:", "storage: file_storage", "file_storage:", "extensions: [file_storage]", `field: attributes["pb.seq"]`, "logs/p1:"}, ""},
+		{func(c *Config) { c.Receiver, c.Replicas = ReceiverFilelog, 2 }, nil, "replicas:"},
+		{func(c *Config) { c.Gateway = true }, nil, "gateway:"},
+		{func(c *Config) { c.Exporter = ExporterRemoteWrite }, nil, "exporter: prometheusremotewrite exports metrics"},
+		{func(c *Config) { c.GatewayExporter = "otlp" }, nil, "gateway_exporter: set gateway"},
+		{func(c *Config) { c.GoMemLimit, c.Env = "1GiB", map[string]string{"GOMEMLIMIT": "2GiB"} }, nil, "gomemlimit:"},
+	} {
+		cfg := *defaultConfig()
+		tc.cfg(&cfg)
+		err := cfg.Validate()
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%+v: %v, want %s", cfg, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", cfg, err)
+		}
+		y := newCollector(cfg, "http://127.0.0.1:9/api/v1/write", t.TempDir(), "").YAML()
+		for _, want := range tc.want {
+			if !strings.Contains(y, want) {
+				t.Errorf("yaml lacks %s:\n%s", want, y)
+			}
 		}
 	}
 	// One pipeline: no header, so the sink's single-pipeline path is

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -37,8 +38,22 @@ type Batch struct {
 	Timeout       pipebench.Duration `yaml:"timeout" json:"timeout"`
 }
 
+// Receivers the embedded collector can run.
+const (
+	ReceiverOTLP       = "otlp"       // a gateway: drivers push OTLP
+	ReceiverPrometheus = "prometheus" // a metric agent scraping pipebench's producers
+	ReceiverFilelog    = "filelog"    // a log agent tailing pipebench's log files
+)
+
 // Config configures the embedded collector.
 type Config struct {
+	// Receiver is otlp (a gateway receiving OTLP, the default),
+	// prometheus (a metric agent: the prometheus receiver scrapes the
+	// prometheus-producers driver, by pod and by service) or filelog (a
+	// log agent: the filelog receiver tails the logfile driver's files,
+	// its read offsets and its exporter's sending queue kept on disk by
+	// the file_storage extension).
+	Receiver string `yaml:"receiver" json:"receiver"`
 	// Pipelines fed by the one receiver, each exporting to the sink (the
 	// reference's multi-pipeline case is 3: every item then arrives 3
 	// times). They are named p1, p2, ... (pipeline traces/p1, exporter
@@ -48,16 +63,44 @@ type Config struct {
 	// pipeline) and a fault policy can hit one pipeline (faults:
 	// {pipeline: p2, ...}).
 	Pipelines int `yaml:"pipelines" json:"pipelines"`
-	// Signal is traces, metrics or logs.
+	// Signal is traces, metrics or logs (prometheus: metrics, filelog:
+	// logs, whatever is written).
 	Signal string `yaml:"signal" json:"signal"`
-	// Exporter is otlp (gRPC) or otlphttp.
+	// Exporter is otlp (gRPC), otlphttp, or prometheusremotewrite (to
+	// the prometheus-remote-write sink, which matches a metric agent's
+	// tracer samples). An agent with a gateway exports to it with otlp or
+	// otlphttp.
 	Exporter     string `yaml:"exporter" json:"exporter"`
 	QueueSize    int    `yaml:"queue_size" json:"queue_size"`
 	NumConsumers int    `yaml:"num_consumers" json:"num_consumers"`
-	Retry        Retry  `yaml:"retry_on_failure" json:"retry_on_failure"`
-	Batch        Batch  `yaml:"batch" json:"batch"`
-	// GOMEMLIMIT for the child, e.g. "400MiB" ("" = unset).
+	// PersistentQueue keeps each exporter's sending queue on disk (the
+	// file_storage extension, in the run's folder) instead of in memory;
+	// the filelog receiver's default.
+	PersistentQueue *bool `yaml:"persistent_queue" json:"persistent_queue,omitempty"`
+	Retry           Retry `yaml:"retry_on_failure" json:"retry_on_failure"`
+	Batch           Batch `yaml:"batch" json:"batch"`
+	// Env is set in the environment of every collector process, on top
+	// of pipebench's own ({GOMEMLIMIT: 400MiB, GOGC: "50"}: the
+	// reference's "0.97 w. GOMEMLIMIT" rows).
+	Env map[string]string `yaml:"env" json:"env,omitempty"`
+	// GOMEMLIMIT for the child, e.g. "400MiB" ("" = unset); the same as
+	// env: {GOMEMLIMIT: ...}.
 	GoMemLimit string `yaml:"gomemlimit" json:"gomemlimit,omitempty"`
+	// Prometheus configures the prometheus receiver (receiver:
+	// prometheus).
+	Prometheus Scrape `yaml:"prometheus" json:"prometheus"`
+	// Filelog configures the filelog receiver (receiver: filelog).
+	Filelog Filelog `yaml:"filelog" json:"filelog"`
+	// Gateway, for an agent (receiver prometheus or filelog), puts a
+	// gateway collector (otlp receiver, batch, the same exporter, queue
+	// and retry settings) between the agent and the sink, as the
+	// reference's metric agent exports to the metric gateway: the sink's
+	// faults then back up the gateway, and the agent's own KPIs show what
+	// it sees. The gateway is not one of the instances observed.
+	Gateway bool `yaml:"gateway" json:"gateway,omitempty"`
+	// GatewayExporter is how the gateway exports to the sink: otlp,
+	// otlphttp or prometheusremotewrite (default: exporter).
+	GatewayExporter string `yaml:"gateway_exporter" json:"gateway_exporter,omitempty"`
 	// ConfigFile runs your own collector YAML instead of the generated
 	// one; it must receive OTLP gRPC on ${env:PIPEBENCH_OTLP_GRPC} (and
 	// OTLP/HTTP on ${env:PIPEBENCH_OTLP_HTTP}, if drivers send HTTP),
@@ -72,18 +115,119 @@ type Config struct {
 	// reference's gateway runs 2. The SUT's endpoints then list every
 	// replica, comma-separated, and the otlp driver spreads its
 	// connections over them round-robin, as a Kubernetes Service spreads
-	// connections over pods.
+	// connections over pods. A metric agent's replicas split the
+	// producers between them (replica i scrapes producers i, i+N, ...), as
+	// a DaemonSet's agents each scrape their own node's pods; a log agent
+	// runs one replica.
 	Replicas int `yaml:"replicas" json:"replicas"`
+}
+
+// Scrape configures the prometheus receiver of a metric agent. It has two
+// scrape configurations, as the reference's agent has: app-pods scrapes
+// the even-numbered producers one by one (as pods annotated for
+// scraping), app-services the odd-numbered ones (as the endpoints behind
+// an annotated Service), both found by HTTP service discovery at the
+// prometheus-producers driver's /targets.
+type Scrape struct {
+	// Interval between two scrapes of one target (the reference's 20
+	// producers x 1,000 metrics x 10 series every 10 s is its 20,000
+	// metric points/s).
+	Interval pipebench.Duration `yaml:"scrape_interval" json:"scrape_interval"`
+	// Timeout of one scrape (at most the interval).
+	Timeout pipebench.Duration `yaml:"scrape_timeout" json:"scrape_timeout"`
+	// Refresh is how often service discovery asks for targets.
+	Refresh pipebench.Duration `yaml:"refresh_interval" json:"refresh_interval"`
+	// Jobs are the scrape configurations: pods, services, or both (the
+	// default); with one, it scrapes every producer.
+	Jobs []string `yaml:"jobs" json:"jobs,omitempty"`
+}
+
+// Filelog configures the filelog receiver of a log agent.
+type Filelog struct {
+	// Include are the glob patterns of the files tailed; empty: *.log in
+	// the folder the logfile driver writes (the system's endpoint).
+	Include []string `yaml:"include" json:"include,omitempty"`
+	// PollInterval is how often the receiver looks for new lines.
+	PollInterval pipebench.Duration `yaml:"poll_interval" json:"poll_interval"`
+	// MaxConcurrentFiles bounds the files read at once.
+	MaxConcurrentFiles int `yaml:"max_concurrent_files" json:"max_concurrent_files"`
+	// Sequence parses each line's pb_seq and pb_sent into the record's
+	// attributes pb.seq and pb.sent (a regex_parser and two add
+	// operators), so the sink counts delivered, lost and duplicated lines
+	// and their end-to-end latency; false leaves records as read.
+	Sequence *bool `yaml:"sequence" json:"sequence,omitempty"`
 }
 
 // maxReplicas bounds replicas: each is a process of its own.
 const maxReplicas = 16
 
 func defaultConfig() *Config {
-	return &Config{Pipelines: 1, Signal: "traces", Exporter: "otlp", QueueSize: 1000, NumConsumers: 10,
+	return &Config{Receiver: ReceiverOTLP, Pipelines: 1, Signal: "traces", Exporter: "otlp", QueueSize: 1000, NumConsumers: 10,
 		Retry:        Retry{Enabled: true, InitialInterval: pipebench.Duration(time.Second), MaxInterval: pipebench.Duration(5 * time.Second), MaxElapsedTime: pipebench.Duration(5 * time.Minute)},
 		Batch:        Batch{SendBatchSize: 8192, Timeout: pipebench.Duration(200 * time.Millisecond)},
+		Prometheus:   Scrape{Interval: pipebench.Duration(10 * time.Second), Refresh: pipebench.Duration(time.Second), Jobs: []string{JobPods, JobServices}},
+		Filelog:      Filelog{PollInterval: pipebench.Duration(200 * time.Millisecond), MaxConcurrentFiles: 1024},
 		StartTimeout: pipebench.Duration(60 * time.Second), Replicas: 1}
+}
+
+// ExporterRemoteWrite is the prometheusremotewrite exporter.
+const ExporterRemoteWrite = "prometheusremotewrite"
+
+var exporters = map[string]bool{"otlp": true, "otlphttp": true, ExporterRemoteWrite: true}
+
+// sinkExporter is the exporter that sends to the sink: the gateway's, for
+// an agent with a gateway.
+func (c *Config) sinkExporter() string {
+	if c.Gateway && c.GatewayExporter != "" {
+		return c.GatewayExporter
+	}
+	return c.Exporter
+}
+
+// The scrape configurations of a metric agent.
+const (
+	JobPods     = "pods"
+	JobServices = "services"
+)
+
+// signal is the signal the collector's pipelines carry.
+func (c *Config) signal() string {
+	switch c.Receiver {
+	case ReceiverPrometheus:
+		return "metrics"
+	case ReceiverFilelog:
+		return "logs"
+	}
+	return c.Signal
+}
+
+// persistent tells whether the sending queue is on disk.
+func (c *Config) persistent() bool {
+	if c.PersistentQueue != nil {
+		return *c.PersistentQueue
+	}
+	return c.Receiver == ReceiverFilelog
+}
+
+// sequence tells whether a log agent parses pb_seq and pb_sent.
+func (c *Config) sequence() bool { return c.Filelog.Sequence == nil || *c.Filelog.Sequence }
+
+// env is every variable set for the collector processes, GOMEMLIMIT
+// included.
+func (c *Config) env() []string {
+	var out []string
+	if c.GoMemLimit != "" {
+		out = append(out, "GOMEMLIMIT="+c.GoMemLimit)
+	}
+	keys := make([]string, 0, len(c.Env))
+	for k := range c.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+c.Env[k])
+	}
+	return out
 }
 
 // PipelineNames returns the names the generated configuration's exporters
@@ -107,23 +251,83 @@ func (c *Config) PipelineNames() ([]string, bool) {
 // Validate reports every problem, each prefixed with its key.
 func (c *Config) Validate() error {
 	var errs []error
+	switch c.Receiver {
+	case ReceiverOTLP, ReceiverPrometheus, ReceiverFilelog:
+	default:
+		errs = append(errs, fmt.Errorf("receiver: %q is not otlp, prometheus or filelog", c.Receiver))
+	}
 	if c.Pipelines < 1 || c.Pipelines > 20 {
 		errs = append(errs, fmt.Errorf("pipelines: %d is outside 1..20", c.Pipelines))
 	}
 	if c.Signal != "traces" && c.Signal != "metrics" && c.Signal != "logs" {
 		errs = append(errs, fmt.Errorf("signal: %q is not traces, metrics or logs", c.Signal))
 	}
-	if c.Exporter != "otlp" && c.Exporter != "otlphttp" {
-		errs = append(errs, fmt.Errorf("exporter: %q is not otlp or otlphttp", c.Exporter))
+	if !exporters[c.Exporter] {
+		errs = append(errs, fmt.Errorf("exporter: %q is not otlp, otlphttp or prometheusremotewrite", c.Exporter))
+	}
+	if c.Exporter == ExporterRemoteWrite && c.signal() != "metrics" {
+		errs = append(errs, fmt.Errorf("exporter: prometheusremotewrite exports metrics, and this collector's pipelines carry %s", c.signal()))
+	}
+	if c.Gateway && c.Exporter == ExporterRemoteWrite {
+		errs = append(errs, fmt.Errorf("exporter: an agent exports to its gateway with otlp or otlphttp; give the gateway prometheusremotewrite with gateway_exporter"))
+	}
+	if c.GatewayExporter != "" && !exporters[c.GatewayExporter] {
+		errs = append(errs, fmt.Errorf("gateway_exporter: %q is not otlp, otlphttp or prometheusremotewrite", c.GatewayExporter))
+	}
+	if c.GatewayExporter == ExporterRemoteWrite && c.signal() != "metrics" {
+		errs = append(errs, fmt.Errorf("gateway_exporter: prometheusremotewrite exports metrics, and this collector's pipelines carry %s", c.signal()))
+	}
+	if c.GatewayExporter != "" && !c.Gateway {
+		errs = append(errs, fmt.Errorf("gateway_exporter: set gateway: true as well"))
 	}
 	if c.Replicas < 1 || c.Replicas > maxReplicas {
 		errs = append(errs, fmt.Errorf("replicas: %d is outside 1..%d", c.Replicas, maxReplicas))
+	}
+	if c.Receiver == ReceiverFilelog && c.Replicas > 1 {
+		errs = append(errs, fmt.Errorf("replicas: a log agent runs one replica (it tails every producer's file), not %d", c.Replicas))
+	}
+	if c.Gateway && c.Receiver == ReceiverOTLP {
+		errs = append(errs, fmt.Errorf("gateway: only an agent (receiver: prometheus or filelog) exports through a gateway; this collector is one"))
 	}
 	if c.QueueSize < 1 {
 		errs = append(errs, fmt.Errorf("queue_size: must be at least 1"))
 	}
 	if c.NumConsumers < 1 {
 		errs = append(errs, fmt.Errorf("num_consumers: must be at least 1"))
+	}
+	for k := range c.Env {
+		if !envName(k) {
+			errs = append(errs, fmt.Errorf("env: %q is not an environment variable name (letters, digits and _, not starting with a digit)", k))
+		} else if strings.HasPrefix(k, "PIPEBENCH_") {
+			errs = append(errs, fmt.Errorf("env: %s: PIPEBENCH_ variables are pipebench's own (the collector's ports, sink and configuration)", k))
+		}
+	}
+	if _, ok := c.Env["GOMEMLIMIT"]; ok && c.GoMemLimit != "" {
+		errs = append(errs, fmt.Errorf("gomemlimit: give GOMEMLIMIT once, in env or in gomemlimit"))
+	}
+	p := c.Prometheus
+	if p.Interval.D() < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("prometheus.scrape_interval: must be at least 100ms"))
+	}
+	if p.Timeout < 0 || p.Timeout > p.Interval {
+		errs = append(errs, fmt.Errorf("prometheus.scrape_timeout: must be at most scrape_interval (%s)", p.Interval.D()))
+	}
+	if p.Refresh.D() < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("prometheus.refresh_interval: must be at least 100ms"))
+	}
+	if len(p.Jobs) == 0 {
+		errs = append(errs, fmt.Errorf("prometheus.jobs: give pods, services or both"))
+	}
+	for _, j := range p.Jobs {
+		if j != JobPods && j != JobServices {
+			errs = append(errs, fmt.Errorf("prometheus.jobs: %q is not pods or services", j))
+		}
+	}
+	if c.Filelog.PollInterval.D() < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("filelog.poll_interval: must be at least 10ms"))
+	}
+	if c.Filelog.MaxConcurrentFiles < 2 {
+		errs = append(errs, fmt.Errorf("filelog.max_concurrent_files: must be at least 2"))
 	}
 	if c.ConfigFile != "" {
 		if _, err := os.Stat(c.ConfigFile); err != nil {
@@ -133,14 +337,28 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// envName tells whether k is a portable environment variable name.
+func envName(k string) bool {
+	if k == "" || (k[0] >= '0' && k[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c != '_' && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && !(c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // Factory returns the factory of the "otelcol" SUT. The collector exports
 // to the sink's endpoint for its exporter's protocol: Env.Targets["grpc"]
 // for otlp and Env.Targets["http"] for otlphttp, else Env.Target when it
 // is of that protocol (a URL for otlphttp, host:port for otlp).
 func Factory() pipebench.Factory[pipebench.SUT] {
-	return pipebench.NewFactory("otelcol", "a real OpenTelemetry Collector "+CollectorVersion+" as a child process: otlp -> batch -> otlp/otlphttp exporter with queue and retry",
+	return pipebench.NewFactory("otelcol", "a real OpenTelemetry Collector "+CollectorVersion+" as a child process: a gateway (otlp -> batch -> otlp/otlphttp exporter with queue and retry), a metric agent (prometheus receiver) or a log agent (filelog receiver, file_storage)",
 		defaultConfig, func(c *Config, env pipebench.Env) (pipebench.SUT, error) {
-			sink, err := sinkEndpoint(c.Exporter, env)
+			sink, err := sinkEndpoint(c.sinkExporter(), env)
 			if err != nil {
 				return nil, err
 			}
@@ -148,8 +366,21 @@ func Factory() pipebench.Factory[pipebench.SUT] {
 			if dir == "" {
 				dir = os.TempDir()
 			}
-			return &Collector{cfg: *c, sink: sink, dir: dir}, nil
+			return newCollector(*c, sink, dir, ""), nil
 		})
+}
+
+// newCollector returns the collector of cfg exporting to sink, its files
+// in dir named with prefix ("" or "gateway-").
+func newCollector(cfg Config, sink, dir, prefix string) *Collector {
+	c := &Collector{cfg: cfg, sink: sink, dir: dir, prefix: prefix}
+	if cfg.Gateway {
+		gw := cfg
+		gw.Receiver, gw.Gateway, gw.Replicas, gw.Signal = ReceiverOTLP, false, 1, cfg.signal()
+		gw.Exporter, gw.GatewayExporter, gw.PersistentQueue = cfg.sinkExporter(), "", nil
+		c.gateway = &Collector{cfg: gw, sink: sink, dir: dir, prefix: "gateway-"}
+	}
+	return c
 }
 
 // sinkEndpoint picks where the exporter sends: a base URL for otlphttp,
@@ -157,6 +388,13 @@ func Factory() pipebench.Factory[pipebench.SUT] {
 func sinkEndpoint(exporter string, env pipebench.Env) (string, error) {
 	if env.Target == "" && len(env.Targets) == 0 {
 		return "", pipebench.UsageError("the collector has nowhere to export to", "add a sink: {type: otlp} to the scenario", nil)
+	}
+	if exporter == ExporterRemoteWrite {
+		if strings.HasPrefix(env.Target, "http://") || strings.HasPrefix(env.Target, "https://") {
+			return env.Target, nil
+		}
+		return "", pipebench.UsageError(fmt.Sprintf("exporter: prometheusremotewrite needs a remote-write URL, and the sink gave %q", env.Target),
+			"use sink: {type: prometheus-remote-write}", nil)
 	}
 	if exporter == "otlphttp" {
 		if e := env.Targets["http"]; e != "" {
@@ -192,13 +430,18 @@ func hostPort(e string) string {
 	return e
 }
 
-// Collector is the running set of collector processes (one per replica).
-// Start once, Shutdown once.
+// Collector is the running set of collector processes (one per replica),
+// and an agent's gateway. Start once, Shutdown once.
 type Collector struct {
 	cfg      Config
 	sink     string // the exporter's endpoint: host:port for otlp, a URL for otlphttp
 	dir      string
+	prefix   string // of file names: "" or "gateway-"
 	replicas []*replica
+	// producersPort is where a metric agent's producers are served (the
+	// prometheus-producers driver listens there).
+	producersPort int
+	gateway       *Collector
 }
 
 // replica is one collector child process.
@@ -206,6 +449,9 @@ type replica struct {
 	index                        int
 	grpcPort, httpPort, metricsP int
 	proc                         *childproc.Proc
+	// sidecar serves a log agent's metrics: the collector's own and its
+	// pod's file and disk numbers (agent.go).
+	sidecar *sidecar
 }
 
 var (
@@ -224,45 +470,60 @@ func (c *Collector) YAML() string {
 	return c.yamlFor(c.replicas[0])
 }
 
-// yamlFor returns the generated configuration of replica r.
-func (c *Collector) yamlFor(r *replica) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:%d\n      http:\n        endpoint: 127.0.0.1:%d\n", r.grpcPort, r.httpPort)
-	fmt.Fprintf(&b, "processors:\n  batch:\n    send_batch_size: %d\n    timeout: %s\n", c.cfg.Batch.SendBatchSize, c.cfg.Batch.Timeout.D())
-	b.WriteString("exporters:\n")
-	endpoint := c.sink
-	if c.cfg.Exporter == "otlphttp" {
-		if !strings.Contains(endpoint, "://") {
-			endpoint = "http://" + endpoint
-		}
-	} else {
-		endpoint = hostPort(endpoint)
+// LogDir is the folder a log agent tails (the logfile driver writes
+// there); "" for other collectors.
+func (c *Collector) LogDir() string {
+	if c.cfg.Receiver != ReceiverFilelog {
+		return ""
 	}
-	for i := 1; i <= c.cfg.Pipelines; i++ {
-		fmt.Fprintf(&b, "  %s/p%d:\n    endpoint: %s\n", c.cfg.Exporter, i, endpoint)
-		if c.cfg.Exporter == "otlp" {
-			b.WriteString("    tls:\n      insecure: true\n")
-		}
-		if c.cfg.Pipelines > 1 {
-			fmt.Fprintf(&b, "    headers:\n      %s: p%d\n", pipebench.PipelineHeader, i)
-		}
-		fmt.Fprintf(&b, "    sending_queue:\n      enabled: true\n      queue_size: %d\n      num_consumers: %d\n", c.cfg.QueueSize, c.cfg.NumConsumers)
-		rt := c.cfg.Retry
-		fmt.Fprintf(&b, "    retry_on_failure:\n      enabled: %t\n      initial_interval: %s\n      max_interval: %s\n      max_elapsed_time: %s\n",
-			rt.Enabled, rt.InitialInterval.D(), rt.MaxInterval.D(), rt.MaxElapsedTime.D())
+	if len(c.cfg.Filelog.Include) > 0 {
+		return filepath.Dir(c.cfg.Filelog.Include[0])
 	}
-	fmt.Fprintf(&b, "service:\n  telemetry:\n    logs:\n      level: warn\n    metrics:\n      level: detailed\n      readers:\n        - pull:\n            exporter:\n              prometheus:\n                host: 127.0.0.1\n                port: %d\n", r.metricsP)
-	b.WriteString("  pipelines:\n")
-	for i := 1; i <= c.cfg.Pipelines; i++ {
-		fmt.Fprintf(&b, "    %s/p%d:\n      receivers: [otlp]\n      processors: [batch]\n      exporters: [%s/p%d]\n", c.cfg.Signal, i, c.cfg.Exporter, i)
-	}
-	return b.String()
+	return filepath.Join(c.dir, "logs")
 }
 
-// Start starts every replica, one after the other, and returns once each
-// one's OTLP port and metrics endpoint answer. If one fails, those already
+// StorageDir is the folder of replica i's file_storage (a log agent's read
+// offsets, and every persistent sending queue): the agent's filesystem
+// buffer.
+func (c *Collector) StorageDir(i int) string {
+	return filepath.Join(c.dir, c.prefix+"otelcol-storage"+suffix(i))
+}
+
+func suffix(i int) string {
+	if i == 0 {
+		return ""
+	}
+	return "-" + strconv.Itoa(i)
+}
+
+// Start starts the gateway, if any, then every replica, one after the
+// other, and returns once each one receives (a gateway's OTLP port, and
+// every replica's metrics endpoint, answer). If one fails, those already
 // started are stopped.
 func (c *Collector) Start(ctx context.Context) error {
+	if c.gateway != nil {
+		if err := c.gateway.Start(ctx); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		if c.cfg.Exporter == "otlphttp" {
+			c.sink = c.gateway.replicas[0].httpEndpoint()
+		} else {
+			c.sink = c.gateway.replicas[0].endpoint()
+		}
+	}
+	if c.cfg.Receiver == ReceiverPrometheus {
+		var err error
+		if c.producersPort, err = freePort(); err != nil {
+			c.Shutdown(context.Background())
+			return err
+		}
+	}
+	if c.cfg.Receiver == ReceiverFilelog {
+		if err := os.MkdirAll(c.LogDir(), 0o755); err != nil {
+			c.Shutdown(context.Background())
+			return fmt.Errorf("the log agent's folder: %w", err)
+		}
+	}
 	n := max(c.cfg.Replicas, 1)
 	for i := 0; i < n; i++ {
 		r := &replica{index: i}
@@ -287,7 +548,7 @@ func (c *Collector) Start(ctx context.Context) error {
 }
 
 // start writes replica r's configuration, starts its child and waits
-// until its OTLP port and metrics endpoint answer.
+// until its OTLP port (a gateway's) and metrics endpoint answer.
 func (c *Collector) start(ctx context.Context, r *replica) error {
 	var err error
 	for _, p := range []*int{&r.grpcPort, &r.httpPort, &r.metricsP} {
@@ -295,13 +556,15 @@ func (c *Collector) start(ctx context.Context, r *replica) error {
 			return err
 		}
 	}
-	suffix := ""
-	if r.index > 0 {
-		suffix = "-" + strconv.Itoa(r.index)
+	sfx := suffix(r.index)
+	if c.usesStorage() {
+		if err := os.MkdirAll(c.StorageDir(r.index), 0o755); err != nil {
+			return fmt.Errorf("the collector's storage folder: %w", err)
+		}
 	}
 	path := c.cfg.ConfigFile
 	if path == "" {
-		path = filepath.Join(c.dir, "otelcol"+suffix+".yaml")
+		path = filepath.Join(c.dir, c.prefix+"otelcol"+sfx+".yaml")
 		if err := os.WriteFile(path, []byte(c.yamlFor(r)), 0o644); err != nil {
 			return err
 		}
@@ -314,21 +577,36 @@ func (c *Collector) start(ctx context.Context, r *replica) error {
 	cmd.Env = append(os.Environ(), ChildEnv+"="+path,
 		"PIPEBENCH_OTLP_GRPC=127.0.0.1:"+strconv.Itoa(r.grpcPort), "PIPEBENCH_OTLP_HTTP=127.0.0.1:"+strconv.Itoa(r.httpPort),
 		"PIPEBENCH_SINK="+c.sink, "PIPEBENCH_METRICS_PORT="+strconv.Itoa(r.metricsP))
-	if c.cfg.GoMemLimit != "" {
-		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+c.cfg.GoMemLimit)
-	}
-	if r.proc, err = childproc.Start("collector-"+strconv.Itoa(r.index), cmd, filepath.Join(c.dir, "otelcol"+suffix+".log")); err != nil {
+	cmd.Env = append(cmd.Env, c.cfg.env()...)
+	if r.proc, err = childproc.Start(c.prefix+"collector-"+strconv.Itoa(r.index), cmd, filepath.Join(c.dir, c.prefix+"otelcol"+sfx+".log")); err != nil {
 		return err
 	}
-	return r.proc.WaitReady(ctx, c.cfg.StartTimeout.D(), r.ready)
+	if err := r.proc.WaitReady(ctx, c.cfg.StartTimeout.D(), func() bool { return r.ready(c.cfg.Receiver == ReceiverOTLP) }); err != nil {
+		return err
+	}
+	if c.cfg.Receiver == ReceiverFilelog {
+		if r.sidecar, err = startSidecar(r.metricsURL(), r.proc.PID(), c.StorageDir(r.index), c.cfg.Exporter == "otlphttp"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func (r *replica) ready() bool {
-	conn, err := net.DialTimeout("tcp", r.endpoint(), 200*time.Millisecond)
-	if err != nil {
-		return false
+// usesStorage tells whether the collector runs the file_storage extension.
+func (c *Collector) usesStorage() bool {
+	return c.cfg.ConfigFile == "" && (c.cfg.Receiver == ReceiverFilelog || c.cfg.persistent())
+}
+
+// ready tells whether the replica's metrics endpoint, and with otlp its
+// OTLP gRPC port, answer.
+func (r *replica) ready(otlp bool) bool {
+	if otlp {
+		conn, err := net.DialTimeout("tcp", r.endpoint(), 200*time.Millisecond)
+		if err != nil {
+			return false
+		}
+		conn.Close()
 	}
-	conn.Close()
 	resp, err := http.Get(r.metricsURL())
 	if err != nil {
 		return false
@@ -337,12 +615,19 @@ func (r *replica) ready() bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// tail returns the last lines of the child's log.
-
 func (r *replica) endpoint() string     { return "127.0.0.1:" + strconv.Itoa(r.grpcPort) }
 func (r *replica) httpEndpoint() string { return "http://127.0.0.1:" + strconv.Itoa(r.httpPort) }
 func (r *replica) metricsURL() string {
 	return "http://127.0.0.1:" + strconv.Itoa(r.metricsP) + "/metrics"
+}
+
+// observedURL is the metrics URL observers scrape: a log agent's sidecar,
+// else the collector's own.
+func (r *replica) observedURL() string {
+	if r.sidecar != nil {
+		return r.sidecar.url()
+	}
+	return r.metricsURL()
 }
 
 // each joins f over the replicas with commas.
@@ -354,19 +639,40 @@ func (c *Collector) each(f func(r *replica) string) string {
 	return strings.Join(parts, ",")
 }
 
-// Endpoint is the OTLP gRPC receiver, host:port; with several replicas,
-// every replica's, comma-separated ("127.0.0.1:A,127.0.0.1:B"), which the
-// otlp driver spreads its connections over.
-func (c *Collector) Endpoint() string { return c.each((*replica).endpoint) }
+// Endpoint is where drivers send. A gateway: the OTLP gRPC receiver,
+// host:port; with several replicas, every replica's, comma-separated
+// ("127.0.0.1:A,127.0.0.1:B"), which the otlp driver spreads its
+// connections over. A metric agent: the host:port its producers are
+// scraped on (the prometheus-producers driver serves there). A log agent:
+// the folder whose *.log files it tails (the logfile driver writes
+// there).
+func (c *Collector) Endpoint() string {
+	switch c.cfg.Receiver {
+	case ReceiverPrometheus:
+		return c.producersAddr()
+	case ReceiverFilelog:
+		return c.LogDir()
+	}
+	return c.each((*replica).endpoint)
+}
+
+func (c *Collector) producersAddr() string { return "127.0.0.1:" + strconv.Itoa(c.producersPort) }
 
 // HTTPEndpoint is the OTLP HTTP receiver's base URL; with several
 // replicas, every replica's, comma-separated.
 func (c *Collector) HTTPEndpoint() string { return c.each((*replica).httpEndpoint) }
 
-// Endpoints implements pipebench.MultiEndpoint: the receivers' "grpc"
-// host:port and "http" base URL, comma-separated when there are several
-// replicas. Valid after Start.
+// Endpoints implements pipebench.MultiEndpoint: a gateway's receivers,
+// "grpc" host:port and "http" base URL, comma-separated when there are
+// several replicas; an agent's "producers" (host:port) or "files" (a
+// folder). Valid after Start.
 func (c *Collector) Endpoints() map[string]string {
+	switch c.cfg.Receiver {
+	case ReceiverPrometheus:
+		return map[string]string{"producers": c.producersAddr()}
+	case ReceiverFilelog:
+		return map[string]string{"files": c.LogDir()}
+	}
 	return map[string]string{"grpc": c.Endpoint(), "http": c.HTTPEndpoint()}
 }
 
@@ -379,21 +685,34 @@ func (c *Collector) MetricsURL() string {
 }
 
 // Instances implements pipebench.SUT: one per replica, collector-0,
-// collector-1, and so on, each with its PID and metrics endpoint.
+// collector-1, and so on, each with its PID and metrics endpoint (a log
+// agent's: its sidecar's, which serves the collector's own metrics and
+// the agent's file and disk numbers). An agent's gateway is not among
+// them.
 func (c *Collector) Instances() []pipebench.Instance {
 	var in []pipebench.Instance
 	for _, r := range c.replicas {
-		in = append(in, pipebench.Instance{Name: "collector-" + strconv.Itoa(r.index), PID: r.proc.PID(), MetricsURL: r.metricsURL()})
+		in = append(in, pipebench.Instance{Name: "collector-" + strconv.Itoa(r.index), PID: r.proc.PID(), MetricsURL: r.observedURL()})
 	}
 	return in
 }
 
+// Gateway returns an agent's gateway collector, or nil.
+func (c *Collector) Gateway() *Collector { return c.gateway }
+
 // Shutdown sends SIGTERM to every replica, waits (bounded by ctx, at most
-// 15 s), then kills those still running.
+// 15 s), then kills those still running; then the same for the gateway.
 func (c *Collector) Shutdown(ctx context.Context) error {
 	procs := make([]*childproc.Proc, len(c.replicas))
 	for i, r := range c.replicas {
 		procs[i] = r.proc
+		if r.sidecar != nil {
+			r.sidecar.close()
+		}
 	}
-	return childproc.Stop(ctx, procs...)
+	err := childproc.Stop(ctx, procs...)
+	if c.gateway != nil {
+		err = errors.Join(err, c.gateway.Shutdown(ctx))
+	}
+	return err
 }
