@@ -173,14 +173,6 @@ func TestInvalidFiles(t *testing.T) {
 	}
 }
 
-func TestSuggest(t *testing.T) {
-	for in, want := range map[string]string{"rtae": "rate", "duraton": "duration", "conections": "connections", "zzz": ""} {
-		if got := suggest(in, []string{"rate", "duration", "connections", "name"}); got != want {
-			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestSchemaIsJSONWithPluginAlternatives(t *testing.T) {
 	b, err := Schema(testRegistry())
 	if err != nil {

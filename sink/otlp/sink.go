@@ -222,7 +222,7 @@ func grpcPipeline(ctx context.Context) string {
 // pipeline, reported to rec; it returns the HTTP status to fail with, or 0
 // to accept.
 func (s *Sink) admit(ctx context.Context, n int, pipeline string, rec pipebench.Arrivals) int {
-	d := s.inj.DecideFor(time.Now(), pipeline)
+	d := s.inj.Decide(fault.Request{At: time.Now(), Items: n, Pipeline: pipeline})
 	if d.Delay > 0 {
 		t := time.NewTimer(d.Delay)
 		select {
