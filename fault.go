@@ -50,7 +50,7 @@ type FaultPolicy struct {
 	// Outages are windows, measured from the start of the phase, during
 	// which every request is answered with error_status: a list of
 	// {start, duration}, or of START:DURATION (30s:20s).
-	Outages []Window `yaml:"outages" json:"outages,omitempty"`
+	Outages []Window `yaml:"outages" json:"outages,omitempty" flag:"outage"`
 	// Pipeline, when set, limits the policy to the requests of one
 	// pipeline of the system under test (p1, p2, ... with the embedded
 	// collector, whose exporters name their pipeline in the
@@ -222,6 +222,9 @@ func (w *Window) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// String is START:DURATION.
+func (w Window) String() string { return w.Start.String() + ":" + w.Duration.String() }
+
 // UnmarshalJSON reads the mapping a Result holds, or START:DURATION.
 func (w *Window) UnmarshalJSON(b []byte) error {
 	var s string
@@ -273,7 +276,7 @@ func (l *LatencyDist) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: missing or 0: %s latency needs %s", f, l.Kind, strings.Join(need, " and ")))
 		}
 	}
-	if l.Kind == "uniform" && l.Max < l.Min {
+	if l.Kind == "uniform" && l.Max > 0 && l.Max < l.Min {
 		errs = append(errs, fmt.Errorf("max: %s is below min (%s)", l.Max, l.Min))
 	}
 	return errors.Join(errs...)

@@ -189,6 +189,8 @@ func describe(owner reflect.Type, field, key string) string {
 	doc := fieldDocs[typeKey(owner, field)]
 	if rest, ok := strings.CutPrefix(doc, field+" "); ok {
 		doc = key + " " + rest
+	} else if rest, ok := strings.CutPrefix(doc, field+", "); ok {
+		doc = key + ", " + rest
 	}
 	return doc
 }
