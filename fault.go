@@ -179,12 +179,18 @@ func (l *LatencyDist) UnmarshalText(b []byte) error {
 
 // UnmarshalJSON reads the mapping a Result holds, or the short text form.
 func (l *LatencyDist) UnmarshalJSON(b []byte) error {
+	type plain LatencyDist
+	return textOrObject(b, l.UnmarshalText, (*plain)(l))
+}
+
+// textOrObject reads a JSON string with text, anything else into obj (the
+// value's type without its UnmarshalJSON method).
+func textOrObject(b []byte, text func([]byte) error, obj any) error {
 	var s string
 	if json.Unmarshal(b, &s) == nil {
-		return l.UnmarshalText([]byte(s))
+		return text([]byte(s))
 	}
-	type plain LatencyDist
-	return json.Unmarshal(b, (*plain)(l))
+	return json.Unmarshal(b, obj)
 }
 
 // String is the short text form: 5ms, uniform:1ms:20ms, normal:10ms:2ms,
@@ -227,12 +233,8 @@ func (w Window) String() string { return w.Start.String() + ":" + w.Duration.Str
 
 // UnmarshalJSON reads the mapping a Result holds, or START:DURATION.
 func (w *Window) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		return w.UnmarshalText([]byte(s))
-	}
 	type plain Window
-	return json.Unmarshal(b, (*plain)(w))
+	return textOrObject(b, w.UnmarshalText, (*plain)(w))
 }
 
 // ErrorStatuses are the statuses a fault policy may answer with.

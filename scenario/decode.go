@@ -87,25 +87,18 @@ func unwrap(n ast.Node) ast.Node { return yamlnode.Unwrap(n) }
 // "did you mean".
 func (d *decoder) fields(n ast.Node, path string, known []string) ([]field, bool) {
 	n = unwrap(n)
-	var pairs []*ast.MappingValueNode
-	switch v := n.(type) {
-	case *ast.MappingNode:
-		pairs = v.Values
-	case *ast.MappingValueNode:
-		pairs = []*ast.MappingValueNode{v}
-	case *ast.NullNode, nil:
-		return nil, true
-	default:
+	pairs, ok := yamlnode.Pairs(n)
+	if !ok {
+		if _, null := n.(*ast.NullNode); null || n == nil {
+			return nil, true
+		}
 		d.add(n, path, "expected a mapping (key: value lines), got %s", kindOf(n))
 		return nil, false
 	}
 	seen := map[string]bool{}
 	var out []field
 	for _, p := range pairs {
-		key := strings.TrimSpace(p.Key.String())
-		if k, ok := p.Key.(*ast.StringNode); ok {
-			key = k.Value
-		}
+		key := yamlnode.KeyOf(p)
 		if seen[key] {
 			d.add(p.Key, join(path, key), "key %q appears twice", key)
 			continue

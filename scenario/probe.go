@@ -175,15 +175,7 @@ func (ps probeSet) probeInt(v reflect.Value, path string, refused func(string) b
 		lo := float64(scanTo)
 		for x := 2048.0; x <= 1<<40; x *= 2 {
 			if ok(x) {
-				hi := x
-				for hi-lo > 1 {
-					if mid := math.Floor((lo + hi) / 2); ok(mid) {
-						hi = mid
-					} else {
-						lo = mid
-					}
-				}
-				b.min = ptr(hi)
+				b.min = ptr(edge(lo, x, func(m float64) bool { return !ok(m) }) + 1)
 				break
 			}
 			lo = x
@@ -223,20 +215,25 @@ func (ps probeSet) probeInt(v reflect.Value, path string, refused func(string) b
 	}
 	for x := 2 * lo; x <= 1<<53; x *= 2 {
 		if !ok(x) {
-			hi := x
-			for hi-lo > 1 {
-				if mid := math.Floor((lo + hi) / 2); ok(mid) {
-					lo = mid
-				} else {
-					hi = mid
-				}
-			}
-			b.max = ptr(lo)
+			b.max = ptr(edge(lo, x, ok))
 			break
 		}
 		lo = x
 	}
 	ps[path] = b
+}
+
+// edge returns the last whole number from lo up, below hi, that holds
+// cond, for a cond that holds at lo, fails at hi and changes once between.
+func edge(lo, hi float64, cond func(float64) bool) float64 {
+	for hi-lo > 1 {
+		if mid := math.Floor((lo + hi) / 2); cond(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // probeFloat finds a number's range.

@@ -118,10 +118,7 @@ func (d *decoder) into(n ast.Node, path string, v reflect.Value) bool {
 		}
 		return d.into(n, path, v.Elem())
 	}
-	_, mapping := n.(*ast.MappingNode)
-	if _, mv := n.(*ast.MappingValueNode); mv {
-		mapping = true
-	}
+	_, mapping := yamlnode.Pairs(n)
 	if isText(t) && !(mapping && t.Kind() == reflect.Struct) {
 		s, ok := yamlScalar(n)
 		if !ok {
@@ -444,19 +441,9 @@ func child(n ast.Node, part string) ast.Node {
 		}
 		return unwrap(seq.Values[i])
 	}
-	var pairs []*ast.MappingValueNode
-	switch v := n.(type) {
-	case *ast.MappingNode:
-		pairs = v.Values
-	case *ast.MappingValueNode:
-		pairs = []*ast.MappingValueNode{v}
-	}
+	pairs, _ := yamlnode.Pairs(n)
 	for _, p := range pairs {
-		k := strings.TrimSpace(p.Key.String())
-		if s, ok := p.Key.(*ast.StringNode); ok {
-			k = s.Value
-		}
-		if k == part {
+		if yamlnode.KeyOf(p) == part {
 			if v := unwrap(p.Value); v != nil {
 				if _, null := v.(*ast.NullNode); !null {
 					return v

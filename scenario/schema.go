@@ -189,7 +189,7 @@ func describe(owner reflect.Type, field, key string) string {
 	doc := fieldDocs[typeKey(owner, field)]
 	if rest, ok := strings.CutPrefix(doc, field+" "); ok {
 		doc = key + " " + rest
-	} else if rest, ok := strings.CutPrefix(doc, field+", "); ok {
+	} else if rest, ok := strings.CutPrefix(doc, field+", "); ok && rest != "" && rest[0] >= 'a' && rest[0] <= 'z' {
 		doc = key + ", " + rest
 	}
 	return doc

@@ -198,6 +198,15 @@ func TestSuiteCorpus(t *testing.T) {
 		"testdata/suites/valid":   true,
 		"testdata/suites/invalid": false,
 	}))
+	// Every built-in suite points editors at the suite schema.
+	const first = "# yaml-language-server: $schema=../../schema/suite.json"
+	files, _ := filepath.Glob("../examples/suites/*.yaml")
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		if line, _, _ := strings.Cut(string(data), "\n"); line != first {
+			t.Errorf("%s: the first line is %q, want %q", f, line, first)
+		}
+	}
 }
 
 // An unknown driver's error names every driver, in the decoder's message

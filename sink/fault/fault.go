@@ -5,6 +5,7 @@
 package fault
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -33,6 +34,22 @@ type Decision struct {
 	// Reason names the rule that failed the request: error_ratio,
 	// outage, rate_limit (items) or request_rate_limit.
 	Reason string
+}
+
+// Wait waits out the decision's delay, or until ctx is done; it reports
+// whether the delay ran its course (false: the request was given up).
+func (d Decision) Wait(ctx context.Context) bool {
+	if d.Delay <= 0 {
+		return true
+	}
+	t := time.NewTimer(d.Delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // Injector applies the current policy. It is safe for concurrent use;

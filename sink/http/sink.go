@@ -219,14 +219,8 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) int {
 	}
 	items := matched + unmatched
 	d := s.inj.Decide(fault.Request{At: time.Now(), Items: items})
-	if d.Delay > 0 {
-		t := time.NewTimer(d.Delay)
-		select {
-		case <-r.Context().Done():
-			t.Stop()
-			return 499
-		case <-t.C:
-		}
+	if !d.Wait(r.Context()) {
+		return 499
 	}
 	if d.Fail {
 		s.rec.Faulted(items)

@@ -77,7 +77,9 @@ func TestItemRateLimitHoldsACollectorsBatches(t *testing.T) {
 
 	// The sink's own counters, on its /metrics; last is when its
 	// delivered count last grew.
-	metrics := func() map[string]float64 { return sinkCounters(t, "http://"+strings.TrimPrefix(sink.HTTPEndpoint(), "http://")+"/metrics") }
+	metrics := func() map[string]float64 {
+		return sinkCounters(t, "http://"+strings.TrimPrefix(sink.HTTPEndpoint(), "http://")+"/metrics")
+	}
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
 	prev := -1.0
