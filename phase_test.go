@@ -11,7 +11,7 @@ import (
 )
 
 func dur(s float64) *pipebench.Duration { d := pipebench.Duration(s * 1e9); return &d }
-func rate(r float64) *pipebench.Rate   { x := pipebench.Rate(r); return &x }
+func rate(r float64) *pipebench.Rate    { x := pipebench.Rate(r); return &x }
 
 // Each rule of a phase's shape, one case each: the line names its key.
 func TestPhaseSpecRules(t *testing.T) {

@@ -358,7 +358,8 @@ func (p Plan) Slice(index, n int) (Plan, error) {
 // components, the first phase's batch size, max_in_flight and sink fault
 // policy (without its outage windows), the interval, the drain and the
 // thresholds (those aimed at a named phase are dropped): what a limit
-// search runs at each rate it tries.
+// search runs at each rate it tries. A rate no generator can pace (more
+// than MaxSendRate sends a second) is an error.
 func (p Plan) Probe(rate Rate, dur time.Duration) (Plan, error) {
 	if rate <= 0 || dur <= 0 {
 		return p, fmt.Errorf("a probe needs a rate and a duration above 0, not %s for %s", rate, dur)
@@ -379,6 +380,9 @@ func (p Plan) Probe(rate Rate, dur time.Duration) (Plan, error) {
 	ph.Faults.Outages = nil
 	if ph.Faults.ErrorRatio == 0 {
 		ph.Faults.ErrorStatus = 0
+	}
+	if err := ph.Validate(); err != nil {
+		return p, fmt.Errorf("a probe at %s: %w", rate, err)
 	}
 	out := p
 	out.Phases = []PlanPhase{ph}

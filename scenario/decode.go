@@ -46,8 +46,6 @@ type field struct {
 	pair *ast.MappingValueNode
 }
 
-func pos(n ast.Node) (int, int) { return yamlnode.Pos(n) }
-
 // add records a problem at node n.
 func (d *decoder) add(n ast.Node, path, format string, args ...any) {
 	if len(d.errs) < maxProblems {

@@ -32,12 +32,17 @@ func (d *decoder) phases(body ast.Node, top file, batch int) []Phase {
 		}
 	}
 	seen := map[string]bool{}
-	var out []Phase
+	out := make([]Phase, len(top.Phases))
+	items, _ := child(body, "phases").(*ast.SequenceNode)
 	for i, spec := range top.Phases {
 		path := fmt.Sprintf("phases[%d]", i)
-		n := locate(body, path)
+		if !d.clean(path) {
+			continue // its problems are reported; the rest would follow from them
+		}
+		n := unwrap(items.Values[i])
 		if spec.Name != "" && seen[spec.Name] {
 			d.add(locate(n, "name"), join(path, "name"), "phase name %q is used twice: names must be unique", spec.Name)
+			continue
 		}
 		seen[spec.Name] = true
 		merged := defaults.Over(spec.PhaseSettings)
@@ -45,10 +50,7 @@ func (d *decoder) phases(body ast.Node, top file, batch int) []Phase {
 			merged = spec.PhaseSettings // what is wrong there is reported
 		}
 		ph := resolve(spec, merged)
-		if !d.clean(path) {
-			out = append(out, ph)
-			continue
-		}
+		out[i] = ph
 		if err := spec.Validate(); err != nil {
 			d.report(err, n, path)
 			d.report(spec.PhaseSettings.Validate(), n, path)
@@ -60,7 +62,6 @@ func (d *decoder) phases(body ast.Node, top file, batch int) []Phase {
 			// reported once (Errors.dedupe).
 			d.reportPhase(errors.Join(merged.Validate(), pp.Validate()), n, path, spec.PhaseSettings, defNode)
 		}
-		out = append(out, ph)
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -41,8 +42,19 @@ type structField struct {
 }
 
 // keysOf lists the keys of a struct type in field order, inlined structs'
-// keys in place.
+// keys in place. The lists are kept: a type's keys never change.
 func keysOf(t reflect.Type) []structField {
+	if k, ok := keyCache.Load(t); ok {
+		return k.([]structField)
+	}
+	k := listKeys(t)
+	keyCache.Store(t, k)
+	return k
+}
+
+var keyCache sync.Map // reflect.Type -> []structField
+
+func listKeys(t reflect.Type) []structField {
 	var out []structField
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -54,7 +66,7 @@ func keysOf(t reflect.Type) []structField {
 			continue
 		}
 		if strings.Contains(opts, "inline") || f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			for _, in := range keysOf(f.Type) {
+			for _, in := range listKeys(f.Type) {
 				in.index = append([]int{i}, in.index...)
 				out = append(out, in)
 			}
@@ -331,14 +343,10 @@ func want(t reflect.Type) string {
 // in the unknown-key message ("for driver \"http\"").
 func (d *decoder) structFields(n ast.Node, fs []field, path string, v reflect.Value, what string) bool {
 	keys := keysOf(v.Type())
-	byKey := map[string]structField{}
-	for _, k := range keys {
-		byKey[k.key] = k
-	}
 	good := true
-	got := map[string]bool{}
+	got := make(map[string]bool, len(fs))
 	for _, f := range fs {
-		k, ok := byKey[f.key]
+		k, ok := findKey(keys, f.key)
 		if !ok {
 			d.add(f.kn, join(path, f.key), "unknown key %q%s%s", f.key, what, didYouMean(f.key, keyNames(keys)))
 			good = false
@@ -360,6 +368,15 @@ func (d *decoder) structFields(n ast.Node, fs []field, path string, v reflect.Va
 		}
 	}
 	return good
+}
+
+func findKey(keys []structField, key string) (structField, bool) {
+	for _, k := range keys {
+		if k.key == key {
+			return k, true
+		}
+	}
+	return structField{}, false
 }
 
 // noun names what the mapping at path is, for "missing" messages: "every
