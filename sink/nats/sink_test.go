@@ -115,24 +115,10 @@ func (f *fixture) publishBatches(t *testing.T, from uint64, n, per int) {
 }
 
 // publish sends events from..to as JetStream messages carrying the
-// generator's sequence headers.
+// generator's sequence headers, one event each.
 func (f *fixture) publish(t *testing.T, from, to uint64) {
 	t.Helper()
-	for seq := from; seq <= to; seq++ {
-		b := f.g.Next(seq, 1, time.Now())
-		m := &nats.Msg{Subject: "events.x", Data: b.Body, Header: nats.Header{}}
-		for _, h := range b.Headers {
-			m.Header.Set(h.Name, h.Value)
-		}
-		if _, err := f.js.PublishMsgAsync(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	select {
-	case <-f.js.PublishAsyncComplete():
-	case <-time.After(10 * time.Second):
-		t.Fatal("publish acks did not arrive")
-	}
+	f.publishBatches(t, from, int(to-from+1), 1)
 }
 
 func (f *fixture) consumer(t *testing.T) *js.ConsumerInfo {
