@@ -1,6 +1,7 @@
 package pipebench
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -96,6 +97,9 @@ func (ph PlanPhase) Curve() (*Curve, error) {
 		}
 	case ProfileBurst:
 		every, spike := pr.Burst.Every.D().Seconds(), pr.Burst.For.D().Seconds()
+		if math.Ceil(dur/every) > MaxBurstPeriods {
+			return nil, fmt.Errorf("burst.every: %s makes more than %s bursts in %s: make every longer", pr.Burst.Every, FormatCount(MaxBurstPeriods), ph.Duration)
+		}
 		for t := 0.0; t < dur; t += every {
 			end := math.Min(t+spike, dur)
 			pieces = append(pieces, segment{t0: t, t1: end, r0: float64(pr.Burst.Rate), r1: float64(pr.Burst.Rate)})
@@ -221,58 +225,81 @@ func (c *Curve) RateAt(elapsed time.Duration) float64 {
 
 // Validate checks a profile on its own: rates finite and not negative, a
 // burst's spikes shorter than their period and above the base rate, steps
-// and blasts not empty.
+// and blasts not empty, a blast's workers within 1..MaxWorkers. Each line
+// of the error starts with the key it is about (burst.for: ...).
 func (p Profile) Validate() error {
-	finite := func(r Rate) bool { return r >= 0 && !math.IsNaN(float64(r)) && !math.IsInf(float64(r), 0) }
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	finite := func(key string, r Rate) {
+		if r < 0 || math.IsNaN(float64(r)) || math.IsInf(float64(r), 0) {
+			add("%s: must be a finite rate of 0/s or more", key)
+		}
+	}
 	switch p.Kind {
 	case ProfileConstant, "":
-		if !finite(p.Rate) {
-			return fmt.Errorf("rate must be a finite number >= 0")
-		}
+		finite("rate", p.Rate)
 	case ProfileRamp:
-		if !finite(p.From) || !finite(p.To) {
-			return fmt.Errorf("ramp rates must be finite numbers >= 0")
-		}
+		finite("ramp.from", p.From)
+		finite("ramp.to", p.To)
 	case ProfileSteps:
 		if len(p.Steps) == 0 {
-			return fmt.Errorf("steps is empty: give a list of {rate, duration}")
+			add("steps: is empty: give a list of {rate, duration}")
 		}
 		for i, st := range p.Steps {
-			if !finite(st.Rate) || st.Duration <= 0 {
-				return fmt.Errorf("step %d needs a rate >= 0 and a duration > 0", i+1)
+			finite(fmt.Sprintf("steps[%d].rate", i), st.Rate)
+			if st.Duration <= 0 {
+				add("steps[%d].duration: must be more than 0", i)
 			}
 		}
 	case ProfileBurst:
-		if p.Burst == nil || p.Burst.Every <= 0 {
-			return fmt.Errorf("burst profile needs burst.every > 0")
+		finite("rate", p.Rate)
+		if p.Burst == nil {
+			add("burst: missing: a burst needs rate, for and every, like {rate: 2000/s, for: 10s, every: 1m}")
+			break
 		}
-		if p.Burst.For <= 0 || p.Burst.For >= p.Burst.Every {
-			return fmt.Errorf("burst for (%s) must be more than 0 and less than every (%s)", p.Burst.For, p.Burst.Every)
-		}
-		if !finite(p.Rate) || !finite(p.Burst.Rate) {
-			return fmt.Errorf("burst rates must be finite numbers >= 0")
+		finite("burst.rate", p.Burst.Rate)
+		if p.Burst.Every <= 0 {
+			add("burst.every: must be more than 0")
+		} else if p.Burst.For <= 0 || p.Burst.For >= p.Burst.Every {
+			add("burst.for: %s must be more than 0 and less than every (%s)", p.Burst.For, p.Burst.Every)
 		}
 		if p.Burst.Rate <= p.Rate {
-			return fmt.Errorf("burst rate %s must be above the base rate %s", p.Burst.Rate, p.Rate)
+			add("burst.rate: %s must be above the base rate %s", p.Burst.Rate, p.Rate)
 		}
 	case ProfileBlast:
-		if p.Count == 0 || p.Workers < 1 {
-			return fmt.Errorf("a blast needs a count and at least 1 worker")
+		if p.Count == 0 {
+			add("blast.count: must be at least 1")
+		}
+		if p.Workers < 1 || p.Workers > MaxWorkers {
+			add("blast.workers: %d is outside 1..%s: each worker is a sender of its own for the whole phase", p.Workers, FormatCount(MaxWorkers))
 		}
 	default:
-		return fmt.Errorf("unknown profile %q", p.Kind)
+		add("unknown profile %q", p.Kind)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// Validate checks a phase: its profile, a stagger no longer than the phase,
-// and its fault policy.
+// Validate checks a phase as the runner will pace it: its profile, a
+// stagger no longer than the phase, max_in_flight within its bounds,
+// max_in_flight_bytes not below 1KiB (0: the default), its fault policy (outage windows
+// inside the phase), and a load a generator can pace (MaxSendRate,
+// MaxBurstPeriods). Each line of the error starts with the key it is about,
+// as the scenario writes it (stagger: ..., faults.outages[0]: ...).
 func (ph PlanPhase) Validate() error {
+	var errs []error
 	if err := ph.Profile.Validate(); err != nil {
-		return err
+		errs = append(errs, err)
 	}
-	if !ph.Blast() && ph.Stagger > ph.Duration {
-		return fmt.Errorf("stagger (%s) is longer than the phase (%s)", ph.Stagger, ph.Duration)
+	if !ph.Blast() && ph.Stagger > ph.Duration && ph.Duration > 0 {
+		errs = append(errs, fmt.Errorf("stagger: %s is longer than the phase (%s): the rate would never reach its target", ph.Stagger, ph.Duration))
 	}
-	return ph.Faults.Validate(ph.Duration)
+	if ph.MaxInFlight < 1 || ph.MaxInFlight > MaxInFlightLimit {
+		errs = append(errs, fmt.Errorf("max_in_flight: %d is outside 1..%s: each send in flight holds a goroutine or a request's bytes", ph.MaxInFlight, FormatCount(MaxInFlightLimit)))
+	}
+	if ph.MaxInFlightBytes != 0 && ph.MaxInFlightBytes < MinMaxInFlightBytes {
+		errs = append(errs, fmt.Errorf("max_in_flight_bytes: %s is below 1KiB: give the most bytes of requests awaiting answers, like 512MiB", FormatBytes(ph.MaxInFlightBytes)))
+	}
+	errs = append(errs, Prefixed("faults", ph.Faults.Validate(ph.Duration))...)
+	errs = append(errs, ph.checkGenerable()...)
+	return errors.Join(errs...)
 }

@@ -22,17 +22,23 @@ const (
 
 // Step is one stretch of a steps profile.
 type Step struct {
-	Rate     Rate     `json:"rate"`
-	Duration Duration `json:"duration"`
+	// Rate is the step's constant rate of items per second.
+	Rate Rate `json:"rate" yaml:"rate" jsonschema:"required" example:"500/s"`
+	// Duration is how long the step lasts.
+	Duration Duration `json:"duration" yaml:"duration" jsonschema:"required" example:"1m"`
 }
 
 // Burst describes the spikes of a burst profile: during each period of length
 // Every, the rate is Rate for the first For, and the phase's base rate for the
 // rest.
 type Burst struct {
-	Rate  Rate     `json:"rate"`
-	For   Duration `json:"for"`
-	Every Duration `json:"every"`
+	// Rate is the rate during a spike, above the phase's base rate.
+	Rate Rate `json:"rate" yaml:"rate" jsonschema:"required" example:"2000/s"`
+	// For is how long each spike lasts, less than every.
+	For Duration `json:"for" yaml:"for" jsonschema:"required" example:"10s"`
+	// Every is the period of the spikes: one starts at the beginning of
+	// each.
+	Every Duration `json:"every" yaml:"every" jsonschema:"required" example:"1m"`
 }
 
 // Profile is the load shape of one phase. Rates are in items per second
@@ -352,7 +358,8 @@ func (p Plan) Slice(index, n int) (Plan, error) {
 // components, the first phase's batch size, max_in_flight and sink fault
 // policy (without its outage windows), the interval, the drain and the
 // thresholds (those aimed at a named phase are dropped): what a limit
-// search runs at each rate it tries.
+// search runs at each rate it tries. A rate no generator can pace (more
+// than MaxSendRate sends a second) is an error.
 func (p Plan) Probe(rate Rate, dur time.Duration) (Plan, error) {
 	if rate <= 0 || dur <= 0 {
 		return p, fmt.Errorf("a probe needs a rate and a duration above 0, not %s for %s", rate, dur)
@@ -373,6 +380,9 @@ func (p Plan) Probe(rate Rate, dur time.Duration) (Plan, error) {
 	ph.Faults.Outages = nil
 	if ph.Faults.ErrorRatio == 0 {
 		ph.Faults.ErrorStatus = 0
+	}
+	if err := ph.Validate(); err != nil {
+		return p, fmt.Errorf("a probe at %s: %w", rate, err)
 	}
 	out := p
 	out.Phases = []PlanPhase{ph}

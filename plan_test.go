@@ -208,3 +208,14 @@ func TestScaleRateKeepsTheShape(t *testing.T) {
 		}
 	}
 }
+
+// A probe no generator can pace is refused, as a scenario asking it is.
+func TestProbeRefusesWhatNoMachineGenerates(t *testing.T) {
+	p := testPlan(t)
+	if _, err := p.Probe(1e9, time.Second); err == nil || !strings.Contains(err.Error(), "sends a second") {
+		t.Errorf("a probe at 10^9/s in batches of 2: %v", err)
+	}
+	if _, err := p.Probe(1e6, time.Second); err != nil {
+		t.Errorf("a probe at 10^6/s in batches of 2: %v", err)
+	}
+}

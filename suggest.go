@@ -5,14 +5,13 @@ import (
 	"strings"
 )
 
-// Suggest returns the one of valid nearest to s (at most two edits away,
-// case aside, or one a prefix of the other), or "" when none is near: the
-// "did you mean" of every message about a misspelt name.
+// Suggest returns the nearest of valid to s (edit distance at most 2,
+// ignoring case, or a prefix either way when s has 3 letters or more), or
+// "" when none is near.
 func Suggest(s string, valid []string) string {
 	best, bestD := "", 3
 	for _, v := range valid {
-		d := distance(strings.ToLower(s), strings.ToLower(v))
-		if d < bestD {
+		if d := distance(strings.ToLower(s), strings.ToLower(v)); d < bestD {
 			best, bestD = v, d
 		}
 	}
@@ -26,8 +25,7 @@ func Suggest(s string, valid []string) string {
 	return best
 }
 
-// DidYouMean formats Suggest's answer as a suggestion to append to a
-// message (` (did you mean "x"?)`), or "".
+// DidYouMean formats Suggest's answer as ` (did you mean "x"?)`, or "".
 func DidYouMean(s string, valid []string) string {
 	if m := Suggest(s, valid); m != "" {
 		return fmt.Sprintf(" (did you mean %q?)", m)

@@ -42,7 +42,7 @@ func ParseDuration(s string) (Duration, error) {
 	}
 	if strings.HasSuffix(s, "d") {
 		n, err := strconv.ParseFloat(strings.TrimSuffix(s, "d"), 64)
-		if err == nil && n >= 0 {
+		if err == nil && n >= 0 && n*24*float64(time.Hour) < math.MaxInt64 {
 			return Duration(time.Duration(n * 24 * float64(time.Hour))), nil
 		}
 	}
@@ -247,3 +247,21 @@ func FormatBytes(n int64) string {
 	}
 	return strconv.FormatInt(n, 10) + " B"
 }
+
+// ByteSize is a size in bytes that reads itself as text: a whole number
+// of bytes (4096) or a number with a unit (512MiB, 1.5GB), as ParseBytes
+// reads it.
+type ByteSize int64
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (b *ByteSize) UnmarshalText(t []byte) error {
+	v, err := ParseBytes(string(t))
+	if err != nil {
+		return err
+	}
+	*b = ByteSize(v)
+	return nil
+}
+
+// String formats the size with a binary unit.
+func (b ByteSize) String() string { return FormatBytes(int64(b)) }

@@ -31,7 +31,7 @@ func WritePlan(w io.Writer, plan pipebench.Plan) {
 	fmt.Fprintln(tw, "PHASE\tPROFILE\tDURATION\tITEMS\tMAX IN FLIGHT\tSINK FAULTS")
 	for _, ph := range plan.Phases {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", ph.Name, Profile(ph), ph.Duration,
-			Group(float64(ph.Items)), ph.MaxInFlight, Faults(ph.Faults))
+			Group(float64(ph.Items)), ph.MaxInFlight, ph.Faults.String())
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\ntotal: %s items over %s of load; drain up to %s; at most %s in all\n",
@@ -85,40 +85,4 @@ func Profile(ph pipebench.PlanPhase) string {
 		s += fmt.Sprintf(" (stagger %s)", ph.Stagger)
 	}
 	return s
-}
-
-// Faults describes a sink fault policy in words ("-" for none).
-func Faults(f pipebench.FaultPolicy) string {
-	if f.IsZero() {
-		return "-"
-	}
-	var parts []string
-	if f.ErrorRatio > 0 {
-		parts = append(parts, fmt.Sprintf("%.0f%% answered %d", f.ErrorRatio*100, f.ErrorStatus))
-	}
-	if l := f.Latency; l != nil {
-		switch l.Kind {
-		case "uniform":
-			parts = append(parts, fmt.Sprintf("+%s..%s latency", l.Min, l.Max))
-		case "normal":
-			parts = append(parts, fmt.Sprintf("+%s±%s latency", l.Mean, l.StdDev))
-		case "exponential":
-			parts = append(parts, fmt.Sprintf("+exp(%s) latency", l.Mean))
-		default:
-			parts = append(parts, fmt.Sprintf("+%s latency", l.Fixed))
-		}
-	}
-	if f.RateLimit > 0 {
-		parts = append(parts, "limit "+f.RateLimit.String())
-		if f.RateLimitBurst > 0 {
-			parts = append(parts, "burst "+f.RateLimitBurst.String())
-		}
-	}
-	for _, o := range f.Outages {
-		parts = append(parts, fmt.Sprintf("outage at %s for %s", o.Start, o.Duration))
-	}
-	if f.Pipeline != "" {
-		return "pipeline " + f.Pipeline + " only: " + strings.Join(parts, "; ")
-	}
-	return strings.Join(parts, "; ")
 }

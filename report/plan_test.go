@@ -14,9 +14,9 @@ func TestFaults(t *testing.T) {
 	}{
 		{pipebench.FaultPolicy{}, "-"},
 		{pipebench.FaultPolicy{Pipeline: "p2", ErrorRatio: 0.7, ErrorStatus: 503}, "pipeline p2 only: 70% answered 503"},
-		{pipebench.FaultPolicy{RateLimit: 500}, "limit 500/s"},
+		{pipebench.FaultPolicy{RateLimit: 500}, "limit 500/s items"},
 	} {
-		if got := report.Faults(c.f); got != c.want {
+		if got := c.f.String(); got != c.want {
 			t.Errorf("%+v reads %q, want %q", c.f, got, c.want)
 		}
 	}

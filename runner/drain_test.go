@@ -59,7 +59,7 @@ func TestDrainWaitsForABacklogNotYetObserved(t *testing.T) {
 	_, plan := parse(t, reg, fmt.Sprintf(`
 name: drain-backlog
 target: {driver: http, url: %q, connections: 2}
-interval: 20ms
+interval: 100ms
 drain: 20s
 observers:
   - {type: backlog}

@@ -24,17 +24,19 @@ type decoder struct {
 	p    Params
 	errs Errors
 	src  []byte // the file, for hints about syntax errors
-	// pipelineFaults are the faults.pipeline keys met, checked against
-	// the sink and the system under test once the whole file is read.
-	pipelineFaults []located
+	// subst holds the strings ${VAR} was put in, which stand for any
+	// scalar (a number, true/false) as a value written in place would.
+	subst map[*ast.StringNode]bool
+	// bad holds every path at or under which a problem was found.
+	bad map[string]bool
+	// more counts the problems found past maxProblems, not kept.
+	more int
 }
 
-// located is a value with the node and path it was read from.
-type located struct {
-	value string
-	node  ast.Node
-	path  string
-}
+// maxProblems is the most problems reported of one file: past it, the
+// rest are counted (a file of thousands of broken items is read in bounded
+// memory, and nobody reads a thousand messages).
+const maxProblems = 100
 
 // field is one key: value of a mapping.
 type field struct {
@@ -44,11 +46,25 @@ type field struct {
 	pair *ast.MappingValueNode
 }
 
-func pos(n ast.Node) (int, int) { return yamlnode.Pos(n) }
-
 // add records a problem at node n.
 func (d *decoder) add(n ast.Node, path, format string, args ...any) {
-	d.errs = append(d.errs, yamlnode.At(d.file, n, path, fmt.Sprintf(format, args...)))
+	if len(d.errs) < maxProblems {
+		d.errs = append(d.errs, yamlnode.At(d.file, n, path, fmt.Sprintf(format, args...)))
+	} else {
+		d.more++
+	}
+	if d.bad == nil {
+		d.bad = map[string]bool{}
+	}
+	// path and every path above it now hold a problem (see clean).
+	for p := path; p != ""; {
+		d.bad[p] = true
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
 }
 
 func join(path, key string) string {
@@ -69,25 +85,18 @@ func unwrap(n ast.Node) ast.Node { return yamlnode.Unwrap(n) }
 // "did you mean".
 func (d *decoder) fields(n ast.Node, path string, known []string) ([]field, bool) {
 	n = unwrap(n)
-	var pairs []*ast.MappingValueNode
-	switch v := n.(type) {
-	case *ast.MappingNode:
-		pairs = v.Values
-	case *ast.MappingValueNode:
-		pairs = []*ast.MappingValueNode{v}
-	case *ast.NullNode, nil:
-		return nil, true
-	default:
+	pairs, ok := yamlnode.Pairs(n)
+	if !ok {
+		if _, null := n.(*ast.NullNode); null || n == nil {
+			return nil, true
+		}
 		d.add(n, path, "expected a mapping (key: value lines), got %s", kindOf(n))
 		return nil, false
 	}
 	seen := map[string]bool{}
 	var out []field
 	for _, p := range pairs {
-		key := strings.TrimSpace(p.Key.String())
-		if k, ok := p.Key.(*ast.StringNode); ok {
-			key = k.Value
-		}
+		key := yamlnode.KeyOf(p)
 		if seen[key] {
 			d.add(p.Key, join(path, key), "key %q appears twice", key)
 			continue
@@ -111,85 +120,6 @@ func (d *decoder) scalar(n ast.Node, path, want string) (string, bool) {
 	}
 	d.add(n, path, "expected %s, got %s", want, kindOf(n))
 	return "", false
-}
-
-func (d *decoder) str(f field, path string) string {
-	s, _ := d.scalar(f.val, join(path, f.key), "a string")
-	return s
-}
-
-func (d *decoder) integer(f field, path string) (int, bool) {
-	p := join(path, f.key)
-	s, ok := d.scalar(f.val, p, "a whole number")
-	if !ok {
-		return 0, false
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		d.add(f.val, p, "expected a whole number, got %q", s)
-		return 0, false
-	}
-	return v, true
-}
-
-// byteSize reads a size: a whole number of bytes or a number with a unit
-// (512MiB); it must be at least 1 KiB.
-func (d *decoder) byteSize(f field, path string) (int64, bool) {
-	p := join(path, f.key)
-	s, ok := d.scalar(f.val, p, "a size")
-	if !ok {
-		return 0, false
-	}
-	v, err := pipebench.ParseBytes(s)
-	if err != nil {
-		d.add(f.val, p, "%v", err)
-		return 0, false
-	}
-	if v < 1<<10 {
-		d.add(f.val, p, "%s is below 1KiB: give the most bytes of requests awaiting answers, like 512MiB", s)
-		return 0, false
-	}
-	return v, true
-}
-
-func (d *decoder) float(f field, path string) (float64, bool) {
-	p := join(path, f.key)
-	s, ok := d.scalar(f.val, p, "a number")
-	if !ok {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		d.add(f.val, p, "expected a number, got %q", s)
-		return 0, false
-	}
-	return v, true
-}
-
-func (d *decoder) rate(n ast.Node, path string) (pipebench.Rate, bool) {
-	s, ok := d.scalar(n, path, "a rate like 500/s")
-	if !ok {
-		return 0, false
-	}
-	r, err := pipebench.ParseRate(s)
-	if err != nil {
-		d.add(n, path, "%v", err)
-		return 0, false
-	}
-	return r, true
-}
-
-func (d *decoder) duration(n ast.Node, path string) (pipebench.Duration, bool) {
-	s, ok := d.scalar(n, path, "a duration like 90s")
-	if !ok {
-		return 0, false
-	}
-	v, err := pipebench.ParseDuration(s)
-	if err != nil {
-		d.add(n, path, "%v", err)
-		return 0, false
-	}
-	return v, true
 }
 
 func (d *decoder) list(n ast.Node, path string) ([]ast.Node, bool) {
@@ -234,6 +164,7 @@ func (d *decoder) substitute(root ast.Node) {
 		})
 		if s.Value != before {
 			retoken(s)
+			d.subst[s] = true
 		}
 	}), root)
 }
@@ -280,7 +211,7 @@ func (d *decoder) decode(data []byte) *Scenario {
 	}
 	f, err := parser.Parse(tks, 0)
 	if err != nil {
-		d.yamlError(err, "", nil)
+		d.yamlError(err)
 		return nil
 	}
 	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
@@ -291,166 +222,124 @@ func (d *decoder) decode(data []byte) *Scenario {
 		d.add(f.Docs[1].Body, "", "the file holds %d YAML documents; a scenario is one", len(f.Docs))
 	}
 	body := unwrap(f.Docs[0].Body)
+	d.subst = map[*ast.StringNode]bool{}
 	d.substitute(body)
-	top, ok := d.fields(body, "", topKeys)
-	if !ok {
+	switch body.(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+	default:
+		d.add(body, "", "expected a mapping (key: value lines), got %s", kindOf(body))
 		return nil
 	}
-	byKey := map[string]field{}
-	for _, fl := range top {
-		byKey[fl.key] = fl
+	var top file
+	d.into(body, "", reflect.ValueOf(&top).Elem())
+	sc.Name, sc.Version, sc.Case, sc.Description, sc.Labels = top.Name, top.Version, top.Case, top.Description, top.Labels
+	d.report(top.Validate(), body, "")
+	if top.Interval != nil {
+		sc.Interval = *top.Interval
 	}
-	var defaults phaseDefaults
-	defaults.maxInFlight = DefaultMaxInFlight
-	for _, fl := range top {
-		switch fl.key {
-		case "name":
-			sc.Name = d.str(fl, "")
-		case "version":
-			sc.Version = d.str(fl, "")
-		case "case":
-			sc.Case = d.str(fl, "")
-		case "description":
-			sc.Description = d.str(fl, "")
-		case "labels":
-			sc.Labels = d.stringMap(fl.val, "labels")
-		case "interval":
-			if v, ok := d.duration(fl.val, "interval"); ok {
-				if v <= 0 {
-					d.add(fl.val, "interval", "must be more than 0")
-				}
-				sc.Interval = v
-			}
-		case "drain":
-			if v, ok := d.duration(fl.val, "drain"); ok {
-				sc.Drain = v
-			}
-		case "defaults":
-			defaults = d.defaults(fl.val)
-		}
-	}
-	if sc.Name == "" {
-		d.add(body, "name", "missing: every scenario needs a name, like `name: checkout-load`")
-	} else if !validName.MatchString(sc.Name) {
-		d.add(byKey["name"].val, "name", "%q may hold only letters, digits, '.', '_' and '-'", sc.Name)
+	if top.Drain != nil {
+		sc.Drain = *top.Drain
 	}
 	reg := d.p.Registry
-	if fl, ok := byKey["target"]; ok {
-		c, _ := d.plugin(fl.val, "target", "driver", true, nil, catalog(reg.Drivers))
-		sc.Target = c
-	} else {
-		d.add(body, "target", "missing: say where to send, like `target: {driver: http, url: http://127.0.0.1:8080/}`")
+	if top.Target.node != nil {
+		sc.Target, _ = d.plugin(top.Target.node, "target", "driver", true, nil, catalog(reg.Drivers))
 	}
-	sc.Generator.Type = DefaultGenerator
-	wl, hasWL := byKey["workload"]
-	var wlNode ast.Node
-	if hasWL {
-		wlNode = wl.val
+	var wl workloadKeys
+	sc.Generator, _ = d.plugin(top.Workload.node, "workload", "generator", false, &wl, catalog(reg.Generators))
+	if wl.Batch != nil && *wl.Batch > 0 {
+		sc.Batch = *wl.Batch
 	}
-	gen, common := d.plugin(wlNode, "workload", "generator", false, []string{"batch"}, catalog(reg.Generators))
-	sc.Generator = gen
-	if b, ok := common["batch"]; ok {
-		if v, ok := d.integer(b, "workload"); ok {
-			if v < 1 {
-				d.add(b.val, "workload.batch", "must be at least 1")
-			}
-			sc.Batch = v
-		}
-	}
-	d.checkFit(reg, sc.Generator.Type, sc.Target.Type, wlNode, body)
-	if fl, ok := byKey["sut"]; ok {
-		c, _ := d.plugin(fl.val, "sut", "type", true, nil, catalog(reg.SUTs))
+	d.checkFit(reg, sc.Generator.Type, sc.Target.Type, top.Workload.node, body)
+	if top.SUT.node != nil {
+		c, _ := d.plugin(top.SUT.node, "sut", "type", true, nil, catalog(reg.SUTs))
 		sc.SUT = &c
 	}
-	if fl, ok := byKey["sink"]; ok {
-		c, _ := d.plugin(fl.val, "sink", "type", true, nil, catalog(reg.Sinks))
+	if top.Sink.node != nil {
+		c, _ := d.plugin(top.Sink.node, "sink", "type", true, nil, catalog(reg.Sinks))
 		sc.Sink = &c
 	}
-	if fl, ok := byKey["observers"]; ok {
-		items, _ := d.list(fl.val, "observers")
-		for i, it := range items {
-			path := fmt.Sprintf("observers[%d]", i)
-			c, common := d.plugin(it, path, "type", true, []string{"name", "interval"}, catalog(reg.Observers))
+	for i, o := range top.Observers {
+		path := fmt.Sprintf("observers[%d]", i)
+		var common observerKeys
+		c, _ := d.plugin(o.node, path, "type", true, &common, catalog(reg.Observers))
+		c.Name = common.Name
+		if c.Name == "" {
 			c.Name = c.Type
-			if n, ok := common["name"]; ok {
-				c.Name = d.str(n, path)
-			}
-			if iv, ok := common["interval"]; ok {
-				c.Interval, _ = d.duration(iv.val, join(path, "interval"))
-			}
-			sc.Observers = append(sc.Observers, c)
 		}
+		if common.Interval != nil {
+			c.Interval = *common.Interval
+		}
+		sc.Observers = append(sc.Observers, c)
 	}
-	if fl, ok := byKey["phases"]; ok {
-		sc.Phases = d.phases(fl.val, defaults)
-	} else {
-		d.add(body, "phases", "missing: add at least one phase, like `phases: [{name: load, duration: 1m, rate: 100/s}]`")
-	}
-	d.checkPipelineFaults(sc)
-	if fl, ok := byKey["thresholds"]; ok {
-		sc.Thresholds = d.thresholds(fl.val, sc.Phases)
-	}
+	sc.Phases = d.phases(body, top, sc.Batch)
+	d.checkPipelineFaults(body, sc)
+	sc.Thresholds = d.thresholds(body, top.Thresholds, sc.Phases)
 	if sc.Case == "" {
 		sc.Case = sc.Name
 	}
 	return sc
 }
 
-var topKeys = []string{"name", "version", "case", "description", "labels", "sut", "target", "workload", "sink",
-	"observers", "interval", "drain", "defaults", "phases", "thresholds"}
-
 var validName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
-func (d *decoder) stringMap(n ast.Node, path string) map[string]string {
-	fs, _ := d.fields(n, path, nil)
-	m := map[string]string{}
-	for _, f := range fs {
-		m[f.key] = d.str(f, path)
-	}
-	return m
-}
-
-// pluginCatalog is what plugin needs of a pipebench.Catalog.
+// pluginCatalog is what plugin and the schema need of a
+// pipebench.Catalog.
 type pluginCatalog struct {
 	kind   string
 	names  []string
 	config func(name string) (func() any, bool)
+	doc    func(name string) string
 }
 
 func catalog[T any](c *pipebench.Catalog[T]) pluginCatalog {
-	return pluginCatalog{kind: c.Kind(), names: c.Names(), config: func(name string) (func() any, bool) {
-		f, ok := c.Lookup(name)
-		return f.NewConfig, ok
-	}}
+	return pluginCatalog{kind: c.Kind(), names: c.Names(),
+		config: func(name string) (func() any, bool) {
+			f, ok := c.Lookup(name)
+			return f.NewConfig, ok
+		},
+		doc: func(name string) string {
+			f, _ := c.Lookup(name)
+			return f.Doc
+		}}
 }
 
-// plugin decodes a plug-in section: typeKey names the plug-in, common keys
-// are returned to the caller, every other key goes to the plug-in's
-// configuration, decoded strictly and validated.
-func (d *decoder) plugin(n ast.Node, path, typeKey string, required bool, common []string, cat pluginCatalog) (Component, map[string]field) {
-	var c Component
-	commons := map[string]field{}
-	fs, ok := d.fields(n, path, nil)
-	if !ok {
-		return c, commons
+// plugin decodes a plug-in section: typeKey names the plug-in, the keys
+// of common (a pointer to a struct, or nil) are decoded into it, every
+// other key goes to the plug-in's configuration, decoded strictly and
+// validated. ok is false when the section had a problem.
+func (d *decoder) plugin(n ast.Node, path, typeKey string, required bool, common any, cat pluginCatalog) (c Component, ok bool) {
+	before := len(d.errs)
+	defer func() { ok = len(d.errs) == before }()
+	fs, good := d.fields(n, path, nil)
+	if !good {
+		return c, false
 	}
-	var rest []field
+	var commonKeys []string
+	if common != nil {
+		commonKeys = keyNames(keysOf(reflect.TypeOf(common).Elem()))
+	}
+	var rest, commons []field
 	var typeField *field
 	for i, f := range fs {
 		switch {
 		case f.key == typeKey:
 			typeField = &fs[i]
-			c.Type = d.str(f, path)
-		case contains(common, f.key):
-			commons[f.key] = f
+			c.Type, _ = d.scalar(f.val, join(path, f.key), "a string")
+		case contains(commonKeys, f.key):
+			commons = append(commons, f)
 		default:
 			rest = append(rest, f)
+		}
+	}
+	if common != nil && d.structFields(n, commons, path, reflect.ValueOf(common).Elem(), "") {
+		if v, ok := common.(interface{ Validate() error }); ok {
+			d.report(v.Validate(), n, path)
 		}
 	}
 	if typeField == nil {
 		if required {
 			d.add(n, join(path, typeKey), "missing: choose one of %s", strings.Join(cat.names, ", "))
-			return c, commons
+			return c, false
 		}
 		c.Type = DefaultGenerator
 	}
@@ -461,110 +350,44 @@ func (d *decoder) plugin(n ast.Node, path, typeKey string, required bool, common
 			at = typeField.val
 		}
 		d.add(at, join(path, typeKey), "unknown %s %q%s; valid: %s", cat.kind, c.Type, didYouMean(c.Type, cat.names), strings.Join(cat.names, ", "))
-		return c, commons
+		return c, false
 	}
 	if newConfig == nil {
 		for _, f := range rest {
 			d.add(f.kn, join(path, f.key), "unknown key %q: %s %q takes no settings", f.key, cat.kind, c.Type)
 		}
-		return c, commons
+		return c, false
 	}
 	cfg := newConfig()
 	c.Config = cfg
-	known := yamlKeys(cfg)
-	valid := append(append([]string{typeKey}, common...), known...)
-	var keep []*ast.MappingValueNode
+	valid := append(append([]string{typeKey}, commonKeys...), keyNames(keysOf(reflect.TypeOf(cfg).Elem()))...)
+	var known []field
 	for _, f := range rest {
-		if !contains(known, f.key) {
+		if !contains(valid, f.key) {
 			d.add(f.kn, join(path, f.key), "unknown key %q for %s %q%s", f.key, cat.kind, c.Type, didYouMean(f.key, valid))
 			continue
 		}
-		keep = append(keep, f.pair)
+		known = append(known, f)
 	}
-	if len(keep) > 0 {
-		m := &ast.MappingNode{BaseNode: &ast.BaseNode{}, Start: keep[0].Key.GetToken(), Values: keep}
-		if err := yaml.NodeToValue(m, cfg, yaml.Strict()); err != nil {
-			d.yamlError(err, path, cfg)
-			return c, commons
-		}
+	d.structFields(n, known, path, reflect.ValueOf(cfg).Elem(), "")
+	if len(d.errs) > before {
+		return c, false
 	}
 	if v, ok := cfg.(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
-			for _, line := range strings.Split(err.Error(), "\n") {
-				line = strings.TrimSpace(line)
-				if line == "" {
-					continue
-				}
-				// "connections: must be at least 1" is about key
-				// connections: point at it.
-				key, msg, found := strings.Cut(line, ": ")
-				at, p := n, path
-				if found {
-					for _, f := range rest {
-						if f.key == strings.TrimSpace(strings.SplitN(key, ".", 2)[0]) {
-							at, p, line = f.kn, join(path, strings.TrimSpace(key)), msg
-						}
-					}
-				}
-				d.add(at, p, "%s", line)
-			}
-		}
+		d.report(v.Validate(), n, path)
 	}
-	return c, commons
+	return c, false
 }
 
-// yamlKeys lists the top-level yaml keys of a configuration struct.
-func yamlKeys(cfg any) []string {
-	t := reflect.TypeOf(cfg)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	var keys []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		tag := f.Tag.Get("yaml")
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "-" {
-			continue
-		}
-		if strings.Contains(opts, "inline") {
-			keys = append(keys, yamlKeys(reflect.New(f.Type).Interface())...)
-			continue
-		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		keys = append(keys, name)
-	}
-	return keys
-}
-
-var typeErr = regexp.MustCompile(`cannot unmarshal (\S+) into Go (?:struct field (\S+)|value) of type (\S+)`)
-
-// yamlError turns an error of the YAML library into a located problem.
-func (d *decoder) yamlError(err error, path string, cfg any) {
+// yamlError turns a syntax error of the YAML library into a located
+// problem.
+func (d *decoder) yamlError(err error) {
 	var ye yaml.Error
 	if !errors.As(err, &ye) {
-		d.add(nil, path, "%v", err)
+		d.add(nil, "", "%v", err)
 		return
 	}
 	msg := ye.GetMessage()
-	if m := typeErr.FindStringSubmatch(msg); m != nil {
-		field := m[2]
-		if i := strings.LastIndex(field, "."); i >= 0 {
-			field = field[i+1:]
-		}
-		if field != "" {
-			path = join(path, yamlName(cfg, field))
-		}
-		msg = fmt.Sprintf("expected %s, got %s", friendlyType(m[3]), friendlyType(m[1]))
-	}
 	line, col := 0, 0
 	if tk := ye.GetToken(); tk != nil {
 		line, col = tk.Position.Line, tk.Position.Column
@@ -572,7 +395,7 @@ func (d *decoder) yamlError(err error, path string, cfg any) {
 	if flowEnvRef(d.src, line) {
 		msg += `: a ${VAR} inside { } must be quoted, like "${VAR:-default}", or written in block style`
 	}
-	d.errs = append(d.errs, Problem{File: d.file, Line: line, Column: col, Path: path, Msg: msg})
+	d.errs = append(d.errs, Problem{File: d.file, Line: line, Column: col, Msg: msg})
 }
 
 // flowEnvRef tells whether the given line (1-based) of src, or the one
@@ -591,49 +414,6 @@ func flowEnvRef(src []byte, line int) bool {
 		}
 	}
 	return false
-}
-
-func friendlyType(t string) string {
-	switch {
-	case strings.HasSuffix(t, "pipebench.Duration"):
-		return "a duration like 90s"
-	case strings.HasSuffix(t, "pipebench.Rate"):
-		return "a rate like 500/s"
-	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
-		return "a whole number"
-	case strings.HasPrefix(t, "float"):
-		return "a number"
-	case t == "string":
-		return "a string"
-	case t == "bool":
-		return "true or false"
-	case strings.HasPrefix(t, "map"), t == "mapping":
-		return "a mapping"
-	case strings.HasPrefix(t, "[]"), t == "sequence", t == "array":
-		return "a list"
-	}
-	return t
-}
-
-// yamlName returns the yaml key of the Go field name in cfg's struct type,
-// or name itself.
-func yamlName(cfg any, name string) string {
-	if cfg == nil {
-		return name
-	}
-	t := reflect.TypeOf(cfg)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return name
-	}
-	if f, ok := t.FieldByName(name); ok {
-		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag != "" && tag != "-" {
-			return tag
-		}
-	}
-	return name
 }
 
 // checkFit refuses a generator whose payload the driver cannot send, naming

@@ -1,9 +1,6 @@
 package scenario
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/yamlnode"
 )
@@ -25,56 +22,25 @@ func (e *Errors) Unwrap() error {
 
 func (e *Errors) sort() { yamlnode.Sort(*e) }
 
-// suggest returns the nearest of valid to s (edit distance <= 2, or a
-// prefix), or "".
-func suggest(s string, valid []string) string {
-	best, bestD := "", 3
-	for _, v := range valid {
-		d := distance(strings.ToLower(s), strings.ToLower(v))
-		if d < bestD {
-			best, bestD = v, d
+// dedupe drops a problem found again at the same place (a bad default is
+// met by every phase that takes it).
+func (e *Errors) dedupe() {
+	type at struct {
+		line, col int
+		msg       string
+	}
+	seen := map[at]bool{}
+	out := (*e)[:0]
+	for _, p := range *e {
+		k := at{p.Line, p.Column, p.Msg}
+		if p.Line > 0 && seen[k] {
+			continue
 		}
+		seen[k] = true
+		out = append(out, p)
 	}
-	if best == "" && len(s) >= 3 {
-		for _, v := range valid {
-			if strings.HasPrefix(v, s) || strings.HasPrefix(s, v) {
-				return v
-			}
-		}
-	}
-	return best
-}
-
-// distance is the Damerau-Levenshtein (optimal string alignment) distance.
-func distance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
+	*e = out
 }
 
 // didYouMean formats a suggestion, or "".
-func didYouMean(s string, valid []string) string {
-	if m := suggest(s, valid); m != "" {
-		return fmt.Sprintf(" (did you mean %q?)", m)
-	}
-	return ""
-}
+func didYouMean(s string, valid []string) string { return pipebench.DidYouMean(s, valid) }

@@ -64,15 +64,15 @@ type Params struct {
 
 // Defaults applied when the scenario says nothing.
 const (
-	DefaultMaxInFlight = 10000
+	DefaultMaxInFlight = pipebench.DefaultMaxInFlight
 	// DefaultMaxInFlightBytes bounds the generator's memory for requests
 	// awaiting answers: a run that falls behind drops sends (and says so)
 	// instead of growing without end.
-	DefaultMaxInFlightBytes = 512 << 20
+	DefaultMaxInFlightBytes = pipebench.DefaultMaxInFlightBytes
 	DefaultBatch            = 1
 	DefaultInterval         = pipebench.Duration(1e9)
 	DefaultDrain            = pipebench.Duration(30e9)
-	DefaultBlastLimit       = pipebench.Duration(600e9)
+	DefaultBlastLimit       = pipebench.DefaultBlastLimit
 	DefaultGenerator        = "event"
 )
 
@@ -109,7 +109,11 @@ func Parse(file string, data []byte, p Params) (*Scenario, error) {
 		sc = d.decode(data)
 	}
 	if len(d.errs) > 0 {
+		d.errs.dedupe()
 		d.errs.sort()
+		if d.more > 0 {
+			d.errs = append(d.errs, Problem{File: file, Msg: fmt.Sprintf("and %d more problems, not shown: fix the ones above first", d.more)})
+		}
 		errs := d.errs
 		return nil, &errs
 	}

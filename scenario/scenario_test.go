@@ -173,14 +173,6 @@ func TestInvalidFiles(t *testing.T) {
 	}
 }
 
-func TestSuggest(t *testing.T) {
-	for in, want := range map[string]string{"rtae": "rate", "duraton": "duration", "conections": "connections", "zzz": ""} {
-		if got := suggest(in, []string{"rate", "duration", "connections", "name"}); got != want {
-			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestSchemaIsJSONWithPluginAlternatives(t *testing.T) {
 	b, err := Schema(testRegistry())
 	if err != nil {
@@ -265,5 +257,26 @@ func TestFaultsPipelineKey(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s %s: %v\nwant %q", c.sink, c.pipelines, c.fault, err, c.want)
 		}
+	}
+}
+
+// A ${VAR} stands for any scalar, as a value written in its place would:
+// a number, a rate, a duration; what it holds is checked as that value is.
+func TestEnvStandsForAnyScalar(t *testing.T) {
+	env := map[string]string{"CONNS": "16", "RATE": "250/s", "DUR": "3s", "BAD": "many"}
+	p := params()
+	p.Env = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	src := "name: env\ntarget: {driver: http, connections: \"${CONNS}\"}\nphases:\n  - name: a\n    duration: ${DUR}\n    rate: ${RATE}\n    max_in_flight: ${MIF:-7}\n"
+	sc, err := Parse("env.yaml", []byte(src), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := sc.Phases[0]
+	if c := sc.Target.Config.(*httpConfig).Connections; c != 16 || ph.Profile.Rate != 250 || ph.Duration.D() != 3*time.Second || ph.MaxInFlight != 7 {
+		t.Errorf("connections %d, phase %+v", c, ph)
+	}
+	_, err = Parse("env.yaml", []byte("name: env\ntarget:\n  driver: http\n  connections: ${BAD}\nphases: [{name: a, duration: 1s, rate: 1/s}]\n"), p)
+	if err == nil || !strings.Contains(err.Error(), `env.yaml:4:16: target.connections: expected a whole number, got "many"`) {
+		t.Errorf("a ${VAR} holding a word for a number: %v", err)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -12,24 +11,21 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/unixsock"
 	"github.com/pipebench/pipebench/kpi"
+	"github.com/pipebench/pipebench/scenario"
 	httpsink "github.com/pipebench/pipebench/sink/http"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
 	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 )
 
 type sinkFlags struct {
-	listen     string
-	path       string
-	errorRatio float64
-	status     int
-	latency    string
-	rateLimit  string
-	outages    []string
-	seed       uint64
-	every      time.Duration
-	otlpGRPC   string
-	otlpHTTP   string
-	rw         string
+	listen   string
+	path     string
+	faults   pipebench.FaultPolicy // a flag per key: scenario.FaultFlags
+	seed     uint64
+	every    time.Duration
+	otlpGRPC string
+	otlpHTTP string
+	rw       string
 }
 
 func (a *app) sinkCommand() *cobra.Command {
@@ -48,6 +44,7 @@ RESOURCE_EXHAUSTED), and serves its own counters on /metrics.`,
 		Example: `  pipebench sink --listen 127.0.0.1:9000
   pipebench sink --listen 127.0.0.1:9000 --error-ratio 0.7 --error-status 503
   pipebench sink --latency uniform:1ms:20ms --rate-limit 500/s --outage 30s:20s
+  pipebench sink --otlp-grpc 127.0.0.1:4317 --rate-limit 3000/s --request-rate-limit 5/s
   pipebench sink --otlp-grpc 127.0.0.1:4317 --otlp-http 127.0.0.1:4318 --error-ratio 0.7
   pipebench sink --remote-write 127.0.0.1:9201   # remote_write url: http://127.0.0.1:9201/api/v1/write
   pipebench sink --listen unix:///run/pipebench/sink.sock
@@ -61,11 +58,11 @@ RESOURCE_EXHAUSTED), and serves its own counters on /metrics.`,
 	fl.StringVar(&f.otlpHTTP, "otlp-http", "", "run the OTLP sink instead, with OTLP/HTTP (and /metrics) on this address")
 	fl.StringVar(&f.rw, "remote-write", "", "run the Prometheus remote-write sink instead, on this address (path /api/v1/write, metrics at /metrics)")
 	fl.StringVar(&f.path, "path", "/", "path to accept events on (/ accepts any path)")
-	fl.Float64Var(&f.errorRatio, "error-ratio", 0, "fraction of requests (0..1) answered with --error-status")
-	fl.IntVar(&f.status, "error-status", 503, "HTTP status of injected errors (429, 500, 502, 503, 504)")
-	fl.StringVar(&f.latency, "latency", "", "added latency: 5ms | uniform:MIN:MAX | normal:MEAN:STDDEV | exponential:MEAN")
-	fl.StringVar(&f.rateLimit, "rate-limit", "", "accept at most this rate (e.g. 500/s); above it answer 429")
-	fl.StringSliceVar(&f.outages, "outage", nil, "outage window START:DURATION from start-up, answering --error-status (repeatable)")
+	// The fault flags are the fault policy's keys, as a scenario's faults
+	// has them (their windows measured from start-up).
+	for _, pf := range scenario.FaultFlags(&f.faults) {
+		fl.Var(pf.Value, pf.Name, pf.Usage)
+	}
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the fault decisions")
 	fl.DurationVar(&f.every, "every", 5*time.Second, "print counts this often")
 	return cmd
@@ -182,66 +179,12 @@ func (a *app) sink(f sinkFlags, listenSet bool) error {
 	}
 }
 
-// policy turns the fault flags into a FaultPolicy.
+// policy is the fault policy the flags gave, checked by its own rules,
+// each problem named by its flag.
 func (f sinkFlags) policy() (pipebench.FaultPolicy, error) {
-	p := pipebench.FaultPolicy{ErrorRatio: f.errorRatio, ErrorStatus: f.status}
-	// The policy's own rules, with each key named as its flag.
+	p := f.faults.Defaulted()
 	if err := p.Validate(0); err != nil {
-		flag := strings.NewReplacer("error_ratio:", "--error-ratio", "error_status:", "--error-status").Replace(err.Error())
-		return p, pipebench.UsageError(strings.ReplaceAll(flag, "\n", "; "), "", nil)
-	}
-	if f.latency != "" {
-		l, err := parseLatency(f.latency)
-		if err != nil {
-			return p, pipebench.UsageError("--latency "+f.latency+" is not valid", "write 5ms, uniform:1ms:9ms, normal:10ms:2ms or exponential:10ms", err)
-		}
-		p.Latency = l
-	}
-	if f.rateLimit != "" {
-		r, err := pipebench.ParseRate(f.rateLimit)
-		if err != nil {
-			return p, pipebench.UsageError("--rate-limit is not valid", "", err)
-		}
-		p.RateLimit = r
-	}
-	for _, o := range f.outages {
-		start, dur, ok := strings.Cut(o, ":")
-		s, err1 := pipebench.ParseDuration(start)
-		d, err2 := pipebench.ParseDuration(dur)
-		if !ok || err1 != nil || err2 != nil {
-			return p, pipebench.UsageError(fmt.Sprintf("--outage %q is not valid", o), "write START:DURATION, like 30s:20s", nil)
-		}
-		p.Outages = append(p.Outages, pipebench.Window{Start: s, Duration: d})
-	}
-	if err := p.Validate(0); err != nil {
-		return p, pipebench.UsageError(strings.ReplaceAll(err.Error(), "\n", "; "), "check --latency and --outage", nil)
+		return p, pipebench.UsageError(scenario.FlagProblems(err, scenario.FaultFlags(&pipebench.FaultPolicy{})), "`pipebench sink --help` lists the fault flags; they take what a scenario's faults take", nil)
 	}
 	return p, nil
-}
-
-func parseLatency(s string) (*pipebench.LatencyDist, error) {
-	parts := strings.Split(s, ":")
-	durs := make([]pipebench.Duration, 0, 2)
-	for _, p := range parts[1:] {
-		d, err := pipebench.ParseDuration(p)
-		if err != nil {
-			return nil, err
-		}
-		durs = append(durs, d)
-	}
-	switch {
-	case len(parts) == 1:
-		d, err := pipebench.ParseDuration(s)
-		if err != nil {
-			return nil, err
-		}
-		return &pipebench.LatencyDist{Kind: "fixed", Fixed: d}, nil
-	case parts[0] == "uniform" && len(durs) == 2:
-		return &pipebench.LatencyDist{Kind: "uniform", Min: durs[0], Max: durs[1]}, nil
-	case parts[0] == "normal" && len(durs) == 2:
-		return &pipebench.LatencyDist{Kind: "normal", Mean: durs[0], StdDev: durs[1]}, nil
-	case parts[0] == "exponential" && len(durs) == 1:
-		return &pipebench.LatencyDist{Kind: "exponential", Mean: durs[0]}, nil
-	}
-	return nil, fmt.Errorf("unknown latency form %s (%d values)", strconv.Quote(parts[0]), len(durs))
 }

@@ -139,3 +139,23 @@ func Contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// Pairs returns the key: value pairs of a mapping node (a single pair is a
+// mapping too), and false when n is no mapping.
+func Pairs(n ast.Node) ([]*ast.MappingValueNode, bool) {
+	switch v := n.(type) {
+	case *ast.MappingNode:
+		return v.Values, true
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{v}, true
+	}
+	return nil, false
+}
+
+// KeyOf is a pair's key as written (a quoted key without its quotes).
+func KeyOf(p *ast.MappingValueNode) string {
+	if k, ok := p.Key.(*ast.StringNode); ok {
+		return k.Value
+	}
+	return strings.TrimSpace(p.Key.String())
+}

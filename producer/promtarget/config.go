@@ -47,7 +47,9 @@ type Config struct {
 	// ChurnFraction of the series (0..1) get a new identity every
 	// ChurnEvery scrapes of their producer.
 	ChurnFraction float64 `yaml:"churn_fraction" json:"churn_fraction"`
-	ChurnEvery    int     `yaml:"churn_every" json:"churn_every"`
+	// ChurnEvery is how many scrapes of a producer pass between renames
+	// of the ChurnFraction of its series.
+	ChurnEvery int `yaml:"churn_every" json:"churn_every"`
 	// OpenMetrics lets scrapers negotiate the OpenMetrics text format.
 	OpenMetrics bool `yaml:"openmetrics" json:"openmetrics"`
 	// Gzip compresses responses for scrapers that accept it. It costs CPU

@@ -1,9 +1,11 @@
 // Package fault decides, request by request, which fault a sink injects
 // under a pipebench.FaultPolicy. It is pure decision logic, shared by every
-// sink: the time of each request is passed in.
+// sink: the time, the items and the pipeline of each request are passed
+// in.
 package fault
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -12,25 +14,55 @@ import (
 	"github.com/pipebench/pipebench"
 )
 
+// Request is what a sink knows of one request when it decides it.
+type Request struct {
+	// At is when the request arrived.
+	At time.Time
+	// Items is how many items (spans, metric points, log records,
+	// events, samples) the request carries; less than 1 counts as 1.
+	Items int
+	// Pipeline is the pipeline of the system under test the request
+	// names (pipebench.PipelineHeader), "" when it names none.
+	Pipeline string
+}
+
 // Decision is what to do with one request.
 type Decision struct {
 	Delay  time.Duration // wait this long before answering
 	Fail   bool          // answer Status instead of accepting
 	Status int           // HTTP status when Fail (503, 429, 500...)
-	Reason string        // "error_ratio", "outage", "rate_limit"
+	// Reason names the rule that failed the request: error_ratio,
+	// outage, rate_limit (items) or request_rate_limit.
+	Reason string
+}
+
+// Wait waits out the decision's delay, or until ctx is done; it reports
+// whether the delay ran its course (false: the request was given up).
+func (d Decision) Wait(ctx context.Context) bool {
+	if d.Delay <= 0 {
+		return true
+	}
+	t := time.NewTimer(d.Delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // Injector applies the current policy. It is safe for concurrent use;
-// decisions are serialised so that ratios are exact.
+// decisions are serialised so that ratios and limits are exact.
 type Injector struct {
 	mu     sync.Mutex
 	p      pipebench.FaultPolicy
 	start  time.Time
 	rng    *rand.Rand
-	seen   uint64  // requests under the current policy
-	failed uint64  // of which failed by error_ratio
-	tokens float64 // rate limit bucket
-	last   time.Time
+	seen   uint64 // requests under the current policy
+	failed uint64 // of which failed by error_ratio
+	items  bucket // rate_limit: items
+	reqs   bucket // request_rate_limit: requests
 }
 
 // New returns an injector with no policy; seed makes latency draws
@@ -39,64 +71,66 @@ func New(seed uint64) *Injector {
 	return &Injector{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
 
-// Set replaces the policy; windows are measured from phaseStart.
+// Set replaces the policy; windows are measured from phaseStart, and the
+// rate limiters' buckets start full.
 func (in *Injector) Set(p pipebench.FaultPolicy, phaseStart time.Time) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.p, in.start = p, phaseStart
 	in.seen, in.failed = 0, 0
-	in.tokens, in.last = in.capacity(), phaseStart
-	if in.tokens < 1 && p.RateLimit > 0 {
-		in.tokens = 1
-	}
+	in.items.reset(float64(p.RateLimit), p.RateLimitBurst, phaseStart)
+	in.reqs.reset(float64(p.RequestRateLimit), p.RateLimitBurst, phaseStart)
 }
 
-// Decide decides for one request arriving at now.
+// Decide decides for one request.
 //
-// The error ratio is applied exactly, not by chance: a request fails when
-// failing it keeps the share of failures at or below the ratio, so with 0.1
-// exactly every 10th request fails. Outages fail every request in their
-// window; the rate limit is a token bucket of one second's worth.
-func (in *Injector) Decide(now time.Time) Decision { return in.DecideFor(now, "") }
-
-// DecideFor decides for one request of the named pipeline ("" when the
-// request does not say) arriving at now. A policy limited to one pipeline
-// (FaultPolicy.Pipeline) lets every other request through untouched, and
-// its ratio counts only that pipeline's requests.
-func (in *Injector) DecideFor(now time.Time, pipeline string) Decision {
+// A policy limited to one pipeline (FaultPolicy.Pipeline) lets every other
+// request through untouched, and its ratio and limits count only that
+// pipeline's requests. Outages fail every request in their window. The
+// rate limits are token buckets that start full and refill at their rate:
+// rate_limit takes the request's items from its bucket, request_rate_limit
+// one request from its own; a request is accepted only when both have
+// enough (a request of more items than the bucket holds passes when the
+// bucket is full, and empties it below zero, so that what is accepted
+// over time still keeps to the rate). The error ratio is applied exactly,
+// not by chance: a request fails when failing it keeps the share of
+// failures at or below the ratio, so with 0.1 exactly every 10th request
+// fails.
+func (in *Injector) Decide(r Request) Decision {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	p := in.p
-	if p.Pipeline != "" && p.Pipeline != pipeline {
+	if p.Pipeline != "" && p.Pipeline != r.Pipeline {
 		return Decision{}
 	}
 	var d Decision
 	if p.Latency != nil {
 		d.Delay = in.draw(p.Latency)
 	}
-	status := p.ErrorStatus
+	status := p.Defaulted().ErrorStatus
 	if status == 0 {
 		status = 503
 	}
-	el := now.Sub(in.start)
+	el := r.At.Sub(in.start)
 	for _, w := range p.Outages {
 		if el >= w.Start.D() && el < w.Start.D()+w.Duration.D() {
 			d.Fail, d.Status, d.Reason = true, status, "outage"
 			return d
 		}
 	}
-	if p.RateLimit > 0 {
-		r := float64(p.RateLimit)
-		if dt := now.Sub(in.last).Seconds(); dt > 0 {
-			in.tokens = math.Min(in.capacity(), in.tokens+dt*r)
-			in.last = now
-		}
-		if in.tokens < 1 {
-			d.Fail, d.Status, d.Reason = true, 429, "rate_limit"
-			return d
-		}
-		in.tokens--
+	items := float64(max(r.Items, 1))
+	in.items.refill(r.At)
+	in.reqs.refill(r.At)
+	switch {
+	case !in.reqs.has(1):
+		d.Fail, d.Status, d.Reason = true, 429, "request_rate_limit"
+		return d
+	case !in.items.has(items):
+		d.Fail, d.Status, d.Reason = true, 429, "rate_limit"
+		return d
 	}
+	in.reqs.take(1)
+	in.items.take(items)
 	if p.ErrorRatio > 0 {
 		in.seen++
 		if float64(in.failed+1) <= p.ErrorRatio*float64(in.seen)+1e-9 {
@@ -107,14 +141,44 @@ func (in *Injector) DecideFor(now time.Time, pipeline string) Decision {
 	return d
 }
 
-// capacity is how many requests the rate limiter's bucket holds: the
-// rate times the burst (one second's worth by default), at least one.
-func (in *Injector) capacity() float64 {
-	burst := in.p.RateLimitBurst.D().Seconds()
-	if burst <= 0 {
-		burst = 1
+// bucket is a token bucket: rate tokens a second, holding at most cap.
+// A zero rate is no limit.
+type bucket struct {
+	rate, cap, tokens float64
+	last              time.Time
+}
+
+// reset sets the rate and the burst (how many seconds' worth the bucket
+// holds; one when 0) and fills the bucket.
+func (b *bucket) reset(rate float64, burst pipebench.Duration, now time.Time) {
+	secs := burst.D().Seconds()
+	if secs <= 0 {
+		secs = 1
 	}
-	return math.Max(float64(in.p.RateLimit)*burst, 1)
+	b.rate, b.cap, b.last = rate, math.Max(rate*secs, 1), now
+	b.tokens = b.cap
+}
+
+func (b *bucket) refill(now time.Time) {
+	if b.rate <= 0 {
+		return
+	}
+	if dt := now.Sub(b.last).Seconds(); dt > 0 {
+		b.tokens = math.Min(b.cap, b.tokens+dt*b.rate)
+		b.last = now
+	}
+}
+
+// has reports whether n tokens may be taken: there are n, or the bucket
+// is full (n more than it ever holds).
+func (b *bucket) has(n float64) bool {
+	return b.rate <= 0 || b.tokens >= math.Min(n, b.cap)
+}
+
+func (b *bucket) take(n float64) {
+	if b.rate > 0 {
+		b.tokens -= n
+	}
 }
 
 func (in *Injector) draw(l *pipebench.LatencyDist) time.Duration {

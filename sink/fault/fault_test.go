@@ -1,6 +1,7 @@
 package fault
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ import (
 func count(in *Injector, n int, at func(i int) time.Time) (fails int, reasons map[string]int) {
 	reasons = map[string]int{}
 	for i := 0; i < n; i++ {
-		d := in.Decide(at(i))
+		d := in.Decide(Request{At: at(i)})
 		if d.Fail {
 			fails++
 			reasons[d.Reason]++
@@ -37,7 +38,7 @@ func TestErrorRatioIsExact(t *testing.T) {
 	in := New(1)
 	in.Set(pipebench.FaultPolicy{ErrorRatio: 0.1}, t0)
 	for i := 1; i <= 30; i++ {
-		d := in.Decide(t0)
+		d := in.Decide(Request{At: t0})
 		if d.Fail != (i%10 == 0) || (d.Fail && d.Status != 503) {
 			t.Fatalf("request %d: %+v", i, d)
 		}
@@ -84,7 +85,7 @@ func TestLatencyDistributions(t *testing.T) {
 		var sum time.Duration
 		const n = 20000
 		for i := 0; i < n; i++ {
-			d := in.Decide(time.Unix(0, 0))
+			d := in.Decide(Request{At: time.Unix(0, 0)})
 			if d.Fail || d.Delay < 0 {
 				t.Fatalf("%s: %+v", l.Kind, d)
 			}
@@ -106,7 +107,7 @@ func TestPipelinePolicyHitsOnlyItsPipeline(t *testing.T) {
 	fails := map[string]int{}
 	for i := 0; i < 3000; i++ {
 		name := []string{"p1", "p2", "p3", ""}[i%4]
-		if d := in.DecideFor(t0, name); d.Fail {
+		if d := in.Decide(Request{At: t0, Pipeline: name}); d.Fail {
 			if d.Status != 503 || d.Reason != "error_ratio" {
 				t.Fatalf("request %d of %q: %+v", i, name, d)
 			}
@@ -116,8 +117,8 @@ func TestPipelinePolicyHitsOnlyItsPipeline(t *testing.T) {
 	if fails["p2"] != 525 || len(fails) != 1 { // 750 requests of p2, 70% of them
 		t.Errorf("failures by pipeline %v, want p2: 525 alone", fails)
 	}
-	// Decide (no pipeline known) never hits a pipeline's policy.
-	if d := in.Decide(t0); d.Fail {
+	// A request naming no pipeline never hits a pipeline's policy.
+	if d := in.Decide(Request{At: t0}); d.Fail {
 		t.Errorf("a request without pipeline failed: %+v", d)
 	}
 }
@@ -135,5 +136,91 @@ func TestPipelineKeyValidation(t *testing.T) {
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "pipeline: ")) {
 			t.Errorf("%+v: %v, want %q", c.p, err, c.want)
 		}
+	}
+}
+
+// rate_limit counts items and request_rate_limit requests: what each lets
+// through in 10 s of steady requests is its bucket plus its rate times
+// the time, whatever the other counts.
+func TestRateLimitsCountWhatTheySay(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		name       string
+		p          pipebench.FaultPolicy
+		items      int           // per request
+		every      time.Duration // between requests
+		wantItems  float64       // accepted in 10 s
+		wantReason string
+	}{
+		// 10 requests/s of 1,000 items against 3,000 items/s: 3,000 in
+		// the full bucket, then 3,000/s for 10 s.
+		{"items, batches", pipebench.FaultPolicy{RateLimit: 3000}, 1000, 100 * time.Millisecond, 33000, "rate_limit"},
+		// The same requests against 3 requests/s pass 3,000 items/s too,
+		// but against 30 requests/s all pass: requests are not items.
+		{"requests, batches", pipebench.FaultPolicy{RequestRateLimit: 3}, 1000, 100 * time.Millisecond, 33000, "request_rate_limit"},
+		{"requests, under the limit", pipebench.FaultPolicy{RequestRateLimit: 30}, 1000, 100 * time.Millisecond, 100000, ""},
+		// One item per request: both limits agree.
+		{"items, single", pipebench.FaultPolicy{RateLimit: 100}, 1, time.Millisecond, 1100, "rate_limit"},
+		// Batches larger than the bucket (8,192 items against a 100 ms
+		// bucket of 300): one passes each time the bucket is full again,
+		// so the accepted items still keep to 3,000/s.
+		{"items, batches over the bucket", pipebench.FaultPolicy{RateLimit: 3000, RateLimitBurst: pipebench.Duration(100 * time.Millisecond)}, 8192, 10 * time.Millisecond, 32768, "rate_limit"},
+		// Both limits: the tighter one decides.
+		{"both", pipebench.FaultPolicy{RateLimit: 100000, RequestRateLimit: 5}, 100, 10 * time.Millisecond, 5500, "request_rate_limit"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := New(1)
+			in.Set(c.p, t0)
+			var accepted float64
+			reasons := map[string]int{}
+			for at := time.Duration(0); at < 10*time.Second; at += c.every {
+				d := in.Decide(Request{At: t0.Add(at), Items: c.items})
+				if d.Fail {
+					if d.Status != 429 {
+						t.Fatalf("refused with %d, want 429", d.Status)
+					}
+					reasons[d.Reason]++
+					continue
+				}
+				accepted += float64(c.items)
+			}
+			// Requests are whole: allow one request's items besides 2%.
+			if tol := c.wantItems*0.02 + float64(c.items); math.Abs(accepted-c.wantItems) > tol {
+				t.Errorf("accepted %.0f items in 10 s, want %.0f ±%.0f (refusals %v)", accepted, c.wantItems, tol, reasons)
+			}
+			if c.wantReason != "" && (reasons[c.wantReason] == 0 || len(reasons) != 1) {
+				t.Errorf("refusals %v, want only %s", reasons, c.wantReason)
+			}
+			if c.wantReason == "" && len(reasons) > 0 {
+				t.Errorf("refusals %v, want none", reasons)
+			}
+		})
+	}
+}
+
+// A request refused by one limit takes nothing from the other's bucket.
+func TestRefusedRequestTakesNoTokens(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	in := New(1)
+	in.Set(pipebench.FaultPolicy{RateLimit: 10, RequestRateLimit: 100}, t0)
+	// 10 items fill the item bucket; the next 50 requests are refused by
+	// it and must leave the request bucket as it was.
+	if d := in.Decide(Request{At: t0, Items: 10}); d.Fail {
+		t.Fatalf("first request refused: %+v", d)
+	}
+	for i := 0; i < 50; i++ {
+		if d := in.Decide(Request{At: t0, Items: 1}); !d.Fail || d.Reason != "rate_limit" {
+			t.Fatalf("request %d: %+v, want refused by rate_limit", i, d)
+		}
+	}
+	in.Set(pipebench.FaultPolicy{RateLimit: 1000, RequestRateLimit: 2}, t0)
+	ok := 0
+	for i := 0; i < 10; i++ {
+		if d := in.Decide(Request{At: t0, Items: 1}); !d.Fail {
+			ok++
+		}
+	}
+	if ok != 2 {
+		t.Errorf("%d requests passed a bucket of 2 requests", ok)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -189,42 +190,48 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) int {
 		http.Error(w, "POST or PUT events", http.StatusMethodNotAllowed)
 		return http.StatusMethodNotAllowed
 	}
-	items := 1
-	if c, err := strconv.Atoi(r.Header.Get(payload.HeaderCount)); err == nil && c > 0 {
-		items = c
-	}
-	d := s.inj.Decide(time.Now())
-	if d.Delay > 0 {
-		t := time.NewTimer(d.Delay)
-		select {
-		case <-r.Context().Done():
-			t.Stop()
-			return 499
-		case <-t.C:
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.p.MaxBodyBytes+1))
+	if err != nil || int64(len(body)) > s.p.MaxBodyBytes {
+		items := 1
+		if c, err := strconv.Atoi(r.Header.Get(payload.HeaderCount)); err == nil && c > 0 {
+			items = c
 		}
+		s.items.WithLabelValues("bad").Add(float64(items))
+		http.Error(w, "body unreadable or too large", http.StatusRequestEntityTooLarge)
+		return http.StatusRequestEntityTooLarge
+	}
+	// The items are counted before the fault decision: the rate limit
+	// counts them.
+	mp := marksPool.Get().(*[]mark)
+	defer func() {
+		if cap(*mp) <= 1<<16 {
+			*mp = (*mp)[:0]
+			marksPool.Put(mp)
+		}
+	}()
+	matched, unmatched, err := payload.Extract(r.Header.Get, r.Header.Get("Content-Type"), body, func(seq uint64, sent time.Time) {
+		*mp = append(*mp, mark{seq, sent})
+	})
+	if err != nil {
+		s.items.WithLabelValues("bad").Inc()
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return http.StatusBadRequest
+	}
+	items := matched + unmatched
+	d := s.inj.Decide(fault.Request{At: time.Now(), Items: items})
+	if !d.Wait(r.Context()) {
+		return 499
 	}
 	if d.Fail {
-		io.Copy(io.Discard, io.LimitReader(r.Body, s.p.MaxBodyBytes))
 		s.rec.Faulted(items)
 		s.items.WithLabelValues("faulted").Add(float64(items))
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "injected fault: "+d.Reason, d.Status)
 		return d.Status
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, s.p.MaxBodyBytes+1))
-	if err != nil || int64(len(body)) > s.p.MaxBodyBytes {
-		s.items.WithLabelValues("bad").Add(float64(items))
-		http.Error(w, "body unreadable or too large", http.StatusRequestEntityTooLarge)
-		return http.StatusRequestEntityTooLarge
-	}
 	now := time.Now()
-	matched, unmatched, err := payload.Extract(r.Header.Get, r.Header.Get("Content-Type"), body, func(seq uint64, sent time.Time) {
-		s.rec.Arrive(seq, sent, now)
-	})
-	if err != nil {
-		s.items.WithLabelValues("bad").Add(float64(items))
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return http.StatusBadRequest
+	for _, m := range *mp {
+		s.rec.Arrive(m.seq, m.sent, now)
 	}
 	if unmatched > 0 {
 		s.rec.Unmatched(unmatched)
@@ -234,3 +241,12 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) int {
 	w.WriteHeader(http.StatusOK)
 	return http.StatusOK
 }
+
+// mark is an item's sequence number and send time, read from a request
+// before it is decided.
+type mark struct {
+	seq  uint64
+	sent time.Time
+}
+
+var marksPool = sync.Pool{New: func() any { return new([]mark) }}

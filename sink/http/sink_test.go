@@ -149,3 +149,29 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// rate_limit counts the events a request carries, request_rate_limit the
+// requests: against a bucket of 80 events, batches of 40 pass twice and
+// the third is refused; against a bucket of 2 requests, two pass whatever
+// they carry. (The buckets refill slowly, 1 event and 0.01 request a
+// second, so that a loaded machine's pauses change nothing.)
+func TestRateLimitsCountItemsAndRequests(t *testing.T) {
+	s, c := start(t, Params{})
+	g, _ := payload.EventFactory().New(nil, pipebench.Env{})
+	s.SetFaults(pipebench.FaultPolicy{RateLimit: 1, RateLimitBurst: pipebench.Duration(80 * time.Second)}, time.Now())
+	var codes []int
+	for i := 0; i < 3; i++ {
+		codes = append(codes, post(t, s.Endpoint(), g.Next(uint64(1+40*i), 40, time.Now())))
+	}
+	if codes[0] != 200 || codes[1] != 200 || codes[2] != 429 || len(c.seqs) != 80 || c.faulted != 40 {
+		t.Errorf("batches of 40 against a bucket of 80 events: %v, %d arrived, %d faulted", codes, len(c.seqs), c.faulted)
+	}
+	s.SetFaults(pipebench.FaultPolicy{RequestRateLimit: 0.01, RateLimitBurst: pipebench.Duration(200 * time.Second)}, time.Now())
+	codes = nil
+	for i := 0; i < 3; i++ {
+		codes = append(codes, post(t, s.Endpoint(), g.Next(uint64(1000+100*i), 100, time.Now())))
+	}
+	if codes[0] != 200 || codes[1] != 200 || codes[2] != 429 {
+		t.Errorf("batches of 100 against a bucket of 2 requests: %v", codes)
+	}
+}

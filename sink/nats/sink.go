@@ -287,12 +287,14 @@ func (s *Sink) Endpoint() string {
 // Attached is closed once the sink consumes.
 func (s *Sink) Attached() <-chan struct{} { return s.attached }
 
-// SetFaults implements pipebench.FaultSetter: latency and the rate limit
-// slow processing down, failed messages are nak'ed for redelivery (and
-// counted faulted), and outage windows pause the consumer on the server.
+// SetFaults implements pipebench.FaultSetter: latency and the rate limits
+// slow processing down (a slow subscriber: rate_limit in items,
+// request_rate_limit in messages), failed messages are nak'ed for
+// redelivery (and counted faulted), and outage windows pause the consumer
+// on the server.
 func (s *Sink) SetFaults(p pipebench.FaultPolicy, phaseStart time.Time) {
 	q := p
-	q.RateLimit, q.Outages = 0, nil
+	q.RateLimit, q.RequestRateLimit, q.Outages = 0, 0, nil
 	s.inj.Set(q, phaseStart)
 	s.limMu.Lock()
 	s.nextSlot = time.Time{}
@@ -375,14 +377,22 @@ func (s *Sink) pauseLoop() {
 	}
 }
 
-// slow applies the processing rate limit and the injected latency and
-// decides whether the message fails.
-func (s *Sink) slow() fault.Decision {
+// slow applies the processing rate limits to a message of n items (the
+// items limit takes n/rate of the processing time, the message limit
+// 1/rate: the larger decides when the next message may start) and the
+// injected latency, and decides whether the message fails.
+func (s *Sink) slow(n int) fault.Decision {
 	s.mu.Lock()
-	rate := s.policy.RateLimit.PerSecond()
+	items, msgs := s.policy.RateLimit.PerSecond(), s.policy.RequestRateLimit.PerSecond()
 	s.mu.Unlock()
-	if rate > 0 {
-		gap := time.Duration(float64(time.Second) / rate)
+	var gap time.Duration
+	if items > 0 {
+		gap = time.Duration(float64(n) * float64(time.Second) / items)
+	}
+	if msgs > 0 {
+		gap = max(gap, time.Duration(float64(time.Second)/msgs))
+	}
+	if gap > 0 {
 		s.limMu.Lock()
 		now := time.Now()
 		if s.nextSlot.Before(now) {
@@ -395,7 +405,7 @@ func (s *Sink) slow() fault.Decision {
 			time.Sleep(wait)
 		}
 	}
-	d := s.inj.Decide(time.Now())
+	d := s.inj.Decide(fault.Request{At: time.Now(), Items: n})
 	if d.Delay > 0 {
 		time.Sleep(d.Delay)
 	}
@@ -403,9 +413,9 @@ func (s *Sink) slow() fault.Decision {
 }
 
 func (s *Sink) handleJS(m js.Msg) {
-	d := s.slow()
 	h := m.Headers()
 	n := itemCount(h)
+	d := s.slow(n)
 	if d.Fail {
 		s.faulted.Add(int64(n))
 		s.rec.Faulted(n)
@@ -420,8 +430,8 @@ func (s *Sink) handleJS(m js.Msg) {
 }
 
 func (s *Sink) handleCore(m *nats.Msg) {
-	d := s.slow()
 	n := itemCount(m.Header)
+	d := s.slow(n)
 	if d.Fail {
 		s.faulted.Add(int64(n))
 		s.rec.Faulted(n)

@@ -94,12 +94,11 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{s: s, nc: nc, js: j, g: g}
 }
 
-// publish sends events from..to as JetStream messages carrying the
-// generator's sequence headers.
-func (f *fixture) publish(t *testing.T, from, to uint64) {
+// publishBatches sends n messages of per events each, from seq from.
+func (f *fixture) publishBatches(t *testing.T, from uint64, n, per int) {
 	t.Helper()
-	for seq := from; seq <= to; seq++ {
-		b := f.g.Next(seq, 1, time.Now())
+	for i := 0; i < n; i++ {
+		b := f.g.Next(from+uint64(i*per), per, time.Now())
 		m := &nats.Msg{Subject: "events.x", Data: b.Body, Header: nats.Header{}}
 		for _, h := range b.Headers {
 			m.Header.Set(h.Name, h.Value)
@@ -113,6 +112,13 @@ func (f *fixture) publish(t *testing.T, from, to uint64) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("publish acks did not arrive")
 	}
+}
+
+// publish sends events from..to as JetStream messages carrying the
+// generator's sequence headers, one event each.
+func (f *fixture) publish(t *testing.T, from, to uint64) {
+	t.Helper()
+	f.publishBatches(t, from, int(to-from+1), 1)
 }
 
 func (f *fixture) consumer(t *testing.T) *js.ConsumerInfo {
@@ -293,5 +299,35 @@ func TestConfigErrors(t *testing.T) {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("no %s line in:\n%v", key, err)
 		}
+	}
+}
+
+// The slow subscriber's rate_limit counts the events a message carries,
+// request_rate_limit the messages: 10 messages of 50 events take about a
+// second at 500 events/s (not 20 ms, as if each were one), and about half a
+// second at 20 messages/s.
+func TestRateLimitsPaceItemsAndMessages(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		p        pipebench.FaultPolicy
+		min, max time.Duration
+	}{
+		{"items", pipebench.FaultPolicy{RateLimit: 500}, 850 * time.Millisecond, 10 * time.Second},
+		{"messages", pipebench.FaultPolicy{RequestRateLimit: 20}, 420 * time.Millisecond, 10 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			cfg := *DefaultConfig()
+			cfg.URL = f.s.ClientURL()
+			rec := newRecorder()
+			s := startSink(t, cfg, rec)
+			s.SetFaults(c.p, time.Now())
+			start := time.Now()
+			f.publishBatches(t, 1, 10, 50)
+			waitFor(t, "500 arrivals", 20*time.Second, func() bool { return rec.distinct() == 500 })
+			if took := time.Since(start); took < c.min || took > c.max {
+				t.Errorf("10 messages of 50 events took %v, want %v..%v", took, c.min, c.max)
+			}
+		})
 	}
 }

@@ -222,15 +222,8 @@ func grpcPipeline(ctx context.Context) string {
 // pipeline, reported to rec; it returns the HTTP status to fail with, or 0
 // to accept.
 func (s *Sink) admit(ctx context.Context, n int, pipeline string, rec pipebench.Arrivals) int {
-	d := s.inj.DecideFor(time.Now(), pipeline)
-	if d.Delay > 0 {
-		t := time.NewTimer(d.Delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-	}
+	d := s.inj.Decide(fault.Request{At: time.Now(), Items: n, Pipeline: pipeline})
+	d.Wait(ctx)
 	if d.Fail {
 		rec.Faulted(n)
 		s.items.WithLabelValues("faulted").Add(float64(n))

@@ -21,6 +21,7 @@ import (
 	"github.com/pipebench/pipebench"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
+	"github.com/pipebench/pipebench/sut/otelcol"
 )
 
 type arrivals struct {
@@ -105,10 +106,13 @@ func TestSinkReportsEverySpanOnce(t *testing.T) {
 
 const childEnv = "PIPEBENCH_OTLP_SINK_CHILD"
 
+// TestMain lets the test binary be the sink's child (serveChild) and the
+// collector child (collector_test.go), as pipebench is.
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(serveChild())
 	}
+	otelcol.MaybeRunChild()
 	os.Exit(m.Run())
 }
 

@@ -235,16 +235,6 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) int {
 	}
 	*db = plain[:0]
 	*bp = buf[:0]
-	d := s.inj.Decide(time.Now())
-	if d.Delay > 0 {
-		t := time.NewTimer(d.Delay)
-		select {
-		case <-r.Context().Done():
-			t.Stop()
-			return 499
-		case <-t.C:
-		}
-	}
 	decode := promrw.Decode
 	if version == 2 {
 		dec, _ := s.v2.Get().(*promrw.V2Decoder)
@@ -254,11 +244,18 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) int {
 		defer s.v2.Put(dec)
 		decode = dec.Decode
 	}
+	// The samples are counted before the fault decision (the rate limit
+	// counts them), and decoded again, with their sequence numbers, only
+	// when the request is accepted.
+	c, err := decode(plain, nil)
+	if err != nil {
+		return s.refuse(w, http.StatusBadRequest, err.Error())
+	}
+	d := s.inj.Decide(fault.Request{At: time.Now(), Items: c.Samples})
+	if !d.Wait(r.Context()) {
+		return 499
+	}
 	if d.Fail {
-		c, err := decode(plain, nil)
-		if err != nil {
-			return s.refuse(w, http.StatusBadRequest, err.Error())
-		}
 		s.rec.Faulted(c.Samples)
 		s.samples.WithLabelValues("faulted").Add(float64(c.Samples))
 		s.mu.Lock()
@@ -269,7 +266,7 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) int {
 		return d.Status
 	}
 	now := time.Now()
-	c, err := decode(plain, func(seq uint64, sent int64) { s.rec.Arrive(seq, time.UnixMilli(sent), now) })
+	c, err = decode(plain, func(seq uint64, sent int64) { s.rec.Arrive(seq, time.UnixMilli(sent), now) })
 	if err != nil {
 		// Samples matched before the error were reported; Prometheus does
 		// not retry a 400, so they are not sent twice.

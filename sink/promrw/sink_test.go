@@ -128,6 +128,27 @@ func TestFaults(t *testing.T) {
 	}
 }
 
+// rate_limit counts the samples a request carries: against a bucket of
+// 200 samples (refilled at 1 a second), a request of 105 passes and the
+// next is refused; request_rate_limit counts requests.
+func TestRateLimitsCountSamples(t *testing.T) {
+	a := newArrivals()
+	s := start(t, a)
+	s.SetFaults(pipebench.FaultPolicy{RateLimit: 1, RateLimitBurst: pipebench.Duration(200 * time.Second)}, time.Now())
+	first, second := post(t, s.Endpoint(), request(1, 100)), post(t, s.Endpoint(), request(101, 100))
+	if first != http.StatusNoContent || second != http.StatusTooManyRequests || a.faulted != 105 || len(a.seqs) != 100 {
+		t.Errorf("requests of 105 samples against 200: %d then %d, %d faulted, %d matched", first, second, a.faulted, len(a.seqs))
+	}
+	s.SetFaults(pipebench.FaultPolicy{RequestRateLimit: 0.01, RateLimitBurst: pipebench.Duration(300 * time.Second)}, time.Now())
+	codes := map[int]int{}
+	for r := 0; r < 4; r++ {
+		codes[post(t, s.Endpoint(), request(uint64(1000+r*100), 100))]++
+	}
+	if codes[http.StatusNoContent] != 3 || codes[http.StatusTooManyRequests] != 1 {
+		t.Errorf("4 requests against a bucket of 3: %v", codes)
+	}
+}
+
 // Bad input is refused with a status that names the problem; nothing
 // panics, nothing is counted.
 func TestRefusesBadRequests(t *testing.T) {
