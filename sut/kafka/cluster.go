@@ -64,7 +64,7 @@ type Broker struct {
 	Port, ControllerPort int
 	// Dir is its data folder; Config its server.properties.
 	Dir, Config string
-	proc            *childproc.Proc
+	proc        *childproc.Proc
 }
 
 // Addr is the broker's client address, 127.0.0.1:PORT.
@@ -210,20 +210,20 @@ func (c *Cluster) properties(b *Broker, voters string) string {
 	n := len(c.brokers)
 	rf := strconv.Itoa(min(n, 3))
 	props := map[string]string{
-		"process.roles":                            "broker,controller",
-		"node.id":                                  strconv.Itoa(int(b.ID)),
-		"controller.quorum.voters":                 voters,
-		"listeners":                                fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", b.Port, b.ControllerPort),
-		"advertised.listeners":                     fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", b.Port),
-		"listener.security.protocol.map":           "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-		"controller.listener.names":                "CONTROLLER",
-		"inter.broker.listener.name":               "PLAINTEXT",
-		"log.dirs":                                 b.Dir,
-		"offsets.topic.replication.factor":         rf,
-		"offsets.topic.num.partitions":             "8",
-		"transaction.state.log.replication.factor": rf,
-		"transaction.state.log.min.isr":            "1",
-		"transaction.state.log.num.partitions":     "4",
+		"process.roles":                                    "broker,controller",
+		"node.id":                                          strconv.Itoa(int(b.ID)),
+		"controller.quorum.voters":                         voters,
+		"listeners":                                        fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", b.Port, b.ControllerPort),
+		"advertised.listeners":                             fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", b.Port),
+		"listener.security.protocol.map":                   "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"controller.listener.names":                        "CONTROLLER",
+		"inter.broker.listener.name":                       "PLAINTEXT",
+		"log.dirs":                                         b.Dir,
+		"offsets.topic.replication.factor":                 rf,
+		"offsets.topic.num.partitions":                     "8",
+		"transaction.state.log.replication.factor":         rf,
+		"transaction.state.log.min.isr":                    "1",
+		"transaction.state.log.num.partitions":             "4",
 		"share.coordinator.state.topic.replication.factor": rf,
 		"share.coordinator.state.topic.min.isr":            "1",
 		"group.initial.rebalance.delay.ms":                 "0",
