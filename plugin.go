@@ -225,7 +225,8 @@ type Store interface {
 type Env struct {
 	// Target is the endpoint the runner resolved for this component: for
 	// a Driver, the embedded SUT's endpoint (used when the driver's own
-	// configuration names none); for a SUT, the sink's endpoint.
+	// configuration names none); for a SUT, the sink's endpoint; for an
+	// Observer, the embedded SUT's endpoint (empty without one).
 	Target string
 	// Targets are endpoints by protocol ("grpc", "http") when the system
 	// under test (or, without one, the sink) receives on several: a driver
