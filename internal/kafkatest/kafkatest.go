@@ -186,3 +186,21 @@ func (b *Broker) EndOffsets(tb testing.TB, topic string) int64 {
 	})
 	return n
 }
+
+// Need skips the test (fails it with PIPEBENCH_KAFKA_REQUIRED=1) unless
+// Java and the jars are here, for tests that start Kafka themselves (the
+// embedded SUT of a scenario).
+func Need(tb testing.TB) {
+	tb.Helper()
+	_, err := kafka.FindJava("")
+	if err == nil {
+		_, err = kafka.FindLibs("")
+	}
+	if err == nil {
+		return
+	}
+	if os.Getenv(RequiredEnv) == "1" {
+		tb.Fatalf("the Kafka tests are required (%s=1) but cannot run: %v; %s", RequiredEnv, err, enableHint)
+	}
+	tb.Skip(err.Error() + "; " + enableHint)
+}
