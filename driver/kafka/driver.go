@@ -289,7 +289,9 @@ type send struct {
 	p       *producer
 	recs    []kgo.Record
 	hdrs    []kgo.RecordHeader
-	arena   []byte
+	arena   arena
+	keep    []kept // the batch's headers every record carries
+	seqs    []span // each record's sequence number in arena
 	items   [][]byte
 	left    atomic.Int32
 	mu      sync.Mutex
@@ -335,7 +337,7 @@ func (s *send) reset() {
 	s.recs = s.recs[:0]
 	clear(s.hdrs)
 	s.hdrs = s.hdrs[:0]
-	s.arena = s.arena[:0]
+	s.arena, s.keep, s.seqs = s.arena[:0], s.keep[:0], s.seqs[:0]
 	clear(s.items)
 	s.items = s.items[:0]
 	s.worst = pipebench.Outcome{}
@@ -347,7 +349,8 @@ func (s *send) reset() {
 // carries the sequence headers (its own sequence number), the generator's
 // other headers (not a count of 1 nor the content type) and the
 // configured ones. Values are slices of b.Body: the batch outlives its
-// records.
+// records. Header values are copied into one arena reused from send to
+// send (a batch's shared values once), and sliced once it stops growing.
 func (s *send) fill(b *pipebench.Batch) {
 	d := s.d
 	var items [][]byte
@@ -361,21 +364,31 @@ func (s *send) fill(b *pipebench.Batch) {
 	if items != nil {
 		n = len(items)
 	}
-	// Every header value is appended to one arena and sliced after it
-	// stops growing.
-	type span struct{ from, to int }
-	perRec := len(b.Headers) + len(d.extra)
-	spans := make([]span, 0, 2*n)
-	s.arena = s.arena[:0]
-	for i := 0; i < n; i++ {
-		from := len(s.arena)
-		s.arena = strconv.AppendUint(s.arena, b.Seq+uint64(i), 10)
-		spans = append(spans, span{from, len(s.arena)})
+	s.arena, s.keep, s.seqs = s.arena[:0], s.keep[:0], s.seqs[:0]
+	hasSeq := false
+	for j, h := range b.Headers {
+		switch {
+		case h.Name == payload.HeaderCount && (items != nil || h.Value == "1"), laterHeader(b.Headers[j+1:], h.Name):
+		case h.Name == payload.HeaderSeq:
+			hasSeq = true
+		default:
+			from := len(s.arena)
+			s.arena = append(s.arena, h.Value...)
+			s.keep = append(s.keep, kept{name: h.Name, span: span{from, len(s.arena)}})
+		}
+	}
+	if hasSeq {
+		for i := 0; i < n; i++ {
+			from := len(s.arena)
+			s.arena = strconv.AppendUint(s.arena, b.Seq+uint64(i), 10)
+			s.seqs = append(s.seqs, span{from, len(s.arena)})
+		}
 	}
 	if cap(s.recs) < n {
 		s.recs = make([]kgo.Record, n)
 	}
 	s.recs = s.recs[:n]
+	perRec := len(s.keep) + len(d.extra) + 1
 	if cap(s.hdrs) < n*perRec {
 		s.hdrs = make([]kgo.RecordHeader, 0, n*perRec)
 	}
@@ -392,18 +405,11 @@ func (s *send) fill(b *pipebench.Batch) {
 			r.Key = fieldValue(r.Value, d.keyField)
 		}
 		start := len(hdrs)
-		for j, h := range b.Headers {
-			switch {
-			case h.Name == payload.HeaderCount && (items != nil || h.Value == "1"):
-				continue
-			case laterHeader(b.Headers[j+1:], h.Name):
-				continue
-			case h.Name == payload.HeaderSeq:
-				sp := spans[i]
-				hdrs = append(hdrs, kgo.RecordHeader{Key: h.Name, Value: s.arena[sp.from:sp.to:sp.to]})
-			default:
-				hdrs = append(hdrs, kgo.RecordHeader{Key: h.Name, Value: stringBytes(h.Value)})
-			}
+		if hasSeq {
+			hdrs = append(hdrs, kgo.RecordHeader{Key: payload.HeaderSeq, Value: s.arena.slice(s.seqs[i])})
+		}
+		for _, k := range s.keep {
+			hdrs = append(hdrs, kgo.RecordHeader{Key: k.name, Value: s.arena.slice(k.span)})
 		}
 		hdrs = append(hdrs, d.extra...)
 		r.Headers = hdrs[start:len(hdrs):len(hdrs)]
@@ -411,8 +417,18 @@ func (s *send) fill(b *pipebench.Batch) {
 	s.hdrs = hdrs
 }
 
-// stringBytes is s as a byte slice the producer only reads.
-func stringBytes(s string) []byte { return []byte(s) }
+// arena holds header values; span is one of them.
+type (
+	arena []byte
+	span  struct{ from, to int }
+	kept  struct {
+		name string
+		span span
+	}
+)
+
+// slice is the value at sp, capped so that no append can reach the next.
+func (a arena) slice(sp span) []byte { return a[sp.from:sp.to:sp.to] }
 
 func laterHeader(hs []pipebench.Header, name string) bool {
 	for _, h := range hs {

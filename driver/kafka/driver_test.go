@@ -91,7 +91,7 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(func() { px.Set(kafkatest.Pass) })
 			return drivertest.Receiver{
 				Target:   px.Addr() + "#" + topic,
-				Slow:     3 * time.Second,
+				Slow:     5 * time.Second,
 				Received: func() int64 { return b.EndOffsets(t, topic) },
 				Close:    px.Close,
 				Set: func(a drivertest.Answer) {
@@ -116,7 +116,7 @@ func TestConformance(t *testing.T) {
 				topic = "events"
 			}
 			cfg := config(addr, topic)
-			cfg.Timeout = pipebench.Duration(1200 * time.Millisecond)
+			cfg.Timeout = pipebench.Duration(2500 * time.Millisecond)
 			d, err := New(cfg, "")
 			if err != nil {
 				t.Fatal(err)

@@ -98,25 +98,31 @@ func (t TLS) config() (*tls.Config, error) {
 		return nil, nil
 	}
 	c := &tls.Config{ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
+	var err error
 	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls.ca_file: %s holds no PEM certificate", t.CAFile)
-		}
-		c.RootCAs = pool
+		c.RootCAs, err = roots(t.CAFile)
 	}
-	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err == nil && t.CertFile != "" {
+		var pair tls.Certificate
+		pair, err = tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		c.Certificates = []tls.Certificate{pair}
 		if err != nil {
-			return nil, fmt.Errorf("tls.cert_file/key_file: %w", err)
+			err = fmt.Errorf("tls.cert_file, tls.key_file: %w", err)
 		}
-		c.Certificates = []tls.Certificate{cert}
 	}
-	return c, nil
+	return c, err
+}
+
+// roots reads the PEM certificates of the CA file at path.
+func roots(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tls.ca_file: %w", err)
+	}
+	if pool := x509.NewCertPool(); pool.AppendCertsFromPEM(pem) {
+		return pool, nil
+	}
+	return nil, fmt.Errorf("tls.ca_file: %s holds no PEM certificate", path)
 }
 
 // Opts are the franz-go options that connect to the brokers at bootstrap

@@ -134,10 +134,10 @@ type Sink struct {
 	topic    string
 	attached chan struct{}
 	policy   pipebench.FaultPolicy
-	phase    time.Time
-	paused   bool // fetching is paused (by Pause or an outage)
-	outage   bool // by the outage schedule
-	stop     chan struct{}
+	paused   bool          // fetching is paused (by Pause or an outage)
+	outages  int           // outage windows on now
+	timers   []*time.Timer // at the edges of the phase's outage windows
+	gen      int           // counts SetFaults: a timer of an earlier phase does nothing
 	cancel   context.CancelFunc
 	loopWG   sync.WaitGroup
 	shutOnce sync.Once
@@ -164,8 +164,8 @@ var (
 
 // New returns a sink that is not started.
 func New(cfg Config) *Sink {
-	return &Sink{cfg: cfg, inj: fault.New(1), attached: make(chan struct{}), stop: make(chan struct{}),
-		topic: cfg.Topic, phase: time.Now(), last: map[orderKey]uint64{}}
+	return &Sink{cfg: cfg, inj: fault.New(1), attached: make(chan struct{}),
+		topic: cfg.Topic, last: map[orderKey]uint64{}}
 }
 
 // Start begins consuming, or, without a bootstrap, listens for the SUT to
@@ -176,8 +176,6 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 	}
 	s.rec = rec
 	s.ord, _ = rec.(pipebench.OrderedArrivals)
-	s.loopWG.Add(1)
-	go s.pauseLoop()
 	if s.cfg.Bootstrap != "" {
 		return s.Attach(ctx, s.cfg.Bootstrap, "")
 	}
@@ -251,6 +249,9 @@ func (s *Sink) Attach(ctx context.Context, bootstrap, topic string) error {
 		cl.Close()
 		return fmt.Errorf("the kafka sink cannot reach the brokers at %s: %w", bootstrap, err)
 	}
+	if s.paused {
+		cl.PauseFetchTopics(s.topic)
+	}
 	lctx, lcancel := context.WithCancel(context.Background())
 	s.cl, s.cancel = cl, lcancel
 	s.loopWG.Add(1)
@@ -276,14 +277,34 @@ func (s *Sink) Attached() <-chan struct{} { return s.attached }
 
 // SetFaults implements pipebench.FaultSetter: latency and the rate limit
 // slow processing down, failed records are processed again after
-// nak_delay (and counted faulted), and outage windows pause fetching.
+// nak_delay (and counted faulted), and outage windows pause fetching: a
+// timer at each edge of each window (a paused consumer is resumed when the
+// next phase begins).
 func (s *Sink) SetFaults(p pipebench.FaultPolicy, phaseStart time.Time) {
 	q := p
 	q.RateLimit, q.Outages = 0, nil
 	s.inj.Set(q, phaseStart)
 	s.mu.Lock()
-	s.policy, s.phase = p, phaseStart
+	for _, t := range s.timers {
+		t.Stop()
+	}
+	s.timers = s.timers[:0]
+	s.gen++
+	gen, wasOn := s.gen, s.outages > 0
+	s.outages = 0
+	s.policy = p
+	now := time.Now()
+	for _, w := range p.Outages {
+		from := phaseStart.Add(w.Start.D())
+		to := from.Add(w.Duration.D())
+		s.timers = append(s.timers,
+			time.AfterFunc(max(from.Sub(now), 0), func() { s.outageEdge(gen, 1) }),
+			time.AfterFunc(max(to.Sub(now), 0), func() { s.outageEdge(gen, -1) }))
+	}
 	s.mu.Unlock()
+	if wasOn {
+		s.setPaused(false)
+	}
 }
 
 // Delivered counts the items processed.
@@ -308,6 +329,7 @@ func (s *Sink) setPaused(pause bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cl == nil {
+		s.paused = pause // applied once the sink attaches
 		return errors.New("pause and resume need a kafka sink that is consuming")
 	}
 	if pause {
@@ -319,37 +341,18 @@ func (s *Sink) setPaused(pause bool) error {
 	return nil
 }
 
-// pauseLoop pauses and resumes fetching at the edges of the current
-// phase's outage windows.
-func (s *Sink) pauseLoop() {
-	defer s.loopWG.Done()
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case now := <-t.C:
-			s.mu.Lock()
-			p, start, outage, ready := s.policy, s.phase, s.outage, s.cl != nil
-			s.mu.Unlock()
-			if !ready || len(p.Outages) == 0 && !outage {
-				continue
-			}
-			in := false
-			el := now.Sub(start)
-			for _, w := range p.Outages {
-				if el >= w.Start.D() && el < w.Start.D()+w.Duration.D() {
-					in = true
-				}
-			}
-			if in != outage && s.setPaused(in) == nil {
-				s.mu.Lock()
-				s.outage = in
-				s.mu.Unlock()
-			}
-		}
+// outageEdge is a timer's call at an edge of an outage window: entering
+// one (+1) or leaving it (-1). Fetching is paused while any window is on.
+func (s *Sink) outageEdge(gen int, delta int) {
+	s.mu.Lock()
+	if gen != s.gen {
+		s.mu.Unlock()
+		return // a timer of an earlier phase's
 	}
+	s.outages += delta
+	on := s.outages > 0
+	s.mu.Unlock()
+	s.setPaused(on)
 }
 
 // poll consumes until ctx ends, one record at a time in fetch order.
@@ -483,8 +486,11 @@ func (s *Sink) Shutdown(ctx context.Context) error {
 }
 
 func (s *Sink) shutdown(ctx context.Context) error {
-	close(s.stop)
 	s.mu.Lock()
+	for _, t := range s.timers {
+		t.Stop()
+	}
+	s.gen++
 	cl, cancel := s.cl, s.cancel
 	s.mu.Unlock()
 	if cancel != nil {

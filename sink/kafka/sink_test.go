@@ -165,6 +165,15 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 60*time.Second, func() bool { return arr.Delivered() == 80 }, "80 delivered after the resume (has %d)", arr.Delivered())
+	// A phase's outage window pauses the consumer from its start to its
+	// end.
+	s.SetFaults(pipebench.FaultPolicy{Outages: []pipebench.Window{{Start: 0, Duration: pipebench.Duration(2 * time.Second)}}}, time.Now())
+	began = time.Now()
+	p.send(0, seqs(81, 90)...)
+	testutil.Eventually(t, 60*time.Second, func() bool { return arr.Delivered() == 90 }, "90 delivered after the outage (has %d)", arr.Delivered())
+	if el := time.Since(began); el < 1500*time.Millisecond {
+		t.Errorf("records sent in a 2 s outage were consumed after %v", el)
+	}
 }
 
 func TestValidate(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/pipebench/pipebench/internal/kafkaclient"
 )
 
 // metadata asks the cluster for its brokers (no topics).
@@ -45,7 +47,7 @@ func CreateTopics(ctx context.Context, bootstrap string, brokers int, topics []T
 	if len(topics) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitAddrs(bootstrap)...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaclient.SplitAddrs(bootstrap)...))
 	if err != nil {
 		return err
 	}

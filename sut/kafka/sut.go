@@ -27,6 +27,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/kafkaattach"
+	"github.com/pipebench/pipebench/internal/kafkaclient"
 )
 
 // Config configures the embedded Kafka.
@@ -69,7 +70,7 @@ func (c *Config) Validate() error {
 	seen := map[string]bool{}
 	for i, t := range c.Topics {
 		key := "topics[" + strconv.Itoa(i) + "]"
-		if !validTopic(t.Name) {
+		if !kafkaclient.ValidTopic(t.Name) {
 			errs = append(errs, fmt.Errorf("%s.name: %q is not a topic name (letters, digits, '.', '_', '-', at most 249)", key, t.Name))
 		}
 		if seen[t.Name] {
@@ -103,18 +104,6 @@ func validHeap(h string) bool {
 	}
 	n, err := strconv.Atoi(h[:len(h)-1])
 	return err == nil && n > 0 && strings.ContainsRune("mMgG", rune(h[len(h)-1]))
-}
-
-func validTopic(s string) bool {
-	if s == "" || len(s) > 249 || s == "." || s == ".." {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // Factory returns the factory of the "kafka" SUT.
@@ -207,15 +196,4 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	return s.cluster.Stop(ctx)
-}
-
-// splitAddrs splits a comma-separated list of host:port.
-func splitAddrs(s string) []string {
-	var out []string
-	for _, a := range strings.Split(s, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
 }
