@@ -7,6 +7,7 @@
 #
 #   bench/kafka.sh                     # REPS=2 pairs of 1,000,000 records of 1 KiB
 #   REPS=3 MSGS=2000000 SIZE=512 bench/kafka.sh
+#   REPS=0 RATE=20000 bench/kafka.sh   # the checks alone
 #
 # Broker: one Apache Kafka (KRaft) from the jars in $PIPEBENCH_KAFKA_LIBS
 # (or .cache/kafka-libs; .ci/run fetches them), 1 GiB heap, its data in a
@@ -131,7 +132,7 @@ for rep in $(seq "$REPS"); do
 		measure "pipebench-r$rep" "$PB" run "$HERE/kafka-rate.yaml" --no-store --quiet --out "$WORK/pipebench-r$rep.json"
 done
 median() { grep "^$1 " "$RESULTS" | awk '{print $2}' | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-awk -v p="$(median pipebench)" -v q="$(median perf-test)" \
+[ "$REPS" -gt 0 ] && awk -v p="$(median pipebench)" -v q="$(median perf-test)" \
 	'BEGIN {printf "median pipebench %.0f msgs/s, kafka-producer-perf-test %.0f msgs/s: ratio %.2fx\n", p, q, p / q}'
 
 kpi() { jq -r --arg n "$2" '[.total.kpis[] | select(.name == $n) | .value] | first // "-"' "$1"; }

@@ -298,6 +298,73 @@ func TestMessageTooLarge(t *testing.T) {
 	}
 }
 
+// A producer the broker throttles for its client id's byte-rate quota
+// fills its buffer; the sends it cannot take then are refused as
+// "throttled" (backpressure), and every record it took is delivered.
+func TestQuotaThrottleIsRefused(t *testing.T) {
+	b := kafkatest.Get(t)
+	topic := b.Topic(t, "quota", 1, 1, nil)
+	cfg := config(b.Bootstrap(), topic)
+	cfg.ClientID, cfg.MaxBuffered, cfg.Timeout = "pipebench-"+topic, 12, pipebench.Duration(60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	id := cfg.ClientID
+	resp, err := b.Admin(t).AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &id}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 10240}},
+	}})
+	if err != nil || len(resp) != 1 || resp[0].Err != nil {
+		t.Fatalf("set the quota: %v %+v", err, resp)
+	}
+	d := newDriver(t, cfg)
+	g := newGen(t, nil)
+	var mu sync.Mutex
+	var ok, throttled int
+	var other []pipebench.Outcome
+	var wg sync.WaitGroup
+	seq := uint64(1)
+	burst := func(n int) {
+		for i := 0; i < n; i++ {
+			bt := g.Next(seq, 1, time.Now())
+			seq++
+			bt.Body = make([]byte, 10240)
+			wg.Add(1)
+			d.SendAsync(ctx, &bt, func(_ time.Time, o pipebench.Outcome) {
+				mu.Lock()
+				switch {
+				case o.Class == pipebench.ClassOK:
+					ok++
+				case o.Class == pipebench.ClassRefused && o.Detail == "throttled":
+					throttled++
+				default:
+					other = append(other, o)
+				}
+				mu.Unlock()
+				wg.Done()
+			})
+		}
+	}
+	// 12 records of 10 KiB at once against 10 KiB/s (the broker measures
+	// over 10 s or more): it throttles the client for about 2 s after
+	// them; the sends past the buffer of 12 made after it said so are
+	// refused as throttled, those before it as buffer full.
+	burst(24)
+	testutil.Eventually(t, 30*time.Second, func() bool { return d.clients[0].hooks.throttled.Load() > 0 }, "the broker throttles the producer")
+	burst(24)
+	wg.Wait()
+	for _, o := range other {
+		if o.Class != pipebench.ClassRefused || o.Detail != "buffer full" {
+			t.Errorf("a send neither accepted nor refused for the buffer: %+v", o)
+		}
+	}
+	if throttled == 0 || ok < 12 {
+		t.Fatalf("ok %d, throttled %d, refused before the throttle was known %d: want sends refused as throttled", ok, throttled, len(other))
+	}
+	if n := b.EndOffsets(t, topic); n != int64(ok) {
+		t.Errorf("the topic holds %d records, %d were acknowledged", n, ok)
+	}
+}
+
 // Many producers are opened at Start and each holds its connection.
 func TestConnections(t *testing.T) {
 	b := kafkatest.Get(t)

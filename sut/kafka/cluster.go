@@ -363,6 +363,22 @@ func (c *Cluster) Kill(id int32) error {
 	return fmt.Errorf("no broker %d", id)
 }
 
+// Restart starts broker id again (after Kill) on its ports and data, and
+// returns once the cluster's metadata names every broker again.
+func (c *Cluster) Restart(ctx context.Context, id int32) error {
+	for _, b := range c.Brokers() {
+		if b.ID != id {
+			continue
+		}
+		b.proc.Kill()
+		if err := c.startBroker(b, filepath.Join(c.base, "log4j2.properties")); err != nil {
+			return err
+		}
+		return b.proc.WaitReady(ctx, c.p.StartTimeout, func() bool { return c.answers(b) })
+	}
+	return fmt.Errorf("no broker %d", id)
+}
+
 // Stop ends every broker (SIGTERM, then SIGKILL past ctx or 15 s) and
 // removes the data folder.
 func (c *Cluster) Stop(ctx context.Context) error {

@@ -79,6 +79,11 @@ func TestThreeBrokers(t *testing.T) {
 	if err := b.Cluster.Kill(3); err != nil {
 		t.Fatal(err)
 	}
+	defer func() {
+		if err := b.Cluster.Restart(context.Background(), 3); err != nil {
+			t.Errorf("restart broker 3: %v", err)
+		}
+	}()
 	testutil.Eventually(t, 60*time.Second, func() bool { u, n := health(); return u == 3 && n == 2 },
 		"the observer reports the 3 partitions under-replicated and 2 brokers")
 	var last pipebench.Outcome
