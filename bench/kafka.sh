@@ -31,7 +31,8 @@
 #   rate:  RATE (50,000/s) of SIZE_E2E (1 KiB) for 20 s: achieved/target,
 #          produced = consumed, end-to-end latency over every record, CPU.
 #   conns: 1,000 producers (each its own client and connections) at
-#          1,000/s for 20 s: peak RSS.
+#          1,000/s for 20 s: peak RSS; conns-p the same without the
+#          consumer (bench/kafka-rate.yaml), the producers' own footprint.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -136,12 +137,11 @@ median() { grep "^$1 " "$RESULTS" | awk '{print $2}' | sort -g | awk '{a[NR] = $
 	'BEGIN {printf "median pipebench %.0f msgs/s, kafka-producer-perf-test %.0f msgs/s: ratio %.2fx\n", p, q, p / q}'
 
 kpi() { jq -r --arg n "$2" '[.total.kpis[] | select(.name == $n) | .value] | first // "-"' "$1"; }
-phase() { jq -r --arg n "$2" '[.phases[] | select(.name == "hold") | .kpis[] | select(.name == $n) | .value] | first // "-"' "$1"; }
+phase() { jq -r --arg n "$2" '[.phases[] | select(.name == "hold" or .name == "load") | .kpis[] | select(.name == $n) | .value] | first // "-"' "$1"; }
 check() {
-	local name=$1 out=$WORK/$1.json
-	shift
+	local name=$1 out=$WORK/$1.json scenario=${2:-kafka-e2e}
 	/usr/bin/time -f '%U %S %M %e' -o "$WORK/$name.time" taskset -c 0 timeout 600 \
-		"$PB" run "$HERE/kafka-e2e.yaml" --no-store --quiet --out "$out" >"$WORK/$name.log" 2>&1 || true
+		"$PB" run "$HERE/$scenario.yaml" --no-store --quiet --out "$out" >"$WORK/$name.log" 2>&1 || true
 	[ -s "$out" ] || { echo "$name: no result, see $WORK/$name.log" >&2; return; }
 	read -r user sys rss wall < <(tail -1 "$WORK/$name.time")
 	awk -v n="$name" -v t="$(phase "$out" target_rate)" -v a="$(phase "$out" sent_rate)" -v s="$(kpi "$out" accepted)" -v d="$(kpi "$out" delivered)" \
@@ -155,4 +155,6 @@ topic e2e
 PIPEBENCH_TOPIC=e2e PIPEBENCH_GROUP=e2e PIPEBENCH_RATE=$RATE PIPEBENCH_SIZE=$SIZE_E2E PIPEBENCH_BATCH=$((RATE / 1000 > 1 ? RATE / 1000 : 1)) check rate
 topic conns
 PIPEBENCH_TOPIC=conns PIPEBENCH_GROUP=conns PIPEBENCH_RATE=1000 PIPEBENCH_SIZE=256 PIPEBENCH_BATCH=1 PIPEBENCH_CONNECTIONS=$CONNS check conns
+# The same producers without the consumer: the driver's own footprint.
+PIPEBENCH_TOPIC=conns PIPEBENCH_RATE=1000 PIPEBENCH_DURATION=20s PIPEBENCH_SIZE=256 PIPEBENCH_BATCH=1 PIPEBENCH_CONNECTIONS=$CONNS check conns-p kafka-rate
 echo "machine load average $(cut -d' ' -f1-3 /proc/loadavg) at the end (logs and results in $WORK)"

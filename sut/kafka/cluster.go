@@ -43,6 +43,10 @@ type ClusterParams struct {
 	// JVMOpts are further options of the brokers' JVMs (tests start
 	// faster with -XX:TieredStopAtLevel=1).
 	JVMOpts []string
+	// ClientOpts are franz-go options the cluster's own readiness checks
+	// connect with (a SASL mechanism, when Props make the client listener
+	// authenticate).
+	ClientOpts []kgo.Opt
 }
 
 // Cluster is Apache Kafka brokers in KRaft mode, each a child JVM bound
@@ -304,7 +308,7 @@ func (c *Cluster) answers(b *Broker) bool {
 		return false
 	}
 	conn.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DialTimeout(time.Second), kgo.RequestRetries(0))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr()), kgo.DialTimeout(time.Second), kgo.RequestRetries(0)}, c.p.ClientOpts...)...)
 	if err != nil {
 		return false
 	}
