@@ -206,29 +206,50 @@ func (s *Sink) handleAttach(w http.ResponseWriter, r *http.Request) {
 }
 
 // Attach joins the group on the brokers at bootstrap and starts consuming
-// topic (the configured one wins; topic is used when none is). It is
-// called by Start with a configured bootstrap, or when the SUT posts to
-// Endpoint; a second call is an error.
+// topic (the configured one wins; topic is used when none is). It returns
+// once the group has assigned the sink its partitions (at most 30 s), so
+// that the load the runner starts next is read from its first record
+// rather than after the group's join. It is called by Start with a
+// configured bootstrap, or when the SUT posts to Endpoint; a second call
+// is an error.
 func (s *Sink) Attach(ctx context.Context, bootstrap, topic string) error {
+	assigned, err := s.attach(ctx, bootstrap, topic)
+	if err != nil {
+		return err
+	}
+	t := time.NewTimer(30 * time.Second)
+	defer t.Stop()
+	select {
+	case <-assigned:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	close(s.attached)
+	return nil
+}
+
+func (s *Sink) attach(ctx context.Context, bootstrap, topic string) (<-chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cl != nil {
-		return errors.New("the kafka sink is already consuming")
+		return nil, errors.New("the kafka sink is already consuming")
 	}
 	if s.topic == "" {
 		s.topic = topic
 	}
 	if s.topic == "" {
-		return errors.New("the kafka sink has no topic: set sink.topic")
+		return nil, errors.New("the kafka sink has no topic: set sink.topic")
 	}
 	opts, err := kafkaclient.Opts(bootstrap, s.cfg.ClientID, s.cfg.SASL, s.cfg.TLS)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	reset := kgo.NewOffset().AtStart()
 	if s.cfg.Start == "latest" {
 		reset = kgo.NewOffset().AtEnd()
 	}
+	assigned := make(chan struct{})
+	var once sync.Once
 	opts = append(opts,
 		kgo.ConsumerGroup(s.cfg.Group),
 		kgo.ConsumeTopics(s.topic),
@@ -237,17 +258,18 @@ func (s *Sink) Attach(ctx context.Context, bootstrap, topic string) error {
 		kgo.AutoCommitMarks(),
 		kgo.AutoCommitInterval(s.cfg.CommitInterval.D()),
 		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { once.Do(func() { close(assigned) }) }),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return fmt.Errorf("the kafka sink: %w", err)
+		return nil, fmt.Errorf("the kafka sink: %w", err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	err = cl.Ping(pctx)
 	cancel()
 	if err != nil {
 		cl.Close()
-		return fmt.Errorf("the kafka sink cannot reach the brokers at %s: %w", bootstrap, err)
+		return nil, fmt.Errorf("the kafka sink cannot reach the brokers at %s: %w", bootstrap, err)
 	}
 	if s.paused {
 		cl.PauseFetchTopics(s.topic)
@@ -256,8 +278,7 @@ func (s *Sink) Attach(ctx context.Context, bootstrap, topic string) error {
 	s.cl, s.cancel = cl, lcancel
 	s.loopWG.Add(1)
 	go s.poll(lctx)
-	close(s.attached)
-	return nil
+	return assigned, nil
 }
 
 // Endpoint is the bootstrap list when configured, else the loopback
