@@ -425,9 +425,13 @@ func (s *Sink) limit(ctx context.Context) {
 		s.nextSlot = time.Time{}
 		return
 	}
+	// Slots missed by less than slack are still owed: a sleep lasts
+	// about a millisecond at the least, and at thousands a second the
+	// consumer would otherwise fall short of its limit.
+	const slack = 50 * time.Millisecond
 	now := time.Now()
-	if s.nextSlot.Before(now) {
-		s.nextSlot = now
+	if s.nextSlot.Before(now.Add(-slack)) {
+		s.nextSlot = now.Add(-slack)
 	}
 	wait := s.nextSlot.Sub(now)
 	s.nextSlot = s.nextSlot.Add(time.Duration(float64(time.Second) / rate))
