@@ -70,6 +70,16 @@ type Arrivals interface {
 	Unmatched(n int)
 }
 
+// OrderedArrivals is the optional ability of an Arrivals to take a sink's
+// own judgement of order: a sink whose transport keeps order only within a
+// part of the stream (a Kafka partition, per producer) tells whether an
+// item came after a later one of the same part, so that items of different
+// parts interleaving, as they do by design, are not counted as reordered.
+// ArriveOrdered otherwise counts as Arrive does.
+type OrderedArrivals interface {
+	ArriveOrdered(seq uint64, sent, at time.Time, reordered bool)
+}
+
 // PipelineArrivals is the optional ability of an Arrivals to keep the
 // accounts of each pipeline of the system under test apart: a sink that
 // tells pipelines apart (by PipelineHeader) reports a request's items to
@@ -231,7 +241,8 @@ type Store interface {
 type Env struct {
 	// Target is the endpoint the runner resolved for this component: for
 	// a Driver, the embedded SUT's endpoint (used when the driver's own
-	// configuration names none); for a SUT, the sink's endpoint.
+	// configuration names none); for a SUT, the sink's endpoint; for an
+	// Observer, the embedded SUT's endpoint (empty without one).
 	Target string
 	// Targets are endpoints by protocol ("grpc", "http") when the system
 	// under test (or, without one, the sink) receives on several: a driver

@@ -16,12 +16,14 @@ import (
 	"github.com/pipebench/pipebench"
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
+	kafkadriver "github.com/pipebench/pipebench/driver/kafka"
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
 	promrwdriver "github.com/pipebench/pipebench/driver/promrw"
 	promscrapedriver "github.com/pipebench/pipebench/driver/promscrape"
 	"github.com/pipebench/pipebench/observer/effect"
 	effectkube "github.com/pipebench/pipebench/observer/effect-kube"
+	kafkaobs "github.com/pipebench/pipebench/observer/kafka"
 	natsobs "github.com/pipebench/pipebench/observer/nats"
 	procobs "github.com/pipebench/pipebench/observer/process"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
@@ -38,12 +40,14 @@ import (
 	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/report/text"
 	httpsink "github.com/pipebench/pipebench/sink/http"
+	kafkasink "github.com/pipebench/pipebench/sink/kafka"
 	natssink "github.com/pipebench/pipebench/sink/nats"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
 	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 	"github.com/pipebench/pipebench/sut/eventproxy"
 	"github.com/pipebench/pipebench/sut/healthevents"
 	"github.com/pipebench/pipebench/sut/jetstream"
+	"github.com/pipebench/pipebench/sut/kafka"
 	"github.com/pipebench/pipebench/sut/otelcol"
 	"github.com/pipebench/pipebench/sut/promagent"
 	"github.com/pipebench/pipebench/sut/relay"
@@ -71,11 +75,13 @@ func Registry() (*pipebench.Registry, error) {
 		reg.Drivers.Register(grpcdriver.Factory()),
 		reg.Drivers.Register(promrwdriver.Factory()),
 		reg.Drivers.Register(promscrapedriver.Factory()),
+		reg.Drivers.Register(kafkadriver.Factory()),
 
 		reg.Sinks.Register(httpsink.Factory()),
 		reg.Sinks.Register(otlpsink.Factory()),
 		reg.Sinks.Register(natssink.Factory()),
 		reg.Sinks.Register(promrwsink.Factory()),
+		reg.Sinks.Register(kafkasink.Factory()),
 
 		reg.SUTs.Register(relay.Factory()),
 		reg.SUTs.Register(otelcol.Factory()),
@@ -83,6 +89,7 @@ func Registry() (*pipebench.Registry, error) {
 		reg.SUTs.Register(eventproxy.Factory()),
 		reg.SUTs.Register(healthevents.Factory()),
 		reg.SUTs.Register(promagent.Factory()),
+		reg.SUTs.Register(kafka.Factory()),
 
 		reg.Observers.Register(promobs.Factory()),
 		reg.Observers.Register(procobs.Factory()),
@@ -91,6 +98,7 @@ func Registry() (*pipebench.Registry, error) {
 		reg.Observers.Register(effect.Factory()),
 		reg.Observers.Register(effect.PostgresFactory()),
 		reg.Observers.Register(effectkube.Factory()),
+		reg.Observers.Register(kafkaobs.Factory()),
 
 		reg.Reporters.Register(reporter("text", "the terminal KPI table", text.New(text.Options{}))),
 		reg.Reporters.Register(reporter("md", "markdown tables in the reference reports' shape", markdown.New(markdown.Options{}))),

@@ -305,7 +305,10 @@ type arrivalPhase struct {
 	last       time.Time
 }
 
-var _ pipebench.Arrivals = (*Arrivals)(nil)
+var (
+	_ pipebench.Arrivals        = (*Arrivals)(nil)
+	_ pipebench.OrderedArrivals = (*Arrivals)(nil)
+)
 
 // NewArrivals returns an arrival recorder for n phases; live, if not nil,
 // gets each phase's Delivered counter updated.
@@ -362,8 +365,28 @@ func (a *Arrivals) Accept(seq uint64, n int) {
 	a.mu.Unlock()
 }
 
-// Arrive implements pipebench.Arrivals.
-func (a *Arrivals) Arrive(seq uint64, sent, at time.Time) {
+// Arrive implements pipebench.Arrivals: an item that arrives after one
+// with a higher sequence number counts as reordered.
+func (a *Arrivals) Arrive(seq uint64, sent, at time.Time) { a.arrive(seq, sent, at, orderBySeq) }
+
+// ArriveOrdered implements pipebench.OrderedArrivals: the sink says
+// whether the item is reordered.
+func (a *Arrivals) ArriveOrdered(seq uint64, sent, at time.Time, reordered bool) {
+	o := inOrder
+	if reordered {
+		o = outOfOrder
+	}
+	a.arrive(seq, sent, at, o)
+}
+
+// How an arrival's order is judged.
+const (
+	orderBySeq = iota // against the highest sequence number arrived
+	inOrder           // the sink says it is in order
+	outOfOrder        // the sink says it is reordered
+)
+
+func (a *Arrivals) arrive(seq uint64, sent, at time.Time, order int) {
 	a.mu.Lock()
 	i := a.phaseOf(seq)
 	p := a.phases[i]
@@ -373,11 +396,10 @@ func (a *Arrivals) Arrive(seq uint64, sent, at time.Time) {
 		return
 	}
 	p.delivered++
-	if seq < a.maxSeq {
+	if seq < a.maxSeq && order == orderBySeq || order == outOfOrder {
 		p.reordered++
-	} else {
-		a.maxSeq = seq
 	}
+	a.maxSeq = max(a.maxSeq, seq)
 	p.e2e.RecordValue(micros(at.Sub(sent)))
 	if at.After(p.last) {
 		p.last = at

@@ -310,6 +310,9 @@ func (r *run) setup(ctx context.Context) error {
 	oenv := env
 	if r.c.sut != nil {
 		oenv.Instances = r.c.sut.Instances()
+		// An observer that speaks the system's own protocol (the kafka
+		// observer's admin API) finds it where the driver does.
+		oenv.Target, oenv.Targets = target.Target, target.Targets
 	}
 	for _, o := range r.plan.Observers {
 		obs, err := build(reg.Observers, o, oenv, "observer")

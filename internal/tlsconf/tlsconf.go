@@ -22,7 +22,8 @@ type Client struct {
 	// CertFile and KeyFile are the client's certificate and key (PEM),
 	// for servers that ask for one; both or neither.
 	CertFile string `yaml:"cert_file" json:"cert_file,omitempty"`
-	KeyFile  string `yaml:"key_file" json:"key_file,omitempty"`
+	// KeyFile is the key of CertFile (PEM).
+	KeyFile string `yaml:"key_file" json:"key_file,omitempty"`
 	// ServerName is the name the server's certificate must carry; empty
 	// means the target's host.
 	ServerName string `yaml:"server_name" json:"server_name,omitempty"`
