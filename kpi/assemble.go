@@ -71,6 +71,9 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 		res.Drain = &d
 	}
 	reasons = append(reasons, reached(total)...)
+	if len(res.Phases) > 0 {
+		reasons = append(reasons, Restarts(rec.Series, res.Phases[0].Started, rec.ObservedUntil)...)
+	}
 	res.Thresholds = EvalThresholds(rec.Plan, res.Phases)
 	res.Detections = DetectAll(res)
 	res.Summary = append(Summary(res), Capacity(res)...)
