@@ -13,7 +13,9 @@ import (
 // the run, does not.
 func TestRestartsDuringTheRun(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	at := func(s int, v float64) pipebench.TimeValue { return pipebench.TimeValue{T: t0.Add(time.Duration(s) * time.Second), V: v} }
+	at := func(s int, v float64) pipebench.TimeValue {
+		return pipebench.TimeValue{T: t0.Add(time.Duration(s) * time.Second), V: v}
+	}
 	series := []pipebench.Series{
 		{Name: "database_restarts", Points: []pipebench.TimeValue{at(-5, 1), at(0, 1), at(10, 1), at(31, 2), at(40, 3)}},
 		{Name: "apiserver_restarts", Points: []pipebench.TimeValue{at(0, 0), at(40, 0)}},
