@@ -162,10 +162,15 @@ func (a *app) planSuite(ref string, f suiteFlags) (*suite.Suite, []pipebench.Pla
 			return nil, nil, fmt.Errorf("%s: %w", where, err)
 		}
 		if e.Case != "" {
-			plan.Case = e.Case
+			plan.Case = suite.CaseName(e.Case, plan)
 		}
 		if plan.Case == "" {
 			plan.Case = plan.Scenario
+		}
+		if prev, dup := caseAt[plan.Case]; dup && s.Entries[prev].Scenario == e.Scenario && e.Case != plan.Case {
+			// --duration made two entries one case ("... {load}"): run it once.
+			fmt.Fprintf(a.stderr, "%s: case %q runs once (scenarios[%d] is the same at this duration)\n", where, plan.Case, prev)
+			continue
 		}
 		if prev, dup := caseAt[plan.Case]; dup {
 			return nil, nil, pipebench.UsageError(fmt.Sprintf("%s: case %q is also the case of scenarios[%d]", where, plan.Case, prev),
@@ -209,12 +214,15 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 		level = slog.LevelInfo
 	}
 	logger := slog.New(slog.NewTextHandler(redacting{a.stderr}, &slog.HandlerOptions{Level: level}))
-	var total time.Duration
-	for _, p := range plans {
-		total += p.Duration()
+	fmt.Fprintf(a.stderr, "pipebench %s: suite %s, %d case(s), %s, version %q\n", version, s.Name, len(plans),
+		suite.LoadSummary(plans), plans[0].Version)
+	reg := a.reg
+	if s.SUT == suite.SUTKeep {
+		keeper := suite.NewKeeper()
+		defer keeper.Close(context.Background())
+		reg = keeper.Wrap(a.reg)
 	}
-	fmt.Fprintf(a.stderr, "pipebench %s: suite %s, %d case(s), %s of load, version %q\n", version, s.Name, len(plans),
-		pipebench.FormatDuration(total), plans[0].Version)
+	suite.LabelLifetime(s, plans)
 	lv, err := a.startLive(f.live, plans[0])
 	if err != nil {
 		return err
@@ -234,7 +242,7 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 			prog = newProgress(a.stderr, plan)
 		}
 		params := runner.Params{
-			Plan: plan, Registry: a.reg, Logger: logger,
+			Plan: plan, Registry: reg, Logger: logger,
 			ToolVersion: version, Args: pipebench.RedactArgs(os.Args), Cut: a.cut,
 		}
 		if err := a.checkpointTo(&params, outs[i], f.checkpoint); err != nil {
@@ -354,6 +362,7 @@ func (a *app) printSuiteTable(s *suite.Suite, plans []pipebench.Plan, runs []*pi
 	}
 	fmt.Fprintf(a.stdout, "\n## %s\n\n", s.Name)
 	o := tableOptions(s.Table)
+	o.Status = statusOptions(s)
 	if o.Layout == markdown.LayoutRuns {
 		return markdown.Render(a.stdout, markdown.BuildRuns(versionOrder(runs), o))
 	}
@@ -370,9 +379,21 @@ func tableOptions(t *suite.Table) markdown.Options {
 		o.Layout = markdown.LayoutRuns
 	}
 	for _, c := range t.Columns {
-		o.Columns = append(o.Columns, markdown.Column{Header: c.Title, KPI: c.Value, Phase: c.Phase, Agg: markdown.Agg(c.Agg)})
+		o.Columns = append(o.Columns, markdown.Column{Header: c.Title, KPI: c.Value, Phase: c.Phase, Agg: markdown.Agg(c.Agg), Unit: c.Unit, Missing: c.Missing})
 	}
 	return o
+}
+
+// statusOptions turns a suite's status rules into the markdown options.
+func statusOptions(s *suite.Suite) *markdown.Status {
+	if s.Status == nil {
+		return nil
+	}
+	st := &markdown.Status{Baseline: s.Baseline(), KPI: s.Status.KPI, Phase: s.Status.Phase, Otherwise: s.Status.Otherwise, Invalid: s.Status.Invalid}
+	for _, r := range s.Status.Rules {
+		st.Rules = append(st.Rules, markdown.StatusRule{Word: r.Word, Above: r.Above})
+	}
+	return st
 }
 
 // versionOrder orders runs (already in case order) by version, keeping the
