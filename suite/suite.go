@@ -83,7 +83,8 @@ type Column struct {
 	Phase string
 	// Agg reduces a KPI with several instances: sum, max, instances.
 	Agg string
-	// Unit converts the KPI to ms or s (from its own unit) in the cell.
+	// Unit converts the KPI in the cell: ms or s (a time, from its own
+	// unit), /min (a rate per second).
 	Unit string
 	// Missing is what the cell says when the run has no such KPI (which
 	// part was not measured and how to get it), instead of a blank.
@@ -128,7 +129,7 @@ var (
 	entryKeys  = []string{"scenario", "case", "duration", "baseline"}
 	tableKeys  = []string{"rows", "columns"}
 	columnKeys = []string{"title", "value", "phase", "agg", "unit", "missing"}
-	units      = []string{"", "ms", "s"}
+	units      = []string{"", "ms", "s", "/min"}
 	aggs       = []string{"", "sum", "max", "instances"}
 )
 
@@ -264,7 +265,9 @@ func (d *decoder) decode(data []byte) *Suite {
 					e.Scenario, _ = d.scalar(fl.val, p, "a file path or builtin:NAME")
 				case "case":
 					e.Case, _ = d.scalar(fl.val, p, "a string")
-					if e.Case != "" {
+					// A case naming its duration ({load}) is told apart
+					// once planned: see CaseName.
+					if e.Case != "" && !strings.Contains(e.Case, LoadPlaceholder) {
 						if prev, dup := cases[e.Case]; dup {
 							d.add(fl.val, p, "case %q is already used by scenarios[%d]: each entry is its own column group", e.Case, prev)
 						}
@@ -372,9 +375,9 @@ func (d *decoder) column(n ast.Node, path string) (Column, bool) {
 				d.add(fl.val, p, "unknown %q: sum, max or instances (or leave it out)", c.Agg)
 			}
 		case "unit":
-			c.Unit, _ = d.scalar(fl.val, p, "ms or s")
+			c.Unit, _ = d.scalar(fl.val, p, "ms, s or /min")
 			if !yamlnode.Contains(units, c.Unit) {
-				d.add(fl.val, p, "unknown %q: ms or s (the KPI converted from its own unit), or leave it out", c.Unit)
+				d.add(fl.val, p, "unknown %q: ms or s (a time converted from its own unit), /min (a rate per second times 60), or leave it out", c.Unit)
 			}
 		case "missing":
 			c.Missing, _ = d.scalar(fl.val, p, "what the cell says when the KPI was not measured")

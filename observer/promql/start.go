@@ -83,7 +83,7 @@ type server struct {
 // startServer starts prometheus scraping the instances' metrics URLs (one
 // job each, named after the instance) and cfg's targets, with its
 // configuration, data and log in dir, and returns once every target was
-// scraped once.
+// scraped once (successfully or not).
 func startServer(ctx context.Context, cfg StartConfig, instances []pipebench.Instance, dir string) (*server, error) {
 	bin, err := exec.LookPath(cfg.Binary)
 	if err != nil {
@@ -150,9 +150,11 @@ func startServer(ctx context.Context, cfg StartConfig, instances []pipebench.Ins
 	}
 }
 
-// scrapedAll reports whether every job was scraped once (up is 1).
+// scrapedAll reports whether every job was scraped once (it has an up
+// series; one that failed shows as its KPIs missing, not as a start
+// failure).
 func (s *server) scrapedAll() bool {
-	resp, err := http.Get(s.url + "/api/v1/query?query=" + url.QueryEscape("count(up == 1)"))
+	resp, err := http.Get(s.url + "/api/v1/query?query=" + url.QueryEscape("count(up)"))
 	if err != nil {
 		return false
 	}

@@ -37,7 +37,8 @@ type Column struct {
 	// Phase, when set, takes the KPI from the phase of that name rather
 	// than from the cell's phase (LayoutRuns: rather than the run's total).
 	Phase string
-	// Unit, "ms" or "s", converts a KPI in seconds or milliseconds.
+	// Unit, "ms" or "s", converts a KPI in seconds or milliseconds; "/min"
+	// a rate per second.
 	Unit string
 	// Missing is what a cell says when its run has no such KPI (what was
 	// not measured and how to get it); "" leaves it blank.

@@ -130,8 +130,15 @@ func loadTime(r *pipebench.Result) string {
 	return humanDuration(d)
 }
 
-// unitValue converts v from the KPI's unit to want ("ms", "s").
+// unitValue converts v from the KPI's unit to want ("ms", "s", or "/min"
+// for a rate per second).
 func unitValue(v float64, from pipebench.Unit, want string) float64 {
+	if want == "/min" {
+		if from == pipebench.UnitPerSecond {
+			return v * 60
+		}
+		return v
+	}
 	ms := v
 	switch from {
 	case pipebench.UnitSeconds:

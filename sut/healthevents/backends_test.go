@@ -103,8 +103,13 @@ func TestEventsStoredAndTheStoresOwnStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := scrape(t, s.HTTPURL()+"/metrics/database")
 	own := float64(raw.Lookup("metrics", "commands", "insert", "total").AsInt64())
+	// The service reads the store's status every 500 ms.
+	var m map[string]float64
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		m = scrape(t, s.HTTPURL()+"/metrics/database")
+		return m["mongodb_op_counters_total{type=insert}"] == own
+	}, "exported inserts %v, the store's serverStatus %v", m["mongodb_op_counters_total{type=insert}"], own)
 	if m["mongodb_op_counters_total{type=insert}"] != own || own != n {
 		t.Errorf("exported inserts %v, the store's serverStatus %v, sent %d", m["mongodb_op_counters_total{type=insert}"], own, n)
 	}

@@ -75,7 +75,7 @@ type KubeConfig struct {
 	Kubeconfig string `yaml:"kubeconfig" json:"kubeconfig,omitempty"`
 	// Bin is a folder of the kube binaries (tools/kube/build.sh DIR):
 	// the service starts etcd, kube-apiserver and kube-controller-manager
-	// on loopback for the run.
+	// on loopback for the run. Kubeconfig, when also set, wins.
 	Bin string `yaml:"bin" json:"bin,omitempty"`
 	// Nodes is how many Node objects to create ("node-0".."node-N-1"; an
 	// event for another node creates it).
@@ -136,10 +136,10 @@ func (c *Config) Validate() error {
 	if s.Database == "" || s.Collection == "" {
 		errs = append(errs, errors.New("store.database, store.collection: must not be empty"))
 	}
-	k := c.Kube
-	if k.Kubeconfig != "" && k.Bin != "" {
-		errs = append(errs, errors.New("kube: give kubeconfig (a running cluster) or bin (start one), not both"))
+	if c.Kube.Kubeconfig != "" {
+		c.Kube.Bin = "" // a cluster given wins over starting one
 	}
+	k := c.Kube
 	if k.Kubeconfig != "" {
 		if _, err := os.Stat(k.Kubeconfig); err != nil {
 			errs = append(errs, fmt.Errorf("kube.kubeconfig: %v", err))
@@ -172,18 +172,18 @@ func Factory() pipebench.Factory[pipebench.SUT] {
 	return pipebench.NewFactory("healthevents", "health-event gRPC service (Unix socket or TCP): a connector storing each event in a MongoDB-protocol store (FerretDB started for the run, or mongodb_url) and a quarantine stage cordoning its node through a Kubernetes API server",
 		defaultConfig,
 		func(c *Config, env pipebench.Env) (pipebench.SUT, error) {
-			dir := env.Dir
-			if dir == "" {
-				dir = os.TempDir()
-			}
 			if c.Listen == "" {
+				dir := env.Dir
+				if dir == "" {
+					dir = os.TempDir()
+				}
 				c.Listen = "unix://" + filepath.Join(dir, "healthevents.sock")
 			}
 			s, err := New(*c)
 			if err != nil {
 				return nil, err
 			}
-			s.dir = dir
+			s.dir = env.Dir // "": Start makes one of its own
 			return s, nil
 		})
 }

@@ -96,7 +96,8 @@ type event struct {
 // Server is the service. Start once, Shutdown once.
 type Server struct {
 	cfg     Config
-	dir     string
+	dir     string // the store's and API server's data; a temporary one when ownDir
+	ownDir  bool
 	grpc    *grpc.Server
 	httpSrv *http.Server
 	gln     net.Listener
@@ -214,16 +215,24 @@ func b2f(b bool) float64 {
 // Start starts the store and the API server it needs, then listens on the
 // gRPC and HTTP addresses and starts the stages.
 func (s *Server) Start(ctx context.Context) error {
-	dir := s.dir
-	if dir == "" {
-		dir = os.TempDir()
-	}
 	var err error
+	if s.dir == "" {
+		// The store's and the API server's data never go where another
+		// run's are.
+		if s.dir, err = os.MkdirTemp("", "pipebench-healthevents-"); err != nil {
+			return err
+		}
+		s.ownDir = true
+	}
+	dir := s.dir
 	if s.cfg.Store.Type != StoreNone {
 		if s.store, err = openStore(ctx, s.cfg.Store, dir); err != nil {
 			return err
 		}
-		s.dbReg.MustRegister(&dbCollector{st: s.store})
+		dc := &dbCollector{st: s.store}
+		s.dbReg.MustRegister(dc)
+		s.workers.Add(1)
+		go func() { defer s.workers.Done(); dc.poll(s.stop) }()
 	}
 	if s.cfg.Kube.Enabled() {
 		if s.kube, err = openKube(ctx, s.cfg.Kube, dir); err != nil {
@@ -371,6 +380,9 @@ func (s *Server) closeBackends() {
 	}
 	if s.store != nil {
 		s.store.close(ctx)
+	}
+	if s.ownDir {
+		os.RemoveAll(s.dir)
 	}
 }
 
@@ -636,4 +648,15 @@ func (s *Server) serveNodes(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// Reset forgets the effects applied so far (/effects starts again from
+// none), for a suite that keeps the service running across its cases; the
+// store's documents, the API server's Nodes, the queues and the counters
+// carry over, as a system's would.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.effects = nil
+	s.nodes = map[string]Effect{}
 }

@@ -165,7 +165,7 @@ func (st *store) Status(ctx context.Context) (DBStatus, error) {
 			s.Connections, s.ConnSource = n, "established TCP connections to its port (FerretDB reports none)"
 		}
 	}
-	n, err := st.coll.CountDocuments(ctx, bson.D{})
+	n, err := st.coll.EstimatedDocumentCount(ctx)
 	if err != nil {
 		return s, err
 	}
@@ -218,17 +218,43 @@ func establishedTo(uri string) (float64, error) {
 // dbCollector exports the store's status as Prometheus metrics under the
 // names the MongoDB exporter uses (mongodb_op_counters_total{type},
 // mongodb_ss_mem_resident, mongodb_ss_connections{conn_type="current"},
-// mongodb_ss_uptime), read by serverStatus at each scrape, plus
-// mongodb_events_stored and pipebench's count of the restarts it saw
-// (mongodb_restarts_total: the pid changed or the uptime went back).
+// mongodb_ss_uptime), plus mongodb_events_stored and pipebench's count of
+// the restarts it saw (mongodb_restarts_total: the pid changed or the
+// uptime went back). It reads serverStatus and the count every 500 ms in
+// the background (poll), so that a scrape never waits on a busy store; a
+// scrape shows the latest reading.
 type dbCollector struct {
 	st *store
 
 	mu       sync.Mutex
-	lastPID  int64
-	lastUp   float64
+	last     DBStatus
+	ok       bool
 	restarts float64
-	lastErr  error
+}
+
+// poll reads the store's status until stop is closed.
+func (c *dbCollector) poll(stop <-chan struct{}) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s, err := c.st.Status(ctx)
+		cancel()
+		c.mu.Lock()
+		if err == nil {
+			if c.last.PID != 0 && (s.PID != c.last.PID || s.Uptime < c.last.Uptime) {
+				c.restarts++
+			}
+			c.last = s
+		}
+		c.ok = err == nil
+		c.mu.Unlock()
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 var (
@@ -237,8 +263,8 @@ var (
 	descConns    = prometheus.NewDesc("mongodb_ss_connections", "Client connections (FerretDB: established TCP connections to it).", []string{"conn_type", "source"}, nil)
 	descUptime   = prometheus.NewDesc("mongodb_ss_uptime", "Server uptime in seconds, from serverStatus.", nil, nil)
 	descStored   = prometheus.NewDesc("mongodb_events_stored", "Documents in the events collection (count command).", nil, nil)
-	descRestarts = prometheus.NewDesc("mongodb_restarts_total", "Restarts seen between scrapes: the pid changed or the uptime went back.", nil, nil)
-	descUp       = prometheus.NewDesc("mongodb_up", "1 when serverStatus answered at this scrape.", nil, nil)
+	descRestarts = prometheus.NewDesc("mongodb_restarts_total", "Restarts seen between readings: the pid changed or the uptime went back.", nil, nil)
+	descUp       = prometheus.NewDesc("mongodb_up", "1 when the latest serverStatus answered.", nil, nil)
 )
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -248,25 +274,14 @@ func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	s, err := c.st.Status(ctx)
 	c.mu.Lock()
-	c.lastErr = err
-	if err == nil {
-		if c.lastPID != 0 && (s.PID != c.lastPID || s.Uptime < c.lastUp) {
-			c.restarts++
-		}
-		c.lastPID, c.lastUp = s.PID, s.Uptime
-	}
-	restarts := c.restarts
+	s, ok, restarts := c.last, c.ok, c.restarts
 	c.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, restarts)
-	if err != nil {
-		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0)
-		return
+	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, b2f(ok))
+	if s.PID == 0 {
+		return // never answered
 	}
-	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 1)
 	ch <- prometheus.MustNewConstMetric(descOps, prometheus.CounterValue, s.Inserts, "insert")
 	ch <- prometheus.MustNewConstMetric(descOps, prometheus.CounterValue, s.Updates, "update")
 	ch <- prometheus.MustNewConstMetric(descUptime, prometheus.GaugeValue, s.Uptime)
