@@ -363,10 +363,29 @@ func (a *app) printSuiteTable(s *suite.Suite, plans []pipebench.Plan, runs []*pi
 	fmt.Fprintf(a.stdout, "\n## %s\n\n", s.Name)
 	o := tableOptions(s.Table)
 	o.Status = statusOptions(s)
+	var err error
 	if o.Layout == markdown.LayoutRuns {
-		return markdown.Render(a.stdout, markdown.BuildRuns(versionOrder(runs), o))
+		err = markdown.Render(a.stdout, markdown.BuildRuns(versionOrder(runs), o))
+	} else {
+		err = markdown.Render(a.stdout, markdown.Build(runs, o))
 	}
-	return markdown.Render(a.stdout, markdown.Build(runs, o))
+	// The stage breakdown of this version's latest run of each case, if any.
+	latest := map[string]*pipebench.Result{}
+	var cases []string
+	for _, r := range runs {
+		if r.Manifest.Version == plans[0].Version {
+			if _, ok := latest[r.Manifest.Case]; !ok {
+				cases = append(cases, r.Manifest.Case)
+			}
+			latest[r.Manifest.Case] = r
+		}
+	}
+	for _, c := range cases {
+		if err == nil {
+			err = markdown.RenderStagesAfter(a.stdout, latest[c])
+		}
+	}
+	return err
 }
 
 // tableOptions turns a suite's table into the markdown options.

@@ -12,6 +12,7 @@ package docstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
+	_ "modernc.org/sqlite" // IndexIDLookups opens FerretDB's SQLite files
 
 	"github.com/pipebench/pipebench/internal/childproc"
 )
@@ -185,4 +187,45 @@ func (s *Server) Stop(ctx context.Context) error {
 	p := s.proc
 	s.mu.Unlock()
 	return childproc.Stop(ctx, p)
+}
+
+// IndexIDLookups makes FerretDB's SQLite backend find a document by _id
+// through an index: FerretDB 1.24 looks _id up with the expression
+// _ferretdb_sjson->'$._id', which its own _id index (on
+// _ferretdb_sjson->"_id") does not match, so every update by _id scans the
+// whole collection (25 ms at 5,000 documents, 170 ms at 15,000 here). This
+// adds an index on that exact expression to every collection of database
+// db that exists now, as a database administrator would; it changes no
+// document. Call it after the collections were created. Nothing to do with
+// PostgreSQL.
+func (s *Server) IndexIDLookups(ctx context.Context, db string) error {
+	if s.opts.PostgresURL != "" {
+		return nil
+	}
+	conn, err := sql.Open("sqlite", "file:"+filepath.Join(s.opts.SQLiteDir, db+".sqlite")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	rows, err := conn.QueryContext(ctx, `SELECT table_name FROM "_ferretdb_collections"`)
+	if err != nil {
+		return fmt.Errorf("document store: list %s's collections: %w", db, err)
+	}
+	var tables []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return err
+		}
+		tables = append(tables, t)
+	}
+	rows.Close()
+	for _, t := range tables {
+		q := fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %q ON %q (_ferretdb_sjson->'$._id')`, t+"_pipebench_id_lookup", t)
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("document store: index %s: %w", t, err)
+		}
+	}
+	return nil
 }

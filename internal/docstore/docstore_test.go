@@ -2,7 +2,10 @@ package docstore
 
 import (
 	"context"
+	"database/sql"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +61,26 @@ func TestStoreThroughTheDriverAndRestart(t *testing.T) {
 	if ins := st.Lookup("metrics", "commands", "insert", "total").AsInt64(); ins != 20 {
 		t.Errorf("insert total %d, want 20", ins)
 	}
+	// The _id lookups FerretDB makes get an index of their own, and the
+	// documents stay as they were.
+	if err := s.IndexIDLookups(ctx, "nvsentinel"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(s.opts.SQLiteDir, "nvsentinel.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE '%_pipebench_id_lookup'`).Scan(&idx); err != nil || idx != 1 {
+		t.Fatalf("%d lookup indexes (%v), want 1", idx, err)
+	}
+	var plan, detail string
+	var id, parent int
+	if err := db.QueryRow(`EXPLAIN QUERY PLAN SELECT _ferretdb_sjson FROM "`+tableOf(t, db)+`" WHERE _ferretdb_sjson->'$._id' = '"x"'`).Scan(&id, &parent, &plan, &detail); err != nil ||
+		!strings.Contains(detail, "_pipebench_id_lookup") {
+		t.Errorf("the _id lookup's plan is %q (%v), not through the index", detail, err)
+	}
+	db.Close()
 	before := s.PID()
 	if err := s.Restart(ctx); err != nil {
 		t.Fatal(err)
@@ -72,4 +95,12 @@ func TestStoreThroughTheDriverAndRestart(t *testing.T) {
 	if up := status().Lookup("uptime").Double(); up > 30 {
 		t.Errorf("uptime %v s after a restart", up)
 	}
+}
+
+func tableOf(t *testing.T, db *sql.DB) string {
+	var name string
+	if err := db.QueryRow(`SELECT table_name FROM "_ferretdb_collections" WHERE name = 'HealthEvents'`).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }

@@ -40,6 +40,8 @@ type Query struct {
 	// the buckets' growth over the phase (what histogram_quantile of an
 	// increase over the phase's duration at its end gives).
 	Kind string `yaml:"kind" json:"kind,omitempty"`
+
+	labels map[string]string // added to every point (a stage's)
 }
 
 // Config configures the observer.
@@ -62,6 +64,8 @@ type Config struct {
 	Headers       map[string]string           `yaml:"headers" json:"headers,omitempty"`
 	SecretHeaders map[string]pipebench.Secret `yaml:"secret_headers" json:"secret_headers,omitempty"`
 	Queries       []Query                     `yaml:"queries" json:"queries"`
+	// Stages, when given, make the run's stage breakdown (Stage).
+	Stages []Stage `yaml:"stages" json:"stages,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:]*$`)
@@ -86,9 +90,10 @@ func (c *Config) Validate() error {
 	if c.Step <= 0 {
 		errs = append(errs, errors.New("step: must be more than 0"))
 	}
-	if len(c.Queries) == 0 {
+	if len(c.Queries) == 0 && len(c.Stages) == 0 {
 		errs = append(errs, errors.New(`queries: give at least one {name, query}, like {name: request_rate, query: "sum(rate(http_requests_total[1m]))"}`))
 	}
+	errs = append(errs, validateStages(c.Stages)...)
 	seen := map[string]bool{}
 	for i, q := range c.Queries {
 		switch {
@@ -158,6 +163,7 @@ func New(cfg Config) (*Observer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Queries = append(append([]Query(nil), cfg.Queries...), stageQueries(cfg.Stages)...)
 	o := &Observer{cfg: cfg, base: strings.TrimSuffix(cfg.URL, "/"), client: &http.Client{Timeout: cfg.Timeout.D()}, headers: http.Header{}}
 	for k, v := range cfg.Headers {
 		o.headers.Set(k, v)
@@ -308,6 +314,9 @@ func toPoints(q Query, d *queryData) []pipebench.Point {
 				if k != "__name__" {
 					labels[k] = v
 				}
+			}
+			for k, v := range q.labels {
+				labels[k] = v
 			}
 			if len(labels) == 0 {
 				labels = nil

@@ -117,7 +117,10 @@ func New(o Options) pipebench.Reporter {
 			return Render(w, BuildRuns([]*pipebench.Result{r}, o))
 		}
 		g := Build([]*pipebench.Result{r}, o)
-		return Render(w, g)
+		if err := Render(w, g); err != nil {
+			return err
+		}
+		return RenderStagesAfter(w, r)
 	})
 }
 

@@ -52,7 +52,12 @@ func (s *Status) word(r, base *pipebench.Result) string {
 	if r.Manifest.Status == pipebench.StatusInvalid {
 		why := ""
 		if len(r.Manifest.Reasons) > 0 {
-			why, _, _ = strings.Cut(r.Manifest.Reasons[0], ": ")
+			why = r.Manifest.Reasons[0]
+			if strings.HasPrefix(why, "phase ") { // "phase load: the generator..."
+				_, why, _ = strings.Cut(why, ": ")
+			}
+			why, _, _ = strings.Cut(why, ": ")
+			why, _, _ = strings.Cut(why, "; ")
 			why = " (" + why + ")"
 		}
 		return s.Invalid + why

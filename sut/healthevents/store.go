@@ -57,6 +57,18 @@ func openStore(ctx context.Context, cfg StoreConfig, dir string) (*store, error)
 	st.client = cl
 	st.db = cl.Database(cfg.Database)
 	st.coll = st.db.Collection(cfg.Collection)
+	if st.server != nil {
+		// The collection exists before the first event, with FerretDB's
+		// SQLite _id lookups indexed (see IndexIDLookups).
+		if err := st.db.CreateCollection(ctx, cfg.Collection); err != nil && !isExists(err) {
+			st.close(context.Background())
+			return nil, fmt.Errorf("healthevents: create %s.%s: %w", cfg.Database, cfg.Collection, err)
+		}
+		if err := st.server.IndexIDLookups(ctx, cfg.Database); err != nil {
+			st.close(context.Background())
+			return nil, fmt.Errorf("healthevents: %w", err)
+		}
+	}
 	return st, nil
 }
 
@@ -165,11 +177,16 @@ func (st *store) Status(ctx context.Context) (DBStatus, error) {
 			s.Connections, s.ConnSource = n, "established TCP connections to its port (FerretDB reports none)"
 		}
 	}
-	n, err := st.coll.EstimatedDocumentCount(ctx)
+	// collStats' count: a full count is a scan on FerretDB's SQLite.
+	cs, err := st.db.RunCommand(ctx, bson.D{{Key: "collStats", Value: st.coll.Name()}}).Raw()
 	if err != nil {
 		return s, err
 	}
-	s.Stored = float64(n)
+	if v, ok := cs.Lookup("count").AsFloat64OK(); ok {
+		s.Stored = v
+	} else if v, ok := cs.Lookup("count").AsInt64OK(); ok {
+		s.Stored = float64(v)
+	}
 	return s, nil
 }
 
@@ -262,7 +279,7 @@ var (
 	descMem      = prometheus.NewDesc("mongodb_ss_mem_resident", "Resident memory in MB (FerretDB: its process's VmRSS).", []string{"source"}, nil)
 	descConns    = prometheus.NewDesc("mongodb_ss_connections", "Client connections (FerretDB: established TCP connections to it).", []string{"conn_type", "source"}, nil)
 	descUptime   = prometheus.NewDesc("mongodb_ss_uptime", "Server uptime in seconds, from serverStatus.", nil, nil)
-	descStored   = prometheus.NewDesc("mongodb_events_stored", "Documents in the events collection (count command).", nil, nil)
+	descStored   = prometheus.NewDesc("mongodb_events_stored", "Documents in the events collection (collStats count).", nil, nil)
 	descRestarts = prometheus.NewDesc("mongodb_restarts_total", "Restarts seen between readings: the pid changed or the uptime went back.", nil, nil)
 	descUp       = prometheus.NewDesc("mongodb_up", "1 when the latest serverStatus answered.", nil, nil)
 )
@@ -292,4 +309,10 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	if s.Connections >= 0 {
 		ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, s.Connections, "current", s.ConnSource)
 	}
+}
+
+// isExists reports whether err says the collection exists already.
+func isExists(err error) bool {
+	var ce mongo.CommandError
+	return errors.As(err, &ce) && (ce.Code == 48 || ce.Name == "NamespaceExists")
 }
