@@ -129,20 +129,26 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result) *pipebenc
 	if until.IsZero() {
 		until = time.Now()
 	}
+	// A raw counter's total is its value at the last observation, after
+	// the drain.
+	totals := func(t *pipebench.PhaseResult) {
+		for _, k := range ObservedKPIs(res.Series, first.Started, until) {
+			if strings.HasSuffix(k.Name, ".total") {
+				t.Set(k)
+			}
+		}
+	}
 	if rec.Arrivals == nil {
 		t := Build(in, res.Series)
 		setHistograms(&t, res.Series, first.Started, until)
+		totals(&t)
 		return &t
 	}
 	in.Arrivals = rec.Arrivals
 	in.Faulted = rec.Faulted
 	t := Build(in, res.Series)
 	setHistograms(&t, res.Series, first.Started, until)
-	for _, k := range ObservedKPIs(res.Series, first.Started, until) {
-		if strings.HasSuffix(k.Name, ".total") {
-			t.Set(k)
-		}
-	}
+	totals(&t)
 	drain := 0.0
 	if a := rec.Arrivals; !a.Last.IsZero() && a.Last.After(last.Ended) {
 		drain = a.Last.Sub(last.Ended).Seconds()

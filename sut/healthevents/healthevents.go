@@ -111,9 +111,11 @@ type Server struct {
 	store   *store
 	kube    *kube
 
-	pending atomic.Int64 // received, not yet applied
-	queued  atomic.Int64 // in the connector's queue
-	backlog atomic.Int64 // stored, not yet handled by quarantine
+	pending  atomic.Int64 // received, not yet applied
+	toStore  atomic.Int64 // received, less those the store never took
+	lastRecv atomic.Int64 // unix nanoseconds of the last event received
+	queued   atomic.Int64 // in the connector's queue
+	backlog  atomic.Int64 // stored, not yet handled by quarantine
 
 	mu      sync.Mutex
 	effects []Effect
@@ -229,7 +231,9 @@ func (s *Server) Start(ctx context.Context) error {
 		if s.store, err = openStore(ctx, s.cfg.Store, dir); err != nil {
 			return err
 		}
-		dc := &dbCollector{st: s.store}
+		dc := &dbCollector{st: s.store, sent: func() (float64, time.Time) {
+			return float64(s.toStore.Load()), time.Unix(0, s.lastRecv.Load())
+		}}
 		s.dbReg.MustRegister(dc)
 		s.workers.Add(1)
 		go func() { defer s.workers.Done(); dc.poll(s.stop) }()
@@ -420,6 +424,7 @@ func (s *Server) connector() {
 			if err != nil {
 				s.failed.WithLabelValues("store").Inc()
 				s.pending.Add(-1)
+				s.toStore.Add(-1)
 				continue
 			}
 			s.storeTime.Observe(time.Since(t0).Seconds())
@@ -545,6 +550,8 @@ func (s *Server) enqueue(ctx context.Context, m protoreflect.Message) bool {
 		return false
 	}
 	s.queued.Add(1)
+	s.toStore.Add(1)
+	s.lastRecv.Store(ev.received.UnixNano())
 	s.connQ <- ev // never blocks: it holds queue_size
 	s.received.Inc()
 	return true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -242,9 +243,13 @@ func establishedTo(uri string) (float64, error) {
 // scrape shows the latest reading.
 type dbCollector struct {
 	st *store
+	// sent returns what the service handed the store so far (received
+	// less those the store never took) and when it last received one.
+	sent func() (float64, time.Time)
 
 	mu       sync.Mutex
 	last     DBStatus
+	lastPoll time.Time // when the reading in last began
 	ok       bool
 	restarts float64
 }
@@ -254,6 +259,7 @@ func (c *dbCollector) poll(stop <-chan struct{}) {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
+		began := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		s, err := c.st.Status(ctx)
 		cancel()
@@ -262,7 +268,7 @@ func (c *dbCollector) poll(stop <-chan struct{}) {
 			if c.last.PID != 0 && (s.PID != c.last.PID || s.Uptime < c.last.Uptime) {
 				c.restarts++
 			}
-			c.last = s
+			c.last, c.lastPoll = s, began
 		}
 		c.ok = err == nil
 		c.mu.Unlock()
@@ -282,18 +288,27 @@ var (
 	descStored   = prometheus.NewDesc("mongodb_events_stored", "Documents in the events collection (collStats count).", nil, nil)
 	descRestarts = prometheus.NewDesc("mongodb_restarts_total", "Restarts seen between readings: the pid changed or the uptime went back.", nil, nil)
 	descUp       = prometheus.NewDesc("mongodb_up", "1 when the latest serverStatus answered.", nil, nil)
+	descPending  = prometheus.NewDesc("healthevents_store_unconfirmed", "Events the service handed the store that the store's own count does not show yet (at least 1 while the latest count began before the last event arrived): 0 means mongodb_events_stored at this scrape is final.", nil, nil)
 )
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descOps, descMem, descConns, descUptime, descStored, descRestarts, descUp} {
+	for _, d := range []*prometheus.Desc{descOps, descMem, descConns, descUptime, descStored, descRestarts, descUp, descPending} {
 		ch <- d
 	}
 }
 
 func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	s, ok, restarts := c.last, c.ok, c.restarts
+	s, ok, restarts, polled := c.last, c.ok, c.restarts, c.lastPoll
 	c.mu.Unlock()
+	if c.sent != nil {
+		n, at := c.sent()
+		pending := math.Max(0, n-s.Stored)
+		if polled.Before(at) {
+			pending = math.Max(1, pending)
+		}
+		ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, pending)
+	}
 	ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, restarts)
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, b2f(ok))
 	if s.PID == 0 {
