@@ -74,9 +74,10 @@ var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:]*$`)
 func (c *Config) Validate() error {
 	var errs []error
 	switch {
-	case c.Start != nil && c.URL != "":
-		errs = append(errs, errors.New("url: leave it out with start (the queries go to the Prometheus pipebench starts)"))
 	case c.Start != nil:
+		if c.URL != "" {
+			errs = append(errs, errors.New("url: leave it out with start (the queries go to the Prometheus pipebench starts)"))
+		}
 		c.Start.defaults()
 		errs = append(errs, c.Start.validate()...)
 	default:
