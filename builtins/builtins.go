@@ -16,6 +16,7 @@ import (
 	"github.com/pipebench/pipebench"
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
+	mongodriver "github.com/pipebench/pipebench/driver/mongodb"
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
 	promrwdriver "github.com/pipebench/pipebench/driver/promrw"
@@ -69,6 +70,7 @@ func Registry() (*pipebench.Registry, error) {
 		reg.Drivers.Register(grpcdriver.Factory()),
 		reg.Drivers.Register(promrwdriver.Factory()),
 		reg.Drivers.Register(promscrapedriver.Factory()),
+		reg.Drivers.Register(mongodriver.Factory()),
 
 		reg.Sinks.Register(httpsink.Factory()),
 		reg.Sinks.Register(otlpsink.Factory()),
