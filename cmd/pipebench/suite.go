@@ -32,6 +32,7 @@ type suiteFlags struct {
 	verbose     bool
 	outDir      string
 	checkpoint  time.Duration
+	kubeconfig  string
 	live        liveFlags
 }
 
@@ -73,6 +74,10 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.durationSet = cmd.Flags().Changed("duration")
+			if f.kubeconfig != "" {
+				// Scenarios read it as ${PIPEBENCH_KUBECONFIG} (the nvsentinel ones).
+				os.Setenv("PIPEBENCH_KUBECONFIG", f.kubeconfig)
+			}
 			return a.runSuite(args[0], f)
 		},
 	}
@@ -84,6 +89,7 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 	storeFlag(run, &f.store)
 	fl.BoolVar(&f.noStore, "no-store", false, "do not save the runs in the results history (the table then holds this run's version only)")
 	fl.StringVarP(&f.outDir, "out", "o", "", "write each case's Result (JSON) into this folder as it ends, named NN-CASE.json")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "a test cluster's kubeconfig for scenarios that use an API server (sets PIPEBENCH_KUBECONFIG; the nvsentinel suites create and delete labelled Nodes there)")
 	fl.DurationVar(&f.checkpoint, "checkpoint", 0, "with --out, write the running case's Result so far to its file this often (status running); 0: off")
 	liveFlagsOn(fl, &f.live, "suite")
 	fl.Lookup("dashboard").NoOptDefVal = "127.0.0.1:0"
