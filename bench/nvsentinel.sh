@@ -15,12 +15,12 @@
 # The API server: PIPEBENCH_TEST_KUBE_BIN=DIR (tools/kube/build.sh DIR builds
 # it), or KUBECONFIG_FILE=PATH for a test cluster; without either the
 # tables say which columns could not be filled. Prometheus 2.x on PATH.
-# Results go to a history of their own (bench/out/nvsentinel/history.db) and
-# each case's Result to bench/out/nvsentinel/SUITE/.
+# Results go to a history of their own ($OUT/history.db, OUT defaults to
+# $TMPDIR/pipebench-nvsentinel) and each case's Result to $OUT/SUITE/.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-OUT=${OUT:-$ROOT/bench/out/nvsentinel}
+OUT=${OUT:-${TMPDIR:-/tmp}/pipebench-nvsentinel}
 SUITES=${SUITES:-"sustained burst blast db-bench"}
 mkdir -p "$OUT"
 command -v prometheus >/dev/null || echo "warning: prometheus is not on PATH: the PromQL columns will be empty" >&2
