@@ -105,6 +105,7 @@ type Server struct {
 	connQ   chan event // the connector's queue: received, not yet stored
 	quarQ   chan event // stored, not yet quarantined (the change stream)
 	stop    chan struct{}
+	ctx     context.Context // done when stop is closed: the stages' requests end with it
 	workers sync.WaitGroup
 	report  protoreflect.MethodDescriptor
 	stream  protoreflect.MethodDescriptor
@@ -160,6 +161,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, connQ: make(chan event, cfg.QueueSize), quarQ: make(chan event, cfg.QueueSize),
 		stop: make(chan struct{}), nodes: map[string]Effect{}, reg: prometheus.NewRegistry(), dbReg: prometheus.NewRegistry()}
+
 	if s.report, err = protoschema.Method(files, MethodReport); err != nil {
 		return nil, err
 	}
@@ -217,6 +219,9 @@ func b2f(b bool) float64 {
 // Start starts the store and the API server it needs, then listens on the
 // gRPC and HTTP addresses and starts the stages.
 func (s *Server) Start(ctx context.Context) error {
+	var cancel context.CancelFunc
+	s.ctx, cancel = context.WithCancel(context.Background())
+	go func() { <-s.stop; cancel() }()
 	var err error
 	if s.dir == "" {
 		// The store's and the API server's data never go where another
@@ -354,6 +359,9 @@ func (s *Server) KubeClient() kubernetes.Interface {
 // store and the API server it started.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.gln == nil {
+		if s.ctx != nil {
+			close(s.stop) // a start that failed
+		}
 		s.closeBackends()
 		return nil
 	}
@@ -401,9 +409,7 @@ func (s *Server) Applied() []Effect {
 // store (3 tries), then hands it to the quarantine stage.
 func (s *Server) connector() {
 	defer s.workers.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-s.stop; cancel() }()
+	ctx := s.ctx
 	for {
 		var ev event
 		select {
@@ -470,9 +476,7 @@ func (s *Server) slot(timer *time.Timer) bool {
 // quarantined, and records the effect.
 func (s *Server) quarantine() {
 	defer s.workers.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-s.stop; cancel() }()
+	ctx := s.ctx
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
