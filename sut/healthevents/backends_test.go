@@ -108,8 +108,8 @@ func TestEventsStoredAndTheStoresOwnStatus(t *testing.T) {
 	var m map[string]float64
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		m = scrape(t, s.HTTPURL()+"/metrics/database")
-		return m["mongodb_op_counters_total{type=insert}"] == own
-	}, "exported inserts %v, the store's serverStatus %v", m["mongodb_op_counters_total{type=insert}"], own)
+		return m["mongodb_op_counters_total{type=insert}"] == own && m["mongodb_op_counters_total{type=update}"] == n
+	}, "exported inserts %v and updates %v, the store's serverStatus %v inserts", m["mongodb_op_counters_total{type=insert}"], m["mongodb_op_counters_total{type=update}"], own)
 	if m["mongodb_op_counters_total{type=insert}"] != own || own != n {
 		t.Errorf("exported inserts %v, the store's serverStatus %v, sent %d", m["mongodb_op_counters_total{type=insert}"], own, n)
 	}

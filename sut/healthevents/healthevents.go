@@ -26,6 +26,7 @@
 package healthevents
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -573,7 +574,40 @@ func (s *Server) serveAPIServerMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	_, _ = w.Write(b)
+	_, _ = w.Write(apiServerFamilies(b))
+}
+
+// apiServerPrefixes are the metric families of the API server passed
+// through: its requests (count, duration, in flight) and its process. The
+// whole /metrics is megabytes; scraped every second through the service
+// on a busy machine it missed Prometheus' scrape timeout.
+var apiServerPrefixes = []string{"apiserver_request_total", "apiserver_request_duration_seconds", "apiserver_current_inflight_requests", "process_"}
+
+// apiServerFamilies keeps the lines of the text format that belong to
+// apiServerPrefixes' families (samples, and their # HELP and # TYPE).
+func apiServerFamilies(b []byte) []byte {
+	out := make([]byte, 0, len(b)/8)
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i+1], b[i+1:]
+		} else {
+			b = nil
+		}
+		name := line
+		if rest, ok := bytes.CutPrefix(line, []byte("# HELP ")); ok {
+			name = rest
+		} else if rest, ok := bytes.CutPrefix(line, []byte("# TYPE ")); ok {
+			name = rest
+		}
+		for _, p := range apiServerPrefixes {
+			if bytes.HasPrefix(name, []byte(p)) {
+				out = append(out, line...)
+				break
+			}
+		}
+	}
+	return out
 }
 
 func (s *Server) ack(n int) *dynamicpb.Message {
