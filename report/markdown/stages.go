@@ -50,10 +50,13 @@ func Stages(r *pipebench.Result) ([]StageRow, float64) {
 		}
 		switch s.Name {
 		case "stage_seconds", "stage_events":
-			if len(s.Points) < 2 {
-				continue
-			}
 			d := increase(s.Points)
+			// A first reading after the load began (a query that failed at
+			// first) misses what came before it: a system started for
+			// this run counted from 0.
+			if len(r.Phases) > 0 && s.Points[0].T.After(r.Phases[0].Started) && !kept(r) {
+				d += s.Points[0].V
+			}
 			a := get(s.Labels)
 			if s.Name == "stage_seconds" {
 				a.row.Busy = d
@@ -100,6 +103,12 @@ func Stages(r *pipebench.Result) ([]StageRow, float64) {
 		rows[i] = a.row
 	}
 	return rows, total
+}
+
+// kept reports whether r's system under test ran before r (a suite's
+// sut: keep), so its counters did not start at 0 with it.
+func kept(r *pipebench.Result) bool {
+	return strings.HasPrefix(r.Manifest.Labels["sut"], "kept")
 }
 
 // increase is a counter's growth over its points, a reset counted from 0.
