@@ -284,9 +284,10 @@ func (p Plan) Scale(total time.Duration) (Plan, error) {
 	if err := out.CountItems(); err != nil {
 		return p, fmt.Errorf("at %s in total a phase would be too short to keep its shape (%v): give a longer duration", FormatDuration(total), err)
 	}
-	for _, ph := range out.Phases {
+	for i, ph := range out.Phases {
 		c, _ := ph.Curve()
-		if !ph.Blast() && (ph.Items == 0 || c.Expected() < 1-1e-9) {
+		idle := p.Phases[i].Items == 0 // a phase of no load (a baseline) stays one
+		if !ph.Blast() && !idle && (ph.Items == 0 || c.Expected() < 1-1e-9) {
 			return p, fmt.Errorf("at %s in total, phase %s would last %s, too short to send one batch at its rate: give a longer duration", FormatDuration(total), ph.Name, ph.Duration)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
 	kafkadriver "github.com/pipebench/pipebench/driver/kafka"
+	mongodriver "github.com/pipebench/pipebench/driver/mongodb"
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
 	promrwdriver "github.com/pipebench/pipebench/driver/promrw"
@@ -76,6 +77,7 @@ func Registry() (*pipebench.Registry, error) {
 		reg.Drivers.Register(promrwdriver.Factory()),
 		reg.Drivers.Register(promscrapedriver.Factory()),
 		reg.Drivers.Register(kafkadriver.Factory()),
+		reg.Drivers.Register(mongodriver.Factory()),
 
 		reg.Sinks.Register(httpsink.Factory()),
 		reg.Sinks.Register(otlpsink.Factory()),

@@ -86,6 +86,9 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 		planned += rec.Plan.Phases[i].Items
 	}
 	reasons = append(reasons, reached(total, planned)...)
+	if len(res.Phases) > 0 {
+		reasons = append(reasons, Restarts(rec.Series, res.Phases[0].Started, rec.ObservedUntil)...)
+	}
 	res.Thresholds = EvalThresholds(rec.Plan, res.Phases)
 	res.Detections = DetectAll(res)
 	res.Summary = append(Summary(res), Capacity(res)...)
@@ -121,20 +124,26 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result) *pipebenc
 	if until.IsZero() {
 		until = time.Now()
 	}
+	// A raw counter's total is its value at the last observation, after
+	// the drain.
+	totals := func(t *pipebench.PhaseResult) {
+		for _, k := range ObservedKPIs(res.Series, first.Started, until) {
+			if strings.HasSuffix(k.Name, ".total") {
+				t.Set(k)
+			}
+		}
+	}
 	if rec.Arrivals == nil {
 		t := Build(in, res.Series)
 		setHistograms(&t, res.Series, first.Started, until)
+		totals(&t)
 		return &t
 	}
 	in.Arrivals = rec.Arrivals
 	in.Faulted = rec.Faulted
 	t := Build(in, res.Series)
 	setHistograms(&t, res.Series, first.Started, until)
-	for _, k := range ObservedKPIs(res.Series, first.Started, until) {
-		if strings.HasSuffix(k.Name, ".total") {
-			t.Set(k)
-		}
-	}
+	totals(&t)
 	if a := rec.Arrivals; a.Lost > 0 || rec.Aborted {
 		// Accepted items never arrived: the backlog did not drain, and
 		// has no drain time; how long the drain waited for it is said.

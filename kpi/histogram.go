@@ -32,7 +32,9 @@ var HistogramQuantiles = []struct {
 // below the lowest one reported counts 0, one missing above the highest
 // finite one reported counts what "+Inf" counts. A counter that went down
 // (a restart) measures from 0. The unit follows the name: _ms gives
-// milliseconds, _seconds seconds.
+// milliseconds, _seconds seconds. A quantile in the "+Inf" bucket is the
+// highest finite bound, as histogram_quantile gives, and comes with
+// NAME.pNN.ge (CappedSuffix) saying it is only a lower bound.
 func HistogramKPIs(series []pipebench.Series, from, to time.Time) []pipebench.KPI {
 	type hist struct {
 		name    string
@@ -134,6 +136,9 @@ func HistogramKPIs(series []pipebench.Series, from, to time.Time) []pipebench.KP
 		for _, q := range HistogramQuantiles {
 			if v := bucketQuantile(les, counts, q.Q); !math.IsNaN(v) {
 				out = append(out, pipebench.KPI{Name: h.name + "." + q.Suffix, Labels: h.labels, Value: v, Unit: unit})
+				if inLastBucket(les, counts, q.Q) {
+					out = append(out, pipebench.KPI{Name: h.name + "." + q.Suffix + CappedSuffix, Labels: h.labels, Value: v, Unit: unit})
+				}
 			}
 		}
 	}
@@ -167,6 +172,21 @@ func snapshot(buckets map[float64][]pipebench.TimeValue, les []float64, at pipeb
 		}
 	}
 	return v
+}
+
+// CappedSuffix marks a histogram quantile that fell in the "+Inf" bucket:
+// NAME.p99.ge holds the highest finite bound, and the quantile is at least
+// that, not that (reports print "≥ 60 s").
+const CappedSuffix = ".ge"
+
+// inLastBucket reports whether the q-quantile's rank falls in the "+Inf"
+// bucket, beyond every finite bound.
+func inLastBucket(les, counts []float64, q float64) bool {
+	n := len(counts)
+	if n < 2 || !math.IsInf(les[n-1], 1) || counts[n-1] <= 0 {
+		return false
+	}
+	return q*counts[n-1] > counts[n-2]
 }
 
 // bucketQuantile estimates the q-quantile from cumulative counts by upper

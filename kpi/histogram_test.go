@@ -62,3 +62,31 @@ func TestHistogramKPIsWindow(t *testing.T) {
 		t.Errorf("an empty window gave %+v", w)
 	}
 }
+
+// A quantile whose rank falls beyond the last finite bucket is that
+// bound, flagged with .ge: the API server's P99 "≥ 60 s".
+func TestHistogramQuantileInTheLastBucketIsFlagged(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	bucket := func(le string, a, b float64) pipebench.Series {
+		return pipebench.Series{Name: "lat_seconds_bucket", Labels: map[string]string{"le": le},
+			Points: []pipebench.TimeValue{{T: t0, V: a}, {T: t0.Add(10 * time.Second), V: b}}}
+	}
+	// 100 observations: 90 under 5 ms, 5 under 60 s, 5 above it.
+	series := []pipebench.Series{bucket("0.005", 0, 90), bucket("60", 0, 95), bucket("+Inf", 0, 100)}
+	got := map[string]float64{}
+	for _, k := range HistogramKPIs(series, t0, t0.Add(10*time.Second)) {
+		got[k.Name] = k.Value
+	}
+	if _, ok := got["lat_seconds.p50"+CappedSuffix]; ok {
+		t.Errorf("p50 flagged: %v", got)
+	}
+	if got["lat_seconds.p90"] > 0.005 {
+		t.Errorf("p90 %v", got["lat_seconds.p90"])
+	}
+	if got["lat_seconds.p99"] != 60 || got["lat_seconds.p99"+CappedSuffix] != 60 {
+		t.Errorf("p99 %v, flag %v: want 60 and flagged", got["lat_seconds.p99"], got["lat_seconds.p99"+CappedSuffix])
+	}
+	if _, ok := got["lat_seconds.p95"+CappedSuffix]; ok {
+		t.Errorf("p95 is at the 60 s bound's count exactly, not beyond it: %v", got)
+	}
+}

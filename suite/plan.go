@@ -26,6 +26,10 @@ type PlanParams struct {
 	// Values are the run values ("@case") a table column may name, for
 	// CheckTable; nil skips the check.
 	Values []string
+	// Note, if set, is told what planning decided that a person should
+	// know (a case that runs once because --duration made two entries
+	// one).
+	Note func(string)
 }
 
 // Plans compiles every scenario the suite names, so that a mistake in the
@@ -53,10 +57,17 @@ func (s *Suite) Plans(p PlanParams) ([]pipebench.Plan, error) {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		if e.Case != "" {
-			plan.Case = e.Case
+			plan.Case = CaseName(e.Case, plan)
 		}
 		if plan.Case == "" {
 			plan.Case = plan.Scenario
+		}
+		if prev, dup := caseAt[plan.Case]; dup && s.Entries[prev].Scenario == e.Scenario && e.Case != plan.Case {
+			// --duration made two entries one case ("... {load}"): run it once.
+			if p.Note != nil {
+				p.Note(fmt.Sprintf("%s: case %q runs once (scenarios[%d] is the same at this duration)", where, plan.Case, prev))
+			}
+			continue
 		}
 		if prev, dup := caseAt[plan.Case]; dup {
 			return nil, pipebench.UsageError(fmt.Sprintf("%s: case %q is also the case of scenarios[%d]", where, plan.Case, prev),
@@ -172,5 +183,26 @@ func Order(runs []*pipebench.Result, plans []pipebench.Plan) []*pipebench.Result
 		}
 		return out[i].Manifest.Started.Before(out[j].Manifest.Started)
 	})
+	return out
+}
+
+// Latest returns the latest run of each case among runs (in their order)
+// that is of version: what a suite prints its per-case tables of.
+func Latest(runs []*pipebench.Result, version string) []*pipebench.Result {
+	latest := map[string]*pipebench.Result{}
+	var cases []string
+	for _, r := range runs {
+		if r.Manifest.Version != version {
+			continue
+		}
+		if _, ok := latest[r.Manifest.Case]; !ok {
+			cases = append(cases, r.Manifest.Case)
+		}
+		latest[r.Manifest.Case] = r
+	}
+	out := make([]*pipebench.Result, len(cases))
+	for i, c := range cases {
+		out[i] = latest[c]
+	}
 	return out
 }

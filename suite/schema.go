@@ -30,8 +30,9 @@ func Schema() ([]byte, error) {
 			"type": "object", "additionalProperties": false, "required": []any{"scenario"},
 			"properties": map[string]any{
 				"scenario": nonEmpty("a scenario file, relative to the suite file, or builtin:NAME"),
-				"case":     str("labels the entry's column group in the table (the scenario's case when not given); no two entries share one"),
+				"case":     str("labels the entry's column group in the table (the scenario's case when not given); no two entries share one; {load} stands for the load that ran (rate and duration)"),
 				"duration": duration,
+				"baseline": map[string]any{"type": "boolean", "description": "marks the case the status rules compare with: the same system under test without load"},
 			},
 		},
 	}}
@@ -44,6 +45,25 @@ func Schema() ([]byte, error) {
 			"phase": str("takes the KPI from the phase of that name (the run's total with rows: run, each case's phase with rows: version, when not given)"),
 			"agg": map[string]any{"enum": []any{"", "sum", "max", "instances"},
 				"description": "reduces a KPI with several instances: sum, max, or instances (how many)"},
+			"unit": map[string]any{"enum": []any{"", "ms", "s", "/min"},
+				"description": "converts the KPI for the column: ms or s (a time from its own unit), /min (a rate per second times 60)"},
+			"missing": str("what the cell says when the KPI was not measured (instead of a dash), like: no API server (set PIPEBENCH_TEST_KUBE_BIN)"),
+		},
+	}
+	status := map[string]any{
+		"type": "object", "additionalProperties": false, "required": []any{"kpi"},
+		"description": "names each case with a word, as the reference reports do (Stable, Slower, Degraded, Test invalid), from its KPI against the baseline case's",
+		"properties": map[string]any{
+			"kpi":       nonEmpty("the KPI compared with the baseline case's, like apiserver_latency_seconds.p75"),
+			"phase":     str("takes the KPI from the phase of that name (the run's total when not given)"),
+			"otherwise": str("the word when no rule holds (Stable)"),
+			"invalid":   str("the word of an invalid run, said with its reason (Test invalid)"),
+			"rules": map[string]any{"type": "array", "minItems": 1, "description": "the first rule that holds names the case",
+				"items": map[string]any{"type": "object", "additionalProperties": false, "required": []any{"word", "above"},
+					"properties": map[string]any{
+						"word":  nonEmpty("the case's word, like Slower"),
+						"above": map[string]any{"type": []any{"string", "number"}, "pattern": `^\s*[0-9]*\.?[0-9]+x?\s*$`, "description": "holds when the case's KPI is more than this times the baseline's: 3x"},
+					}}},
 		},
 	}
 	table := map[string]any{
@@ -72,7 +92,10 @@ func Schema() ([]byte, error) {
 			"version":     str("labels every run of the suite (a row of the table); run --sut-version overrides it, and each scenario keeps its own when not given"),
 			"scenarios": map[string]any{"type": "array", "minItems": 1, "items": entry, "uniqueKeys": "case",
 				"description": "the scenarios to run, in order: a file or builtin:NAME, or {scenario, case, duration}"},
-			"table": table,
+			"table":  table,
+			"status": status,
+			"sut": map[string]any{"enum": []any{"keep", "fresh"},
+				"description": "keep: one system under test for every case (a report's bursts ran one after another on the same database); fresh (the default): one per case"},
 		},
 	}
 	return json.MarshalIndent(top, "", "  ")

@@ -11,6 +11,9 @@
 //	  - scenario: builtin:kyma-traces-single   # a file (relative to the suite file) or builtin:NAME
 //	    case: Single Pipeline                  # optional; default: the scenario's case
 //	    duration: 2m                           # optional; scales the scenario as run --duration does
+//	    baseline: true                         # optional: the case status rules compare with
+//	sut: keep                                  # optional: one system under test for every case (default fresh)
+//	status: {kpi: ..., rules: [...]}           # optional: Stable/Slower/Degraded against the baseline (Status)
 //	table:                                     # optional; default: a row per version, a column group per case
 //	  rows: run                                # run: a row per case run; version (default)
 //	  columns:
@@ -51,6 +54,11 @@ type Suite struct {
 	Entries []Entry
 	// Table, when not nil, is the table the suite asks for.
 	Table *Table
+	// Status, when not nil, words each case against the baseline entry.
+	Status *Status
+	// SUT is the system under test's lifetime: SUTFresh ("" too) or
+	// SUTKeep.
+	SUT string
 }
 
 // The row layouts of a suite's table.
@@ -75,6 +83,12 @@ type Column struct {
 	Phase string
 	// Agg reduces a KPI with several instances: sum, max, instances.
 	Agg string
+	// Unit converts the KPI in the cell: ms or s (a time, from its own
+	// unit), /min (a rate per second).
+	Unit string
+	// Missing is what the cell says when the run has no such KPI (which
+	// part was not measured and how to get it), instead of a blank.
+	Missing string
 	// Line and Col are where the column's value is, for messages.
 	Line, Col int
 }
@@ -88,6 +102,9 @@ type Entry struct {
 	Case string
 	// Duration, when not 0, scales the scenario to last this long.
 	Duration pipebench.Duration
+	// Baseline marks the case the suite's status rules compare with (the
+	// same system without load).
+	Baseline bool
 	// Line is where the entry starts in the suite file, for messages.
 	Line int
 }
@@ -108,10 +125,11 @@ func (e *Errors) Unwrap() error {
 }
 
 var (
-	topKeys    = []string{"name", "description", "version", "scenarios", "table"}
-	entryKeys  = []string{"scenario", "case", "duration"}
+	topKeys    = []string{"name", "description", "version", "sut", "scenarios", "table", "status"}
+	entryKeys  = []string{"scenario", "case", "duration", "baseline"}
 	tableKeys  = []string{"rows", "columns"}
-	columnKeys = []string{"title", "value", "phase", "agg"}
+	columnKeys = []string{"title", "value", "phase", "agg", "unit", "missing"}
+	units      = []string{"", "ms", "s", "/min"}
 	aggs       = []string{"", "sum", "max", "instances"}
 )
 
@@ -132,6 +150,9 @@ func (d *decoder) add(n ast.Node, path, format string, args ...any) {
 func Parse(file string, data []byte) (*Suite, error) {
 	d := &decoder{file: file}
 	s := d.decode(data)
+	if s != nil {
+		d.checkBaseline(s)
+	}
 	if len(d.errs) > 0 {
 		yamlnode.Sort(d.errs)
 		errs := d.errs
@@ -199,6 +220,10 @@ func (d *decoder) decode(data []byte) *Suite {
 			}
 		case "table":
 			s.Table = d.table(fl.val)
+		case "status":
+			s.Status = d.status(fl.val)
+		case "sut":
+			s.SUT = d.sutLifetime(fl.val)
 		}
 	}
 	// A missing key is reported at the top of the file.
@@ -240,12 +265,20 @@ func (d *decoder) decode(data []byte) *Suite {
 					e.Scenario, _ = d.scalar(fl.val, p, "a file path or builtin:NAME")
 				case "case":
 					e.Case, _ = d.scalar(fl.val, p, "a string")
-					if e.Case != "" {
+					// A case naming its duration ({load}) is told apart
+					// once planned: see CaseName.
+					if e.Case != "" && !strings.Contains(e.Case, LoadPlaceholder) {
 						if prev, dup := cases[e.Case]; dup {
 							d.add(fl.val, p, "case %q is already used by scenarios[%d]: each entry is its own column group", e.Case, prev)
 						}
 						cases[e.Case] = i
 					}
+				case "baseline":
+					v, ok := d.scalar(fl.val, p, "true or false")
+					if ok && v != "true" && v != "false" {
+						d.add(fl.val, p, "expected true or false, got %q", v)
+					}
+					e.Baseline = v == "true"
 				case "duration":
 					v, ok := d.scalar(fl.val, p, "a duration like 2m")
 					if !ok {
@@ -341,6 +374,13 @@ func (d *decoder) column(n ast.Node, path string) (Column, bool) {
 			if !yamlnode.Contains(aggs, c.Agg) {
 				d.add(fl.val, p, "unknown %q: sum, max or instances (or leave it out)", c.Agg)
 			}
+		case "unit":
+			c.Unit, _ = d.scalar(fl.val, p, "ms, s or /min")
+			if !yamlnode.Contains(units, c.Unit) {
+				d.add(fl.val, p, "unknown %q: ms or s (a time converted from its own unit), /min (a rate per second times 60), or leave it out", c.Unit)
+			}
+		case "missing":
+			c.Missing, _ = d.scalar(fl.val, p, "what the cell says when the KPI was not measured")
 		}
 	}
 	ok = true

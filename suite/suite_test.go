@@ -156,3 +156,49 @@ table:
 		t.Errorf("one column with rows: run: %v", err)
 	}
 }
+
+// The status rules, the baseline flag, the system under test's lifetime,
+// a column's unit and missing text decode; {load} cases may repeat until
+// they are planned; a status without a baseline is located.
+func TestSuiteStatusBaselineAndLifetime(t *testing.T) {
+	s, err := Parse("s.yaml", []byte(`name: s
+sut: keep
+scenarios:
+  - {scenario: builtin:nvsentinel-baseline, case: Baseline, baseline: true}
+  - {scenario: builtin:nvsentinel-burst-high, case: "High {load}", duration: 1m}
+  - {scenario: builtin:nvsentinel-burst-high, case: "High {load}", duration: 3m}
+status:
+  kpi: apiserver_latency_seconds.p75
+  phase: load
+  rules:
+    - {word: Degraded, above: 20x}
+    - {word: Slower, above: 10}
+table:
+  rows: run
+  columns:
+    - {title: Test, value: "@case"}
+    - {title: P75, value: apiserver_latency_seconds.p75, unit: ms, missing: no API server}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.SUT != SUTKeep || s.Baseline() != "Baseline" || s.Status.KPI != "apiserver_latency_seconds.p75" || s.Status.Phase != "load" ||
+		len(s.Status.Rules) != 2 || s.Status.Rules[0] != (StatusRule{"Degraded", 20}) || s.Status.Rules[1].Above != 10 ||
+		s.Status.Otherwise != "Stable" || s.Status.Invalid != "Test invalid" {
+		t.Errorf("decoded %+v %+v", s, s.Status)
+	}
+	if c := s.Table.Columns[1]; c.Unit != "ms" || c.Missing != "no API server" {
+		t.Errorf("column %+v", c)
+	}
+	_, err = Parse("s.yaml", []byte(`name: s
+sut: sometimes
+scenarios: [builtin:a]
+status: {kpi: x, rules: [{word: Slower, above: fast}]}
+table: {rows: run, columns: [{title: T, value: "@case"}, {title: P, value: p, unit: furlongs}]}
+`))
+	for _, want := range []string{`s.yaml:2:6: sut: unknown "sometimes"`, `status.rules[0].above: "fast" is not a ratio`, "mark one entry baseline: true", `unit: unknown "furlongs"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}

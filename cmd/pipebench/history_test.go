@@ -10,16 +10,16 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/internal/resulttest"
 	"github.com/pipebench/pipebench/store"
 	"github.com/pipebench/pipebench/store/storetest"
-	"github.com/pipebench/pipebench/sut/otelcol"
 )
 
 // TestMain keeps the tests' runs out of the user's history.
 func TestMain(m *testing.M) {
-	otelcol.MaybeRunChild() // the test binary is also the collector child
+	builtins.MaybeRunChild() // the test binary is also the collector's and the document store's child
 	dir, err := os.MkdirTemp("", "pipebench-cli-test-")
 	if err != nil {
 		panic(err)

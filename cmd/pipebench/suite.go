@@ -33,6 +33,7 @@ type suiteFlags struct {
 	verbose     bool
 	outDir      string
 	checkpoint  time.Duration
+	kubeconfig  string
 	live        liveFlags
 }
 
@@ -74,6 +75,10 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.durationSet = cmd.Flags().Changed("duration")
+			if f.kubeconfig != "" {
+				// Scenarios read it as ${PIPEBENCH_KUBECONFIG} (the nvsentinel ones).
+				os.Setenv("PIPEBENCH_KUBECONFIG", f.kubeconfig)
+			}
 			return a.runSuite(args[0], f)
 		},
 	}
@@ -86,6 +91,7 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 	storeFlag(run, &f.store)
 	fl.BoolVar(&f.noStore, "no-store", false, "do not save the runs in the results history (the table then holds this run's version only)")
 	fl.StringVarP(&f.outDir, "out", "o", "", "write each case's Result (JSON) into this folder as it ends, named NN-CASE.json")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "a test cluster's kubeconfig for scenarios that use an API server (sets PIPEBENCH_KUBECONFIG; the nvsentinel suites create and delete labelled Nodes there)")
 	fl.DurationVar(&f.checkpoint, "checkpoint", 0, "with --out, write the running case's Result so far to its file this often (status running); 0: off")
 	liveFlagsOn(fl, &f.live, "suite")
 
@@ -143,6 +149,7 @@ func (a *app) planSuite(ref string, f suiteFlags) (*suite.Suite, []pipebench.Pla
 		values = append(values, v)
 	}
 	plans, err := s.Plans(suite.PlanParams{Version: f.sutVersion, Duration: f.duration, DurationSet: f.durationSet, Values: values,
+		Note: func(note string) { fmt.Fprintln(a.stderr, note) },
 		Compile: func(ref string, total time.Duration, scale bool, version string) (pipebench.Plan, error) {
 			sc, err := a.loadScenario(ref)
 			if err != nil {
@@ -175,12 +182,15 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 	if err := p.Validate(a.ctx); err != nil {
 		return err
 	}
-	var total time.Duration
-	for _, p := range plans {
-		total += p.Duration()
+	fmt.Fprintf(a.stderr, "pipebench %s: suite %s, %d case(s), %s, version %q\n", version, s.Name, len(plans),
+		suite.LoadSummary(plans), plans[0].Version)
+	if s.SUT == suite.SUTKeep {
+		// One system under test for every case.
+		keeper := suite.NewKeeper()
+		defer keeper.Close(context.Background())
+		p.Registry = keeper.Wrap(a.reg)
 	}
-	fmt.Fprintf(a.stderr, "pipebench %s: suite %s, %d case(s), %s of load, version %q\n", version, s.Name, len(plans),
-		pipebench.FormatDuration(total), plans[0].Version)
+	suite.LabelLifetime(s, plans)
 	lv, err := execute.StartLive(a.ctx, f.live.options(a.stderr), plans[0])
 	if err != nil {
 		return err
@@ -292,10 +302,20 @@ func (a *app) printSuiteTable(s *suite.Suite, plans []pipebench.Plan, runs []*pi
 	}
 	fmt.Fprintf(a.stdout, "\n## %s\n\n", s.Name)
 	o := tableOptions(s.Table)
+	o.Status = statusOptions(s)
+	var err error
 	if o.Layout == markdown.LayoutRuns {
-		return markdown.Render(a.stdout, markdown.BuildRuns(versionOrder(runs), o))
+		err = markdown.Render(a.stdout, markdown.BuildRuns(versionOrder(runs), o))
+	} else {
+		err = markdown.Render(a.stdout, markdown.Build(runs, o))
 	}
-	return markdown.Render(a.stdout, markdown.Build(runs, o))
+	// The stage breakdown of this version's latest run of each case, if any.
+	for _, r := range suite.Latest(runs, plans[0].Version) {
+		if err == nil {
+			err = markdown.RenderStagesAfter(a.stdout, r)
+		}
+	}
+	return err
 }
 
 // tableOptions turns a suite's table into the markdown options.
@@ -308,9 +328,21 @@ func tableOptions(t *suite.Table) markdown.Options {
 		o.Layout = markdown.LayoutRuns
 	}
 	for _, c := range t.Columns {
-		o.Columns = append(o.Columns, markdown.Column{Header: c.Title, KPI: c.Value, Phase: c.Phase, Agg: markdown.Agg(c.Agg)})
+		o.Columns = append(o.Columns, markdown.Column{Header: c.Title, KPI: c.Value, Phase: c.Phase, Agg: markdown.Agg(c.Agg), Unit: c.Unit, Missing: c.Missing})
 	}
 	return o
+}
+
+// statusOptions turns a suite's status rules into the markdown options.
+func statusOptions(s *suite.Suite) *markdown.Status {
+	if s.Status == nil {
+		return nil
+	}
+	st := &markdown.Status{Baseline: s.Baseline(), KPI: s.Status.KPI, Phase: s.Status.Phase, Otherwise: s.Status.Otherwise, Invalid: s.Status.Invalid}
+	for _, r := range s.Status.Rules {
+		st.Rules = append(st.Rules, markdown.StatusRule{Word: r.Word, Above: r.Above})
+	}
+	return st
 }
 
 // versionOrder orders runs (already in case order) by version, keeping the

@@ -20,7 +20,7 @@ import (
 // poll interval.
 func TestBlastEffectsOverUnixSocket(t *testing.T) {
 	const n, rate, poll = 80, 40.0, 100 * time.Millisecond
-	srv, err := healthevents.New(healthevents.Config{Listen: "unix://" + filepath.Join(t.TempDir(), "he.sock"), HTTPListen: "127.0.0.1:0", EffectRate: rate, QueueSize: 1000})
+	srv, err := healthevents.New(healthevents.Config{Listen: "unix://" + filepath.Join(t.TempDir(), "he.sock"), HTTPListen: "127.0.0.1:0", EffectRate: rate, QueueSize: 1000, Store: healthevents.StoreConfig{Type: healthevents.StoreNone}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,12 +40,20 @@ type Query struct {
 	// the buckets' growth over the phase (what histogram_quantile of an
 	// increase over the phase's duration at its end gives).
 	Kind string `yaml:"kind" json:"kind,omitempty"`
+
+	labels map[string]string // added to every point (a stage's)
 }
 
 // Config configures the observer.
 type Config struct {
 	// URL is the Prometheus server's base URL: http://127.0.0.1:9090.
-	URL string `yaml:"url" json:"url"`
+	// Leave it out with Start.
+	URL string `yaml:"url" json:"url,omitempty"`
+	// Start, when set, starts a Prometheus server for the run that
+	// scrapes every instance of the system under test serving metrics
+	// (a job per instance, named after it) and Start.Targets; the
+	// queries go to it, and it stops with the run.
+	Start *StartConfig `yaml:"start" json:"start,omitempty"`
 	// Timeout bounds one HTTP request; it is also sent as the query
 	// timeout.
 	Timeout pipebench.Duration `yaml:"timeout" json:"timeout"`
@@ -56,6 +64,8 @@ type Config struct {
 	Headers       map[string]string           `yaml:"headers" json:"headers,omitempty"`
 	SecretHeaders map[string]pipebench.Secret `yaml:"secret_headers" json:"secret_headers,omitempty"`
 	Queries       []Query                     `yaml:"queries" json:"queries"`
+	// Stages, when given, make the run's stage breakdown (Stage).
+	Stages []Stage `yaml:"stages" json:"stages,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:]*$`)
@@ -63,8 +73,17 @@ var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:]*$`)
 // Validate reports every problem, each prefixed with its key.
 func (c *Config) Validate() error {
 	var errs []error
-	if u, err := url.Parse(c.URL); c.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("url: %q is not the http:// base URL of a Prometheus server (like http://127.0.0.1:9090)", c.URL))
+	switch {
+	case c.Start != nil:
+		if c.URL != "" {
+			errs = append(errs, errors.New("url: leave it out with start (the queries go to the Prometheus pipebench starts)"))
+		}
+		c.Start.defaults()
+		errs = append(errs, c.Start.validate()...)
+	default:
+		if u, err := url.Parse(c.URL); c.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("url: %q is not the http:// base URL of a Prometheus server (like http://127.0.0.1:9090), and start is not set", c.URL))
+		}
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, errors.New("timeout: must be more than 0"))
@@ -72,9 +91,10 @@ func (c *Config) Validate() error {
 	if c.Step <= 0 {
 		errs = append(errs, errors.New("step: must be more than 0"))
 	}
-	if len(c.Queries) == 0 {
+	if len(c.Queries) == 0 && len(c.Stages) == 0 {
 		errs = append(errs, errors.New(`queries: give at least one {name, query}, like {name: request_rate, query: "sum(rate(http_requests_total[1m]))"}`))
 	}
+	errs = append(errs, validateStages(c.Stages)...)
 	seen := map[string]bool{}
 	for i, q := range c.Queries {
 		switch {
@@ -103,14 +123,34 @@ func defaultConfig() *Config {
 
 // Factory returns the factory of the "promql" observer.
 func Factory() pipebench.Factory[pipebench.Observer] {
-	return pipebench.NewFactory("promql", "PromQL expressions against a Prometheus server's HTTP API, one KPI series each",
+	return pipebench.NewFactory("promql", "PromQL expressions against a Prometheus server's HTTP API (a running one, or one started for the run scraping the system under test), one KPI series each",
 		defaultConfig,
-		func(c *Config, _ pipebench.Env) (pipebench.Observer, error) { return New(*c) })
+		func(c *Config, env pipebench.Env) (pipebench.Observer, error) {
+			if c.Start == nil {
+				return New(*c)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), c.Start.StartTimeout.D()+5*time.Second)
+			defer cancel()
+			srv, err := startServer(ctx, *c.Start, env.Instances, env.Dir)
+			if err != nil {
+				return nil, err
+			}
+			cfg := *c
+			cfg.URL, cfg.Start = srv.url, nil
+			o, err := New(cfg)
+			if err != nil {
+				srv.stop()
+				return nil, err
+			}
+			o.server = srv
+			return o, nil
+		})
 }
 
 // Observer queries one Prometheus server. Observe is called from one
 // goroutine at a time; QueryRange is safe to call besides it.
 type Observer struct {
+	server  *server // the Prometheus it started, if any
 	cfg     Config
 	base    string
 	client  *http.Client
@@ -124,6 +164,7 @@ func New(cfg Config) (*Observer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Queries = append(append([]Query(nil), cfg.Queries...), stageQueries(cfg.Stages)...)
 	o := &Observer{cfg: cfg, base: strings.TrimSuffix(cfg.URL, "/"), client: &http.Client{Timeout: cfg.Timeout.D()}, headers: http.Header{}}
 	for k, v := range cfg.Headers {
 		o.headers.Set(k, v)
@@ -275,6 +316,9 @@ func toPoints(q Query, d *queryData) []pipebench.Point {
 					labels[k] = v
 				}
 			}
+			for k, v := range q.labels {
+				labels[k] = v
+			}
 			if len(labels) == 0 {
 				labels = nil
 			}
@@ -307,8 +351,13 @@ func labelKey(m map[string]string) string {
 }
 
 // Close drops the idle keep-alive connections the observer's polls left
-// open (the runner calls it once, after the last Observe).
+// open and stops the Prometheus it started (the runner calls it once,
+// after the last Observe).
 func (o *Observer) Close() error {
 	o.client.CloseIdleConnections()
-	return nil
+	return o.server.stop()
 }
+
+// URL is the Prometheus server's base URL (the one it started, with
+// start).
+func (o *Observer) URL() string { return o.base }

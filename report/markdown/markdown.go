@@ -37,6 +37,12 @@ type Column struct {
 	// Phase, when set, takes the KPI from the phase of that name rather
 	// than from the cell's phase (LayoutRuns: rather than the run's total).
 	Phase string
+	// Unit, "ms" or "s", converts a KPI in seconds or milliseconds; "/min"
+	// a rate per second.
+	Unit string
+	// Missing is what a cell says when its run has no such KPI (what was
+	// not measured and how to get it); "" leaves it blank.
+	Missing string
 }
 
 // Layout chooses the shape of the table.
@@ -54,6 +60,9 @@ const (
 type Options struct {
 	Columns []Column
 	Layout  Layout
+	// Status, when set, words each run against its baseline in columns
+	// showing StatusValue (LayoutRuns).
+	Status *Status
 }
 
 // Reference is the column set of the OpenTelemetry Collector KPI reports.
@@ -113,7 +122,10 @@ func New(o Options) pipebench.Reporter {
 			return Render(w, BuildRuns([]*pipebench.Result{r}, o))
 		}
 		g := Build([]*pipebench.Result{r}, o)
-		return Render(w, g)
+		if err := Render(w, g); err != nil {
+			return err
+		}
+		return RenderStagesAfter(w, r)
 	})
 }
 
@@ -242,6 +254,16 @@ func BuildRuns(results []*pipebench.Result, o Options) *Grid {
 		cols = append([]Column{{Header: "Test", KPI: "@case"}}, columns(results, o)...)
 	}
 	g := &Grid{Corner: cols[0].Header, Columns: cols[1:], Groups: []string{""}}
+	base := o.Status.baselines(results)
+	cell := func(r *pipebench.Result, p *pipebench.PhaseResult, c Column) string {
+		if c.KPI == StatusValue {
+			if o.Status == nil {
+				return ""
+			}
+			return o.Status.word(r, base[r.Manifest.Version])
+		}
+		return value(r, p, c)
+	}
 	type key struct{ version, kase string }
 	latest := map[key]*pipebench.Result{}
 	for _, r := range results {
@@ -261,10 +283,10 @@ func BuildRuns(results []*pipebench.Result, o Options) *Grid {
 		if total == nil && len(r.Phases) == 1 {
 			total = &r.Phases[0]
 		}
-		g.Rows = append(g.Rows, value(r, total, cols[0]))
+		g.Rows = append(g.Rows, cell(r, total, cols[0]))
 		vals := make([]string, len(g.Columns))
 		for j, col := range g.Columns {
-			vals[j] = value(r, total, col)
+			vals[j] = cell(r, total, col)
 		}
 		g.Cells = append(g.Cells, [][]string{vals})
 		g.source(len(g.Rows)-1, 0, r)
@@ -295,10 +317,7 @@ func value(r *pipebench.Result, p *pipebench.PhaseResult, c Column) string {
 			}
 		}
 	}
-	if p == nil {
-		return ""
-	}
-	return cellValue(p, c)
+	return kpiCell(p, c)
 }
 
 func columns(results []*pipebench.Result, o Options) []Column {

@@ -92,6 +92,8 @@ func runValue(r *pipebench.Result, name string) string {
 		return humanDuration(m.Ended.Sub(m.Started))
 	case "@failure":
 		return failures(r)
+	case LoadValue:
+		return loadTime(r)
 	case "@crashed":
 		for _, d := range r.Detections {
 			if crashes[d.Detector] {

@@ -20,7 +20,13 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/docstore"
 )
+
+func TestMain(m *testing.M) {
+	docstore.MaybeRunChild() // the test binary is also the document store's child
+	os.Exit(m.Run())
+}
 
 func start(t *testing.T, cfg Config) *Server {
 	t.Helper()
@@ -69,7 +75,7 @@ func getJSON(t *testing.T, url string, v any) {
 // event's effect visible on /effects and /metrics.
 func TestEffectsAtTheSetRate(t *testing.T) {
 	const n, rate = 60, 40.0
-	s := start(t, Config{Listen: "unix://" + filepath.Join(t.TempDir(), "he.sock"), HTTPListen: "127.0.0.1:0", EffectRate: rate, QueueSize: 1000})
+	s := start(t, Config{Listen: "unix://" + filepath.Join(t.TempDir(), "he.sock"), HTTPListen: "127.0.0.1:0", EffectRate: rate, QueueSize: 1000, Store: StoreConfig{Type: StoreNone}})
 	if !strings.HasPrefix(s.Endpoint(), "unix:///") {
 		t.Fatalf("endpoint %q", s.Endpoint())
 	}
@@ -143,7 +149,7 @@ func TestEffectsAtTheSetRate(t *testing.T) {
 }
 
 func TestFullQueueIsResourceExhausted(t *testing.T) {
-	s := start(t, Config{Listen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", EffectRate: 1, QueueSize: 2})
+	s := start(t, Config{Listen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", EffectRate: 1, QueueSize: 2, Store: StoreConfig{Type: StoreNone}})
 	cc, err := grpc.NewClient(s.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +177,7 @@ func TestFactoryDefaultsToASocketInTheRunDirectory(t *testing.T) {
 	if want := "unix://" + filepath.Join(dir, "healthevents.sock"); sut.Endpoint() != want {
 		t.Errorf("endpoint %q, want %q", sut.Endpoint(), want)
 	}
-	if _, err := Factory().New(&Config{Listen: "somewhere", HTTPListen: "x", EffectRate: 0, QueueSize: 0}, pipebench.Env{}); err == nil ||
+	if _, err := Factory().New(&Config{Listen: "somewhere", HTTPListen: "x", EffectRate: -1, QueueSize: 0}, pipebench.Env{}); err == nil ||
 		!strings.Contains(errorsText(err), "effect_rate:") || !strings.Contains(errorsText(err), "listen:") {
 		t.Errorf("bad config error: %v", err)
 	}
@@ -196,7 +202,7 @@ func TestListenNeverRemovesAFile(t *testing.T) {
 	if err := os.WriteFile(f, []byte("data"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Listen: "unix://" + f, HTTPListen: "127.0.0.1:0", EffectRate: 1, QueueSize: 1})
+	s, err := New(Config{Listen: "unix://" + f, HTTPListen: "127.0.0.1:0", EffectRate: 1, QueueSize: 1, Store: StoreConfig{Type: StoreNone}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +218,7 @@ func TestListenNeverRemovesAFile(t *testing.T) {
 // ReportStream queues every event of a client stream and acknowledges the
 // count.
 func TestReportStream(t *testing.T) {
-	s := start(t, Config{Listen: "unix://" + filepath.Join(t.TempDir(), "he.sock"), HTTPListen: "127.0.0.1:0", EffectRate: 1000, QueueSize: 100})
+	s := start(t, Config{Listen: "unix://" + filepath.Join(t.TempDir(), "he.sock"), HTTPListen: "127.0.0.1:0", EffectRate: 1000, QueueSize: 100, StoreWorkers: 1, Store: StoreConfig{Type: StoreNone}})
 	cc, err := grpc.NewClient(s.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,196 @@
+package markdown
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// StatusValue is the run value of a column showing each run's status word
+// against the baseline (Options.Status).
+const StatusValue = "@stability"
+
+// LoadValue is the run value of a column showing how long the load ran
+// (every phase that ran, the drain left out): "1 min", "20 s".
+const LoadValue = "@load"
+
+// CappedSuffix is the suffix of the KPI that says a histogram quantile
+// fell beyond the last finite bucket (kpi.CappedSuffix): the cell then
+// shows "≥ BOUND".
+const CappedSuffix = ".ge"
+
+func init() {
+	Values[StatusValue] = "Stable, Slower, Degraded... by the suite's status rules against its baseline case; the invalid word and the reason for an invalid run"
+	Values[LoadValue] = "how long the load ran (its phases, the drain left out)"
+}
+
+// Status words each run against the baseline run of its version, as the
+// reference reports do: the first rule whose ratio the run's KPI exceeds
+// names it, else Otherwise; an invalid run is Invalid with its reason; the
+// baseline run is "Baseline".
+type Status struct {
+	// Baseline is the baseline case.
+	Baseline string
+	// KPI is compared with the baseline's, from Phase ("" the run's total).
+	KPI, Phase string
+	Rules      []StatusRule
+	Otherwise  string
+	Invalid    string
+}
+
+// StatusRule names a run whose KPI is more than Above times the baseline's.
+type StatusRule struct {
+	Word  string
+	Above float64
+}
+
+// word is r's status against base (nil: no baseline run of its version).
+func (s *Status) word(r, base *pipebench.Result) string {
+	if r.Manifest.Status == pipebench.StatusInvalid {
+		why := ""
+		if len(r.Manifest.Reasons) > 0 {
+			why = r.Manifest.Reasons[0]
+			if strings.HasPrefix(why, "phase ") { // "phase load: the generator..."
+				_, why, _ = strings.Cut(why, ": ")
+			}
+			why, _, _ = strings.Cut(why, ": ")
+			why, _, _ = strings.Cut(why, "; ")
+			why = " (" + why + ")"
+		}
+		return s.Invalid + why
+	}
+	if caseOf(r) == s.Baseline {
+		return "Baseline"
+	}
+	if base == nil {
+		return "no baseline run (case " + s.Baseline + ") to compare with"
+	}
+	v, ok := s.kpi(r)
+	b, okb := s.kpi(base)
+	if !ok || !okb {
+		return "no " + s.KPI + " to compare"
+	}
+	for _, rule := range s.Rules {
+		if b > 0 && v > rule.Above*b {
+			return rule.Word + " (" + plain(v/b) + "x)"
+		}
+	}
+	return s.Otherwise
+}
+
+func (s *Status) kpi(r *pipebench.Result) (float64, bool) {
+	p := r.Total
+	if s.Phase != "" {
+		p = nil
+		for i := range r.Phases {
+			if r.Phases[i].Name == s.Phase {
+				p = &r.Phases[i]
+			}
+		}
+	}
+	if p == nil && len(r.Phases) == 1 {
+		p = &r.Phases[0]
+	}
+	if p == nil {
+		return 0, false
+	}
+	ks := p.All(s.KPI)
+	if len(ks) == 0 {
+		return 0, false
+	}
+	return ks[0].Value, true
+}
+
+// baselines returns each version's latest baseline run.
+func (s *Status) baselines(results []*pipebench.Result) map[string]*pipebench.Result {
+	out := map[string]*pipebench.Result{}
+	if s == nil {
+		return out
+	}
+	for _, r := range results {
+		if caseOf(r) != s.Baseline || r.Manifest.Status == pipebench.StatusInvalid {
+			continue
+		}
+		if prev, ok := out[r.Manifest.Version]; !ok || !r.Manifest.Started.Before(prev.Manifest.Started) {
+			out[r.Manifest.Version] = r
+		}
+	}
+	return out
+}
+
+// loadTime is how long r's phases ran.
+func loadTime(r *pipebench.Result) string {
+	var d time.Duration
+	for _, p := range r.Phases {
+		if p.Ended.After(p.Started) {
+			d += p.Ended.Sub(p.Started)
+		}
+	}
+	if d == 0 {
+		return ""
+	}
+	return humanDuration(d)
+}
+
+// unitValue converts v from the KPI's unit to want ("ms", "s", or "/min"
+// for a rate per second).
+func unitValue(v float64, from pipebench.Unit, want string) float64 {
+	if want == "/min" {
+		if from == pipebench.UnitPerSecond {
+			return v * 60
+		}
+		return v
+	}
+	ms := v
+	switch from {
+	case pipebench.UnitSeconds:
+		ms = v * 1000
+	case pipebench.UnitMillis:
+	default:
+		return v
+	}
+	if want == "s" {
+		return ms / 1000
+	}
+	return ms
+}
+
+// capped prints a lower bound in its natural unit: "≥ 60 s", "≥ 250 ms".
+func capped(v float64, unit pipebench.Unit) string {
+	ms := unitValue(v, unit, "ms")
+	if unit != pipebench.UnitSeconds && unit != pipebench.UnitMillis {
+		return "≥ " + plain(v)
+	}
+	if ms >= 1000 {
+		return "≥ " + strconv.FormatFloat(math.Round(ms/100)/10, 'f', -1, 64) + " s"
+	}
+	return "≥ " + plain(ms) + " ms"
+}
+
+// kpiCell is a KPI cell with the column's unit, a capped quantile as
+// "≥ BOUND", and the column's Missing text for a KPI the run lacks.
+func kpiCell(p *pipebench.PhaseResult, c Column) string {
+	if p == nil {
+		return c.Missing
+	}
+	ks := p.All(c.KPI)
+	if len(ks) == 0 {
+		return c.Missing
+	}
+	if capK := p.All(c.KPI + CappedSuffix); len(capK) > 0 {
+		return capped(capK[0].Value, capK[0].Unit)
+	}
+	if c.Unit != "" && (c.Agg == AggValue || c.Agg == AggMax) {
+		v := ks[0].Value
+		if c.Agg == AggMax {
+			for _, k := range ks {
+				v = math.Max(v, k.Value)
+			}
+		}
+		return plain(unitValue(v, ks[0].Unit, c.Unit))
+	}
+	return cellValue(p, c)
+}
