@@ -89,9 +89,30 @@ func (p *InPod) defaults(what string) error {
 	return nil
 }
 
-// open waits for the run's ConfigMap and creates the component's own.
-func (p *InPod) open(ctx context.Context, name, role string) (*corev1.ConfigMap, ownConfigMap, error) {
-	return openComponent(ctx, p.Client, p.Namespace, p.Run, name, role, p.Pod, p.Poll)
+// open waits for the run's ConfigMap and creates the component's own;
+// ended is true when that one already holds an outcome (see openOwn).
+func (p *InPod) open(ctx context.Context, name, role string) (run *corev1.ConfigMap, own ownConfigMap, ended bool, err error) {
+	run, err = awaitConfigMap(ctx, p.Client, p.Namespace, p.Run, 2*time.Minute, func(*corev1.ConfigMap) (bool, error) { return true, nil })
+	if err != nil {
+		return nil, ownConfigMap{}, false, fmt.Errorf("read ConfigMap %s/%s: %w", p.Namespace, p.Run, err)
+	}
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: run.Name, UID: run.UID}
+	own, ended, err = openOwn(ctx, p.Client, p.Namespace, name, owner,
+		map[string]string{LabelRun: p.Run, LabelRole: role}, map[string]string{"pipebench.dev/pod": p.Pod})
+	return run, own, ended, err
+}
+
+// ended is the error of a component started again after it ended: the
+// outcome recorded stands.
+func (o ownConfigMap) ended(ctx context.Context) error {
+	cm, err := o.client.CoreV1().ConfigMaps(o.ns).Get(ctx, o.name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if cm.Data[KeyState] == StateFailed {
+		return fmt.Errorf("failed before this pod started (ConfigMap %s): %s", o.name, cm.Data[KeyMessage])
+	}
+	return nil
 }
 
 // Main runs the sink: it starts it and the feed, publishes its endpoints
@@ -102,9 +123,9 @@ func (p SinkPod) Main(ctx context.Context) error {
 	if err := p.defaults("the sink listens"); err != nil {
 		return err
 	}
-	run, mine, err := p.open(ctx, SinkName(p.Run), RoleSink)
-	if err != nil {
-		return err
+	run, mine, ended, err := p.open(ctx, SinkName(p.Run), RoleSink)
+	if err != nil || ended {
+		return errors.Join(err, mine.ended(ctx))
 	}
 	fail := mine.fail
 	st, err := p.Start(ctx, run)
@@ -132,12 +153,7 @@ func (p SinkPod) Main(ctx context.Context) error {
 
 	// The start time, then the end of the run.
 	started := false
-	cms := p.Client.CoreV1().ConfigMaps(p.Namespace)
-	err = poll(ctx, p.Poll, 1<<62, func() (bool, error) {
-		cm, err := cms.Get(ctx, p.Run, metav1.GetOptions{})
-		if err != nil {
-			return false, nil // the API server may blink
-		}
+	_, err = awaitConfigMap(ctx, p.Client, p.Namespace, p.Run, 1<<62, func(cm *corev1.ConfigMap) (bool, error) {
 		if s := cm.Data[KeyStartAt]; s != "" && !started && st.Faults != nil {
 			if at, err := time.Parse(time.RFC3339Nano, s); err == nil {
 				started = true
@@ -147,7 +163,7 @@ func (p SinkPod) Main(ctx context.Context) error {
 		return cm.Data[KeyEnded] != "", nil
 	})
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, errGone) {
 			return nil // deleted with the run
 		}
 		return fail(err)
@@ -165,7 +181,6 @@ func (p SinkPod) Main(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(p.Log, "run ended: received %d unique items, %d duplicates\n", c.Received, c.Duplicates)
-	<-ctx.Done()
 	return nil
 }
 
@@ -196,61 +211,48 @@ func (o ownConfigMap) fail(err error) error {
 	return err
 }
 
-// openComponent waits for the run's ConfigMap and creates the component's
-// own (name), owned by it so that it goes with the run, in state waiting;
-// a restarted component resets it (the shards then see its new address).
-func openComponent(ctx context.Context, c kubernetes.Interface, ns, run, name, role, pod string, every time.Duration) (*corev1.ConfigMap, ownConfigMap, error) {
-	mine := ownConfigMap{client: c, ns: ns, name: name}
-	rcm, err := waitConfigMap(ctx, c, ns, run, every, 2*time.Minute)
-	if err != nil {
-		return nil, mine, fmt.Errorf("read ConfigMap %s/%s: %w", ns, run, err)
-	}
-	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: rcm.Name, UID: rcm.UID}
+// openOwn creates a pod's own ConfigMap (name), owned by the run's
+// ConfigMap so that it goes with the run, in state waiting. A pod that
+// finds it there already (a restarted or replacement pod) takes it over
+// but never erases an outcome: a ConfigMap that says failed or done stays
+// as it is and ended is true, so that the launcher reads the first
+// failure, and names its culprit, whenever it looks. Otherwise it starts
+// over (the shards then see the component's new address).
+func openOwn(ctx context.Context, c kubernetes.Interface, ns, name string, owner metav1.OwnerReference, labels, annotations map[string]string) (own ownConfigMap, ended bool, err error) {
+	own = ownConfigMap{client: c, ns: ns, name: name}
+	labels["app.kubernetes.io/managed-by"] = "pipebench"
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Namespace: ns,
-		Labels:          map[string]string{LabelRun: run, LabelRole: role, "app.kubernetes.io/managed-by": "pipebench"},
-		Annotations:     map[string]string{"pipebench.dev/pod": pod},
+		Name: name, Namespace: ns, Labels: labels, Annotations: annotations,
 		OwnerReferences: []metav1.OwnerReference{owner},
 	}, Data: map[string]string{KeyState: StateWait}}
-	if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		if err := mine.set(ctx, func(got *corev1.ConfigMap) { got.Data = cm.Data }); err != nil {
-			return nil, mine, err
-		}
-	} else if err != nil {
-		return nil, mine, fmt.Errorf("create ConfigMap %s: %w", name, err)
+	_, err = c.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+	if err == nil {
+		return own, false, nil
 	}
-	return rcm, mine, nil
-}
-
-// waitConfigMap waits until ConfigMap ns/name exists and returns it.
-func waitConfigMap(ctx context.Context, c kubernetes.Interface, ns, name string, every, timeout time.Duration) (*corev1.ConfigMap, error) {
-	var got *corev1.ConfigMap
-	err := poll(ctx, every, timeout, func() (bool, error) {
-		cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
+	if !apierrors.IsAlreadyExists(err) {
+		return own, false, fmt.Errorf("create ConfigMap %s: %w", name, err)
+	}
+	err = own.set(ctx, func(got *corev1.ConfigMap) {
+		if st := got.Data[KeyState]; st == StateFailed || st == StateDone {
+			ended = true
+			return
 		}
-		got = cm
-		return err == nil, err
+		got.Data = cm.Data
+		got.BinaryData = nil
+		got.Annotations = annotations
 	})
-	return got, err
+	return own, ended, err
 }
 
 // waitReadyConfigMap waits until the in-cluster component (what) whose
 // ConfigMap is ns/name says it is ready, and returns that ConfigMap; a
 // component that failed ends the wait with its message.
 func waitReadyConfigMap(ctx context.Context, c kubernetes.Interface, ns, name, what string, timeout time.Duration) (*corev1.ConfigMap, error) {
-	var cm *corev1.ConfigMap
-	err := poll(ctx, 250*time.Millisecond, timeout, func() (bool, error) {
-		got, err := c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
+	cm, err := awaitConfigMap(ctx, c, ns, name, timeout, func(got *corev1.ConfigMap) (bool, error) {
 		switch got.Data[KeyState] {
 		case StateFailed:
 			return false, fmt.Errorf("the in-cluster %s failed: %s", what, got.Data[KeyMessage])
 		case StateReady, StateDone:
-			cm = got
 			return true, nil
 		}
 		return false, nil
@@ -306,32 +308,4 @@ func SinkEndpoints(ctx context.Context, c kubernetes.Interface, ns, run, host st
 	}
 	feed = "http://" + net.JoinHostPort(host, strconv.Itoa(FeedPort)) + FeedPath
 	return target, targets, feed, nil
-}
-
-// endSink tells the in-cluster sink that the run ended and reads its
-// counts (waiting at most 30 s).
-func (l Launch) endSink(ctx context.Context, ns, run string) (*SinkCounts, error) {
-	cms := l.Client.CoreV1().ConfigMaps(ns)
-	patch := fmt.Sprintf(`{"data":{%q:%q}}`, KeyEnded, time.Now().UTC().Format(time.RFC3339Nano))
-	if _, err := cms.Patch(ctx, run, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
-		return nil, fmt.Errorf("tell the sink the run ended: %w", err)
-	}
-	var cm *corev1.ConfigMap
-	err := poll(ctx, l.Poll, 30*time.Second, func() (bool, error) {
-		got, err := cms.Get(ctx, SinkName(run), metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		cm = got
-		return got.Data[KeyState] == StateDone || got.Data[KeyState] == StateFailed, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("the in-cluster sink gave no counts: %w", err)
-	}
-	if cm.Data[KeyState] == StateFailed {
-		return nil, fmt.Errorf("the in-cluster sink failed: %s", cm.Data[KeyMessage])
-	}
-	num := func(k string) uint64 { v, _ := strconv.ParseUint(cm.Data[k], 10, 64); return v }
-	return &SinkCounts{Received: num(KeyReceived), Duplicates: num(KeyDuplicates), Faulted: num(KeyFaulted),
-		Unmatched: num(KeyUnmatched), Dropped: num(KeyDropped)}, nil
 }

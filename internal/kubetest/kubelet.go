@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 
 	"github.com/pipebench/pipebench/internal/childproc"
 )
@@ -33,7 +34,11 @@ import (
 //     node lifecycle controller's part). No machine stands behind them.
 //   - Scheduling: a pod without spec.nodeName is bound (the Binding
 //     subresource, as kube-scheduler does) to the node its node affinity
-//     names (DaemonSet pods), else to the nodes in turn.
+//     names (DaemonSet pods), else to the next of the nodes, in turn,
+//     whose labels match the pod's nodeSelector and whose NoSchedule and
+//     NoExecute taints the pod tolerates (kube-scheduler's filters for
+//     those two fields; no other filter, no scoring, no resources). A pod
+//     no node fits stays Pending.
 //   - Containers: the first container of a pod bound to one of its nodes
 //     runs as a local process made by the test's Command function from the
 //     container's command and args, with the container's environment
@@ -229,9 +234,18 @@ func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) {
 	node := affinityNode(pod)
 	if node == "" {
 		k.mu.Lock()
-		node = k.nodes[k.next%len(k.nodes)]
-		k.next++
+		for range k.nodes {
+			n := k.nodes[k.next%len(k.nodes)]
+			k.next++
+			if k.fits(ctx, pod, n) {
+				node = n
+				break
+			}
+		}
 		k.mu.Unlock()
+		if node == "" {
+			return
+		}
 	} else if !k.ours(node) {
 		return
 	}
@@ -239,6 +253,35 @@ func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) {
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}, metav1.CreateOptions{})
+}
+
+// fits tells whether the pod may go to node: its nodeSelector matches the
+// node's labels, and it tolerates the node's NoSchedule and NoExecute
+// taints.
+func (k *Kubelet) fits(ctx context.Context, pod *corev1.Pod, node string) bool {
+	n, err := k.c.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	if !labels.SelectorFromSet(pod.Spec.NodeSelector).Matches(labels.Set(n.Labels)) {
+		return false
+	}
+	for i := range n.Spec.Taints {
+		t := &n.Spec.Taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		ok := false
+		for j := range pod.Spec.Tolerations {
+			if pod.Spec.Tolerations[j].ToleratesTaint(klog.Background(), t, false) {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // affinityNode is the node a DaemonSet pod's required node affinity names.
