@@ -44,6 +44,9 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(envTestPod); args != "" {
 		os.Exit(testPod(strings.Fields(args)))
 	}
+	if spec := os.Getenv(envTestLaunch); spec != "" {
+		os.Exit(testLaunch(spec))
+	}
 	os.Exit(m.Run())
 }
 
@@ -264,7 +267,7 @@ func total(t *testing.T, res *pipebench.Result, name string) float64 {
 
 // A sink in this test process, for scenarios whose shards send to it
 // directly.
-func testSink(t *testing.T) (*httpsink.Sink, *kpi.Arrivals) {
+func testSink(t testing.TB) (*httpsink.Sink, *kpi.Arrivals) {
 	arr := kpi.NewArrivals(1, nil)
 	arr.StartPhase(0, 1)
 	sink, err := httpsink.New(httpsink.Params{})

@@ -56,6 +56,14 @@ type Launch struct {
 type Collected struct {
 	Shards []*pipebench.Result
 	Sink   *SinkCounts
+	// Timeline is when each step of the launch ended.
+	Timeline Timeline
+}
+
+// Timeline is when each step of a launch ended (zero: not reached, or
+// not this launch's: a start written before Collect).
+type Timeline struct {
+	Began, Created, Ready, Start, Done, Collected time.Time
 }
 
 // ShardFailure is the error of a run whose shard failed.
@@ -89,6 +97,7 @@ func (e *ShardFailure) Error() string {
 // (a cancelled ctx, like Ctrl-C, included), unless Keep.
 func (l Launch) Run(ctx context.Context, o Options) (col *Collected, err error) {
 	l.defaults()
+	began := time.Now()
 	obj, err := Build(o)
 	if err != nil {
 		return nil, err
@@ -107,7 +116,12 @@ func (l Launch) Run(ctx context.Context, o Options) (col *Collected, err error) 
 		what += " and the in-cluster sink " + SinkName(o.Name)
 	}
 	fmt.Fprintf(l.Log, "k8s: created %s/%s: %s\n", o.Namespace, o.Name, what)
-	return l.drive(ctx, o)
+	created := time.Now()
+	col, err = l.drive(ctx, o)
+	if col != nil {
+		col.Timeline.Began, col.Timeline.Created = began, created
+	}
+	return col, err
 }
 
 // Collect does the launcher's part for a run whose objects were applied
@@ -200,7 +214,7 @@ func (l Launch) drive(ctx context.Context, o Options) (*Collected, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read ConfigMap %s: %w", o.Name, err)
 	}
-	var start time.Time
+	var start, ready time.Time
 	if s := run.Data[KeyStartAt]; s != "" {
 		if start, err = time.Parse(time.RFC3339Nano, s); err != nil {
 			return nil, fmt.Errorf("ConfigMap %s: start-at %q is not a moment: %w", o.Name, s, err)
@@ -210,18 +224,19 @@ func (l Launch) drive(ctx context.Context, o Options) (*Collected, error) {
 		if err := l.waitReady(ctx, o, tr); err != nil {
 			return nil, err
 		}
-		start = time.Now().Add(l.Lead).UTC()
+		ready = time.Now()
+		start = ready.Add(l.Lead).UTC()
 		patch := fmt.Sprintf(`{"data":{%q:%q}}`, KeyStartAt, start.Format(time.RFC3339Nano))
 		if _, err := cms.Patch(ctx, o.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
 			return nil, fmt.Errorf("write the start time into ConfigMap %s: %w", o.Name, err)
 		}
 		fmt.Fprintf(l.Log, "k8s: every pod is ready; the load starts at %s\n", start.Format(time.RFC3339Nano))
 	}
-	results, err := l.follow(ctx, o, tr, start)
+	results, done, err := l.follow(ctx, o, tr, start)
 	if err != nil {
 		return nil, err
 	}
-	col := &Collected{Shards: results}
+	col := &Collected{Shards: results, Timeline: Timeline{Ready: ready, Start: start, Done: done, Collected: time.Now()}}
 	// The run ended: the in-cluster sink writes its counts, and the
 	// in-cluster sink and system under test end (their Jobs complete).
 	patch := fmt.Sprintf(`{"data":{%q:%q}}`, KeyEnded, time.Now().UTC().Format(time.RFC3339Nano))
@@ -437,7 +452,7 @@ func podMessage(p *corev1.Pod) string {
 
 // follow waits for every shard's Result, printing the run's merged live
 // progress.
-func (l Launch) follow(ctx context.Context, o Options, tr *tracker, start time.Time) ([]*pipebench.Result, error) {
+func (l Launch) follow(ctx context.Context, o Options, tr *tracker, start time.Time) (results []*pipebench.Result, done time.Time, err error) {
 	n := o.N()
 	deadline := start.Add(l.RunTimeout)
 	tick := time.NewTicker(l.Poll)
@@ -446,7 +461,7 @@ func (l Launch) follow(ctx context.Context, o Options, tr *tracker, start time.T
 	for {
 		byShard := tr.shardMaps(n)
 		var sum Progress
-		done, running := 0, 0
+		ndone, running := 0, 0
 		phases := map[string]bool{}
 		for idx := 1; idx <= n; idx++ {
 			cm := byShard[idx]
@@ -455,9 +470,9 @@ func (l Launch) follow(ctx context.Context, o Options, tr *tracker, start time.T
 			}
 			switch cm.Data[KeyState] {
 			case StateFailed:
-				return nil, &ShardFailure{Shard: idx, Pod: cm.Annotations["pipebench.dev/pod"], Message: cm.Data[KeyMessage]}
+				return nil, done, &ShardFailure{Shard: idx, Pod: cm.Annotations["pipebench.dev/pod"], Message: cm.Data[KeyMessage]}
 			case StateDone:
-				done++
+				ndone++
 			case StateRun:
 				running++
 			}
@@ -471,12 +486,14 @@ func (l Launch) follow(ctx context.Context, o Options, tr *tracker, start time.T
 				}
 			}
 		}
-		if done == n {
-			fmt.Fprintf(l.Log, "k8s: live: %d/%d shards done, sent %d, failed %d\n", done, n, sum.Sent, sum.Failed)
-			return l.collect(ctx, o, byShard)
+		if ndone == n {
+			done = time.Now()
+			fmt.Fprintf(l.Log, "k8s: live: %d/%d shards done, sent %d, failed %d\n", ndone, n, sum.Sent, sum.Failed)
+			results, err = l.collect(ctx, o, byShard)
+			return results, done, err
 		}
 		line := fmt.Sprintf("k8s: live: %d/%d shards running, %d done; phase %s; sent %d at %.0f/s, failed %d",
-			running, n, done, strings.Join(sortedKeys(phases), "+"), sum.Sent, sum.Rate, sum.Failed)
+			running, n, ndone, strings.Join(sortedKeys(phases), "+"), sum.Sent, sum.Rate, sum.Failed)
 		if line != last && time.Since(lastAt) >= time.Second {
 			fmt.Fprintln(l.Log, line)
 			last, lastAt = line, time.Now()
@@ -485,11 +502,11 @@ func (l Launch) follow(ctx context.Context, o Options, tr *tracker, start time.T
 		// evicted, a crash) ends the run too.
 		for _, p := range tr.podList() {
 			if f := l.podFailure(o, tr, p, true); f != nil {
-				return nil, f
+				return nil, done, f
 			}
 		}
 		if f := l.failedMap(o, tr); f != nil {
-			return nil, f
+			return nil, done, f
 		}
 		if time.Now().After(deadline) {
 			var missing []string
@@ -498,11 +515,11 @@ func (l Launch) follow(ctx context.Context, o Options, tr *tracker, start time.T
 					missing = append(missing, strconv.Itoa(idx))
 				}
 			}
-			return nil, fmt.Errorf("shards %s gave no Result within %s of the start", strings.Join(missing, ", "), l.RunTimeout)
+			return nil, done, fmt.Errorf("shards %s gave no Result within %s of the start", strings.Join(missing, ", "), l.RunTimeout)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, done, ctx.Err()
 		case <-tick.C:
 		}
 	}

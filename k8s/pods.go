@@ -134,7 +134,9 @@ func (rt Runtime) Worker(ctx context.Context, p Pod) error {
 	reg := rt.Exec.Registry
 	w := Worker{Client: p.Client, Namespace: p.Namespace, Run: p.Run, Pod: p.Pod, Node: p.Node, Index: p.Index, Log: rt.log()}
 	var live *execute.Live
-	defer func() { live.Stop() }()
+	// The final values stay up until scraped once more (or MetricsLinger
+	// passed, or the pod is deleted).
+	defer func() { live.Close(ctx, rt.log()) }()
 	w.Check = func(s Shard) error {
 		whole, err := compilePlan(reg, s.File, s.Scenario, s.Duration)
 		if err != nil {
@@ -181,7 +183,7 @@ func (rt Runtime) Worker(ctx context.Context, p Pod) error {
 		}
 		if s.MetricsPort > 0 {
 			addr := net.JoinHostPort(p.IP, strconv.Itoa(s.MetricsPort))
-			if live, err = execute.StartLive(ctx, execute.LiveOptions{MetricsAddr: addr, Log: rt.log()}, sp); err != nil {
+			if live, err = execute.StartLive(ctx, execute.LiveOptions{MetricsAddr: addr, Linger: MetricsLinger, Log: rt.log()}, sp); err != nil {
 				return fmt.Errorf("serve the shard's metrics: %w", err)
 			}
 		}
@@ -200,14 +202,21 @@ func (rt Runtime) Worker(ctx context.Context, p Pod) error {
 		ep := rt.Exec
 		ep.Registry = reg
 		ep.Keep = execute.Keep{NoStore: true, Quiet: true}
+		var last Progress
 		ep.Progress = func(pr runner.Progress) {
 			live.Update(pr)
-			progress(progressOf(pr))
+			last = progressOf(pr)
+			progress(last)
 		}
 		out := execute.Run(ctx, plan, ep)
 		live.Finish(out.Result)
 		if out.Result == nil {
 			return nil, out.Err
+		}
+		if out.Result.Total != nil {
+			sent, _ := out.Result.Total.Get("sent")
+			last.Sent, last.Rate, last.Final = uint64(sent), 0, true
+			progress(last)
 		}
 		data, err := json.Marshal(out.Result)
 		if err != nil {
@@ -217,6 +226,10 @@ func (rt Runtime) Worker(ctx context.Context, p Pod) error {
 	}
 	return w.Main(ctx)
 }
+
+// MetricsLinger is how long a shard's metrics stay up after its run for
+// a last scrape.
+const MetricsLinger = 15 * time.Second
 
 // progressOf is what a shard reports of the runner's progress.
 func progressOf(pr runner.Progress) Progress {

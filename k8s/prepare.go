@@ -171,7 +171,7 @@ func DefaultName(scenario string, now time.Time) string {
 		base = strings.TrimRight(base[:40-len(stamp)-1], "-")
 	}
 	if base == "" || base[0] < 'a' {
-		base = "pipebench" + strings.TrimPrefix("-"+base, "-")
+		base = strings.TrimSuffix("pipebench-"+base, "-")
 		if len(base) > 40-len(stamp)-1 {
 			base = strings.TrimRight(base[:40-len(stamp)-1], "-")
 		}

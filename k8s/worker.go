@@ -40,6 +40,9 @@ type Progress struct {
 	Sent, Failed uint64
 	Phase        string
 	Rate         float64 // items/s sent over the last interval
+	// Final marks the shard's last report, with its Result's counts: it
+	// is written whatever the period.
+	Final bool
 }
 
 // Worker is one pod's side of a launch.
@@ -156,7 +159,7 @@ func (w Worker) Main(ctx context.Context) error {
 	every := progressEvery(run.Data[KeyProgressEvery], n)
 	var lastProgress time.Time
 	progress := func(p Progress) {
-		if time.Since(lastProgress) < every {
+		if !p.Final && time.Since(lastProgress) < every {
 			return
 		}
 		lastProgress = time.Now()
