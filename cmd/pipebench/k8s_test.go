@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -288,6 +289,53 @@ phases:
 	stdout, stderr, code = cli(t, "k8s", "manifests", secret)
 	if code != pipebench.ExitUsage || strings.Contains(stdout+stderr, "hunter2") || !strings.Contains(stderr, "--env-from-secret") {
 		t.Errorf("literal credential: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	// The three shapes that used to reach the ConfigMap (the whole class
+	// is k8s's TestLiteralSecretsRefused): a NATS token URL, a default in
+	// ${PW:-...}, a credential in a query string.
+	for _, shape := range []string{
+		`target: {driver: nats, url: "nats://hunter2@nats.load.svc:4222", subject: s}`,
+		`target: {driver: http, url: "http://sink:8080/", secret_headers: {Authorization: "${PW:-hunter2}"}}`,
+		`target: {driver: http, url: "http://sink:8080/?access_token=hunter2"}`,
+	} {
+		f := writeScenario(t, t.TempDir(), "name: s\n"+shape+"\nphases:\n  - {name: a, duration: 2s, rate: 100/s}\n")
+		stdout, stderr, code = cli(t, "k8s", "manifests", f)
+		if code != pipebench.ExitUsage || strings.Contains(stdout+stderr, "hunter2") || !strings.Contains(stderr, "--env-from-secret") {
+			t.Errorf("%s: exit %d\nstdout: %s\nstderr: %s", shape, code, stdout, stderr)
+		}
+	}
+
+	// Pods for a real cluster: sized, placed, patched, deadline and TTL,
+	// scrape annotations, a PodMonitor; and the same documents as a
+	// kustomize base.
+	patch := filepath.Join(dir, "patch.yaml")
+	os.WriteFile(patch, []byte("spec:\n  priorityClassName: load-tests\n"), 0o600)
+	stdout, stderr, code = cli(t, "k8s", "manifests", scen, "--shards", "2", "--name", "m3", "--node-selector", "pool=load",
+		"--toleration", "dedicated=load:NoSchedule", "--pod-patch", patch, "--pod-monitor", "--ttl", "30m")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"activeDeadlineSeconds: ", "ttlSecondsAfterFinished: 1800", "pool: load", "key: dedicated",
+		"priorityClassName: load-tests", "prometheus.io/scrape: \"true\"", "kind: PodMonitor", "cpu: ", "memory: ", "type: RuntimeDefault"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("no %q in the manifests", want)
+		}
+	}
+	base := filepath.Join(t.TempDir(), "base")
+	if _, stderr, code = cli(t, "k8s", "manifests", scen, "--name", "m4", "--kustomize", base); code != 0 {
+		t.Fatalf("--kustomize: exit %d: %s", code, stderr)
+	}
+	if k, err := os.ReadFile(filepath.Join(base, "kustomization.yaml")); err != nil || !strings.Contains(string(k), "-job-m4.yaml") {
+		t.Errorf("kustomization.yaml: %v\n%s", err, k)
+	}
+	// Without --name: the scenario's name and the time.
+	stdout, _, _ = cli(t, "k8s", "manifests", scen)
+	if !regexp.MustCompile(`name: m-20\d{6}-\d{6}\n`).MatchString(stdout) {
+		t.Errorf("no name from the scenario and the time in:\n%.400s", stdout)
+	}
+	stdout, _, code = cli(t, "version")
+	if code != 0 || !strings.Contains(stdout, "pipebench ") || !strings.Contains(stdout, "go:      go") || !strings.Contains(stdout, "commit:") {
+		t.Errorf("version: exit %d\n%s", code, stdout)
 	}
 
 	// An embedded system under test runs in a pod of its own, unless
