@@ -190,15 +190,10 @@ func (rt Runtime) Worker(ctx context.Context, p Pod) error {
 		return nil
 	}
 	w.Exec = func(ctx context.Context, s Shard, start time.Time, progress func(Progress)) ([]byte, error) {
-		whole, err := compilePlan(reg, s.File, s.Scenario, s.Duration)
+		plan, err := s.plan(reg, start)
 		if err != nil {
 			return nil, err
 		}
-		plan, err := s.slice(whole)
-		if err != nil {
-			return nil, err
-		}
-		plan.StartAt = start.UTC()
 		ep := rt.Exec
 		ep.Registry = reg
 		ep.Keep = execute.Keep{NoStore: true, Quiet: true}
@@ -234,6 +229,18 @@ const MetricsLinger = 15 * time.Second
 // progressOf is what a shard reports of the runner's progress.
 func progressOf(pr runner.Progress) Progress {
 	return Progress{Sent: pr.TotalSent, Failed: pr.Failed, Phase: pr.Phase, Rate: pr.SentRate}
+}
+
+// plan compiles the shard's slice of the run's plan with the plug-ins of
+// reg, starting at start.
+func (s Shard) plan(reg *pipebench.Registry, start time.Time) (pipebench.Plan, error) {
+	whole, err := compilePlan(reg, s.File, s.Scenario, s.Duration)
+	if err != nil {
+		return whole, err
+	}
+	plan, err := s.slice(whole)
+	plan.StartAt = start.UTC()
+	return plan, err
 }
 
 // slice is the shard's slice of the whole plan.

@@ -12,8 +12,10 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/pipebench/pipebench"
 )
@@ -74,7 +76,14 @@ func putResult(ctx context.Context, c kubernetes.Interface, ns, run string, i in
 				OwnerReferences: []metav1.OwnerReference{owner}},
 			BinaryData: map[string][]byte{KeyResult: chunk},
 		}
-		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		err := retry.OnError(apiBackoff, retriable, func() error {
+			_, err := cms.Create(ctx, cm, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil // a retry of a create that went through
+			}
+			return err
+		})
+		if err != nil {
 			return nil, 0, "", fmt.Errorf("write part %d of the Result: %w", k+1, err)
 		}
 		parts++

@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
@@ -91,10 +93,10 @@ func (p *InPod) defaults(what string) error {
 
 // open waits for the run's ConfigMap and creates the component's own;
 // ended is true when that one already holds an outcome (see openOwn).
-func (p *InPod) open(ctx context.Context, name, role string) (run *corev1.ConfigMap, own ownConfigMap, ended bool, err error) {
+func (p *InPod) open(ctx context.Context, name, role string) (run *corev1.ConfigMap, own *ownConfigMap, ended bool, err error) {
 	run, err = awaitConfigMap(ctx, p.Client, p.Namespace, p.Run, 2*time.Minute, func(*corev1.ConfigMap) (bool, error) { return true, nil })
 	if err != nil {
-		return nil, ownConfigMap{}, false, fmt.Errorf("read ConfigMap %s/%s: %w", p.Namespace, p.Run, err)
+		return nil, nil, false, fmt.Errorf("read ConfigMap %s/%s: %w", p.Namespace, p.Run, err)
 	}
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: run.Name, UID: run.UID}
 	own, ended, err = openOwn(ctx, p.Client, p.Namespace, name, owner,
@@ -104,7 +106,7 @@ func (p *InPod) open(ctx context.Context, name, role string) (run *corev1.Config
 
 // ended is the error of a component started again after it ended: the
 // outcome recorded stands.
-func (o ownConfigMap) ended(ctx context.Context) error {
+func (o *ownConfigMap) ended(ctx context.Context) error {
 	cm, err := o.client.CoreV1().ConfigMaps(o.ns).Get(ctx, o.name, metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -124,8 +126,11 @@ func (p SinkPod) Main(ctx context.Context) error {
 		return err
 	}
 	run, mine, ended, err := p.open(ctx, SinkName(p.Run), RoleSink)
-	if err != nil || ended {
-		return errors.Join(err, mine.ended(ctx))
+	if err != nil {
+		return err
+	}
+	if ended {
+		return mine.ended(ctx)
 	}
 	fail := mine.fail
 	st, err := p.Start(ctx, run)
@@ -140,7 +145,7 @@ func (p SinkPod) Main(ctx context.Context) error {
 	go srv.Serve(ln)
 	defer srv.Close()
 	eps, _ := json.Marshal(st.Endpoints)
-	if err := p.set(ctx, func(cm *corev1.ConfigMap) {
+	if err := mine.set(ctx, func(cm *corev1.ConfigMap) {
 		cm.Data[KeyState], cm.Data[KeyEndpoint], cm.Data[KeyEndpoints] = StateReady, st.Endpoint, string(eps)
 	}); err != nil {
 		return err
@@ -170,7 +175,7 @@ func (p SinkPod) Main(ctx context.Context) error {
 	}
 	c := st.Counts()
 	c.Dropped = st.Feed.Dropped()
-	if err := p.set(ctx, func(cm *corev1.ConfigMap) {
+	if err := mine.set(ctx, func(cm *corev1.ConfigMap) {
 		cm.Data[KeyState] = StateDone
 		cm.Data[KeyReceived] = strconv.FormatUint(c.Received, 10)
 		cm.Data[KeyDuplicates] = strconv.FormatUint(c.Duplicates, 10)
@@ -184,25 +189,63 @@ func (p SinkPod) Main(ctx context.Context) error {
 	return nil
 }
 
-func (p SinkPod) set(ctx context.Context, change func(*corev1.ConfigMap)) error {
-	return updateConfigMap(ctx, p.Client, p.Namespace, SinkName(p.Run), change)
-}
-
 // ownConfigMap is the ConfigMap an in-cluster component (the sink, the
 // system under test) reports through: its state, where it receives, why
 // it failed.
 type ownConfigMap struct {
 	client   kubernetes.Interface
 	ns, name string
+
+	mu  sync.Mutex
+	cur *corev1.ConfigMap // as last written; nil: read it first
 }
 
-func (o ownConfigMap) set(ctx context.Context, change func(*corev1.ConfigMap)) error {
-	return updateConfigMap(ctx, o.client, o.ns, o.name, change)
+// apiBackoff paces the retries of a request the API server refused for
+// the moment: about two minutes in all, since 1,500 pods writing at once
+// meet its limits (429) and a busy server times out.
+var apiBackoff = wait.Backoff{Steps: 12, Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.5, Cap: 15 * time.Second}
+
+// retriable tells whether the API server's refusal is for the moment.
+func retriable(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
+}
+
+// set applies change to the ConfigMap as this pod last wrote it, reading
+// it again only after a conflict: one request a change, not two. Refusals
+// for the moment are retried (apiBackoff).
+func (o *ownConfigMap) set(ctx context.Context, change func(*corev1.ConfigMap)) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	cms := o.client.CoreV1().ConfigMaps(o.ns)
+	return retry.OnError(apiBackoff, retriable, func() error {
+		if o.cur == nil {
+			got, err := cms.Get(ctx, o.name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			o.cur = got
+		}
+		cm := o.cur.DeepCopy()
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		change(cm)
+		got, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			o.cur = nil
+		}
+		if err != nil {
+			return err
+		}
+		o.cur = got
+		return nil
+	})
 }
 
 // fail records err as the component's failure (the launcher reports it)
 // and returns it.
-func (o ownConfigMap) fail(err error) error {
+func (o *ownConfigMap) fail(err error) error {
 	msg := err.Error()
 	if len(msg) > 4000 {
 		msg = msg[:4000] + "…"
@@ -218,15 +261,20 @@ func (o ownConfigMap) fail(err error) error {
 // as it is and ended is true, so that the launcher reads the first
 // failure, and names its culprit, whenever it looks. Otherwise it starts
 // over (the shards then see the component's new address).
-func openOwn(ctx context.Context, c kubernetes.Interface, ns, name string, owner metav1.OwnerReference, labels, annotations map[string]string) (own ownConfigMap, ended bool, err error) {
-	own = ownConfigMap{client: c, ns: ns, name: name}
+func openOwn(ctx context.Context, c kubernetes.Interface, ns, name string, owner metav1.OwnerReference, labels, annotations map[string]string) (own *ownConfigMap, ended bool, err error) {
+	own = &ownConfigMap{client: c, ns: ns, name: name}
 	labels["app.kubernetes.io/managed-by"] = "pipebench"
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: ns, Labels: labels, Annotations: annotations,
 		OwnerReferences: []metav1.OwnerReference{owner},
 	}, Data: map[string]string{KeyState: StateWait}}
-	_, err = c.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+	var created *corev1.ConfigMap
+	err = retry.OnError(apiBackoff, retriable, func() (err error) {
+		created, err = c.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+		return err
+	})
 	if err == nil {
+		own.cur = created
 		return own, false, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -261,24 +309,6 @@ func waitReadyConfigMap(ctx context.Context, c kubernetes.Interface, ns, name, w
 		return nil, fmt.Errorf("wait for the in-cluster %s (ConfigMap %s): %w", what, name, err)
 	}
 	return cm, nil
-}
-
-// updateConfigMap applies change to ConfigMap ns/name, retrying on
-// conflicts.
-func updateConfigMap(ctx context.Context, c kubernetes.Interface, ns, name string, change func(*corev1.ConfigMap)) error {
-	cms := c.CoreV1().ConfigMaps(ns)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		change(cm)
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		return err
-	})
 }
 
 // SinkEndpoints waits until the in-cluster sink of run is ready and

@@ -52,8 +52,11 @@ func (p SUTPod) Main(ctx context.Context) error {
 		return err
 	}
 	run, mine, ended, err := p.open(ctx, SUTName(p.Run), RoleSUT)
-	if err != nil || ended {
-		return errors.Join(err, mine.ended(ctx))
+	if err != nil {
+		return err
+	}
+	if ended {
+		return mine.ended(ctx)
 	}
 	set, fail := mine.set, mine.fail
 	st, err := p.Start(ctx, run)

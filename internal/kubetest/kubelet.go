@@ -448,6 +448,13 @@ func (k *Kubelet) run(ctx context.Context, key string, pod *corev1.Pod) {
 		}
 		close(p.exited)
 	}()
+	k.setRunning(ctx, pod, ctr, ip)
+	go k.follow(ctx, pod, ctr, p, env, filepath.Join(dir, "container.log"))
+}
+
+// setRunning writes the status of a pod whose container started, with
+// its address.
+func (k *Kubelet) setRunning(ctx context.Context, pod *corev1.Pod, ctr corev1.Container, ip string) {
 	now := metav1.Now()
 	k.status(ctx, pod, func(s *corev1.PodStatus) {
 		s.Phase, s.StartTime, s.HostIP, s.PodIP = corev1.PodRunning, &now, "127.0.0.1", ip
@@ -456,7 +463,6 @@ func (k *Kubelet) run(ctx context.Context, key string, pod *corev1.Pod) {
 		s.ContainerStatuses = []corev1.ContainerStatus{{Name: ctr.Name, Image: ctr.Image, Started: ptr(true),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
 	})
-	go k.follow(ctx, pod, ctr, p, env, filepath.Join(dir, "container.log"))
 }
 
 // runStandin plays the status of a pod the test runs itself.
@@ -467,14 +473,7 @@ func (k *Kubelet) runStandin(ctx context.Context, key string, pod *corev1.Pod, c
 	k.mu.Lock()
 	k.pods[key] = p
 	k.mu.Unlock()
-	now := metav1.Now()
-	k.status(ctx, pod, func(s *corev1.PodStatus) {
-		s.Phase, s.StartTime, s.HostIP, s.PodIP = corev1.PodRunning, &now, "127.0.0.1", ip
-		s.PodIPs = []corev1.PodIP{{IP: ip}}
-		s.Conditions = conditions(false)
-		s.ContainerStatuses = []corev1.ContainerStatus{{Name: ctr.Name, Image: ctr.Image, Started: ptr(true),
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
-	})
+	k.setRunning(ctx, pod, ctr, ip)
 	go func() {
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()

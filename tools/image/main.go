@@ -1,8 +1,10 @@
 // Command image builds pipebench's container image without Docker: Go's
-// own build of the static binary, then an OCI image of one layer written
-// with go-containerregistry, reproducibly (the same commit, toolchain and
-// version give the same digest: every time in it is the commit's, every
-// file's owner and mode fixed, the layer's files in one order).
+// own build of the static binary, from the commit's files (git archive:
+// not the working tree's uncommitted changes), then an OCI image of one
+// layer written with go-containerregistry, reproducibly (the same commit,
+// toolchain and version give the same digest: every time in it is the
+// commit's, every file's owner and mode fixed, the layer's files in one
+// order).
 //
 //	go run . build [-src ../..] [-version V] [-o pipebench-image.tar] [-layout DIR]
 //	go run . push -image pipebench-image.tar REPO:TAG...
@@ -157,7 +159,7 @@ func SpecFromGit(src, version string) (Spec, error) {
 		b, err := cmd.Output()
 		return strings.TrimSpace(string(b)), err
 	}
-	s := Spec{Src: src, Version: version}
+	s := Spec{Src: src, Version: version, Arch: "amd64", Repo: Repo}
 	var err error
 	if s.Commit, err = git("rev-parse", "HEAD"); err != nil {
 		return s, fmt.Errorf("%s is not a git checkout: %w", src, err)
@@ -195,11 +197,20 @@ func Build(s Spec) (v1.Image, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	// The commit's files, not the working tree's: the image is what its
+	// tags name.
+	src := s.Src
+	if s.Commit != "" {
+		src = filepath.Join(dir, "src")
+		if err := checkout(s.Src, s.Commit, src); err != nil {
+			return nil, err
+		}
+	}
 	bin := filepath.Join(dir, "pipebench")
 	ld := fmt.Sprintf("-s -w -buildid= -X main.version=%s -X github.com/pipebench/pipebench/internal/buildinfo.LinkedCommit=%s -X github.com/pipebench/pipebench/internal/buildinfo.LinkedCommitTime=%s",
 		s.Version, s.Commit, s.Created.Format(time.RFC3339))
 	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ld, "-o", bin, "./cmd/pipebench")
-	cmd.Dir = s.Src
+	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+s.Arch, "GOFLAGS=-buildvcs=false")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -251,6 +262,57 @@ func Build(s Spec) (v1.Image, error) {
 		},
 	}
 	return mutate.ConfigFile(img, cf)
+}
+
+// checkout writes the files of commit in the repository at repo into
+// dir (git archive), without touching the repository.
+func checkout(repo, commit, dir string) error {
+	cmd := exec.Command("git", "archive", "--format=tar", commit)
+	cmd.Dir = repo
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	tr := tar.NewReader(out)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("git archive %s: %w", commit, err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if !strings.HasPrefix(p, filepath.Clean(dir)+string(os.PathSeparator)) {
+			return fmt.Errorf("git archive %s: %q is outside the tree", commit, h.Name)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, 0o755)
+		case tar.TypeReg:
+			if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+				var f *os.File
+				if f, err = os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode)&0o777|0o600); err == nil {
+					_, err = io.Copy(f, tr)
+					err = errors.Join(err, f.Close())
+				}
+			}
+		case tar.TypeSymlink:
+			err = os.Symlink(h.Linkname, p)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("git archive %s: %w: %s", commit, err, stderr.String())
+	}
+	return nil
 }
 
 // rootfs is the image's one layer, as a tar: every entry owned by root
