@@ -144,7 +144,7 @@ drain: 1s
 phases:
   - {name: a, duration: 3s, rate: 200/s}
 `, sink.Endpoint())
-	res, _, log, err := e.launch(t, context.Background(), ns, scen, Setup{Shards: 2, Pods: PodSettings{MetricsPort: 9464}})
+	res, _, log, err := e.launch(t, context.Background(), ns, scen, Setup{Shards: 2, Pods: PodSettings{MetricsPort: 9464, MetricsLinger: 10 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

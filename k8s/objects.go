@@ -82,6 +82,9 @@ const (
 	KeyProgressEvery = "progress-every"
 	// KeyMetricsPort is the port the shards serve their metrics on.
 	KeyMetricsPort = "metrics-port"
+	// KeyMetricsLinger is how long a shard waits, its run over, for its
+	// final metrics to be scraped before it reports its Result.
+	KeyMetricsLinger = "metrics-linger"
 	// KeyEnded is written by the launcher once it collected every shard:
 	// the in-cluster sink then writes its counts into its ConfigMap.
 	KeyEnded = "ended-at"
@@ -181,6 +184,11 @@ type PodSettings struct {
 	// metrics on (/metrics on the pod's address), with the
 	// prometheus.io/scrape annotations on its pod.
 	MetricsPort int
+	// MetricsLinger, if set, is how long each shard waits, its run over,
+	// for a last scrape of its final values before it reports its Result
+	// (and its pod may go): 0 waits for none, and a scraper can miss the
+	// last values.
+	MetricsLinger time.Duration
 }
 
 // SUTSpec describes the in-cluster system under test.
@@ -335,6 +343,9 @@ func Build(o Options) (*Objects, error) {
 	}
 	if o.Pods.MetricsPort > 0 {
 		data[KeyMetricsPort] = strconv.Itoa(o.Pods.MetricsPort)
+		if o.Pods.MetricsLinger > 0 {
+			data[KeyMetricsLinger] = o.Pods.MetricsLinger.String()
+		}
 	}
 	obj.ConfigMap = &corev1.ConfigMap{ObjectMeta: o.meta(o.Name), Data: data}
 

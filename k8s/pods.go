@@ -134,9 +134,7 @@ func (rt Runtime) Worker(ctx context.Context, p Pod) error {
 	reg := rt.Exec.Registry
 	w := Worker{Client: p.Client, Namespace: p.Namespace, Run: p.Run, Pod: p.Pod, Node: p.Node, Index: p.Index, Log: rt.log()}
 	var live *execute.Live
-	// The final values stay up until scraped once more (or MetricsLinger
-	// passed, or the pod is deleted).
-	defer func() { live.Close(ctx, rt.log()) }()
+	defer func() { live.Stop() }()
 	w.Check = func(s Shard) error {
 		whole, err := compilePlan(reg, s.File, s.Scenario, s.Duration)
 		if err != nil {
@@ -183,7 +181,7 @@ func (rt Runtime) Worker(ctx context.Context, p Pod) error {
 		}
 		if s.MetricsPort > 0 {
 			addr := net.JoinHostPort(p.IP, strconv.Itoa(s.MetricsPort))
-			if live, err = execute.StartLive(ctx, execute.LiveOptions{MetricsAddr: addr, Linger: MetricsLinger, Log: rt.log()}, sp); err != nil {
+			if live, err = execute.StartLive(ctx, execute.LiveOptions{MetricsAddr: addr, Linger: s.MetricsLinger, Log: rt.log()}, sp); err != nil {
 				return fmt.Errorf("serve the shard's metrics: %w", err)
 			}
 		}
@@ -205,6 +203,10 @@ func (rt Runtime) Worker(ctx context.Context, p Pod) error {
 		}
 		out := execute.Run(ctx, plan, ep)
 		live.Finish(out.Result)
+		// The final values, until scraped once more (at most the run's
+		// metrics linger, and not past the pod's end).
+		live.Close(ctx, rt.log())
+		live = nil
 		if out.Result == nil {
 			return nil, out.Err
 		}
@@ -221,10 +223,6 @@ func (rt Runtime) Worker(ctx context.Context, p Pod) error {
 	}
 	return w.Main(ctx)
 }
-
-// MetricsLinger is how long a shard's metrics stay up after its run for
-// a last scrape.
-const MetricsLinger = 15 * time.Second
 
 // progressOf is what a shard reports of the runner's progress.
 func progressOf(pr runner.Progress) Progress {

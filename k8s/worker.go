@@ -32,6 +32,9 @@ type Shard struct {
 	// MetricsPort, if not 0, is the port on the pod's address where the
 	// shard serves the run's metrics for Prometheus (/metrics).
 	MetricsPort int
+	// MetricsLinger is how long the shard waits for a last scrape of its
+	// final metrics before it reports its Result.
+	MetricsLinger time.Duration
 }
 
 // Progress is what a shard reports while it runs, in its ConfigMap: the
@@ -122,6 +125,7 @@ func (w Worker) Main(ctx context.Context) error {
 	shard := Shard{Scenario: []byte(run.Data[KeyScenario]), File: scenarioFile(run.Data[KeyFile]), Duration: run.Data[KeyDuration],
 		Shard: fmt.Sprintf("%d/%d", idx, n), Index: idx, Count: n}
 	shard.MetricsPort, _ = strconv.Atoi(run.Data[KeyMetricsPort])
+	shard.MetricsLinger, _ = time.ParseDuration(run.Data[KeyMetricsLinger])
 	if err := w.Check(shard); err != nil {
 		return own.fail(err)
 	}

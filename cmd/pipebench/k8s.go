@@ -92,6 +92,7 @@ func k8sCommonFlags(cmd *cobra.Command, f *k8sFlags) {
 	fl.StringVar(&f.affinityFile, "affinity", "", "file holding the pods' affinity (YAML: nodeAffinity, podAntiAffinity, ...)")
 	fl.StringVar(&f.patchFile, "pod-patch", "", "file holding a strategic merge patch of every pod template (YAML: metadata, spec), for what the flags do not cover")
 	fl.IntVar(&s.Pods.MetricsPort, "metrics-port", 9464, "each shard serves the run's metrics on this port, with prometheus.io/scrape annotations (0: none)")
+	fl.DurationVar(&s.Pods.MetricsLinger, "metrics-linger", 0, "each shard, its run over, waits this long at most for a last scrape of its final metrics before it reports its Result")
 	fl.BoolVar(&s.PodMonitor, "pod-monitor", false, "add a Prometheus Operator PodMonitor of the shards' metrics")
 	fl.DurationVar(&s.Deadline, "active-deadline", 0, "the Jobs' activeDeadlineSeconds (default: the run's length and drain, the waits, plus 5m)")
 	fl.DurationVar(&s.TTL, "ttl", time.Hour, "the Jobs' ttlSecondsAfterFinished: a finished Job is deleted this long after (0: kept)")
