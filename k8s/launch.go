@@ -103,11 +103,7 @@ func (l Launch) Run(ctx context.Context, o Options) (col *Collected, err error) 
 		return nil, err
 	}
 	// Whatever happens from here on, what was created goes.
-	defer func() {
-		if cerr := l.cleanup(o.Namespace, o.Name); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-	}()
+	defer func() { err = l.afterCleanup(err, l.cleanup(o.Namespace, o.Name, o.N())) }()
 	if err := l.create(ctx, obj); err != nil {
 		return nil, err
 	}
@@ -162,11 +158,7 @@ func (l Launch) Collect(ctx context.Context, ns, name string) (col *Collected, e
 	if _, err := l.Client.CoreV1().Services(ns).Get(ctx, SUTName(name), metav1.GetOptions{}); err == nil {
 		o.SUT = &SUTSpec{}
 	}
-	defer func() {
-		if cerr := l.cleanup(ns, name); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-	}()
+	defer func() { err = l.afterCleanup(err, l.cleanup(ns, name, o.N())) }()
 	return l.drive(ctx, o)
 }
 
@@ -188,14 +180,29 @@ func (l *Launch) defaults() {
 	}
 }
 
+// afterCleanup is a launch's error once it cleaned up: the launch's own,
+// joined with the cleanup's; a cleanup that failed after every Result was
+// collected is only a warning (the Results are the run's; what is left
+// is said, with how to delete it).
+func (l Launch) afterCleanup(err, cerr error) error {
+	if cerr == nil {
+		return err
+	}
+	if err == nil {
+		fmt.Fprintf(l.Log, "k8s: warning: %v\n", cerr)
+		return nil
+	}
+	return errors.Join(err, cerr)
+}
+
 // cleanup deletes the run's objects, unless Keep.
-func (l Launch) cleanup(ns, name string) error {
+func (l Launch) cleanup(ns, name string, pods int) error {
 	if l.Keep {
 		fmt.Fprintf(l.Log, "k8s: kept the objects of %s/%s (--keep): delete them with kubectl -n %s delete all,configmaps,serviceaccounts,roles,rolebindings -l %s=%s\n",
 			ns, name, ns, LabelRun, name)
 		return nil
 	}
-	return l.Cleanup(ns, name)
+	return l.cleanupWithin(ns, name, 45*time.Second+time.Duration(pods)*100*time.Millisecond)
 }
 
 // drive releases the pods (unless a start time was written already),
@@ -636,11 +643,15 @@ func createErr(kind, name string, err error) error {
 	return fmt.Errorf("create %s %s: %w", kind, name, err)
 }
 
-// Cleanup deletes every object of the run (by its label), waits up to 30 s
-// for its pods to go, and says what it could not delete. It uses its own
-// context: it runs after a Ctrl-C too.
-func (l Launch) Cleanup(ns, name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+// Cleanup deletes every object of the run (by its label), waits up to 45 s
+// in all for its pods to go, and says what it could not delete. It uses
+// its own context: it runs after a Ctrl-C too.
+func (l Launch) Cleanup(ns, name string) error { return l.cleanupWithin(ns, name, 45*time.Second) }
+
+// cleanupWithin is Cleanup taking at most within (a run of many pods
+// takes the API server and the kubelets longer to delete).
+func (l Launch) cleanupWithin(ns, name string, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	c := l.Client
 	sel := metav1.ListOptions{LabelSelector: LabelRun + "=" + name}
