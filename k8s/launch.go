@@ -167,7 +167,7 @@ func (l *Launch) defaults() {
 		l.ReadyTimeout = 5 * time.Minute
 	}
 	if l.Lead <= 0 {
-		l.Lead = 5 * time.Second
+		l.Lead = DefaultLead(0)
 	}
 	if l.RunTimeout <= 0 {
 		l.RunTimeout = time.Hour
@@ -495,6 +495,7 @@ func (l Launch) follow(ctx context.Context, o Options, tr *tracker, start time.T
 		}
 		if ndone == n {
 			done = time.Now()
+			l.warnLate(byShard)
 			fmt.Fprintf(l.Log, "k8s: live: %d/%d shards done, sent %d, failed %d\n", ndone, n, sum.Sent, sum.Failed)
 			results, err = l.collect(ctx, o, byShard)
 			return results, done, err
@@ -531,6 +532,26 @@ func (l Launch) follow(ctx context.Context, o Options, tr *tracker, start time.T
 		}
 	}
 }
+
+// warnLate says how many shards learned the start time only after it.
+func (l Launch) warnLate(byShard map[int]*corev1.ConfigMap) {
+	n, worst := 0, time.Duration(0)
+	for _, cm := range byShard {
+		if d, err := time.ParseDuration(cm.Data[KeyLate]); err == nil && d > 0 {
+			n++
+			worst = max(worst, d)
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(l.Log, "k8s: warning: %d of %d shards learned the start time after it (up to %s late): their load began late; give a longer --lead\n",
+			n, len(byShard), worst)
+	}
+}
+
+// DefaultLead is the time between every pod being ready and the start
+// for n shards: 5 s, or 10 ms a shard when that is longer (15 s for
+// 1,500), for the start time to reach every shard through its watch.
+func DefaultLead(n int) time.Duration { return max(5*time.Second, time.Duration(n)*10*time.Millisecond) }
 
 func sortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))

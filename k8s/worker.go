@@ -157,7 +157,15 @@ func (w Worker) Main(ctx context.Context) error {
 	if err != nil {
 		return own.fail(fmt.Errorf("start time: %w", err))
 	}
-	if err := own.set(ctx, func(cm *corev1.ConfigMap) { cm.Data[KeyState] = StateRun }); err != nil {
+	// A shard that learned the start time after it says so: the start
+	// barrier did not hold for it (the launcher warns: --lead).
+	late := time.Since(start)
+	if err := own.set(ctx, func(cm *corev1.ConfigMap) {
+		cm.Data[KeyState] = StateRun
+		if late > 0 {
+			cm.Data[KeyLate] = late.Round(time.Millisecond).String()
+		}
+	}); err != nil {
 		return err
 	}
 	every := progressEvery(run.Data[KeyProgressEvery], n)
@@ -225,6 +233,8 @@ func DefaultProgressEvery(n int) time.Duration {
 
 // Keys of a shard's progress in its ConfigMap.
 const (
+	// KeyLate is how long after the start time the shard learned it.
+	KeyLate     = "late"
 	KeyFailed   = "failed"
 	KeyPhase    = "phase"
 	KeyRate     = "rate"

@@ -162,7 +162,7 @@ func k8sLaunchFlags(cmd *cobra.Command, f *k8sFlags) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
 	fl.DurationVar(&f.readyTimeout, "ready-timeout", 5*time.Minute, "longest wait for every pod to be ready")
-	fl.DurationVar(&f.lead, "lead", 5*time.Second, "time between every pod being ready and the start of the load")
+	fl.DurationVar(&f.lead, "lead", 0, "time between every pod being ready and the start of the load (default: 5s, or 10ms a shard when longer)")
 	fl.StringVarP(&f.out, "out", "o", "", "write the merged Result (JSON) to this file")
 	fl.StringVarP(&f.format, "format", "f", "text", "report printed")
 	storeFlag(cmd, &f.store)
@@ -285,6 +285,9 @@ func (a *app) k8sRun(cmd *cobra.Command, ref string, f *k8sFlags) error {
 	p.Size(o.N())
 	if err := o.Validate(); err != nil {
 		return pipebench.UsageError("cannot launch", "", err)
+	}
+	if f.lead <= 0 {
+		f.lead = k8s.DefaultLead(o.N())
 	}
 	l := k8s.Launch{Client: conn.Client, Dynamic: dyn, Log: a.stderr, ReadyTimeout: f.readyTimeout, Lead: f.lead,
 		RunTimeout: p.Length + 2*time.Minute, Keep: f.keep}
