@@ -1,13 +1,16 @@
 # The pipebench image `pipebench k8s run` starts its pods from: one static
 # binary on a distroless base (no shell, no package manager), running as a
-# non-root user.
+# non-root user. The project builds its images without Docker, reproducibly
+# (tools/image: `cd tools/image && go run . build`); this file is for those
+# who build with Docker.
 #
-#   docker build -t registry.example/pipebench:1.0 --build-arg VERSION=1.0 .
+#   docker build -t registry.example/pipebench:1.0 --build-arg VERSION=1.0 --build-arg COMMIT=$(git rev-parse HEAD) .
 #   pipebench k8s run scenario.yaml --shards 8 --image registry.example/pipebench:1.0
 #
-# The same image runs the shards (pipebench k8s worker), the in-cluster sink
-# when the scenario has one (pipebench k8s sink), whose ports (8080, 4317,
-# 4318, 9201 and the arrivals feed 7070) are all above 1024, open to the
+# The same image runs the shards (pipebench k8s worker, their metrics on
+# 9464), the in-cluster sink when the scenario has one (pipebench k8s sink),
+# whose ports (8080, 4317, 4318, 9201 and the arrivals feed 7070) are all
+# above 1024, open to the
 # non-root user, and the scenario's embedded system under test (pipebench
 # k8s sut; an embedded collector is this same binary as a child process),
 # whose ports the kernel picks.
@@ -19,7 +22,9 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" \
+ARG COMMIT=
+RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false \
+      -ldflags="-s -w -X main.version=${VERSION} -X github.com/pipebench/pipebench/internal/buildinfo.LinkedCommit=${COMMIT}" \
       -o /out/pipebench ./cmd/pipebench
 
 FROM gcr.io/distroless/static-debian12:nonroot

@@ -10,10 +10,17 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/pipebench/pipebench"
 )
@@ -21,6 +28,9 @@ import (
 // Launch tunes a launch's waits.
 type Launch struct {
 	Client kubernetes.Interface
+	// Dynamic creates and deletes the PodMonitor (Options.PodMonitor);
+	// nil: none.
+	Dynamic dynamic.Interface
 	// Log receives progress lines; nil: discarded.
 	Log io.Writer
 	// ReadyTimeout bounds the wait for every pod to be ready (default 5m).
@@ -31,8 +41,9 @@ type Launch struct {
 	// RunTimeout bounds the wait for the Results after the start (the
 	// plan's length plus its drain plus a margin: the caller knows it).
 	RunTimeout time.Duration
-	// Poll is how often the launcher looks at the pods and the shards'
-	// ConfigMaps (default 500 ms).
+	// Poll is how often the launcher looks at what it watches of the
+	// pods and the shards' ConfigMaps (default 500 ms; it costs no API
+	// call).
 	Poll time.Duration
 	// Keep leaves the run's objects in place after it (for a look at the
 	// pods, or when a GitOps tool owns them); Cleanup deletes them later.
@@ -45,6 +56,14 @@ type Launch struct {
 type Collected struct {
 	Shards []*pipebench.Result
 	Sink   *SinkCounts
+	// Timeline is when each step of the launch ended.
+	Timeline Timeline
+}
+
+// Timeline is when each step of a launch ended (zero: not reached, or
+// not this launch's: a start written before Collect).
+type Timeline struct {
+	Began, Created, Ready, Start, Done, Collected time.Time
 }
 
 // ShardFailure is the error of a run whose shard failed.
@@ -78,16 +97,13 @@ func (e *ShardFailure) Error() string {
 // (a cancelled ctx, like Ctrl-C, included), unless Keep.
 func (l Launch) Run(ctx context.Context, o Options) (col *Collected, err error) {
 	l.defaults()
+	began := time.Now()
 	obj, err := Build(o)
 	if err != nil {
 		return nil, err
 	}
 	// Whatever happens from here on, what was created goes.
-	defer func() {
-		if cerr := l.cleanup(o.Namespace, o.Name); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-	}()
+	defer func() { err = l.afterCleanup(err, l.cleanup(o.Namespace, o.Name, o.N())) }()
 	if err := l.create(ctx, obj); err != nil {
 		return nil, err
 	}
@@ -96,7 +112,12 @@ func (l Launch) Run(ctx context.Context, o Options) (col *Collected, err error) 
 		what += " and the in-cluster sink " + SinkName(o.Name)
 	}
 	fmt.Fprintf(l.Log, "k8s: created %s/%s: %s\n", o.Namespace, o.Name, what)
-	return l.drive(ctx, o)
+	created := time.Now()
+	col, err = l.drive(ctx, o)
+	if col != nil {
+		col.Timeline.Began, col.Timeline.Created = began, created
+	}
+	return col, err
 }
 
 // Collect does the launcher's part for a run whose objects were applied
@@ -137,11 +158,7 @@ func (l Launch) Collect(ctx context.Context, ns, name string) (col *Collected, e
 	if _, err := l.Client.CoreV1().Services(ns).Get(ctx, SUTName(name), metav1.GetOptions{}); err == nil {
 		o.SUT = &SUTSpec{}
 	}
-	defer func() {
-		if cerr := l.cleanup(ns, name); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-	}()
+	defer func() { err = l.afterCleanup(err, l.cleanup(ns, name, o.N())) }()
 	return l.drive(ctx, o)
 }
 
@@ -150,7 +167,7 @@ func (l *Launch) defaults() {
 		l.ReadyTimeout = 5 * time.Minute
 	}
 	if l.Lead <= 0 {
-		l.Lead = 5 * time.Second
+		l.Lead = DefaultLead(0)
 	}
 	if l.RunTimeout <= 0 {
 		l.RunTimeout = time.Hour
@@ -163,50 +180,79 @@ func (l *Launch) defaults() {
 	}
 }
 
+// afterCleanup is a launch's error once it cleaned up: the launch's own,
+// joined with the cleanup's; a cleanup that failed after every Result was
+// collected is only a warning (the Results are the run's; what is left
+// is said, with how to delete it).
+func (l Launch) afterCleanup(err, cerr error) error {
+	if cerr == nil {
+		return err
+	}
+	if err == nil {
+		fmt.Fprintf(l.Log, "k8s: warning: %v\n", cerr)
+		return nil
+	}
+	return errors.Join(err, cerr)
+}
+
 // cleanup deletes the run's objects, unless Keep.
-func (l Launch) cleanup(ns, name string) error {
+func (l Launch) cleanup(ns, name string, pods int) error {
 	if l.Keep {
 		fmt.Fprintf(l.Log, "k8s: kept the objects of %s/%s (--keep): delete them with kubectl -n %s delete all,configmaps,serviceaccounts,roles,rolebindings -l %s=%s\n",
 			ns, name, ns, LabelRun, name)
 		return nil
 	}
-	return l.Cleanup(ns, name)
+	return l.cleanupWithin(ns, name, 45*time.Second+time.Duration(pods)*100*time.Millisecond)
 }
 
 // drive releases the pods (unless a start time was written already),
-// follows them and collects what they measured.
+// follows them and collects what they measured. It watches the run's pods
+// and ConfigMaps (one list and one watch each, through informers) rather
+// than reading them every poll: its API calls do not grow with the time
+// it waits, only with what changes.
 func (l Launch) drive(ctx context.Context, o Options) (*Collected, error) {
+	tr, err := l.track(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.stop()
 	cms := l.Client.CoreV1().ConfigMaps(o.Namespace)
-	run, err := cms.Get(ctx, o.Name, metav1.GetOptions{})
+	run, err := tr.cms.Get(o.Name)
 	if err != nil {
 		return nil, fmt.Errorf("read ConfigMap %s: %w", o.Name, err)
 	}
-	var start time.Time
+	var start, ready time.Time
 	if s := run.Data[KeyStartAt]; s != "" {
 		if start, err = time.Parse(time.RFC3339Nano, s); err != nil {
 			return nil, fmt.Errorf("ConfigMap %s: start-at %q is not a moment: %w", o.Name, s, err)
 		}
 		fmt.Fprintf(l.Log, "k8s: released already; the load started at %s\n", start.Format(time.RFC3339Nano))
 	} else {
-		if err := l.waitReady(ctx, o); err != nil {
+		if err := l.waitReady(ctx, o, tr); err != nil {
 			return nil, err
 		}
-		start = time.Now().Add(l.Lead).UTC()
+		ready = time.Now()
+		start = ready.Add(l.Lead).UTC()
 		patch := fmt.Sprintf(`{"data":{%q:%q}}`, KeyStartAt, start.Format(time.RFC3339Nano))
 		if _, err := cms.Patch(ctx, o.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
 			return nil, fmt.Errorf("write the start time into ConfigMap %s: %w", o.Name, err)
 		}
 		fmt.Fprintf(l.Log, "k8s: every pod is ready; the load starts at %s\n", start.Format(time.RFC3339Nano))
 	}
-	results, err := l.follow(ctx, o, start)
+	results, done, err := l.follow(ctx, o, tr, start)
 	if err != nil {
 		return nil, err
 	}
-	col := &Collected{Shards: results}
-	if o.Sink != nil {
+	col := &Collected{Shards: results, Timeline: Timeline{Ready: ready, Start: start, Done: done, Collected: time.Now()}}
+	// The run ended: the in-cluster sink writes its counts, and the
+	// in-cluster sink and system under test end (their Jobs complete).
+	patch := fmt.Sprintf(`{"data":{%q:%q}}`, KeyEnded, time.Now().UTC().Format(time.RFC3339Nano))
+	if _, err := cms.Patch(ctx, o.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+		fmt.Fprintf(l.Log, "k8s: warning: could not mark the run ended: %v\n", err)
+	} else if o.Sink != nil {
 		// The shards' Results already hold what the sink received (the
 		// feed); its own account is the check that nothing went astray.
-		counts, err := l.endSink(ctx, o.Namespace, o.Name)
+		counts, err := l.endSink(ctx, o, tr)
 		if err != nil {
 			fmt.Fprintf(l.Log, "k8s: warning: %v\n", err)
 		} else {
@@ -216,103 +262,84 @@ func (l Launch) drive(ctx context.Context, o Options) (*Collected, error) {
 	return col, nil
 }
 
-func (l Launch) create(ctx context.Context, obj *Objects) error {
-	c := l.Client
-	ns := obj.ConfigMap.Namespace
-	if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, obj.ServiceAccount, metav1.CreateOptions{}); err != nil {
-		return createErr("ServiceAccount", obj.ServiceAccount.Name, err)
-	}
-	if _, err := c.RbacV1().Roles(ns).Create(ctx, obj.Role, metav1.CreateOptions{}); err != nil {
-		return createErr("Role", obj.Role.Name, err)
-	}
-	if _, err := c.RbacV1().RoleBindings(ns).Create(ctx, obj.RoleBinding, metav1.CreateOptions{}); err != nil {
-		return createErr("RoleBinding", obj.RoleBinding.Name, err)
-	}
-	if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, obj.ConfigMap, metav1.CreateOptions{}); err != nil {
-		return createErr("ConfigMap", obj.ConfigMap.Name, err)
-	}
-	if obj.Service != nil {
-		if _, err := c.CoreV1().Services(ns).Create(ctx, obj.Service, metav1.CreateOptions{}); err != nil {
-			return createErr("Service", obj.Service.Name, err)
-		}
-		if _, err := c.AppsV1().Deployments(ns).Create(ctx, obj.Deployment, metav1.CreateOptions{}); err != nil {
-			return createErr("Deployment", obj.Deployment.Name, err)
-		}
-	}
-	if obj.SUTService != nil {
-		if _, err := c.CoreV1().Services(ns).Create(ctx, obj.SUTService, metav1.CreateOptions{}); err != nil {
-			return createErr("Service", obj.SUTService.Name, err)
-		}
-		if _, err := c.AppsV1().Deployments(ns).Create(ctx, obj.SUTDeployment, metav1.CreateOptions{}); err != nil {
-			return createErr("Deployment", obj.SUTDeployment.Name, err)
-		}
-	}
-	if obj.Job != nil {
-		if _, err := c.BatchV1().Jobs(ns).Create(ctx, obj.Job, metav1.CreateOptions{}); err != nil {
-			return createErr("Job", obj.Job.Name, err)
-		}
-	}
-	if obj.DaemonSet != nil {
-		if _, err := c.AppsV1().DaemonSets(ns).Create(ctx, obj.DaemonSet, metav1.CreateOptions{}); err != nil {
-			return createErr("DaemonSet", obj.DaemonSet.Name, err)
-		}
-	}
-	return nil
+// tracker holds the run's pods and ConfigMaps as the API server last
+// told them (informers restricted to the run's label).
+type tracker struct {
+	pods corelisters.PodNamespaceLister
+	cms  corelisters.ConfigMapNamespaceLister
+	stop func()
 }
 
-func createErr(kind, name string, err error) error {
-	if apierrors.IsAlreadyExists(err) {
-		return pipebench.UsageError(fmt.Sprintf("%s %s already exists", kind, name),
-			"another run uses this name: give another --name, or delete the old run's objects (label "+LabelRun+"="+name+")", nil)
+func (l Launch) track(ctx context.Context, o Options) (*tracker, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	f := informers.NewSharedInformerFactoryWithOptions(l.Client, 0, informers.WithNamespace(o.Namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = LabelRun + "=" + o.Name }))
+	pods := f.Core().V1().Pods()
+	cms := f.Core().V1().ConfigMaps()
+	pi, ci := pods.Informer(), cms.Informer()
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), pi.HasSynced, ci.HasSynced) {
+		cancel()
+		f.Shutdown()
+		return nil, fmt.Errorf("watch the pods and ConfigMaps of run %s: %w", o.Name, context.Cause(ctx))
 	}
-	return fmt.Errorf("create %s %s: %w", kind, name, err)
+	return &tracker{pods: pods.Lister().Pods(o.Namespace), cms: cms.Lister().ConfigMaps(o.Namespace),
+		stop: func() { cancel(); f.Shutdown() }}, nil
 }
 
-func (l Launch) pods(ctx context.Context, o Options) ([]corev1.Pod, error) {
-	list, err := l.Client.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=" + o.Name})
-	if err != nil {
-		return nil, err
-	}
-	return list.Items, nil
+func (tr *tracker) podList() []*corev1.Pod {
+	ps, _ := tr.pods.List(labels.Everything())
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
+	return ps
 }
 
-// waitReady waits until N pods are Ready; a pod that failed ends the wait.
-func (l Launch) waitReady(ctx context.Context, o Options) error {
+// shardMaps returns the shards' own ConfigMaps (not their Result parts)
+// by shard, 1..n.
+func (tr *tracker) shardMaps(n int) map[int]*corev1.ConfigMap {
+	list, _ := tr.cms.List(labels.Everything())
+	out := map[int]*corev1.ConfigMap{}
+	for _, cm := range list {
+		if cm.Labels[LabelPart] != "" || cm.Labels[LabelShard] == "" {
+			continue
+		}
+		if idx, err := strconv.Atoi(cm.Labels[LabelShard]); err == nil && idx >= 1 && idx <= n {
+			out[idx] = cm
+		}
+	}
+	return out
+}
+
+// waitReady waits until N pods are Ready; a pod or component that failed
+// ends the wait.
+func (l Launch) waitReady(ctx context.Context, o Options, tr *tracker) error {
 	deadline := time.Now().Add(l.ReadyTimeout)
 	last := ""
 	tick := time.NewTicker(l.Poll)
 	defer tick.Stop()
 	for {
-		pods, err := l.pods(ctx, o)
-		if err == nil {
-			ready := 0
-			for i := range pods {
-				p := &pods[i]
-				if p.DeletionTimestamp != nil {
-					continue
-				}
-				if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-					if f := l.failedShard(ctx, o); f != nil {
-						return f
-					}
-					return &ShardFailure{Pod: p.Name, Message: "ended before the start: " + podMessage(p)}
-				}
-				if isReady(p) {
-					ready++
-				}
+		ready := 0
+		for _, p := range tr.podList() {
+			if p.DeletionTimestamp != nil {
+				continue
 			}
-			// A worker that could not compile its shard says so in its
-			// ConfigMap before its pod ends.
-			if f := l.failedShard(ctx, o); f != nil {
+			if f := l.podFailure(o, tr, p, false); f != nil {
 				return f
 			}
-			if line := fmt.Sprintf("k8s: %d of %d pods ready", ready, o.pods()); line != last {
-				fmt.Fprintln(l.Log, line)
-				last = line
+			if isReady(p) {
+				ready++
 			}
-			if ready >= o.pods() {
-				return nil
-			}
+		}
+		// A worker that could not compile its shard, or a component that
+		// could not start, says so in its ConfigMap before its pod ends.
+		if f := l.failedMap(o, tr); f != nil {
+			return f
+		}
+		if line := fmt.Sprintf("k8s: %d of %d pods ready", ready, o.pods()); line != last {
+			fmt.Fprintln(l.Log, line)
+			last = line
+		}
+		if ready >= o.pods() {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not every pod was ready within %s (%s): see kubectl -n %s describe pods -l %s=%s",
@@ -326,29 +353,83 @@ func (l Launch) waitReady(ctx context.Context, o Options) error {
 	}
 }
 
-// failedShard returns the failure a shard's ConfigMap reports, if any.
-func (l Launch) failedShard(ctx context.Context, o Options) *ShardFailure {
-	list, err := l.Client.CoreV1().ConfigMaps(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=" + o.Name + "," + LabelShard})
-	if err != nil {
-		return nil
-	}
-	for _, cm := range list.Items {
-		if cm.Data[KeyState] == StateFailed {
-			idx, _ := strconv.Atoi(cm.Labels[LabelShard])
-			return &ShardFailure{Shard: idx, Pod: cm.Annotations["pipebench.dev/pod"], Message: cm.Data[KeyMessage]}
+// failedMap returns the failure a shard's or component's ConfigMap
+// reports, if any.
+func (l Launch) failedMap(o Options, tr *tracker) *ShardFailure {
+	list, _ := tr.cms.List(labels.Everything())
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	for _, cm := range list {
+		if cm.Data[KeyState] != StateFailed {
+			continue
 		}
-	}
-	if o.Sink != nil {
-		if cm, err := l.Client.CoreV1().ConfigMaps(o.Namespace).Get(ctx, SinkName(o.Name), metav1.GetOptions{}); err == nil && cm.Data[KeyState] == StateFailed {
-			return &ShardFailure{Sink: true, Pod: cm.Annotations["pipebench.dev/pod"], Message: cm.Data[KeyMessage]}
+		f := &ShardFailure{Pod: cm.Annotations["pipebench.dev/pod"], Message: cm.Data[KeyMessage]}
+		switch {
+		case cm.Name == SinkName(o.Name):
+			f.Sink = true
+		case cm.Name == SUTName(o.Name):
+			f.SUT = true
+		default:
+			f.Shard, _ = strconv.Atoi(cm.Labels[LabelShard])
 		}
-	}
-	if o.SUT != nil {
-		if cm, err := l.Client.CoreV1().ConfigMaps(o.Namespace).Get(ctx, SUTName(o.Name), metav1.GetOptions{}); err == nil && cm.Data[KeyState] == StateFailed {
-			return &ShardFailure{SUT: true, Pod: cm.Annotations["pipebench.dev/pod"], Message: cm.Data[KeyMessage]}
-		}
+		return f
 	}
 	return nil
+}
+
+// podFailure returns the failure of a pod that failed, whose container
+// restarted (a crash a real kubelet restarts in place), or that ended
+// before the start (started false), attributed to the part of the run its
+// role label names, never guessed from the state of the ConfigMaps: a
+// replacement pod may have reset those meanwhile. The part's own message
+// (its ConfigMap's) is preferred to the pod's last lines. nil for a pod
+// that is fine.
+func (l Launch) podFailure(o Options, tr *tracker, p *corev1.Pod, started bool) *ShardFailure {
+	msg := ""
+	switch {
+	case p.Status.Phase == corev1.PodFailed:
+		msg = podMessage(p)
+	case p.Status.Phase == corev1.PodSucceeded && !started:
+		msg = "ended before the start: " + podMessage(p)
+	default:
+		for _, s := range p.Status.ContainerStatuses {
+			if t := s.LastTerminationState.Terminated; s.RestartCount > 0 && t != nil {
+				msg = fmt.Sprintf("restarted %d time(s), last exit %d (%s)", s.RestartCount, t.ExitCode, t.Reason)
+				if m := strings.TrimSpace(t.Message); m != "" {
+					msg += ": " + m
+				}
+			}
+		}
+	}
+	if msg == "" {
+		return nil
+	}
+	f := &ShardFailure{Pod: p.Name, Message: msg}
+	own := ""
+	switch p.Labels[LabelRole] {
+	case RoleSink:
+		f.Sink, own = true, SinkName(o.Name)
+	case RoleSUT:
+		f.SUT, own = true, SUTName(o.Name)
+	default:
+		if s := p.Annotations[batchv1.JobCompletionIndexAnnotation]; s != "" {
+			if i, err := strconv.Atoi(s); err == nil {
+				f.Shard = i + 1
+			}
+		} else {
+			for i, n := range o.Nodes {
+				if n == p.Spec.NodeName {
+					f.Shard = i + 1
+				}
+			}
+		}
+		if f.Shard > 0 {
+			own = ShardName(o.Name, f.Shard)
+		}
+	}
+	if cm, err := tr.cms.Get(own); own != "" && err == nil && cm.Data[KeyState] == StateFailed && cm.Data[KeyMessage] != "" {
+		f.Message = cm.Data[KeyMessage]
+	}
+	return f
 }
 
 func isReady(p *corev1.Pod) bool {
@@ -376,82 +457,112 @@ func podMessage(p *corev1.Pod) string {
 	return string(p.Status.Phase)
 }
 
-// follow waits for every shard's Result, printing each shard's progress.
-func (l Launch) follow(ctx context.Context, o Options, start time.Time) ([]*pipebench.Result, error) {
+// follow waits for every shard's Result, printing the run's merged live
+// progress.
+func (l Launch) follow(ctx context.Context, o Options, tr *tracker, start time.Time) (results []*pipebench.Result, done time.Time, err error) {
 	n := o.N()
 	deadline := start.Add(l.RunTimeout)
-	cms := l.Client.CoreV1().ConfigMaps(o.Namespace)
-	seen := map[int]string{}
 	tick := time.NewTicker(l.Poll)
 	defer tick.Stop()
+	last, lastAt := "", time.Time{}
 	for {
-		list, err := cms.List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=" + o.Name + "," + LabelShard})
-		if err == nil {
-			byShard := map[int]*corev1.ConfigMap{}
-			for i := range list.Items {
-				cm := &list.Items[i]
-				if cm.Labels[LabelPart] != "" {
-					continue
-				}
-				idx, err := strconv.Atoi(cm.Labels[LabelShard])
-				if err != nil || idx < 1 || idx > n {
-					continue
-				}
-				byShard[idx] = cm
+		byShard := tr.shardMaps(n)
+		var sum Progress
+		ndone, running := 0, 0
+		phases := map[string]bool{}
+		for idx := 1; idx <= n; idx++ {
+			cm := byShard[idx]
+			if cm == nil {
+				continue
 			}
-			done := 0
-			for idx := 1; idx <= n; idx++ {
-				cm := byShard[idx]
-				if cm == nil {
-					continue
-				}
-				state := cm.Data[KeyState]
-				line := state
-				if s := cm.Data[KeySent]; s != "" {
-					line += ", sent " + s
-				}
-				if seen[idx] != line {
-					seen[idx] = line
-					fmt.Fprintf(l.Log, "k8s: shard %d/%d: %s\n", idx, n, line)
-				}
-				switch state {
-				case StateFailed:
-					return nil, &ShardFailure{Shard: idx, Message: cm.Data[KeyMessage]}
-				case StateDone:
-					done++
+			switch cm.Data[KeyState] {
+			case StateFailed:
+				return nil, done, &ShardFailure{Shard: idx, Pod: cm.Annotations["pipebench.dev/pod"], Message: cm.Data[KeyMessage]}
+			case StateDone:
+				ndone++
+			case StateRun:
+				running++
+			}
+			p := readProgress(cm.Data)
+			sum.Sent += p.Sent
+			sum.Failed += p.Failed
+			if cm.Data[KeyState] == StateRun {
+				sum.Rate += p.Rate
+				if p.Phase != "" {
+					phases[p.Phase] = true
 				}
 			}
-			if done == n {
-				return l.collect(ctx, o, byShard)
-			}
+		}
+		if ndone == n {
+			done = time.Now()
+			l.warnLate(byShard)
+			fmt.Fprintf(l.Log, "k8s: live: %d/%d shards done, sent %d, failed %d\n", ndone, n, sum.Sent, sum.Failed)
+			results, err = l.collect(ctx, o, byShard)
+			return results, done, err
+		}
+		line := fmt.Sprintf("k8s: live: %d/%d shards running, %d done; phase %s; sent %d at %.0f/s, failed %d",
+			running, n, ndone, strings.Join(sortedKeys(phases), "+"), sum.Sent, sum.Rate, sum.Failed)
+		if line != last && time.Since(lastAt) >= time.Second {
+			fmt.Fprintln(l.Log, line)
+			last, lastAt = line, time.Now()
 		}
 		// A pod that failed without saying so in its ConfigMap (killed,
 		// evicted, a crash) ends the run too.
-		if pods, err := l.pods(ctx, o); err == nil {
-			for i := range pods {
-				if p := &pods[i]; p.Status.Phase == corev1.PodFailed {
-					if f := l.failedShard(ctx, o); f != nil {
-						return nil, f
-					}
-					return nil, &ShardFailure{Pod: p.Name, Message: podMessage(p)}
-				}
+		for _, p := range tr.podList() {
+			if f := l.podFailure(o, tr, p, true); f != nil {
+				return nil, done, f
 			}
+		}
+		if f := l.failedMap(o, tr); f != nil {
+			return nil, done, f
 		}
 		if time.Now().After(deadline) {
 			var missing []string
 			for idx := 1; idx <= n; idx++ {
-				if seen[idx] == "" || !strings.HasPrefix(seen[idx], StateDone) {
+				if cm := byShard[idx]; cm == nil || cm.Data[KeyState] != StateDone {
 					missing = append(missing, strconv.Itoa(idx))
 				}
 			}
-			return nil, fmt.Errorf("shards %s gave no Result within %s of the start", strings.Join(missing, ", "), l.RunTimeout)
+			return nil, done, fmt.Errorf("shards %s gave no Result within %s of the start", strings.Join(missing, ", "), l.RunTimeout)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, done, ctx.Err()
 		case <-tick.C:
 		}
 	}
+}
+
+// warnLate says how many shards learned the start time only after it.
+func (l Launch) warnLate(byShard map[int]*corev1.ConfigMap) {
+	n, worst := 0, time.Duration(0)
+	for _, cm := range byShard {
+		if d, err := time.ParseDuration(cm.Data[KeyLate]); err == nil && d > 0 {
+			n++
+			worst = max(worst, d)
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(l.Log, "k8s: warning: %d of %d shards learned the start time after it (up to %s late): their load began late; give a longer --lead\n",
+			n, len(byShard), worst)
+	}
+}
+
+// DefaultLead is the time between every pod being ready and the start
+// for n shards: 5 s, or 10 ms a shard when that is longer (15 s for
+// 1,500), for the start time to reach every shard through its watch.
+func DefaultLead(n int) time.Duration { return max(5*time.Second, time.Duration(n)*10*time.Millisecond) }
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return []string{"-"}
+	}
+	return out
 }
 
 // collect reads every shard's Result.
@@ -473,11 +584,95 @@ func (l Launch) collect(ctx context.Context, o Options, byShard map[int]*corev1.
 	return out, nil
 }
 
-// Cleanup deletes every object of the run (by its label), waits up to 30 s
-// for its pods to go, and says what it could not delete. It uses its own
-// context: it runs after a Ctrl-C too.
-func (l Launch) Cleanup(ns, name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+// endSink reads the in-cluster sink's counts once it wrote them, after
+// the run was marked ended (waiting at most 30 s).
+func (l Launch) endSink(ctx context.Context, o Options, tr *tracker) (*SinkCounts, error) {
+	var cm *corev1.ConfigMap
+	err := poll(ctx, l.Poll, 30*time.Second, func() (bool, error) {
+		got, err := tr.cms.Get(SinkName(o.Name))
+		if err != nil {
+			return false, nil
+		}
+		cm = got
+		return got.Data[KeyState] == StateDone || got.Data[KeyState] == StateFailed, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the in-cluster sink gave no counts: %w", err)
+	}
+	if cm.Data[KeyState] == StateFailed {
+		return nil, fmt.Errorf("the in-cluster sink failed: %s", cm.Data[KeyMessage])
+	}
+	num := func(k string) uint64 { v, _ := strconv.ParseUint(cm.Data[k], 10, 64); return v }
+	return &SinkCounts{Received: num(KeyReceived), Duplicates: num(KeyDuplicates), Faulted: num(KeyFaulted),
+		Unmatched: num(KeyUnmatched), Dropped: num(KeyDropped)}, nil
+}
+
+func (l Launch) create(ctx context.Context, obj *Objects) error {
+	c := l.Client
+	ns := obj.ConfigMap.Namespace
+	for i := range obj.ServiceAccounts {
+		if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, obj.ServiceAccounts[i], metav1.CreateOptions{}); err != nil {
+			return createErr("ServiceAccount", obj.ServiceAccounts[i].Name, err)
+		}
+		if _, err := c.RbacV1().Roles(ns).Create(ctx, obj.Roles[i], metav1.CreateOptions{}); err != nil {
+			return createErr("Role", obj.Roles[i].Name, err)
+		}
+		if _, err := c.RbacV1().RoleBindings(ns).Create(ctx, obj.RoleBindings[i], metav1.CreateOptions{}); err != nil {
+			return createErr("RoleBinding", obj.RoleBindings[i].Name, err)
+		}
+	}
+	if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, obj.ConfigMap, metav1.CreateOptions{}); err != nil {
+		return createErr("ConfigMap", obj.ConfigMap.Name, err)
+	}
+	for _, sj := range [][2]any{{obj.Service, obj.SinkJob}, {obj.SUTService, obj.SUTJob}, {nil, obj.Job}} {
+		if svc, _ := sj[0].(*corev1.Service); svc != nil {
+			if _, err := c.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+				return createErr("Service", svc.Name, err)
+			}
+		}
+		if job, _ := sj[1].(*batchv1.Job); job != nil {
+			if _, err := c.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+				return createErr("Job", job.Name, err)
+			}
+		}
+	}
+	if obj.DaemonSet != nil {
+		if _, err := c.AppsV1().DaemonSets(ns).Create(ctx, obj.DaemonSet, metav1.CreateOptions{}); err != nil {
+			return createErr("DaemonSet", obj.DaemonSet.Name, err)
+		}
+	}
+	if obj.PodMonitor != nil {
+		if l.Dynamic == nil {
+			return errors.New("create the PodMonitor: no dynamic client")
+		}
+		if _, err := l.Dynamic.Resource(PodMonitorResource).Namespace(ns).Create(ctx, obj.PodMonitor, metav1.CreateOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return pipebench.UsageError("the cluster has no PodMonitor resource (monitoring.coreos.com/v1)",
+					"install the Prometheus Operator, or leave out --pod-monitor: the shards' pods carry prometheus.io/scrape annotations", err)
+			}
+			return createErr("PodMonitor", obj.PodMonitor.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func createErr(kind, name string, err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return pipebench.UsageError(fmt.Sprintf("%s %s already exists", kind, name),
+			"another run uses this name: give another --name, or delete the old run's objects (label "+LabelRun+"="+name+")", nil)
+	}
+	return fmt.Errorf("create %s %s: %w", kind, name, err)
+}
+
+// Cleanup deletes every object of the run (by its label), waits up to 45 s
+// in all for its pods to go, and says what it could not delete. It uses
+// its own context: it runs after a Ctrl-C too.
+func (l Launch) Cleanup(ns, name string) error { return l.cleanupWithin(ns, name, 45*time.Second) }
+
+// cleanupWithin is Cleanup taking at most within (a run of many pods
+// takes the API server and the kubelets longer to delete).
+func (l Launch) cleanupWithin(ns, name string, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	c := l.Client
 	sel := metav1.ListOptions{LabelSelector: LabelRun + "=" + name}
@@ -486,25 +681,26 @@ func (l Launch) Cleanup(ns, name string) error {
 	var errs []error
 	keep := func(kind string, err error) {
 		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete %s %s: %w", kind, name, err))
+			errs = append(errs, fmt.Errorf("delete %s of run %s: %w", kind, name, err))
 		}
 	}
-	keep("Job", c.BatchV1().Jobs(ns).Delete(ctx, name, del))
+	keep("Jobs", c.BatchV1().Jobs(ns).DeleteCollection(ctx, del, sel))
 	keep("DaemonSet", c.AppsV1().DaemonSets(ns).Delete(ctx, name, del))
-	keep("Deployment", c.AppsV1().Deployments(ns).Delete(ctx, SinkName(name), del))
-	keep("Deployment", c.AppsV1().Deployments(ns).Delete(ctx, SUTName(name), del))
-	// The Deployment's ReplicaSet carries the run's label (its pod
-	// template's): deleted here, it makes no new pod meanwhile.
-	keep("ReplicaSets", c.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, del, sel))
 	keep("Service", c.CoreV1().Services(ns).Delete(ctx, SinkName(name), metav1.DeleteOptions{}))
 	keep("Service", c.CoreV1().Services(ns).Delete(ctx, SUTName(name), metav1.DeleteOptions{}))
+	if l.Dynamic != nil {
+		err := l.Dynamic.Resource(PodMonitorResource).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+			keep("PodMonitor", err)
+		}
+	}
 	// The pods go with their owner; deleting them here too does not wait
 	// for the garbage collector.
 	keep("pods", c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel))
 	keep("ConfigMaps", c.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel))
-	keep("RoleBinding", c.RbacV1().RoleBindings(ns).Delete(ctx, name, metav1.DeleteOptions{}))
-	keep("Role", c.RbacV1().Roles(ns).Delete(ctx, name, metav1.DeleteOptions{}))
-	keep("ServiceAccount", c.CoreV1().ServiceAccounts(ns).Delete(ctx, name, metav1.DeleteOptions{}))
+	keep("RoleBindings", c.RbacV1().RoleBindings(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel))
+	keep("Roles", c.RbacV1().Roles(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel))
+	keep("ServiceAccounts", c.CoreV1().ServiceAccounts(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel))
 	for {
 		list, err := c.CoreV1().Pods(ns).List(ctx, sel)
 		if err == nil && len(list.Items) == 0 {

@@ -33,6 +33,7 @@ package k8s
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,15 +42,19 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 
 	"github.com/pipebench/pipebench"
@@ -73,6 +78,13 @@ const (
 	KeyNodes    = "nodes"
 	KeyFile     = "file"
 	KeyStartAt  = "start-at"
+	// KeyProgressEvery is how often the shards write their progress.
+	KeyProgressEvery = "progress-every"
+	// KeyMetricsPort is the port the shards serve their metrics on.
+	KeyMetricsPort = "metrics-port"
+	// KeyMetricsLinger is how long a shard waits, its run over, for its
+	// final metrics to be scraped before it reports its Result.
+	KeyMetricsLinger = "metrics-linger"
 	// KeyEnded is written by the launcher once it collected every shard:
 	// the in-cluster sink then writes its counts into its ConfigMap.
 	KeyEnded = "ended-at"
@@ -94,8 +106,9 @@ const (
 	StateDone   = "done"
 	StateFailed = "failed"
 
-	// DefaultImage is the image the pods run when --image is not given.
-	DefaultImage = "ghcr.io/pipebench/pipebench:latest"
+	// ImageRepository is where the release workflow pushes the image of
+	// each tagged version (.github/workflows/release.yml).
+	ImageRepository = "ghcr.io/pipebench/pipebench"
 )
 
 // Options describe one launch.
@@ -127,10 +140,55 @@ type Options struct {
 	// to the shards (FeedPort).
 	Sink *SinkSpec
 	// SUT, if set, runs the scenario's embedded system under test in the
-	// cluster: a Deployment NAME-sut of one pod (pipebench k8s sut)
-	// behind a headless Service NAME-sut, which every shard sends to and
-	// observes, instead of one system per shard.
+	// cluster: a Job NAME-sut of one pod (pipebench k8s sut) behind a
+	// headless Service NAME-sut, which every shard sends to and observes,
+	// instead of one system per shard.
 	SUT *SUTSpec
+	// Pods shape every pod for the cluster: resources, placement, a
+	// patch, the shards' metrics port.
+	Pods PodSettings
+	// Deadline, if set, is every Job's activeDeadlineSeconds: the Job,
+	// and with it its pods, ends then whatever happens (Prepare sets it
+	// from the plan's length and the launch's waits, plus a margin).
+	Deadline time.Duration
+	// TTL, if set, is every Job's ttlSecondsAfterFinished: a finished Job
+	// is deleted that long after, with its pods (objects applied by a
+	// GitOps tool and never collected do not stay forever).
+	TTL time.Duration
+	// ProgressEvery is how often each shard writes its progress (0:
+	// DefaultProgressEvery of the shards).
+	ProgressEvery time.Duration
+	// PodMonitor adds a Prometheus Operator PodMonitor selecting the
+	// shards' metrics port (Pods.MetricsPort must be set).
+	PodMonitor bool
+}
+
+// PodSettings shape the pods of a launch for a real cluster.
+type PodSettings struct {
+	// Requests and Limits are the shards' containers' (DefaultResources
+	// sizes them from the plan); SinkRequests and SinkLimits the in-cluster
+	// sink's and system under test's, which take every shard's load.
+	Requests, Limits         corev1.ResourceList
+	SinkRequests, SinkLimits corev1.ResourceList
+	// NodeSelector, Tolerations and Affinity place every pod (load
+	// generators are kept off the nodes under test this way).
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+	Affinity     *corev1.Affinity
+	// Patch, if set, is a strategic merge patch (YAML or JSON) of a pod
+	// template (metadata and spec), applied to every pod's, as kubectl
+	// patch applies one: anything the flags do not cover (a priority
+	// class, volumes, a sidecar, an image pull secret).
+	Patch []byte
+	// MetricsPort, if not 0, is the port each shard serves the run's
+	// metrics on (/metrics on the pod's address), with the
+	// prometheus.io/scrape annotations on its pod.
+	MetricsPort int
+	// MetricsLinger, if set, is how long each shard waits, its run over,
+	// for a last scrape of its final values before it reports its Result
+	// (and its pod may go): 0 waits for none, and a scraper can miss the
+	// last values.
+	MetricsLinger time.Duration
 }
 
 // SUTSpec describes the in-cluster system under test.
@@ -192,6 +250,20 @@ func (o *Options) Validate() error {
 	if len(o.Scenario) == 0 {
 		errs = append(errs, errors.New("the scenario is empty"))
 	}
+	if o.Deadline < 0 || o.TTL < 0 || o.ProgressEvery < 0 {
+		errs = append(errs, errors.New("--active-deadline, --ttl and the progress period must not be negative"))
+	}
+	if p := o.Pods.MetricsPort; p < 0 || p > 65535 || p == FeedPort || (p > 0 && p <= 1024) {
+		errs = append(errs, fmt.Errorf("--metrics-port %d: must be above 1024 (the pods run as a non-root user) and not %d (the arrivals feed)", p, FeedPort))
+	}
+	if o.PodMonitor && o.Pods.MetricsPort == 0 {
+		errs = append(errs, errors.New("--pod-monitor needs --metrics-port: the PodMonitor selects the shards' metrics port"))
+	}
+	if len(o.Pods.Patch) > 0 {
+		if _, err := patchTemplate(corev1.PodTemplateSpec{}, o.Pods.Patch); err != nil {
+			errs = append(errs, fmt.Errorf("--pod-patch: %w", err))
+		}
+	}
 	if err := CheckNoLiteralSecrets(o.Scenario); err != nil {
 		errs = append(errs, err)
 	}
@@ -220,16 +292,23 @@ func (o *Options) meta(name string) metav1.ObjectMeta {
 
 // Objects are what a launch creates, in creation order.
 type Objects struct {
-	ServiceAccount *corev1.ServiceAccount
-	Role           *rbacv1.Role
-	RoleBinding    *rbacv1.RoleBinding
-	ConfigMap      *corev1.ConfigMap
-	Service        *corev1.Service    // the in-cluster sink's; nil without one
-	Deployment     *appsv1.Deployment // the in-cluster sink's; nil without one
-	SUTService     *corev1.Service    // the in-cluster system under test's (headless); nil without one
-	SUTDeployment  *appsv1.Deployment // the in-cluster system under test's; nil without one
-	Job            *batchv1.Job       // nil with PerNode
-	DaemonSet      *appsv1.DaemonSet  // nil without
+	// ServiceAccounts, Roles and RoleBindings are one identity per kind
+	// of pod: the shards' (NAME), the in-cluster sink's (NAME-sink) and
+	// system under test's (NAME-sut), each allowed only what its pods do
+	// (see roleRules).
+	ServiceAccounts []*corev1.ServiceAccount
+	Roles           []*rbacv1.Role
+	RoleBindings    []*rbacv1.RoleBinding
+	ConfigMap       *corev1.ConfigMap
+	Service         *corev1.Service // the in-cluster sink's; nil without one
+	SinkJob         *batchv1.Job    // the in-cluster sink's; nil without one
+	SUTService      *corev1.Service // the in-cluster system under test's (headless); nil without one
+	SUTJob          *batchv1.Job    // the in-cluster system under test's; nil without one
+	Job             *batchv1.Job    // the shards'; nil with PerNode
+	DaemonSet       *appsv1.DaemonSet
+	// PodMonitor is the Prometheus Operator's PodMonitor of the shards'
+	// metrics, with PodMonitor.
+	PodMonitor *unstructured.Unstructured
 }
 
 // Build returns the objects of a launch.
@@ -238,16 +317,13 @@ func Build(o Options) (*Objects, error) {
 		return nil, err
 	}
 	obj := &Objects{}
-	obj.ServiceAccount = &corev1.ServiceAccount{ObjectMeta: o.meta(o.Name)}
-	obj.Role = &rbacv1.Role{ObjectMeta: o.meta(o.Name), Rules: []rbacv1.PolicyRule{{
-		// The workers read the run's ConfigMap (the scenario and the start
-		// time) and write their own (state, progress, Result).
-		APIGroups: []string{""}, Resources: []string{"configmaps"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch"},
-	}}}
-	obj.RoleBinding = &rbacv1.RoleBinding{ObjectMeta: o.meta(o.Name),
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: o.Name, Namespace: o.Namespace}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: o.Name}}
+	obj.identity(o, o.Name, roleRules(o, RoleShard))
+	if o.Sink != nil {
+		obj.identity(o, SinkName(o.Name), roleRules(o, RoleSink))
+	}
+	if o.SUT != nil {
+		obj.identity(o, SUTName(o.Name), roleRules(o, RoleSUT))
+	}
 	data := map[string]string{KeyScenario: string(o.Scenario), KeyShards: strconv.Itoa(o.N())}
 	if f := filepath.Base(o.ScenarioFile); o.ScenarioFile != "" && f != "." && f != "/" {
 		data[KeyFile] = f
@@ -262,16 +338,19 @@ func Build(o Options) (*Objects, error) {
 		}
 		data[KeyNodes] = b.String()
 	}
+	if o.ProgressEvery > 0 {
+		data[KeyProgressEvery] = o.ProgressEvery.String()
+	}
+	if o.Pods.MetricsPort > 0 {
+		data[KeyMetricsPort] = strconv.Itoa(o.Pods.MetricsPort)
+		if o.Pods.MetricsLinger > 0 {
+			data[KeyMetricsLinger] = o.Pods.MetricsLinger.String()
+		}
+	}
 	obj.ConfigMap = &corev1.ConfigMap{ObjectMeta: o.meta(o.Name), Data: data}
 
-	podLabels := o.labels()
-	podLabels[LabelRole] = RoleShard
-	env := []corev1.EnvVar{
-		{Name: "PIPEBENCH_K8S_RUN", Value: o.Name},
-		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-		{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
-	}
+	env := podEnv(o.Name, true)
+	env = append(env, corev1.EnvVar{Name: EnvNode, ValueFrom: fieldRef("spec.nodeName")})
 	if o.Sink != nil {
 		env = append(env, corev1.EnvVar{Name: EnvSink, Value: SinkHost(o.Name, o.Namespace)})
 	}
@@ -282,38 +361,24 @@ func Build(o Options) (*Objects, error) {
 	for _, s := range o.EnvFromSecret {
 		envFrom = append(envFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: s}}})
 	}
-	restart := corev1.RestartPolicyNever
-	if o.PerNode {
-		restart = corev1.RestartPolicyAlways // a DaemonSet's only choice; the workers stay up once done
+	tmpl := o.template(RoleShard, o.Name, "worker", env, envFrom, o.Pods.Requests, o.Pods.Limits)
+	// Ready once the worker has read and compiled its shard of the
+	// scenario and waits for the start time.
+	tmpl.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"pipebench", "k8s", "ready"}}},
+		PeriodSeconds: 1, FailureThreshold: 1,
 	}
-	grace := int64(15)
-	tmpl := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-		Spec: corev1.PodSpec{
-			ServiceAccountName:            o.Name,
-			RestartPolicy:                 restart,
-			TerminationGracePeriodSeconds: &grace,
-			Containers: []corev1.Container{{
-				Name:            "pipebench",
-				Image:           o.Image,
-				ImagePullPolicy: corev1.PullIfNotPresent,
-				// A worker that fails says why on its last lines.
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				Command:                  []string{"pipebench", "k8s", "worker"},
-				Env:                      env,
-				EnvFrom:                  envFrom,
-				// Ready once the worker has read and compiled its shard of
-				// the scenario and waits for the start time.
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"pipebench", "k8s", "ready"}}},
-					PeriodSeconds: 1, FailureThreshold: 1,
-				},
-				SecurityContext: &corev1.SecurityContext{
-					RunAsNonRoot: ptr(true), AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(false),
-					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
-			}},
-		},
+	if p := o.Pods.MetricsPort; p > 0 {
+		tmpl.Annotations = map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": strconv.Itoa(p), "prometheus.io/path": "/metrics"}
+		tmpl.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: int32(p), Protocol: corev1.ProtocolTCP}}
+	}
+	if o.PerNode {
+		// A DaemonSet's only choice; the workers stay up once done.
+		tmpl.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	}
+	tmpl, err := patchTemplate(tmpl, o.Pods.Patch)
+	if err != nil {
+		return nil, fmt.Errorf("--pod-patch: %w", err)
 	}
 	if o.PerNode {
 		obj.DaemonSet = &appsv1.DaemonSet{ObjectMeta: o.meta(o.Name), Spec: appsv1.DaemonSetSpec{
@@ -321,26 +386,189 @@ func Build(o Options) (*Objects, error) {
 			Template: tmpl,
 		}}
 	} else {
-		n := int32(o.N())
+		obj.Job = o.job(o.Name, int32(o.N()), tmpl)
 		mode := batchv1.IndexedCompletion
-		obj.Job = &batchv1.Job{ObjectMeta: o.meta(o.Name), Spec: batchv1.JobSpec{
-			Completions: &n, Parallelism: &n, CompletionMode: &mode,
-			BackoffLimit: ptr(int32(0)), // a failed shard fails the run: no retry with another start
-			Template:     tmpl,
-		}}
+		obj.Job.Spec.CompletionMode = &mode
 	}
 	if o.Sink != nil {
-		obj.Service, obj.Deployment = sinkObjects(o, tmpl.Spec, envFrom)
+		if obj.Service, obj.SinkJob, err = sinkObjects(o, envFrom); err != nil {
+			return nil, err
+		}
 	}
 	if o.SUT != nil {
-		obj.SUTService, obj.SUTDeployment = sutObjects(o, tmpl.Spec, envFrom)
+		if obj.SUTService, obj.SUTJob, err = sutObjects(o, envFrom); err != nil {
+			return nil, err
+		}
+	}
+	if o.PodMonitor {
+		obj.PodMonitor = podMonitor(o)
 	}
 	return obj, nil
 }
 
-// sinkObjects returns the in-cluster sink's Service and Deployment: one
-// pod running pipebench k8s sink, ready once it listens.
-func sinkObjects(o Options, shard corev1.PodSpec, envFrom []corev1.EnvFromSource) (*corev1.Service, *appsv1.Deployment) {
+// identity adds the ServiceAccount, Role and RoleBinding named name.
+func (obj *Objects) identity(o Options, name string, rules []rbacv1.PolicyRule) {
+	obj.ServiceAccounts = append(obj.ServiceAccounts, &corev1.ServiceAccount{ObjectMeta: o.meta(name)})
+	obj.Roles = append(obj.Roles, &rbacv1.Role{ObjectMeta: o.meta(name), Rules: rules})
+	obj.RoleBindings = append(obj.RoleBindings, &rbacv1.RoleBinding{ObjectMeta: o.meta(name),
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: o.Namespace}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}})
+}
+
+// roleRules are what the pods of one role do with the API, and nothing
+// more, every object by name where the verb allows it:
+//
+//   - every pod reads the run's ConfigMap (get, and list and watch
+//     restricted to its name by a field selector, which resourceNames
+//     allows), and its own ConfigMap it creates and updates;
+//   - a shard also reads the in-cluster sink's and system under test's
+//     ConfigMaps (their endpoints), and the system under test the sink's;
+//   - create cannot be restricted by name (the API server authorizes it
+//     before the object's name is known): a pod may create ConfigMaps,
+//     which is how the shards' ConfigMaps (NAME-shard-I) and their
+//     Result parts (NAME-shard-I-ID-part-K, created only, never updated,
+//     so that no update right is needed on unknown names) come to be.
+//
+// No pod may read or change anything else: no Secret, no other
+// ConfigMap, no other kind of object.
+func roleRules(o Options, role string) []rbacv1.PolicyRule {
+	read := []string{o.Name}
+	var own []string
+	switch role {
+	case RoleShard:
+		if o.Sink != nil {
+			read = append(read, SinkName(o.Name))
+		}
+		if o.SUT != nil {
+			read = append(read, SUTName(o.Name))
+		}
+		for i := 1; i <= o.N(); i++ {
+			own = append(own, ShardName(o.Name, i))
+		}
+	case RoleSink:
+		own = []string{SinkName(o.Name)}
+	case RoleSUT:
+		if o.Sink != nil {
+			read = append(read, SinkName(o.Name))
+		}
+		own = []string{SUTName(o.Name)}
+	}
+	cm := []string{"configmaps"}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: cm, Verbs: []string{"get", "list", "watch"}, ResourceNames: read},
+		{APIGroups: []string{""}, Resources: cm, Verbs: []string{"get", "update", "patch"}, ResourceNames: own},
+		{APIGroups: []string{""}, Resources: cm, Verbs: []string{"create"}},
+	}
+}
+
+func fieldRef(path string) *corev1.EnvVarSource {
+	return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
+}
+
+// podEnv is what every pod of the run reads (PodFromEnv); ip adds the
+// pod's address.
+func podEnv(run string, ip bool) []corev1.EnvVar {
+	env := []corev1.EnvVar{
+		{Name: EnvRun, Value: run},
+		{Name: EnvNamespace, ValueFrom: fieldRef("metadata.namespace")},
+		{Name: EnvPod, ValueFrom: fieldRef("metadata.name")},
+	}
+	if ip {
+		env = append(env, corev1.EnvVar{Name: EnvIP, ValueFrom: fieldRef("status.podIP")})
+	}
+	return env
+}
+
+// template is the pod template of one role: pipebench k8s COMMAND with
+// its own service account, the placement and security settings every pod
+// shares, and the resources given.
+func (o *Options) template(role, account, command string, env []corev1.EnvVar, envFrom []corev1.EnvFromSource, req, lim corev1.ResourceList) corev1.PodTemplateSpec {
+	labels := o.labels()
+	labels[LabelRole] = role
+	grace := int64(15)
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			ServiceAccountName:            account,
+			AutomountServiceAccountToken:  ptr(true), // every pod reports through its ConfigMap
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			NodeSelector:                  o.Pods.NodeSelector,
+			Tolerations:                   o.Pods.Tolerations,
+			Affinity:                      o.Pods.Affinity,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr(true),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:            role,
+				Image:           o.Image,
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				// A pod that fails says why on its last lines.
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				Command:                  []string{"pipebench", "k8s", command},
+				Env:                      env,
+				EnvFrom:                  envFrom,
+				Resources:                corev1.ResourceRequirements{Requests: req, Limits: lim},
+				SecurityContext: &corev1.SecurityContext{
+					RunAsNonRoot: ptr(true), AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(false),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
+}
+
+// job is a Job of n pods of tmpl, none retried (a failed pod fails the
+// run: no retry with another start), ended at the deadline and deleted
+// TTL after it finished.
+func (o *Options) job(name string, n int32, tmpl corev1.PodTemplateSpec) *batchv1.Job {
+	j := &batchv1.Job{ObjectMeta: o.meta(name), Spec: batchv1.JobSpec{
+		Completions: &n, Parallelism: &n, BackoffLimit: ptr(int32(0)), Template: tmpl,
+	}}
+	if o.Deadline > 0 {
+		j.Spec.ActiveDeadlineSeconds = ptr(int64(o.Deadline.Round(time.Second) / time.Second))
+	}
+	if o.TTL > 0 {
+		j.Spec.TTLSecondsAfterFinished = ptr(int32(o.TTL.Round(time.Second) / time.Second))
+	}
+	if tmpl.Labels[LabelRole] != RoleShard {
+		j.Labels[LabelRole] = tmpl.Labels[LabelRole]
+	}
+	return j
+}
+
+// patchTemplate applies a strategic merge patch (YAML or JSON) to a pod
+// template.
+func patchTemplate(t corev1.PodTemplateSpec, patch []byte) (corev1.PodTemplateSpec, error) {
+	if len(bytes.TrimSpace(patch)) == 0 {
+		return t, nil
+	}
+	pj, err := yaml.YAMLToJSON(patch)
+	if err != nil {
+		return t, fmt.Errorf("not YAML or JSON: %w", err)
+	}
+	orig, err := json.Marshal(t)
+	if err != nil {
+		return t, err
+	}
+	out, err := strategicpatch.StrategicMergePatch(orig, pj, corev1.PodTemplateSpec{})
+	if err != nil {
+		return t, fmt.Errorf("not a patch of a pod template (metadata, spec): %w", err)
+	}
+	var got corev1.PodTemplateSpec
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		return t, fmt.Errorf("not a patch of a pod template (metadata, spec): %w", err)
+	}
+	return got, nil
+}
+
+// sinkObjects returns the in-cluster sink's Service and Job: one pod
+// running pipebench k8s sink, ready once it listens, done once it wrote
+// its counts after the run.
+func sinkObjects(o Options, envFrom []corev1.EnvFromSource) (*corev1.Service, *batchv1.Job, error) {
 	var sports []corev1.ServicePort
 	var cports []corev1.ContainerPort
 	for _, p := range append(append([]SinkPort{}, o.Sink.Ports...), SinkPort{Name: "feed", Port: FeedPort}) {
@@ -348,24 +576,27 @@ func sinkObjects(o Options, shard corev1.PodSpec, envFrom []corev1.EnvFromSource
 		cports = append(cports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: corev1.ProtocolTCP})
 	}
 	svc := componentService(o, RoleSink, SinkName(o.Name), corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: sports})
-	// One sink holds the run's account: never two at once.
-	dep := componentDeployment(o, RoleSink, SinkName(o.Name), o.Sink.Type, shard, envFrom, nil)
-	dep.Spec.Template.Spec.Containers[0].Ports = cports
-	return svc, dep
+	job, err := componentJob(o, RoleSink, SinkName(o.Name), o.Sink.Type, envFrom, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	job.Spec.Template.Spec.Containers[0].Ports = cports
+	return svc, job, nil
 }
 
-// sutObjects returns the in-cluster system under test's Service and
-// Deployment: one pod running pipebench k8s sut, ready once the system
-// receives. The Service is headless (no cluster IP, no ports): its name
-// resolves to the pod's address, and the system's ports, chosen when it
-// starts, are published in ConfigMap NAME-sut.
-func sutObjects(o Options, shard corev1.PodSpec, envFrom []corev1.EnvFromSource) (*corev1.Service, *appsv1.Deployment) {
+// sutObjects returns the in-cluster system under test's Service and Job:
+// one pod running pipebench k8s sut, ready once the system receives,
+// done once the run ended. The Service is headless (no cluster IP, no
+// ports): its name resolves to the pod's address, and the system's ports,
+// chosen when it starts, are published in ConfigMap NAME-sut.
+func sutObjects(o Options, envFrom []corev1.EnvFromSource) (*corev1.Service, *batchv1.Job, error) {
 	svc := componentService(o, RoleSUT, SUTName(o.Name), corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone})
 	var env []corev1.EnvVar
 	if o.Sink != nil {
 		env = append(env, corev1.EnvVar{Name: EnvSink, Value: SinkHost(o.Name, o.Namespace)})
 	}
-	return svc, componentDeployment(o, RoleSUT, SUTName(o.Name), o.SUT.Type, shard, envFrom, env)
+	job, err := componentJob(o, RoleSUT, SUTName(o.Name), o.SUT.Type, envFrom, env)
+	return svc, job, err
 }
 
 // componentService returns the Service of an in-cluster component (role),
@@ -377,54 +608,65 @@ func componentService(o Options, role, name string, spec corev1.ServiceSpec) *co
 	return svc
 }
 
-// componentDeployment returns the Deployment of an in-cluster component:
-// one pod running pipebench k8s ROLE with the shards' image and security
-// settings, its pod's address in POD_IP, replaced (never two at once)
-// when it goes.
-func componentDeployment(o Options, role, name, typ string, shard corev1.PodSpec, envFrom []corev1.EnvFromSource, env []corev1.EnvVar) *appsv1.Deployment {
-	sel := map[string]string{LabelRun: o.Name, LabelRole: role}
-	labels := o.labels()
-	labels[LabelRole] = role
+// componentJob returns the Job of an in-cluster component: one pod
+// running pipebench k8s ROLE under its own service account, with the
+// placement and security settings of the shards, its pod's address in
+// POD_IP. A pod that fails is not replaced: one component holds the run's
+// account, and its failure is the run's.
+func componentJob(o Options, role, name, typ string, envFrom []corev1.EnvFromSource, env []corev1.EnvVar) (*batchv1.Job, error) {
+	tmpl := o.template(role, name, role, append(podEnv(o.Name, true), env...), envFrom, o.Pods.SinkRequests, o.Pods.SinkLimits)
 	if typ != "" {
-		labels["pipebench.dev/"+role] = typ
+		tmpl.Labels["pipebench.dev/"+role] = typ
 	}
-	spec := *shard.DeepCopy()
-	spec.RestartPolicy = corev1.RestartPolicyAlways
-	spec.Affinity = nil
-	c := &spec.Containers[0]
-	c.Name = role
-	c.Command = []string{"pipebench", "k8s", role}
-	c.EnvFrom = envFrom
-	c.Env = append([]corev1.EnvVar{
-		{Name: "PIPEBENCH_K8S_RUN", Value: o.Name},
-		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
-	}, env...)
-	dep := &appsv1.Deployment{ObjectMeta: o.meta(name), Spec: appsv1.DeploymentSpec{
-		Replicas: ptr(int32(1)),
-		Selector: &metav1.LabelSelector{MatchLabels: sel},
-		Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
-	}}
-	dep.Labels[LabelRole] = role
-	return dep
+	tmpl, err := patchTemplate(tmpl, o.Pods.Patch)
+	if err != nil {
+		return nil, err
+	}
+	return o.job(name, 1, tmpl), nil
 }
+
+// podMonitor is the Prometheus Operator's PodMonitor of the shards'
+// metrics port.
+func podMonitor(o Options) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "monitoring.coreos.com/v1",
+		"kind":       "PodMonitor",
+		"metadata": map[string]any{
+			"name": o.Name, "namespace": o.Namespace,
+			"labels": map[string]any{"app.kubernetes.io/name": "pipebench", "app.kubernetes.io/managed-by": "pipebench", LabelRun: o.Name},
+		},
+		"spec": map[string]any{
+			"selector":            map[string]any{"matchLabels": map[string]any{LabelRun: o.Name, LabelRole: RoleShard}},
+			"podMetricsEndpoints": []any{map[string]any{"port": "metrics", "path": "/metrics", "interval": "5s"}},
+		},
+	}}
+	return u
+}
+
+// PodMonitorResource is the PodMonitor's API resource.
+var PodMonitorResource = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "podmonitors"}
 
 // list returns the objects in creation order.
 func (obj *Objects) list() []runtime.Object {
-	out := []runtime.Object{obj.ServiceAccount, obj.Role, obj.RoleBinding, obj.ConfigMap}
+	var out []runtime.Object
+	for i := range obj.ServiceAccounts {
+		out = append(out, obj.ServiceAccounts[i], obj.Roles[i], obj.RoleBindings[i])
+	}
+	out = append(out, obj.ConfigMap)
 	if obj.Service != nil {
-		out = append(out, obj.Service, obj.Deployment)
+		out = append(out, obj.Service, obj.SinkJob)
 	}
 	if obj.SUTService != nil {
-		out = append(out, obj.SUTService, obj.SUTDeployment)
+		out = append(out, obj.SUTService, obj.SUTJob)
 	}
 	if obj.Job != nil {
 		out = append(out, obj.Job)
 	}
 	if obj.DaemonSet != nil {
 		out = append(out, obj.DaemonSet)
+	}
+	if obj.PodMonitor != nil {
+		out = append(out, obj.PodMonitor)
 	}
 	return out
 }
@@ -437,30 +679,51 @@ var kinds = map[string]schema.GroupVersionKind{
 	"*v1.Job":            batchv1.SchemeGroupVersion.WithKind("Job"),
 	"*v1.DaemonSet":      appsv1.SchemeGroupVersion.WithKind("DaemonSet"),
 	"*v1.Service":        corev1.SchemeGroupVersion.WithKind("Service"),
-	"*v1.Deployment":     appsv1.SchemeGroupVersion.WithKind("Deployment"),
+}
+
+// document is one object as YAML.
+type document struct {
+	kind, name string
+	yaml       []byte
+}
+
+// documents returns the objects as YAML documents, in creation order.
+func (obj *Objects) documents() ([]document, error) {
+	var out []document
+	for _, o := range obj.list() {
+		o = o.DeepCopyObject()
+		if _, ok := o.(*unstructured.Unstructured); !ok {
+			gvk, ok := kinds[fmt.Sprintf("%T", o)]
+			if !ok {
+				return nil, fmt.Errorf("no kind for %T", o)
+			}
+			o.GetObjectKind().SetGroupVersionKind(gvk)
+		}
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			return nil, err
+		}
+		m, _ := meta.Accessor(o)
+		out = append(out, document{kind: strings.ToLower(o.GetObjectKind().GroupVersionKind().Kind), name: m.GetName(), yaml: stripEmpty(b)})
+	}
+	return out, nil
 }
 
 // WriteYAML writes the objects as a YAML stream, one document each, in
 // creation order (kubectl apply -f takes it as is).
 func (obj *Objects) WriteYAML(w io.Writer) error {
+	docs, err := obj.documents()
+	if err != nil {
+		return err
+	}
 	var buf bytes.Buffer
-	for i, o := range obj.list() {
-		gvk, ok := kinds[fmt.Sprintf("%T", o)]
-		if !ok {
-			return fmt.Errorf("no kind for %T", o)
-		}
-		o = o.DeepCopyObject()
-		o.GetObjectKind().SetGroupVersionKind(gvk)
-		b, err := yaml.Marshal(o)
-		if err != nil {
-			return err
-		}
+	for i, d := range docs {
 		if i > 0 {
 			buf.WriteString("---\n")
 		}
-		buf.Write(stripEmpty(b))
+		buf.Write(d.yaml)
 	}
-	_, err := w.Write(buf.Bytes())
+	_, err = w.Write(buf.Bytes())
 	return err
 }
 
@@ -478,20 +741,28 @@ func stripEmpty(b []byte) []byte {
 	return []byte(strings.Join(out, "\n"))
 }
 
-// literal credential finders: a URL's password not written as a ${VAR}
-// reference, and a ${VAR} reference alone.
-var (
-	urlPassword = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s"']+:([^@/\s"']+)@`)
-	envRef      = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}$`)
-)
+// envRef finds ${VAR} and ${VAR:-default} references (as the scenario
+// decoder resolves them) and $$, an escaped '$'.
+var envRef = regexp.MustCompile(`\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// authScheme is what may stand before a credential's reference in a
+// credential's value: "Bearer ${TOKEN}".
+var authScheme = regexp.MustCompile(`(?i)^\s*(bearer|basic|token|apikey|api-key|digest|negotiate|dsn)?\s*$`)
 
 // CheckNoLiteralSecrets refuses a scenario that writes a credential as a
-// literal: the scenario goes into a ConfigMap, readable by anyone who may
-// read the namespace's ConfigMaps, and printed by `k8s manifests`.
-// Credentials belong in ${VAR} references, resolved in the pods from a
-// Secret (--env-from-secret). A credential is the value of a key that
-// names one (password, token, secret_headers, ...; every string under
-// it) and the password of a URL.
+// literal anywhere pipebench would hide it in a Result: the scenario goes
+// into a ConfigMap, readable by anyone who may read the namespace's
+// ConfigMaps, and printed by `k8s manifests`. Credentials belong in
+// ${VAR} references without a default, resolved in the pods from a
+// Secret (--env-from-secret). What counts as a credential is what the
+// root package redacts, judged on each string of the scenario as the
+// pods would read it with no variable set (a default in ${VAR:-default}
+// is a literal): the value under a key that names a credential
+// (pipebench.IsSecretName: password, token, secret_headers, ...); any
+// text pipebench.RedactText changes (a URL's password, a NATS token
+// URL's token, a query parameter named like a credential); and the
+// default of a variable named like one (${API_TOKEN:-...}). The error
+// names where, never what.
 func CheckNoLiteralSecrets(scenario []byte) error {
 	var doc any
 	if err := yaml.Unmarshal(scenario, &doc); err != nil {
@@ -503,29 +774,60 @@ func CheckNoLiteralSecrets(scenario []byte) error {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, e := range x {
-				walk(strings.TrimPrefix(path+"."+k, "."), e, secret || pipebench.IsSecretName(k))
+				p := strings.TrimPrefix(path+"."+k, ".")
+				if literalSecret(k, false) != "" {
+					bad = append(bad, p+": the key itself "+literalSecret(k, false))
+				}
+				walk(p, e, secret || pipebench.IsSecretName(k))
 			}
 		case []any:
 			for i, e := range x {
 				walk(fmt.Sprintf("%s[%d]", path, i), e, secret)
 			}
 		case string:
-			if secret && x != "" && !envRef.MatchString(x) {
-				bad = append(bad, path+" holds a literal credential")
-			}
-			for _, m := range urlPassword.FindAllStringSubmatch(x, -1) {
-				if !envRef.MatchString(m[1]) {
-					bad = append(bad, path+" is a URL with a literal password")
-				}
+			if why := literalSecret(x, secret); why != "" {
+				bad = append(bad, path+" "+why)
 			}
 		}
 	}
 	walk("", doc, false)
 	if len(bad) > 0 {
 		sort.Strings(bad)
-		return fmt.Errorf("the scenario would put credentials into a ConfigMap (%s): write them as ${VAR} and give the pods a Secret holding VAR with --env-from-secret NAME", strings.Join(bad, "; "))
+		return fmt.Errorf("the scenario would put credentials into a ConfigMap (%s): write them as ${VAR} with no default and give the pods a Secret holding VAR with --env-from-secret NAME", strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// literalSecret says why s, a string of the scenario (under a key naming
+// a credential when secret), holds a literal credential; "" when it does
+// not.
+func literalSecret(s string, secret bool) string {
+	// s as a pod reads it with no variable set, each reference without a
+	// default standing as pipebench.Redacted: where RedactText would
+	// hide a reference, it hides Redacted, which changes nothing.
+	var defaulted []string
+	filled := envRef.ReplaceAllStringFunc(s, func(m string) string {
+		if m == "$$" {
+			return "$"
+		}
+		sub := envRef.FindStringSubmatch(m)
+		if sub[2] == "" {
+			return pipebench.Redacted
+		}
+		if sub[3] != "" && pipebench.IsSecretName(sub[1]) {
+			defaulted = append(defaulted, sub[1])
+		}
+		return sub[3]
+	})
+	switch {
+	case len(defaulted) > 0:
+		return "gives the credential " + strings.Join(defaulted, ", ") + " a default"
+	case pipebench.RedactText(filled) != filled:
+		return "holds a credential in a URL (a password, a token, a query parameter)"
+	case secret && !authScheme.MatchString(strings.ReplaceAll(filled, pipebench.Redacted, "")):
+		return "holds a literal credential"
+	}
+	return ""
 }
 
 func ptr[T any](v T) *T { return &v }

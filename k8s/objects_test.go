@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/pipebench/pipebench"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden manifests")
 
-const scenario = `name: sharded
+const testScenario = `name: sharded
 target: {driver: http, url: "http://sink.load.svc:8080/ingest"}
 secret_headers: {Authorization: "${TOKEN}"}
 phases:
@@ -29,11 +31,11 @@ func TestManifestsGolden(t *testing.T) {
 		file string
 		o    Options
 	}{
-		{"job.yaml", Options{Name: "run1", Namespace: "load", Image: "pipebench:test", Shards: 3, Scenario: []byte(scenario), Duration: "1m0s", EnvFromSecret: []string{"pipebench-creds"}}},
-		{"daemonset.yaml", Options{Name: "run2", Namespace: "load", Image: "pipebench:test", PerNode: true, Nodes: []string{"n1", "n2"}, Scenario: []byte(scenario)}},
-		{"sink.yaml", Options{Name: "run3", Namespace: "load", Image: "pipebench:test", Shards: 2, Scenario: []byte(scenario),
+		{"job.yaml", Options{Name: "run1", Namespace: "load", Image: "pipebench:test", Shards: 3, Scenario: []byte(testScenario), Duration: "1m0s", EnvFromSecret: []string{"pipebench-creds"}}},
+		{"daemonset.yaml", Options{Name: "run2", Namespace: "load", Image: "pipebench:test", PerNode: true, Nodes: []string{"n1", "n2"}, Scenario: []byte(testScenario)}},
+		{"sink.yaml", Options{Name: "run3", Namespace: "load", Image: "pipebench:test", Shards: 2, Scenario: []byte(testScenario),
 			Sink: &SinkSpec{Type: "otlp", Ports: []SinkPort{{Name: "otlp-grpc", Port: 4317}, {Name: "otlp-http", Port: 4318}}}}},
-		{"sut.yaml", Options{Name: "run4", Namespace: "load", Image: "pipebench:test", Shards: 2, Scenario: []byte(scenario),
+		{"sut.yaml", Options{Name: "run4", Namespace: "load", Image: "pipebench:test", Shards: 2, Scenario: []byte(testScenario),
 			Sink: &SinkSpec{Type: "http", Ports: []SinkPort{{Name: "http", Port: 8080}}}, SUT: &SUTSpec{Type: "otelcol"}}},
 	} {
 		obj, err := Build(tc.o)
@@ -45,19 +47,20 @@ func TestManifestsGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		docs := strings.Split(buf.String(), "\n---\n")
-		want := []string{"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Job"}
+		id := []string{"ServiceAccount", "Role", "RoleBinding"}
+		want := append(append([]string{}, id...), "ConfigMap", "Job")
 		if tc.o.PerNode {
 			want[4] = "DaemonSet"
 		}
 		if tc.o.Sink != nil {
-			want = []string{"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Service", "Deployment", "Job"}
+			want = append(append(append([]string{}, id...), id...), "ConfigMap", "Service", "Job", "Job")
 			// The shards find the sink by its Service's name.
 			if !strings.Contains(buf.String(), "value: "+tc.o.Name+"-sink.load.svc") || !strings.Contains(buf.String(), "- sink\n") {
 				t.Errorf("%s: the shards are not given the sink's Service name, or the sink pod's command", tc.file)
 			}
 		}
 		if tc.o.SUT != nil {
-			want = []string{"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Service", "Deployment", "Service", "Deployment", "Job"}
+			want = append(append(append(append([]string{}, id...), id...), id...), "ConfigMap", "Service", "Job", "Service", "Job", "Job")
 			// The shards find the system under test by its headless
 			// Service's name; it finds the sink by the sink's.
 			for _, s := range []string{"value: run4-sut.load.svc", "clusterIP: None", "- sut\n", "name: run4-sut"} {
@@ -95,36 +98,120 @@ func TestManifestsGolden(t *testing.T) {
 	}
 }
 
-// A credential written as a literal would land in a ConfigMap and in the
-// printed manifests: refused, with the line; ${VAR} references pass.
+// credentialShapes are the credential shapes the root package redacts,
+// each with the literal credential it holds: a URL's password for a few
+// schemes, a NATS token URL for every NATS scheme, a query parameter for
+// every name RedactText hides, and a value under every key IsSecretName
+// knows. Each shape is also checked against RedactText or IsSecretName,
+// so that this list stays the class they define.
+func credentialShapes(t *testing.T) (urls []string, keys []string) {
+	for _, scheme := range []string{"postgres", "postgresql", "http", "https", "amqp", "mongodb", "redis", "nats"} {
+		urls = append(urls, scheme+"://user:LITERAL@db.example:5432/x")
+	}
+	for _, scheme := range []string{"nats", "tls", "ws", "wss"} {
+		urls = append(urls, scheme+"://LITERAL@nats.example:4222")
+	}
+	for _, name := range []string{"password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "credential", "auth",
+		"access_token", "X-Auth-Key", "client_secret", "PGPASSWORD"} {
+		for _, sep := range []string{"?", "?a=1&", "?a=1;"} {
+			urls = append(urls, "https://h.example/p"+sep+name+"=LITERAL")
+		}
+	}
+	for _, u := range urls {
+		if r := pipebench.RedactText(u); r == u || strings.Contains(r, "LITERAL") {
+			t.Fatalf("the shape %q is not one RedactText hides (%q): fix the test's list", u, r)
+		}
+	}
+	keys = []string{"password", "passwd", "pwd", "secret", "token", "apikey", "api-key", "api_key", "credential", "auth",
+		"cookie", "private-key", "private_key", "access-key", "access_key", "dsn", "Authorization", "X-Api-Key", "DB_PASSWORD"}
+	for _, k := range keys {
+		if !pipebench.IsSecretName(k) {
+			t.Fatalf("the key %q is not one IsSecretName knows: fix the test's list", k)
+		}
+	}
+	return urls, keys
+}
+
+// The class of credentials run redacts never reaches a ConfigMap: every
+// shape, written as a literal, or as the default of a ${VAR:-default}, in
+// a URL, a query string or under a key naming a credential, is refused
+// without repeating it; the same positions written as ${VAR} pass.
 func TestLiteralSecretsRefused(t *testing.T) {
-	for _, bad := range []string{
-		"target: {url: \"postgres://u:hunter2@db:5432/x\"}\n",
-		"observers:\n  - type: x\n    password: hunter2\n",
-		"secret_headers:\n  Authorization: Bearer abc\n",
-	} {
-		err := CheckNoLiteralSecrets([]byte(bad))
+	urls, keys := credentialShapes(t)
+	doc := func(key, value string) []byte {
+		b, err := yaml.Marshal(map[string]any{"name": "s", "target": map[string]any{"driver": "http", key: value}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	refused := func(what string, scen []byte) {
+		t.Helper()
+		err := CheckNoLiteralSecrets(scen)
 		if err == nil {
-			t.Errorf("not refused:\n%s", bad)
-			continue
+			t.Errorf("%s: not refused:\n%s", what, scen)
+			return
 		}
-		if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "abc") {
-			t.Errorf("the refusal repeats the secret: %v", err)
-		}
-		if !strings.Contains(err.Error(), "holds") && !strings.Contains(err.Error(), "URL") || !strings.Contains(err.Error(), "--env-from-secret") {
-			t.Errorf("the refusal names no line or remedy: %v", err)
+		if strings.Contains(err.Error(), "LITERAL") || !strings.Contains(err.Error(), "--env-from-secret") {
+			t.Errorf("%s: the refusal repeats the secret or names no remedy: %v", what, err)
 		}
 	}
-	for _, good := range []string{
-		scenario,
-		"target: {url: \"postgres://u:${PGPASSWORD}@db:5432/x\"}\n",
-		"password: \"${PW:-x}\"\n",
-		"# password: hunter2\n",
-	} {
-		if err := CheckNoLiteralSecrets([]byte(good)); err != nil {
-			t.Errorf("refused %q: %v", good, err)
+	passes := func(what string, scen []byte) {
+		t.Helper()
+		if err := CheckNoLiteralSecrets(scen); err != nil {
+			t.Errorf("%s: refused: %v\n%s", what, err, scen)
 		}
 	}
+	for _, u := range urls {
+		refused("literal "+u, doc("url", u))
+		// The literal as a default: what a pod without the variable sends.
+		refused("default "+u, doc("url", strings.Replace(u, "LITERAL", "${V:-LITERAL}", 1)))
+		refused("whole default "+u, doc("url", "${TARGET:-"+u+"}"))
+		passes("reference "+u, doc("url", strings.Replace(u, "LITERAL", "${V}", 1)))
+	}
+	for _, k := range keys {
+		refused("key "+k, doc(k, "LITERAL"))
+		refused("key "+k+" default", doc(k, "${PW:-LITERAL}"))
+		refused("key "+k+" scheme", doc(k, "Bearer LITERAL"))
+		refused("nested key "+k, []byte("name: s\nsecret_headers:\n  "+k+": LITERAL\n"))
+		passes("key "+k+" reference", doc(k, "${PW}"))
+		passes("key "+k+" scheme reference", doc(k, "Bearer ${TOKEN}"))
+		passes("key "+k+" empty default", doc(k, "${PW:-}"))
+	}
+	// A variable named like a credential, given a default under any key.
+	refused("secret variable default", doc("headers", "${API_TOKEN:-LITERAL}"))
+	passes("plain default", doc("url", "${TARGET:-http://127.0.0.1:8080/ingest}"))
+	passes("the test scenario", []byte(testScenario))
+	passes("a comment", []byte("# password: LITERAL\nname: s\n"))
+	passes("an escaped dollar", doc("url", "http://h.example/$${x}"))
+}
+
+// FuzzLiteralSecrets: whatever string RedactText would change, written as
+// a literal value under any key, is refused; and any literal under a key
+// naming a credential is.
+func FuzzLiteralSecrets(f *testing.F) {
+	urls, _ := credentialShapes(&testing.T{})
+	for _, u := range urls {
+		f.Add(u)
+	}
+	f.Add("http://127.0.0.1:8080/")
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.Contains(s, "$") {
+			return // references are the other test's
+		}
+		scen, err := yaml.Marshal(map[string]any{"name": "s", "url": s, "password": s})
+		if err != nil {
+			return
+		}
+		err = CheckNoLiteralSecrets(scen)
+		if strings.TrimSpace(s) != "" && !authScheme.MatchString(s) && err == nil {
+			t.Errorf("%q under password: not refused", s)
+		}
+		scen, _ = yaml.Marshal(map[string]any{"name": "s", "url": s})
+		if pipebench.RedactText(s) != s && CheckNoLiteralSecrets(scen) == nil {
+			t.Errorf("%q: RedactText hides part of it, the check lets it through", s)
+		}
+	})
 }
 
 func TestOptionsValidate(t *testing.T) {

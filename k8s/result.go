@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/pipebench/pipebench"
 )
@@ -28,7 +31,18 @@ var PartSize = 900 << 10
 // ShardName is the name of shard i's ConfigMap.
 func ShardName(run string, i int) string { return fmt.Sprintf("%s-shard-%d", run, i) }
 
-func partName(run string, i, k int) string { return fmt.Sprintf("%s-shard-%d-part-%d", run, i, k) }
+// partName names part k of shard i's Result written under id: a new name
+// for every writing, so that a worker only ever creates parts (its Role
+// cannot name them in advance) and never overwrites another's.
+func partName(run string, i, k int, id string) string {
+	if id == "" {
+		return fmt.Sprintf("%s-shard-%d-part-%d", run, i, k)
+	}
+	return fmt.Sprintf("%s-shard-%d-%s-part-%d", run, i, id, k)
+}
+
+// KeyPartsID is the id in the names of a shard's Result parts.
+const KeyPartsID = "parts-id"
 
 // gz compresses data.
 func gz(data []byte) []byte {
@@ -41,34 +55,40 @@ func gz(data []byte) []byte {
 
 // putResult stores a shard's Result JSON: in the shard's ConfigMap when it
 // fits, else in parts (written first, so that the launcher never sees a
-// done shard whose parts are missing). It returns the binary data and
-// number of parts the shard's ConfigMap must then carry.
-func putResult(ctx context.Context, c kubernetes.Interface, ns, run string, i int, owner metav1.OwnerReference, resultJSON []byte) (inline []byte, parts int, err error) {
+// done shard whose parts are missing), each a new ConfigMap named with a
+// fresh id. It returns the binary data the shard's ConfigMap carries, or
+// the number of parts and their id.
+func putResult(ctx context.Context, c kubernetes.Interface, ns, run string, i int, owner metav1.OwnerReference, resultJSON []byte) (inline []byte, parts int, id string, err error) {
 	z := gz(resultJSON)
 	if len(z) <= PartSize {
-		return z, 0, nil
+		return z, 0, "", nil
 	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	id = hex.EncodeToString(b)
 	cms := c.CoreV1().ConfigMaps(ns)
 	for k := 0; k*PartSize < len(z); k++ {
 		chunk := z[k*PartSize : min((k+1)*PartSize, len(z))]
 		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: partName(run, i, k+1), Namespace: ns,
+			ObjectMeta: metav1.ObjectMeta{Name: partName(run, i, k+1, id), Namespace: ns,
 				Labels: map[string]string{LabelRun: run, LabelShard: strconv.Itoa(i), LabelPart: strconv.Itoa(k + 1),
 					"app.kubernetes.io/managed-by": "pipebench"},
 				OwnerReferences: []metav1.OwnerReference{owner}},
 			BinaryData: map[string][]byte{KeyResult: chunk},
 		}
-		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-			if err != nil {
-				return nil, 0, err
+		err := retry.OnError(apiBackoff, retriable, func() error {
+			_, err := cms.Create(ctx, cm, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil // a retry of a create that went through
 			}
-		} else if err != nil {
-			return nil, 0, fmt.Errorf("write part %d of the Result: %w", k+1, err)
+			return err
+		})
+		if err != nil {
+			return nil, 0, "", fmt.Errorf("write part %d of the Result: %w", k+1, err)
 		}
 		parts++
 	}
-	return nil, parts, nil
+	return nil, parts, id, nil
 }
 
 // ReadResult reads the Result of a done shard from its ConfigMap (and its
@@ -82,7 +102,7 @@ func ReadResult(ctx context.Context, c kubernetes.Interface, ns, run string, cm 
 		}
 		i, _ := strconv.Atoi(cm.Labels[LabelShard])
 		for k := 1; k <= parts; k++ {
-			part, err := c.CoreV1().ConfigMaps(ns).Get(ctx, partName(run, i, k), metav1.GetOptions{})
+			part, err := c.CoreV1().ConfigMaps(ns).Get(ctx, partName(run, i, k, cm.Data[KeyPartsID]), metav1.GetOptions{})
 			if err != nil {
 				return nil, fmt.Errorf("part %d of %d of the Result: %w", k, parts, err)
 			}

@@ -39,7 +39,7 @@ func TestResultPartsThroughAPIServer(t *testing.T) {
 		}
 		data, _ := json.Marshal(res)
 		idx := i + 1
-		inline, parts, err := putResult(ctx, c.Client, "default", "r", idx, owner, data)
+		inline, parts, id, err := putResult(ctx, c.Client, "default", "r", idx, owner, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestResultPartsThroughAPIServer(t *testing.T) {
 			Data: map[string]string{}, BinaryData: map[string][]byte{}}
 		cm.Labels[LabelShard] = string(rune('0' + idx))
 		if parts > 0 {
-			cm.Data[KeyParts] = string(rune('0' + parts))
+			cm.Data[KeyParts], cm.Data[KeyPartsID] = string(rune('0'+parts)), id
 		} else {
 			cm.BinaryData[KeyResult] = inline
 		}

@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
@@ -89,9 +91,30 @@ func (p *InPod) defaults(what string) error {
 	return nil
 }
 
-// open waits for the run's ConfigMap and creates the component's own.
-func (p *InPod) open(ctx context.Context, name, role string) (*corev1.ConfigMap, ownConfigMap, error) {
-	return openComponent(ctx, p.Client, p.Namespace, p.Run, name, role, p.Pod, p.Poll)
+// open waits for the run's ConfigMap and creates the component's own;
+// ended is true when that one already holds an outcome (see openOwn).
+func (p *InPod) open(ctx context.Context, name, role string) (run *corev1.ConfigMap, own *ownConfigMap, ended bool, err error) {
+	run, err = awaitConfigMap(ctx, p.Client, p.Namespace, p.Run, 2*time.Minute, func(*corev1.ConfigMap) (bool, error) { return true, nil })
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("read ConfigMap %s/%s: %w", p.Namespace, p.Run, err)
+	}
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: run.Name, UID: run.UID}
+	own, ended, err = openOwn(ctx, p.Client, p.Namespace, name, owner,
+		map[string]string{LabelRun: p.Run, LabelRole: role}, map[string]string{"pipebench.dev/pod": p.Pod})
+	return run, own, ended, err
+}
+
+// ended is the error of a component started again after it ended: the
+// outcome recorded stands.
+func (o *ownConfigMap) ended(ctx context.Context) error {
+	cm, err := o.client.CoreV1().ConfigMaps(o.ns).Get(ctx, o.name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if cm.Data[KeyState] == StateFailed {
+		return fmt.Errorf("failed before this pod started (ConfigMap %s): %s", o.name, cm.Data[KeyMessage])
+	}
+	return nil
 }
 
 // Main runs the sink: it starts it and the feed, publishes its endpoints
@@ -102,9 +125,12 @@ func (p SinkPod) Main(ctx context.Context) error {
 	if err := p.defaults("the sink listens"); err != nil {
 		return err
 	}
-	run, mine, err := p.open(ctx, SinkName(p.Run), RoleSink)
+	run, mine, ended, err := p.open(ctx, SinkName(p.Run), RoleSink)
 	if err != nil {
 		return err
+	}
+	if ended {
+		return mine.ended(ctx)
 	}
 	fail := mine.fail
 	st, err := p.Start(ctx, run)
@@ -119,7 +145,7 @@ func (p SinkPod) Main(ctx context.Context) error {
 	go srv.Serve(ln)
 	defer srv.Close()
 	eps, _ := json.Marshal(st.Endpoints)
-	if err := p.set(ctx, func(cm *corev1.ConfigMap) {
+	if err := mine.set(ctx, func(cm *corev1.ConfigMap) {
 		cm.Data[KeyState], cm.Data[KeyEndpoint], cm.Data[KeyEndpoints] = StateReady, st.Endpoint, string(eps)
 	}); err != nil {
 		return err
@@ -132,12 +158,7 @@ func (p SinkPod) Main(ctx context.Context) error {
 
 	// The start time, then the end of the run.
 	started := false
-	cms := p.Client.CoreV1().ConfigMaps(p.Namespace)
-	err = poll(ctx, p.Poll, 1<<62, func() (bool, error) {
-		cm, err := cms.Get(ctx, p.Run, metav1.GetOptions{})
-		if err != nil {
-			return false, nil // the API server may blink
-		}
+	_, err = awaitConfigMap(ctx, p.Client, p.Namespace, p.Run, 1<<62, func(cm *corev1.ConfigMap) (bool, error) {
 		if s := cm.Data[KeyStartAt]; s != "" && !started && st.Faults != nil {
 			if at, err := time.Parse(time.RFC3339Nano, s); err == nil {
 				started = true
@@ -147,14 +168,14 @@ func (p SinkPod) Main(ctx context.Context) error {
 		return cm.Data[KeyEnded] != "", nil
 	})
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, errGone) {
 			return nil // deleted with the run
 		}
 		return fail(err)
 	}
 	c := st.Counts()
 	c.Dropped = st.Feed.Dropped()
-	if err := p.set(ctx, func(cm *corev1.ConfigMap) {
+	if err := mine.set(ctx, func(cm *corev1.ConfigMap) {
 		cm.Data[KeyState] = StateDone
 		cm.Data[KeyReceived] = strconv.FormatUint(c.Received, 10)
 		cm.Data[KeyDuplicates] = strconv.FormatUint(c.Duplicates, 10)
@@ -165,12 +186,7 @@ func (p SinkPod) Main(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(p.Log, "run ended: received %d unique items, %d duplicates\n", c.Received, c.Duplicates)
-	<-ctx.Done()
 	return nil
-}
-
-func (p SinkPod) set(ctx context.Context, change func(*corev1.ConfigMap)) error {
-	return updateConfigMap(ctx, p.Client, p.Namespace, SinkName(p.Run), change)
 }
 
 // ownConfigMap is the ConfigMap an in-cluster component (the sink, the
@@ -179,15 +195,57 @@ func (p SinkPod) set(ctx context.Context, change func(*corev1.ConfigMap)) error 
 type ownConfigMap struct {
 	client   kubernetes.Interface
 	ns, name string
+
+	mu  sync.Mutex
+	cur *corev1.ConfigMap // as last written; nil: read it first
 }
 
-func (o ownConfigMap) set(ctx context.Context, change func(*corev1.ConfigMap)) error {
-	return updateConfigMap(ctx, o.client, o.ns, o.name, change)
+// apiBackoff paces the retries of a request the API server refused for
+// the moment: about two minutes in all, since 1,500 pods writing at once
+// meet its limits (429) and a busy server times out.
+var apiBackoff = wait.Backoff{Steps: 12, Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.5, Cap: 15 * time.Second}
+
+// retriable tells whether the API server's refusal is for the moment.
+func retriable(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
+}
+
+// set applies change to the ConfigMap as this pod last wrote it, reading
+// it again only after a conflict: one request a change, not two. Refusals
+// for the moment are retried (apiBackoff).
+func (o *ownConfigMap) set(ctx context.Context, change func(*corev1.ConfigMap)) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	cms := o.client.CoreV1().ConfigMaps(o.ns)
+	return retry.OnError(apiBackoff, retriable, func() error {
+		if o.cur == nil {
+			got, err := cms.Get(ctx, o.name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			o.cur = got
+		}
+		cm := o.cur.DeepCopy()
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		change(cm)
+		got, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			o.cur = nil
+		}
+		if err != nil {
+			return err
+		}
+		o.cur = got
+		return nil
+	})
 }
 
 // fail records err as the component's failure (the launcher reports it)
 // and returns it.
-func (o ownConfigMap) fail(err error) error {
+func (o *ownConfigMap) fail(err error) error {
 	msg := err.Error()
 	if len(msg) > 4000 {
 		msg = msg[:4000] + "…"
@@ -196,61 +254,53 @@ func (o ownConfigMap) fail(err error) error {
 	return err
 }
 
-// openComponent waits for the run's ConfigMap and creates the component's
-// own (name), owned by it so that it goes with the run, in state waiting;
-// a restarted component resets it (the shards then see its new address).
-func openComponent(ctx context.Context, c kubernetes.Interface, ns, run, name, role, pod string, every time.Duration) (*corev1.ConfigMap, ownConfigMap, error) {
-	mine := ownConfigMap{client: c, ns: ns, name: name}
-	rcm, err := waitConfigMap(ctx, c, ns, run, every, 2*time.Minute)
-	if err != nil {
-		return nil, mine, fmt.Errorf("read ConfigMap %s/%s: %w", ns, run, err)
-	}
-	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: rcm.Name, UID: rcm.UID}
+// openOwn creates a pod's own ConfigMap (name), owned by the run's
+// ConfigMap so that it goes with the run, in state waiting. A pod that
+// finds it there already (a restarted or replacement pod) takes it over
+// but never erases an outcome: a ConfigMap that says failed or done stays
+// as it is and ended is true, so that the launcher reads the first
+// failure, and names its culprit, whenever it looks. Otherwise it starts
+// over (the shards then see the component's new address).
+func openOwn(ctx context.Context, c kubernetes.Interface, ns, name string, owner metav1.OwnerReference, labels, annotations map[string]string) (own *ownConfigMap, ended bool, err error) {
+	own = &ownConfigMap{client: c, ns: ns, name: name}
+	labels["app.kubernetes.io/managed-by"] = "pipebench"
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Namespace: ns,
-		Labels:          map[string]string{LabelRun: run, LabelRole: role, "app.kubernetes.io/managed-by": "pipebench"},
-		Annotations:     map[string]string{"pipebench.dev/pod": pod},
+		Name: name, Namespace: ns, Labels: labels, Annotations: annotations,
 		OwnerReferences: []metav1.OwnerReference{owner},
 	}, Data: map[string]string{KeyState: StateWait}}
-	if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		if err := mine.set(ctx, func(got *corev1.ConfigMap) { got.Data = cm.Data }); err != nil {
-			return nil, mine, err
-		}
-	} else if err != nil {
-		return nil, mine, fmt.Errorf("create ConfigMap %s: %w", name, err)
-	}
-	return rcm, mine, nil
-}
-
-// waitConfigMap waits until ConfigMap ns/name exists and returns it.
-func waitConfigMap(ctx context.Context, c kubernetes.Interface, ns, name string, every, timeout time.Duration) (*corev1.ConfigMap, error) {
-	var got *corev1.ConfigMap
-	err := poll(ctx, every, timeout, func() (bool, error) {
-		cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		got = cm
-		return err == nil, err
+	var created *corev1.ConfigMap
+	err = retry.OnError(apiBackoff, retriable, func() (err error) {
+		created, err = c.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+		return err
 	})
-	return got, err
+	if err == nil {
+		own.cur = created
+		return own, false, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return own, false, fmt.Errorf("create ConfigMap %s: %w", name, err)
+	}
+	err = own.set(ctx, func(got *corev1.ConfigMap) {
+		if st := got.Data[KeyState]; st == StateFailed || st == StateDone {
+			ended = true
+			return
+		}
+		got.Data = cm.Data
+		got.BinaryData = nil
+		got.Annotations = annotations
+	})
+	return own, ended, err
 }
 
 // waitReadyConfigMap waits until the in-cluster component (what) whose
 // ConfigMap is ns/name says it is ready, and returns that ConfigMap; a
 // component that failed ends the wait with its message.
 func waitReadyConfigMap(ctx context.Context, c kubernetes.Interface, ns, name, what string, timeout time.Duration) (*corev1.ConfigMap, error) {
-	var cm *corev1.ConfigMap
-	err := poll(ctx, 250*time.Millisecond, timeout, func() (bool, error) {
-		got, err := c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
+	cm, err := awaitConfigMap(ctx, c, ns, name, timeout, func(got *corev1.ConfigMap) (bool, error) {
 		switch got.Data[KeyState] {
 		case StateFailed:
 			return false, fmt.Errorf("the in-cluster %s failed: %s", what, got.Data[KeyMessage])
 		case StateReady, StateDone:
-			cm = got
 			return true, nil
 		}
 		return false, nil
@@ -259,24 +309,6 @@ func waitReadyConfigMap(ctx context.Context, c kubernetes.Interface, ns, name, w
 		return nil, fmt.Errorf("wait for the in-cluster %s (ConfigMap %s): %w", what, name, err)
 	}
 	return cm, nil
-}
-
-// updateConfigMap applies change to ConfigMap ns/name, retrying on
-// conflicts.
-func updateConfigMap(ctx context.Context, c kubernetes.Interface, ns, name string, change func(*corev1.ConfigMap)) error {
-	cms := c.CoreV1().ConfigMaps(ns)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		change(cm)
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		return err
-	})
 }
 
 // SinkEndpoints waits until the in-cluster sink of run is ready and
@@ -306,32 +338,4 @@ func SinkEndpoints(ctx context.Context, c kubernetes.Interface, ns, run, host st
 	}
 	feed = "http://" + net.JoinHostPort(host, strconv.Itoa(FeedPort)) + FeedPath
 	return target, targets, feed, nil
-}
-
-// endSink tells the in-cluster sink that the run ended and reads its
-// counts (waiting at most 30 s).
-func (l Launch) endSink(ctx context.Context, ns, run string) (*SinkCounts, error) {
-	cms := l.Client.CoreV1().ConfigMaps(ns)
-	patch := fmt.Sprintf(`{"data":{%q:%q}}`, KeyEnded, time.Now().UTC().Format(time.RFC3339Nano))
-	if _, err := cms.Patch(ctx, run, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
-		return nil, fmt.Errorf("tell the sink the run ended: %w", err)
-	}
-	var cm *corev1.ConfigMap
-	err := poll(ctx, l.Poll, 30*time.Second, func() (bool, error) {
-		got, err := cms.Get(ctx, SinkName(run), metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		cm = got
-		return got.Data[KeyState] == StateDone || got.Data[KeyState] == StateFailed, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("the in-cluster sink gave no counts: %w", err)
-	}
-	if cm.Data[KeyState] == StateFailed {
-		return nil, fmt.Errorf("the in-cluster sink failed: %s", cm.Data[KeyMessage])
-	}
-	num := func(k string) uint64 { v, _ := strconv.ParseUint(cm.Data[k], 10, 64); return v }
-	return &SinkCounts{Received: num(KeyReceived), Duplicates: num(KeyDuplicates), Faulted: num(KeyFaulted),
-		Unmatched: num(KeyUnmatched), Dropped: num(KeyDropped)}, nil
 }

@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -50,9 +51,12 @@ func (p SUTPod) Main(ctx context.Context) error {
 	if err := p.defaults("the system under test is reached"); err != nil {
 		return err
 	}
-	run, mine, err := p.open(ctx, SUTName(p.Run), RoleSUT)
+	run, mine, ended, err := p.open(ctx, SUTName(p.Run), RoleSUT)
 	if err != nil {
 		return err
+	}
+	if ended {
+		return mine.ended(ctx)
 	}
 	set, fail := mine.set, mine.fail
 	st, err := p.Start(ctx, run)
@@ -102,7 +106,15 @@ func (p SUTPod) Main(ctx context.Context) error {
 	}
 	defer os.Remove(ReadyFile())
 	fmt.Fprintf(p.Log, "system under test receiving on %s (forwarded to %s)\n", endpoint, st.Endpoint)
-	<-ctx.Done()
+	// Up until the launcher says the run ended (or deletes it): its Job
+	// then completes.
+	_, err = awaitConfigMap(ctx, p.Client, p.Namespace, p.Run, 1<<62, func(cm *corev1.ConfigMap) (bool, error) {
+		return cm.Data[KeyEnded] != "", nil
+	})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errGone) {
+		return err
+	}
+	fmt.Fprintln(p.Log, "run ended")
 	return nil
 }
 

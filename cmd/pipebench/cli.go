@@ -126,7 +126,7 @@ Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where
 	root.AddCommand(a.runCommand(), a.limitCommand(), a.mergeCommand(), a.validateCommand(), a.planCommand(), a.sinkCommand(), a.producersCommand(),
 		a.schemaCommand(), a.reportCommand(), a.suiteCommand())
 	root.AddCommand(a.historyCommands()...)
-	root.AddCommand(a.k8sCommand())
+	root.AddCommand(a.k8sCommand(), a.versionCommand())
 	a.completions(root)
 	return root
 }

@@ -20,7 +20,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 
 	"github.com/pipebench/pipebench/internal/childproc"
 )
@@ -33,7 +37,11 @@ import (
 //     node lifecycle controller's part). No machine stands behind them.
 //   - Scheduling: a pod without spec.nodeName is bound (the Binding
 //     subresource, as kube-scheduler does) to the node its node affinity
-//     names (DaemonSet pods), else to the nodes in turn.
+//     names (DaemonSet pods), else to the next of the nodes, in turn,
+//     whose labels match the pod's nodeSelector and whose NoSchedule and
+//     NoExecute taints the pod tolerates (kube-scheduler's filters for
+//     those two fields; no other filter, no scoring, no resources). A pod
+//     no node fits stays Pending.
 //   - Containers: the first container of a pod bound to one of its nodes
 //     runs as a local process made by the test's Command function from the
 //     container's command and args, with the container's environment
@@ -68,11 +76,24 @@ import (
 //   - Deletion: a pod marked for deletion gets SIGTERM, then SIGKILL after
 //     its grace period (at most 10 s), and is then removed with grace 0 as
 //     the kubelet confirms a deletion.
+//   - Stand-ins (KubeletOptions.Standin, for runs of many pods): a pod the
+//     test plays in its own process gets no process and no token; it is
+//     bound, given an address and set Running as above, and Ready once
+//     the test says its container is; its deletion ends it at once. Only
+//     its status is simulated, as a kubelet would write it.
+//
+// The Kubelet follows the pods through one watch (an informer), not a
+// list every round, and acts on up to 16 pods at once.
 type Kubelet struct {
 	c       *Cluster
 	nodes   []string
+	ourSet  map[string]bool
 	command func(pod *corev1.Pod, argv, env []string) *exec.Cmd
+	standin func(pod *corev1.Pod, ip string) (ready func() bool, stop func())
 	dir     string
+	lister  corelisters.PodLister
+	busy    map[string]bool // pods with an action under way, guarded by mu
+	sem     chan struct{}
 
 	mu     sync.Mutex
 	pods   map[string]*podProc // by namespace/name/uid
@@ -85,7 +106,8 @@ type Kubelet struct {
 }
 
 type podProc struct {
-	cmd         *exec.Cmd
+	cmd         *exec.Cmd // nil for a stand-in
+	stop        func()    // a stand-in's end
 	exited      chan struct{}
 	code        int
 	terminating bool // guarded by Kubelet.mu
@@ -96,48 +118,97 @@ type podProc struct {
 // and args, env its environment.
 func (c *Cluster) StartKubelet(t testing.TB, nodes []string, command func(pod *corev1.Pod, argv, env []string) *exec.Cmd) *Kubelet {
 	t.Helper()
+	return c.StartKubeletWith(t, KubeletOptions{Nodes: nodes, Command: command})
+}
+
+// KubeletOptions configure StartKubeletWith.
+type KubeletOptions struct {
+	// Nodes are the Node objects created, Ready, untainted.
+	Nodes []string
+	// Command makes the process of a pod's container (see StartKubelet).
+	Command func(pod *corev1.Pod, argv, env []string) *exec.Cmd
+	// Standin, if set, is asked for every pod bound to a node before its
+	// process is made: when it returns a ready func, the pod is a
+	// stand-in the test plays itself (see Kubelet), Ready once ready()
+	// says so; stop is called when the pod is deleted. It returns nil for
+	// a pod the Kubelet runs as a process.
+	Standin func(pod *corev1.Pod, ip string) (ready func() bool, stop func())
+}
+
+// StartKubeletWith is StartKubelet with options.
+func (c *Cluster) StartKubeletWith(t testing.TB, o KubeletOptions) *Kubelet {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	k := &Kubelet{c: c, nodes: nodes, command: command, dir: t.TempDir(), pods: map[string]*podProc{}, stop: cancel, done: make(chan struct{})}
+	k := &Kubelet{c: c, nodes: o.Nodes, ourSet: map[string]bool{}, command: o.Command, standin: o.Standin, dir: t.TempDir(),
+		pods: map[string]*podProc{}, busy: map[string]bool{}, sem: make(chan struct{}, 16), stop: cancel, done: make(chan struct{})}
 	rand.Read(k.ipBase[:])
 	k.ipBase[0] = 1 + k.ipBase[0]%254 // never 127.0.x.x, where the cluster itself listens
-	for _, n := range nodes {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n}}}
-		created, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if err != nil {
-			cancel()
-			t.Fatalf("kubetest: create node %s: %v", n, err)
-		}
-		created.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
-			Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			cancel()
-			t.Fatalf("kubetest: node %s status: %v", n, err)
-		}
-		// The API server taints a new node not-ready; the node lifecycle
-		// controller (not run here) lifts the taint once the node is Ready.
-		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cur, err := c.Client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
-			if err != nil {
-				return err
+	var wg sync.WaitGroup
+	errs := make(chan error, len(o.Nodes))
+	for _, n := range o.Nodes {
+		k.ourSet[n] = true
+		wg.Add(1)
+		k.sem <- struct{}{}
+		go func() {
+			defer func() { <-k.sem; wg.Done() }()
+			if err := c.createNode(ctx, n); err != nil {
+				errs <- err
 			}
-			var keep []corev1.Taint
-			for _, tn := range cur.Spec.Taints {
-				if tn.Key != corev1.TaintNodeNotReady {
-					keep = append(keep, tn)
-				}
-			}
-			cur.Spec.Taints = keep
-			_, err = c.Client.CoreV1().Nodes().Update(ctx, cur, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			cancel()
-			t.Fatalf("kubetest: node %s taints: %v", n, err)
-		}
+		}()
 	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		cancel()
+		t.Fatalf("kubetest: %v", err)
+	}
+	f := informers.NewSharedInformerFactory(c.Client, 0)
+	k.lister = f.Core().V1().Pods().Lister()
+	inf := f.Core().V1().Pods().Informer()
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		cancel()
+		t.Fatalf("kubetest: the pods' informer did not sync")
+	}
+	go func() { <-k.done; f.Shutdown() }()
 	go k.loop(ctx)
 	t.Cleanup(k.Stop)
 	return k
+}
+
+// createNode creates a Ready node with no taint.
+func (c *Cluster) createNode(ctx context.Context, n string) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n}}}
+	created, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create node %s: %w", n, err)
+	}
+	created.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+		Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("node %s status: %w", n, err)
+	}
+	// The API server taints a new node not-ready; the node lifecycle
+	// controller (not run here) lifts the taint once the node is Ready.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.Client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		var keep []corev1.Taint
+		for _, tn := range cur.Spec.Taints {
+			if tn.Key != corev1.TaintNodeNotReady {
+				keep = append(keep, tn)
+			}
+		}
+		cur.Spec.Taints = keep
+		_, err = c.Client.CoreV1().Nodes().Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("node %s taints: %w", n, err)
+	}
+	return nil
 }
 
 // Stop ends the kubelet and kills the processes still running.
@@ -150,6 +221,10 @@ func (k *Kubelet) Stop() {
 		select {
 		case <-p.exited:
 		default:
+			if p.cmd == nil {
+				p.stop()
+				continue
+			}
 			p.cmd.Process.Kill()
 			<-p.exited
 		}
@@ -170,34 +245,51 @@ func (k *Kubelet) loop(ctx context.Context) {
 	}
 }
 
-func (k *Kubelet) ours(node string) bool {
-	for _, n := range k.nodes {
-		if n == node {
-			return true
-		}
+func (k *Kubelet) ours(node string) bool { return k.ourSet[node] }
+
+// act runs f for the pod key on one of up to 16 goroutines, unless an
+// action on that pod is under way.
+func (k *Kubelet) act(key string, f func()) {
+	k.mu.Lock()
+	if k.busy[key] {
+		k.mu.Unlock()
+		return
 	}
-	return false
+	k.busy[key] = true
+	k.mu.Unlock()
+	k.sem <- struct{}{}
+	go func() {
+		defer func() {
+			<-k.sem
+			k.mu.Lock()
+			delete(k.busy, key)
+			k.mu.Unlock()
+		}()
+		f()
+	}()
 }
 
-// sync does one round over every pod.
+// sync does one round over every pod, as the watch last told them.
 func (k *Kubelet) sync(ctx context.Context) {
-	list, err := k.c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	pods, err := k.lister.List(labels.Everything())
 	if err != nil {
 		return
 	}
-	for i := range list.Items {
-		pod := &list.Items[i]
+	for _, pod := range pods {
 		key := pod.Namespace + "/" + pod.Name + "/" + string(pod.UID)
 		k.mu.Lock()
 		p := k.pods[key]
 		k.mu.Unlock()
+		confirm := func(pod *corev1.Pod) {
+			_ = k.c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		}
 		switch {
 		case pod.DeletionTimestamp != nil:
 			if pod.Spec.NodeName == "" || !k.ours(pod.Spec.NodeName) {
 				continue
 			}
 			if p == nil {
-				_ = k.c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+				k.act(key, func() { confirm(pod) })
 				continue
 			}
 			k.mu.Lock()
@@ -207,20 +299,22 @@ func (k *Kubelet) sync(ctx context.Context) {
 			if !started {
 				go func(pod *corev1.Pod) {
 					k.terminate(p, pod)
-					_ = k.c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+					confirm(pod)
 				}(pod.DeepCopy())
 			} else {
 				select {
 				case <-p.exited:
-					_ = k.c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+					k.act(key, func() { confirm(pod) })
 				default:
 				}
 			}
 		case pod.Spec.NodeName == "":
-			k.bind(ctx, pod)
+			pod := pod.DeepCopy()
+			k.act(key, func() { k.bind(ctx, pod) })
 		case !k.ours(pod.Spec.NodeName):
 		case p == nil && pod.Status.Phase == "" || p == nil && pod.Status.Phase == corev1.PodPending:
-			k.run(ctx, key, pod)
+			pod := pod.DeepCopy()
+			k.act(key, func() { k.run(ctx, key, pod) })
 		}
 	}
 }
@@ -229,9 +323,18 @@ func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) {
 	node := affinityNode(pod)
 	if node == "" {
 		k.mu.Lock()
-		node = k.nodes[k.next%len(k.nodes)]
-		k.next++
+		for range k.nodes {
+			n := k.nodes[k.next%len(k.nodes)]
+			k.next++
+			if k.fits(ctx, pod, n) {
+				node = n
+				break
+			}
+		}
 		k.mu.Unlock()
+		if node == "" {
+			return
+		}
 	} else if !k.ours(node) {
 		return
 	}
@@ -239,6 +342,35 @@ func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) {
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}, metav1.CreateOptions{})
+}
+
+// fits tells whether the pod may go to node: its nodeSelector matches the
+// node's labels, and it tolerates the node's NoSchedule and NoExecute
+// taints.
+func (k *Kubelet) fits(ctx context.Context, pod *corev1.Pod, node string) bool {
+	n, err := k.c.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	if !labels.SelectorFromSet(pod.Spec.NodeSelector).Matches(labels.Set(n.Labels)) {
+		return false
+	}
+	for i := range n.Spec.Taints {
+		t := &n.Spec.Taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		ok := false
+		for j := range pod.Spec.Tolerations {
+			if pod.Spec.Tolerations[j].ToleratesTaint(klog.Background(), t, false) {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // affinityNode is the node a DaemonSet pod's required node affinity names.
@@ -269,6 +401,12 @@ func (k *Kubelet) run(ctx context.Context, key string, pod *corev1.Pod) {
 		return
 	}
 	ip := k.podIP(key)
+	if k.standin != nil {
+		if ready, stop := k.standin(pod, ip); ready != nil {
+			k.runStandin(ctx, key, pod, ctr, ip, ready, stop)
+			return
+		}
+	}
 	env, err := k.env(ctx, pod, ctr, dir, ip)
 	if errors.Is(err, errNotYet) {
 		return // the next round tries again
@@ -310,6 +448,13 @@ func (k *Kubelet) run(ctx context.Context, key string, pod *corev1.Pod) {
 		}
 		close(p.exited)
 	}()
+	k.setRunning(ctx, pod, ctr, ip)
+	go k.follow(ctx, pod, ctr, p, env, filepath.Join(dir, "container.log"))
+}
+
+// setRunning writes the status of a pod whose container started, with
+// its address.
+func (k *Kubelet) setRunning(ctx context.Context, pod *corev1.Pod, ctr corev1.Container, ip string) {
 	now := metav1.Now()
 	k.status(ctx, pod, func(s *corev1.PodStatus) {
 		s.Phase, s.StartTime, s.HostIP, s.PodIP = corev1.PodRunning, &now, "127.0.0.1", ip
@@ -318,7 +463,34 @@ func (k *Kubelet) run(ctx context.Context, key string, pod *corev1.Pod) {
 		s.ContainerStatuses = []corev1.ContainerStatus{{Name: ctr.Name, Image: ctr.Image, Started: ptr(true),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
 	})
-	go k.follow(ctx, pod, ctr, p, env, filepath.Join(dir, "container.log"))
+}
+
+// runStandin plays the status of a pod the test runs itself.
+func (k *Kubelet) runStandin(ctx context.Context, key string, pod *corev1.Pod, ctr corev1.Container, ip string, ready func() bool, stop func()) {
+	p := &podProc{exited: make(chan struct{})}
+	var once sync.Once
+	p.stop = func() { once.Do(func() { stop(); close(p.exited) }) }
+	k.mu.Lock()
+	k.pods[key] = p
+	k.mu.Unlock()
+	k.setRunning(ctx, pod, ctr, ip)
+	go func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-p.exited:
+				return
+			case <-tick.C:
+				if ready() {
+					k.status(ctx, pod, func(s *corev1.PodStatus) { setReady(s, true) })
+					return
+				}
+			}
+		}
+	}()
 }
 
 // follow runs the readiness probe until the process ends, then reports how
@@ -368,6 +540,10 @@ func (k *Kubelet) terminate(p *podProc, pod *corev1.Pod) {
 	case <-p.exited:
 		return
 	default:
+	}
+	if p.cmd == nil {
+		p.stop()
+		return
 	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	grace := 10 * time.Second

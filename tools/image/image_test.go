@@ -1,0 +1,211 @@
+package main
+
+import (
+	"archive/tar"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// The image built from this checkout, twice: the same digest both times;
+// its tarball read back as docker load reads it (manifest.json and the
+// tags) and its OCI layout as an OCI tool does; its configuration (a
+// non-root user, the entry point, PATH); and its filesystem, unpacked:
+// the binary runs `version` from it and names the version and commit
+// the image is tagged with. skopeo and podman, where installed, read the
+// tarball as podman load does.
+func TestImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles pipebench for the image")
+	}
+	s, err := SpecFromGit("../..", "v0.0.0-imagetest")
+	if err != nil {
+		t.Skip(err)
+	}
+	img, err := Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, _ := img.Digest()
+	d2, _ := again.Digest()
+	if d1 != d2 {
+		t.Errorf("two builds of one commit: %s and %s", d1, d2)
+	}
+	dir := t.TempDir()
+	tarPath := filepath.Join(dir, "pipebench-image.tar")
+	if err := WriteTarball(tarPath, img, s.Tags()); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLayout(filepath.Join(dir, "layout"), img, s.Tags()); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(tarPath)
+	idName, _ := img.ConfigName()
+	t.Logf("image %s (ID %s), tarball %.1f MB, tags %v", d1, idName, float64(st.Size())/1e6, s.Tags())
+
+	// Read back as the loaders read it: a docker-archive keeps the
+	// configuration (its digest is the image ID docker load shows) and
+	// the layers, not the manifest, which a loader makes anew.
+	id, _ := img.ConfigName()
+	layers, _ := img.Layers()
+	for _, tag := range s.Tags() {
+		tagged, err := tarball.ImageFromPath(tarPath, mustTag(t, tag))
+		if err != nil {
+			t.Fatalf("tag %s: %v", tag, err)
+		}
+		got, _ := tagged.ConfigName()
+		gotLayers, _ := tagged.Layers()
+		if got != id || len(gotLayers) != len(layers) {
+			t.Errorf("tag %s: image ID %s (%d layers), want %s (%d)", tag, got, len(gotLayers), id, len(layers))
+		}
+		for i := range gotLayers {
+			a, _ := gotLayers[i].Digest()
+			b, _ := layers[i].Digest()
+			if a != b {
+				t.Errorf("tag %s: layer %d is %s, want %s", tag, i, a, b)
+			}
+		}
+	}
+	if !strings.HasSuffix(s.Tags()[0], ":v0.0.0-imagetest") || !strings.Contains(s.Tags()[1], ":sha-"+s.Commit[:12]) {
+		t.Errorf("tags %v: want the version and the commit", s.Tags())
+	}
+	lp, err := layout.FromPath(filepath.Join(dir, "layout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if li, err := lp.Image(d1); err != nil {
+		t.Errorf("the OCI layout has no image %s: %v", d1, err)
+	} else if mt, _ := li.MediaType(); !strings.Contains(string(mt), "oci") {
+		t.Errorf("layout media type %s", mt)
+	}
+
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cf.Config
+	if c.User != "65532:65532" || strings.HasPrefix(c.User, "0") || strings.HasPrefix(c.User, "root") {
+		t.Errorf("user %q: want the non-root 65532", c.User)
+	}
+	if len(c.Entrypoint) != 1 || c.Entrypoint[0] != Binary {
+		t.Errorf("entry point %v", c.Entrypoint)
+	}
+	if !contains(c.Env, "PATH=/usr/local/bin:/usr/bin:/bin") || cf.OS != "linux" || !cf.Created.Time.Equal(s.Created) {
+		t.Errorf("env %v, os %s, created %s (commit time %s)", c.Env, cf.OS, cf.Created, s.Created)
+	}
+	if c.Labels["org.opencontainers.image.revision"] != s.Commit {
+		t.Errorf("labels %v", c.Labels)
+	}
+
+	// The filesystem: owners, modes, and the binary running from it.
+	root := filepath.Join(dir, "rootfs")
+	files := unpack(t, img, root)
+	for name, want := range map[string]string{
+		"usr/local/bin/pipebench": "0755 0:0",
+		"etc/passwd":              "0644 0:0",
+		"tmp":                     "1777 0:0",
+	} {
+		if got := files[name]; got != want {
+			t.Errorf("%s: mode and owner %q, want %q", name, got, want)
+		}
+	}
+	passwd, _ := os.ReadFile(filepath.Join(root, "etc/passwd"))
+	if !strings.Contains(string(passwd), "nonroot:x:65532:65532:") {
+		t.Errorf("/etc/passwd:\n%s", passwd)
+	}
+	out, err := exec.Command(filepath.Join(root, Binary), "version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("the image's binary: %v\n%s", err, out)
+	}
+	t.Logf("pipebench version, from the image:\n%s", out)
+	for _, want := range []string{"pipebench v0.0.0-imagetest", "commit:  " + s.Commit, "go:      go", "linux/"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+
+	// podman load's own library, where installed.
+	if skopeo, err := exec.LookPath("skopeo"); err == nil {
+		out, err := exec.Command(skopeo, "inspect", "--raw", "docker-archive:"+tarPath).CombinedOutput()
+		if err != nil {
+			t.Errorf("skopeo cannot read the tarball: %v\n%s", err, out)
+		}
+		out, err = exec.Command(skopeo, "inspect", "oci:"+filepath.Join(dir, "layout")).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), s.Commit) {
+			t.Errorf("skopeo cannot read the OCI layout: %v\n%s", err, out)
+		}
+	} else {
+		t.Log("skopeo not installed: the tarball was read back with go-containerregistry only")
+	}
+}
+
+func mustTag(t *testing.T, s string) *name.Tag {
+	t.Helper()
+	tag, err := name.NewTag(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tag
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// unpack writes the image's filesystem under root and returns each
+// entry's mode and owner as the layer records them.
+func unpack(t *testing.T, img v1.Image, root string) map[string]string {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	out := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		mode := h.FileInfo().Mode()
+		perm := mode.Perm()
+		if mode&os.ModeSticky != 0 {
+			perm |= 0o1000
+		}
+		out[strings.TrimSuffix(strings.TrimPrefix(h.Name, "./"), "/")] = fmt.Sprintf("%04o %d:%d", uint32(perm), h.Uid, h.Gid)
+		p := filepath.Join(root, h.Name)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			os.MkdirAll(p, 0o755)
+		case tar.TypeReg:
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, os.FileMode(h.Mode)&0o777)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(f, tr)
+			f.Close()
+		}
+	}
+	return out
+}

@@ -1,0 +1,404 @@
+// Command image builds pipebench's container image without Docker: Go's
+// own build of the static binary, from the commit's files (git archive:
+// not the working tree's uncommitted changes), then an OCI image of one
+// layer written with go-containerregistry, reproducibly (the same commit,
+// toolchain and version give the same digest: every time in it is the
+// commit's, every file's owner and mode fixed, the layer's files in one
+// order).
+//
+//	go run . build [-src ../..] [-version V] [-o pipebench-image.tar] [-layout DIR]
+//	go run . push -image pipebench-image.tar REPO:TAG...
+//
+// build writes a tarball (docker-archive: manifest.json, config, layer)
+// that `docker load`, `podman load` and `kind load image-archive` take,
+// tagged REPO:VERSION and REPO:sha-COMMIT (REPO is
+// ghcr.io/pipebench/pipebench unless -repo says otherwise), and, with
+// -layout, an OCI image layout too. It prints the image's digest. push
+// sends the tarball's image to a registry under the tags given, with the
+// credentials in $REGISTRY_USER and $REGISTRY_PASSWORD (the release
+// workflow's).
+//
+// The image: /usr/local/bin/pipebench (the entry point; PATH has it, so
+// the pods' command `pipebench k8s worker` finds it), /etc/passwd and
+// /etc/group naming the non-root user nonroot (65532) it runs as, and a
+// /tmp writable by it. No shell, no package manager. TLS roots: the
+// binary's own (golang.org/x/crypto/x509roots/fallback) when the image
+// has none.
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// The image's user: distroless's nonroot.
+const (
+	UID  = 65532
+	User = "nonroot"
+	// Binary is where the image holds pipebench.
+	Binary = "/usr/local/bin/pipebench"
+	// Repo is where the release workflow pushes the image.
+	Repo = "ghcr.io/pipebench/pipebench"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: image build|push [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "build":
+		err = buildCmd(os.Args[2:])
+	case "push":
+		err = pushCmd(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q: want build or push", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "image:", err)
+		os.Exit(1)
+	}
+}
+
+// Spec is what an image is built from.
+type Spec struct {
+	// Src is the pipebench module's folder.
+	Src string
+	// Version is the version the binary reports (-X main.version) and
+	// the image's version tag; Commit and Created name the commit built
+	// and its time, which is every time in the image.
+	Version, Commit string
+	Created         time.Time
+	// Arch is the GOARCH (default amd64).
+	Arch string
+	// Repo names the tags (default Repo).
+	Repo string
+}
+
+// Tags are the image's tags: REPO:VERSION and REPO:sha-COMMIT (the
+// commit's first 12 characters).
+func (s Spec) Tags() []string {
+	tags := []string{s.Repo + ":" + tagSafe(s.Version)}
+	if s.Commit != "" {
+		tags = append(tags, s.Repo+":sha-"+s.Commit[:min(12, len(s.Commit))])
+	}
+	return tags
+}
+
+func tagSafe(v string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' {
+			return r
+		}
+		return '-'
+	}, v)
+}
+
+func buildCmd(args []string) error {
+	fl := flag.NewFlagSet("build", flag.ContinueOnError)
+	src := fl.String("src", "../..", "the pipebench module's folder")
+	version := fl.String("version", "", "version (default: git describe --tags --always --dirty)")
+	out := fl.String("o", "pipebench-image.tar", "the image tarball (docker load, podman load, kind load image-archive)")
+	lay := fl.String("layout", "", "also write an OCI image layout into this folder")
+	arch := fl.String("arch", "amd64", "GOARCH")
+	repo := fl.String("repo", Repo, "repository of the tags")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	s, err := SpecFromGit(*src, *version)
+	if err != nil {
+		return err
+	}
+	s.Arch, s.Repo = *arch, *repo
+	img, err := Build(s)
+	if err != nil {
+		return err
+	}
+	if err := WriteTarball(*out, img, s.Tags()); err != nil {
+		return err
+	}
+	if *lay != "" {
+		if err := WriteLayout(*lay, img, s.Tags()); err != nil {
+			return err
+		}
+	}
+	d, _ := img.Digest()
+	fmt.Printf("%s %s\n", d, strings.Join(s.Tags(), " "))
+	return nil
+}
+
+// SpecFromGit reads the commit, its time and (unless given) the version
+// from the repository at src: git describe --tags --always --dirty.
+// $SOURCE_DATE_EPOCH, if set, overrides the time.
+func SpecFromGit(src, version string) (Spec, error) {
+	git := func(args ...string) (string, error) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = src
+		b, err := cmd.Output()
+		return strings.TrimSpace(string(b)), err
+	}
+	s := Spec{Src: src, Version: version, Arch: "amd64", Repo: Repo}
+	var err error
+	if s.Commit, err = git("rev-parse", "HEAD"); err != nil {
+		return s, fmt.Errorf("%s is not a git checkout: %w", src, err)
+	}
+	ts, err := git("log", "-1", "--format=%ct")
+	if err != nil {
+		return s, err
+	}
+	if e := os.Getenv("SOURCE_DATE_EPOCH"); e != "" {
+		ts = e
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return s, fmt.Errorf("commit time %q: %w", ts, err)
+	}
+	s.Created = time.Unix(sec, 0).UTC()
+	if s.Version == "" {
+		if s.Version, err = git("describe", "--tags", "--always", "--dirty"); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// Build compiles pipebench for linux/Arch and makes its image.
+func Build(s Spec) (v1.Image, error) {
+	if s.Arch == "" {
+		s.Arch = "amd64"
+	}
+	if s.Repo == "" {
+		s.Repo = Repo
+	}
+	dir, err := os.MkdirTemp("", "pipebench-image-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	// The commit's files, not the working tree's: the image is what its
+	// tags name.
+	src := s.Src
+	if s.Commit != "" {
+		src = filepath.Join(dir, "src")
+		if err := checkout(s.Src, s.Commit, src); err != nil {
+			return nil, err
+		}
+	}
+	bin := filepath.Join(dir, "pipebench")
+	ld := fmt.Sprintf("-s -w -buildid= -X main.version=%s -X github.com/pipebench/pipebench/internal/buildinfo.LinkedCommit=%s -X github.com/pipebench/pipebench/internal/buildinfo.LinkedCommitTime=%s",
+		s.Version, s.Commit, s.Created.Format(time.RFC3339))
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ld, "-o", bin, "./cmd/pipebench")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+s.Arch, "GOFLAGS=-buildvcs=false")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go build: %w", err)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	layerTar, err := rootfs(data, s.Created)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil },
+		tarball.WithCompressionLevel(gzip.BestCompression), tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, err
+	}
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{
+		Created: v1.Time{Time: s.Created}, CreatedBy: "tools/image: go build ./cmd/pipebench", Comment: "pipebench " + s.Version}})
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture, cf.OS = s.Arch, "linux"
+	cf.Created = v1.Time{Time: s.Created}
+	cf.Author = "pipebench"
+	cf.Config = v1.Config{
+		User:       fmt.Sprintf("%d:%d", UID, UID),
+		Entrypoint: []string{Binary},
+		Cmd:        []string{"--help"},
+		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin",
+			// The results history of a run inside a pod is not kept:
+			// k8s run merges and saves on the launcher's side.
+			"PIPEBENCH_HOME=/tmp/pipebench", "TMPDIR=/tmp"},
+		WorkingDir: "/tmp",
+		Labels: map[string]string{
+			"org.opencontainers.image.title":    "pipebench",
+			"org.opencontainers.image.version":  s.Version,
+			"org.opencontainers.image.revision": s.Commit,
+			"org.opencontainers.image.created":  s.Created.Format(time.RFC3339),
+			"org.opencontainers.image.source":   "https://github.com/pipebench/pipebench",
+		},
+	}
+	return mutate.ConfigFile(img, cf)
+}
+
+// checkout writes the files of commit in the repository at repo into
+// dir (git archive), without touching the repository.
+func checkout(repo, commit, dir string) error {
+	cmd := exec.Command("git", "archive", "--format=tar", commit)
+	cmd.Dir = repo
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	tr := tar.NewReader(out)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("git archive %s: %w", commit, err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if !strings.HasPrefix(p, filepath.Clean(dir)+string(os.PathSeparator)) {
+			return fmt.Errorf("git archive %s: %q is outside the tree", commit, h.Name)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, 0o755)
+		case tar.TypeReg:
+			if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+				var f *os.File
+				if f, err = os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode)&0o777|0o600); err == nil {
+					_, err = io.Copy(f, tr)
+					err = errors.Join(err, f.Close())
+				}
+			}
+		case tar.TypeSymlink:
+			err = os.Symlink(h.Linkname, p)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("git archive %s: %w: %s", commit, err, stderr.String())
+	}
+	return nil
+}
+
+// rootfs is the image's one layer, as a tar: every entry owned by root
+// (but /tmp, open to all with the sticky bit), its time the commit's, in
+// a fixed order.
+func rootfs(binary []byte, at time.Time) ([]byte, error) {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	dir := func(name string, mode int64) error {
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: mode, ModTime: at, Format: tar.FormatPAX})
+	}
+	file := func(name string, mode int64, data []byte) error {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)), ModTime: at, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	}
+	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\n%s:x:%d:%d:%s:/home/%s:/sbin/nologin\n", User, UID, UID, User, User)
+	group := fmt.Sprintf("root:x:0:\n%s:x:%d:\n", User, UID)
+	err := errors.Join(
+		dir("etc/", 0o755),
+		file("etc/group", 0o644, []byte(group)),
+		file("etc/passwd", 0o644, []byte(passwd)),
+		dir("home/", 0o755),
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "home/" + User + "/", Mode: 0o700, Uid: UID, Gid: UID, ModTime: at, Format: tar.FormatPAX}),
+		dir("tmp/", 0o1777),
+		dir("usr/", 0o755),
+		dir("usr/local/", 0o755),
+		dir("usr/local/bin/", 0o755),
+		file(strings.TrimPrefix(Binary, "/"), 0o755, binary),
+		tw.Close(),
+	)
+	return b.Bytes(), err
+}
+
+// WriteTarball writes img as a docker-archive tarball under tags.
+func WriteTarball(path string, img v1.Image, tags []string) error {
+	refs := map[name.Reference]v1.Image{}
+	for _, t := range tags {
+		ref, err := name.NewTag(t)
+		if err != nil {
+			return err
+		}
+		refs[ref] = img
+	}
+	return tarball.MultiRefWriteToFile(path, refs)
+}
+
+// WriteLayout writes img into an OCI image layout at dir, named by its
+// first tag.
+func WriteLayout(dir string, img v1.Image, tags []string) error {
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
+	}
+	return p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tags[0]}))
+}
+
+func pushCmd(args []string) error {
+	fl := flag.NewFlagSet("push", flag.ContinueOnError)
+	path := fl.String("image", "pipebench-image.tar", "the image tarball build wrote")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	if fl.NArg() == 0 {
+		return errors.New("give the tags to push: REPO:TAG...")
+	}
+	img, err := tarball.ImageFromPath(*path, nil)
+	if err != nil {
+		return err
+	}
+	auth := authn.Anonymous
+	if u := os.Getenv("REGISTRY_USER"); u != "" {
+		auth = &authn.Basic{Username: u, Password: os.Getenv("REGISTRY_PASSWORD")}
+	}
+	for _, t := range fl.Args() {
+		ref, err := name.NewTag(t)
+		if err != nil {
+			return err
+		}
+		if err := remote.Write(ref, img, remote.WithAuth(auth)); err != nil {
+			return fmt.Errorf("push %s: %w", t, err)
+		}
+		d, _ := img.Digest()
+		fmt.Printf("pushed %s@%s\n", t, d)
+	}
+	return nil
+}
