@@ -230,7 +230,8 @@ func (ph PlanPhase) batch() int {
 
 // Scale returns a copy of p whose phases are stretched or shrunk by one
 // factor so that they add up to total: durations, steps, bursts, staggers
-// and outage windows alike, so the shape is kept. It is how the
+// and outage windows alike, and the times of every component whose
+// configuration is a TimeScaler, so the shape is kept. It is how the
 // references' 20-minute tests run in 2 minutes. A total of zero or less,
 // or one so short that a paced phase would send nothing, is an error.
 func (p Plan) Scale(total time.Duration) (Plan, error) {
@@ -270,6 +271,17 @@ func (p Plan) Scale(total time.Duration) (Plan, error) {
 		}
 		out.Phases[i] = ph
 	}
+	out.Target, out.Workload = scaleComponent(p.Target, f), scaleComponent(p.Workload, f)
+	for _, c := range []**Component{&out.SUT, &out.Sink} {
+		if *c != nil {
+			sc := scaleComponent(**c, f)
+			*c = &sc
+		}
+	}
+	out.Observers = make([]Component, len(p.Observers))
+	for i, o := range p.Observers {
+		out.Observers[i] = scaleComponent(o, f)
+	}
 	if last := &out.Phases[len(out.Phases)-1]; last.Profile.Kind != ProfileSteps {
 		if d := Duration(total) - Duration(out.Duration()); last.Duration+d > 0 {
 			last.Duration += d
@@ -285,6 +297,25 @@ func (p Plan) Scale(total time.Duration) (Plan, error) {
 		}
 	}
 	return out, nil
+}
+
+// TimeScaler is the optional ability of a component's configuration to keep
+// its own times in step with the phases when Plan.Scale stretches or shrinks
+// a run: a system under test's schedule of faults, a cap sized to be
+// reached and drained in a share of the run. ScaleTime returns a copy of
+// the configuration with those times (and what is sized by them) multiplied
+// by f; it does not modify the receiver.
+type TimeScaler interface {
+	ScaleTime(f float64) any
+}
+
+// scaleComponent returns c with its configuration scaled by f when it is
+// a TimeScaler.
+func scaleComponent(c Component, f float64) Component {
+	if ts, ok := c.Config.(TimeScaler); ok {
+		c.Config = ts.ScaleTime(f)
+	}
+	return c
 }
 
 // Slice returns shard index (0-based) of n: every rate divided by n, a
