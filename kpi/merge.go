@@ -148,6 +148,7 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 			res.Total = &t
 		}
 	}
+	mergePending(ordered, res) // the pipeline held its pending items once, not once per shard
 	reasons = append(reasons, reached(totalSends)...)
 	res.Thresholds = EvalThresholds(plan, res.Phases)
 	res.Detections = DetectAll(res)
