@@ -16,11 +16,16 @@ import (
 )
 
 // Config chooses the processes: a pid, the process listening on a local
-// TCP port, or (both empty) every process of the embedded system under test.
+// TCP port, or (both empty) every process of the embedded system under test;
+// Self adds pipebench's own.
 type Config struct {
 	PID  int    `yaml:"pid" json:"pid,omitempty"`
 	Port int    `yaml:"port" json:"port,omitempty"`
 	Name string `yaml:"name" json:"name,omitempty"` // instance label; default pid-N / port-N
+	// Self also observes pipebench's own process, as instance
+	// "pipebench" (the generator, the sink and what runs inside it), so
+	// that a soak shows the generator's memory beside the system's.
+	Self bool `yaml:"self" json:"self,omitempty"`
 }
 
 // Validate reports every problem, each prefixed with its key.
@@ -80,6 +85,9 @@ func New(c Config, instances []pipebench.Instance) (*Observer, error) {
 				o.procs = append(o.procs, proc{name: in.Name, pid: in.PID})
 			}
 		}
+	}
+	if c.Self {
+		o.procs = append(o.procs, proc{name: "pipebench", pid: os.Getpid()})
 	}
 	if len(o.procs) == 0 {
 		return nil, pipebench.UsageError("the process observer has no process to watch", "give pid or port, or use it with an embedded sut", nil)

@@ -77,3 +77,15 @@ func TestChildProcessAndItsExit(t *testing.T) {
 		t.Error("port with no listener accepted")
 	}
 }
+
+// self: true adds pipebench's own process, as instance pipebench, to the
+// system's.
+func TestSelfBesideTheSystem(t *testing.T) {
+	o, err := New(Config{Self: true}, []pipebench.Instance{{Name: "nats-0", PID: os.Getppid()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.procs) != 2 || o.procs[1] != (proc{name: "pipebench", pid: os.Getpid()}) {
+		t.Errorf("processes %+v", o.procs)
+	}
+}
