@@ -18,7 +18,21 @@ const (
 	ProfileSteps    ProfileKind = "steps"    // a list of (rate, duration), in order
 	ProfileBurst    ProfileKind = "burst"    // Rate with spikes of Burst.Rate every Burst.Every for Burst.For
 	ProfileBlast    ProfileKind = "blast"    // Count items as fast as Workers allow (closed model)
+	// ProfileProducers is Count producers each sending one batch every
+	// Every, aligned, staggered or jittered within it.
+	ProfileProducers ProfileKind = "producers"
 )
+
+// The alignments of a producers profile: when, within each Every, each
+// producer sends.
+const (
+	AlignAligned   = "aligned"   // every producer at the same moment (a fleet restarted together)
+	AlignStaggered = "staggered" // producer i at i·Every/Count: evenly spread
+	AlignJittered  = "jittered"  // each at a moment of its own, drawn at random once (the same in every run)
+)
+
+// Alignments lists the alignments of a producers profile.
+var Alignments = []string{AlignAligned, AlignStaggered, AlignJittered}
 
 // Step is one stretch of a steps profile.
 type Step struct {
@@ -47,9 +61,21 @@ type Profile struct {
 	Burst *Burst      `json:"burst,omitempty"` // burst
 	// Count and Workers describe a blast: Count items sent by Workers
 	// concurrent senders as fast as they go (the closed model of the
-	// reference's "50-worker pool" tests).
+	// reference's "50-worker pool" tests). For a producers profile, Count
+	// is the number of producers.
 	Count   uint64 `json:"count,omitempty"`
 	Workers int    `json:"workers,omitempty"`
+	// Every and Align describe a producers profile: Count producers each
+	// send one batch every Every (a service's health check every 30 s),
+	// Align says when within it (AlignAligned, AlignStaggered,
+	// AlignJittered). Seed varies the jittered moments (a shard's are its
+	// own). The item rate is Count × batch size / Every. Sends go to the
+	// driver in turn, so a driver that spreads them over its connections
+	// in turn, with as many connections as producers, gives each producer
+	// a connection of its own.
+	Every Duration `json:"every,omitempty"`
+	Align string   `json:"align,omitempty"`
+	Seed  uint64   `json:"seed,omitempty"`
 }
 
 // PlanPhase is one phase of a Plan, fully resolved: every default applied,
@@ -292,6 +318,9 @@ func (p Plan) Scale(total time.Duration) (Plan, error) {
 	}
 	for _, ph := range out.Phases {
 		c, _ := ph.Curve()
+		if ph.Profile.Kind == ProfileConstant && ph.Profile.Rate == 0 {
+			continue // a pause: nothing to send, by design
+		}
 		if !ph.Blast() && (ph.Items == 0 || c.Expected() < 1-1e-9) {
 			return p, fmt.Errorf("at %s in total, phase %s would last %s, too short to send one batch at its rate: give a longer duration", FormatDuration(total), ph.Name, ph.Duration)
 		}
@@ -319,7 +348,8 @@ func scaleComponent(c Component, f float64) Component {
 }
 
 // Slice returns shard index (0-based) of n: every rate divided by n, a
-// blast's count and workers split, and the sequence numbers of the shard
+// blast's count and workers and a producers profile's producers split, and
+// the sequence numbers of the shard
 // in a range of their own, so the shards of one plan, run together from a
 // shared StartAt, send what the whole plan sends and a sink can tell their
 // items apart.
@@ -360,6 +390,10 @@ func (p Plan) Slice(index, n int) (Plan, error) {
 		if pr.Kind == ProfileBlast {
 			pr.Count = share(pr.Count)
 			pr.Workers = max(1, int(share(uint64(pr.Workers))))
+		}
+		if pr.Kind == ProfileProducers {
+			pr.Count = max(1, share(pr.Count))
+			pr.Seed = uint64(index)
 		}
 		ph.Profile = pr
 		ph.MaxInFlight = max(1, int(share(uint64(ph.MaxInFlight))))

@@ -157,19 +157,30 @@ func buffering(r *pipebench.Result, byName map[string][]pipebench.Series, phase 
 }
 
 // memorySlopes sets, on the total, memory_slope{instance} for every
-// memory_mb series observed over at least a minute with 10 points or more:
-// its least-squares slope in MB per hour, what a soak's "flat memory"
-// claim is checked against.
+// memory_mb series: the least-squares slope of its second half (past the
+// warm-up) in MB per hour, when that half spans a minute or more with 10
+// points or more: what a soak's "flat memory" claim is checked against.
 func memorySlopes(r *pipebench.Result, byName map[string][]pipebench.Series) {
 	if r.Total == nil {
 		return
 	}
 	for _, s := range byName["memory_mb"] {
-		if len(s.Points) < 10 || s.Points[len(s.Points)-1].T.Sub(s.Points[0].T) < time.Minute {
+		if len(s.Points) < 2 {
 			continue
 		}
-		r.Total.Set(pipebench.KPI{Name: "memory_slope", Labels: s.Labels, Value: slopePerSecond(s.Points) * 3600, Unit: "MB/h"})
+		first, last := s.Points[0].T, s.Points[len(s.Points)-1].T
+		half := s.Points[sortSearchTime(s.Points, first.Add(last.Sub(first)/2)):]
+		if len(half) < 10 || half[len(half)-1].T.Sub(half[0].T) < time.Minute {
+			continue
+		}
+		r.Total.Set(pipebench.KPI{Name: "memory_slope", Labels: s.Labels, Value: slopePerSecond(half) * 3600, Unit: "MB/h"})
 	}
+}
+
+// sortSearchTime is the index of the first point at or after t.
+func sortSearchTime(pts []pipebench.TimeValue, t time.Time) int {
+	i, _ := slices.BinarySearchFunc(pts, t, func(p pipebench.TimeValue, t time.Time) int { return p.T.Compare(t) })
+	return i
 }
 
 // outstandingMin is the smallest backlog at a phase's start whose drain is

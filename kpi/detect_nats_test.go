@@ -193,12 +193,14 @@ func TestOutstandingDrainAndMemorySlope(t *testing.T) {
 	var backlog, mem []float64
 	for i := 0; i <= 30; i++ {
 		backlog = append(backlog, max(0, 10000-500*float64(i)))
+	}
+	for i := 0; i <= 60; i++ {
 		mem = append(mem, 50+float64(i)/60) // 1 MB a minute
 	}
 	s := map[string]string{"stream": "EVENTS"}
 	mem2 := natsSeries("memory_mb", map[string]string{"instance": "nats-0"}, mem...)
 	for i := range mem2.Points {
-		mem2.Points[i].T = natsT0.Add(time.Duration(i) * 3 * time.Second) // 90 s
+		mem2.Points[i].T = natsT0.Add(time.Duration(i) * 3 * time.Second) // 3 min
 	}
 	r := &pipebench.Result{Series: []pipebench.Series{natsSeries("stream_messages", s, backlog...), mem2},
 		Phases: []pipebench.PhaseResult{{Name: "drain", Started: natsT0, Ended: natsT0.Add(30 * time.Second)}}, Total: &pipebench.PhaseResult{Name: "total"}}

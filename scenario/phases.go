@@ -18,11 +18,11 @@ type phaseDefaults struct {
 	maxInFlightBytes int64
 }
 
-var phaseKeys = []string{"name", "duration", "rate", "ramp", "steps", "burst", "blast", "stagger", "max_in_flight", "max_in_flight_bytes", "faults"}
+var phaseKeys = []string{"name", "duration", "rate", "ramp", "steps", "burst", "blast", "producers", "stagger", "max_in_flight", "max_in_flight_bytes", "faults"}
 
 // profileKeys are the keys that choose a phase's profile; `rate` with
 // `burst` is the burst profile.
-var profileKeys = []string{"rate", "ramp", "steps", "blast"}
+var profileKeys = []string{"rate", "ramp", "steps", "blast", "producers"}
 
 func (d *decoder) defaults(n ast.Node) phaseDefaults {
 	df := phaseDefaults{maxInFlight: DefaultMaxInFlight}
@@ -89,7 +89,7 @@ func (d *decoder) phases(n ast.Node, df phaseDefaults) []Phase {
 		case len(chosen) == 0 && hasBurst:
 			d.add(it, path, "has \"burst\" without \"rate\": burst spikes rise above a base rate")
 		case len(chosen) == 0:
-			d.add(it, path, "has no load profile: give one of rate, ramp, steps or blast")
+			d.add(it, path, "has no load profile: give one of rate, ramp, steps, blast or producers")
 		case len(chosen) > 1:
 			d.add(it, path, "has both %q and %q: give one profile per phase", chosen[0], chosen[1])
 		}
@@ -196,6 +196,8 @@ func (d *decoder) phases(n ast.Node, df phaseDefaults) []Phase {
 				if ph.Profile.Count == 0 {
 					d.add(f.val, join(p, "count"), "missing: how many items to send, like {count: 750, workers: 50}")
 				}
+			case "producers":
+				d.producers(f, p, &ph.Profile)
 			case "stagger":
 				ph.Stagger, _ = d.duration(f.val, p)
 			case "max_in_flight":
@@ -239,7 +241,13 @@ func (d *decoder) phases(n ast.Node, df phaseDefaults) []Phase {
 		if f, ok := byKey["faults"]; ok {
 			ph.Faults = d.faults(f.val, join(path, "faults"), ph.Duration)
 		}
-		if ph.Profile.Kind != pipebench.ProfileBlast && ph.Stagger > ph.Duration && ph.Duration > 0 {
+		if ph.Profile.Kind == pipebench.ProfileProducers && ph.Stagger > 0 {
+			at, p := it, join(path, "stagger (from defaults)")
+			if f, ok := byKey["stagger"]; ok {
+				at, p = f.kn, join(path, "stagger")
+			}
+			d.add(at, p, "does not apply to producers: they have align (aligned, staggered, jittered)")
+		} else if ph.Profile.Kind != pipebench.ProfileBlast && ph.Stagger > ph.Duration && ph.Duration > 0 {
 			at := it
 			if f, ok := byKey["stagger"]; ok {
 				at = f.val
@@ -251,6 +259,43 @@ func (d *decoder) phases(n ast.Node, df phaseDefaults) []Phase {
 		out = append(out, ph)
 	}
 	return out
+}
+
+// producers decodes a producers profile: {count, every, align}.
+func (d *decoder) producers(f field, path string, pr *pipebench.Profile) {
+	pr.Kind, pr.Align = pipebench.ProfileProducers, pipebench.AlignStaggered
+	fs, _ := d.fields(f.val, path, []string{"count", "every", "align"})
+	got := map[string]bool{}
+	for _, x := range fs {
+		got[x.key] = true
+		p := join(path, x.key)
+		switch x.key {
+		case "count":
+			if v, ok := d.integer(x, path); ok {
+				if v < 1 || v > pipebench.MaxProducers {
+					d.add(x.val, p, "%d is outside 1..%d", v, pipebench.MaxProducers)
+				}
+				pr.Count = uint64(max(v, 0))
+			}
+		case "every":
+			if v, ok := d.duration(x.val, p); ok {
+				if v <= 0 {
+					d.add(x.val, p, "must be more than 0: how often each producer sends, like 30s")
+				}
+				pr.Every = v
+			}
+		case "align":
+			pr.Align = d.str(x, path)
+			if !slices.Contains(pipebench.Alignments, pr.Align) {
+				d.add(x.val, p, "%q is not one of %s%s", pr.Align, strings.Join(pipebench.Alignments, ", "), didYouMean(pr.Align, pipebench.Alignments))
+			}
+		}
+	}
+	for _, k := range []string{"count", "every"} {
+		if !got[k] {
+			d.add(f.val, join(path, k), "missing: producers need a count and an interval, like {count: 18000, every: 30s, align: staggered}")
+		}
+	}
 }
 
 var faultKeys = []string{"error_ratio", "error_status", "latency", "rate_limit", "rate_limit_burst", "outages", "pipeline"}

@@ -31,10 +31,12 @@ func Schema(reg *pipebench.Registry) ([]byte, error) {
 	})
 	phase := obj(map[string]any{
 		"name": map[string]any{"type": "string"}, "duration": dur, "rate": rate,
-		"ramp":                obj(map[string]any{"from": rate, "to": rate}, "from", "to"),
-		"steps":               map[string]any{"type": "array", "minItems": 1, "items": obj(map[string]any{"rate": rate, "duration": dur}, "rate", "duration")},
-		"burst":               obj(map[string]any{"rate": rate, "for": dur, "every": dur}, "rate", "for", "every"),
-		"blast":               obj(map[string]any{"count": map[string]any{"type": "integer", "minimum": 1}, "workers": map[string]any{"type": "integer", "minimum": 1}}, "count"),
+		"ramp":  obj(map[string]any{"from": rate, "to": rate}, "from", "to"),
+		"steps": map[string]any{"type": "array", "minItems": 1, "items": obj(map[string]any{"rate": rate, "duration": dur}, "rate", "duration")},
+		"burst": obj(map[string]any{"rate": rate, "for": dur, "every": dur}, "rate", "for", "every"),
+		"blast": obj(map[string]any{"count": map[string]any{"type": "integer", "minimum": 1}, "workers": map[string]any{"type": "integer", "minimum": 1}}, "count"),
+		"producers": obj(map[string]any{"count": map[string]any{"type": "integer", "minimum": 1, "maximum": pipebench.MaxProducers, "description": "how many producers (services, agents), each sending one batch every interval"},
+			"every": dur, "align": map[string]any{"enum": pipebench.Alignments, "description": "when each sends within every: all at once, evenly spread, or each at a moment of its own (default staggered)"}}, "count", "every"),
 		"stagger":             dur,
 		"max_in_flight":       map[string]any{"type": "integer", "minimum": 1},
 		"max_in_flight_bytes": size,

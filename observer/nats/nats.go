@@ -67,7 +67,7 @@ type target struct {
 	instance string
 	base     string
 	// fromSUT is a target found among the system under test's instances:
-	// one that is no nats-server (answers /varz with 404) is dropped.
+	// one that is no nats-server (answers /varz with a 4xx) is dropped.
 	fromSUT bool
 }
 
@@ -200,7 +200,7 @@ func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 			defer wg.Done()
 			pts[i], errs[i] = o.observe(ctx, t, at)
 			var he *httpError
-			if errs[i] != nil && t.fromSUT && errors.As(errs[i], &he) && he.code == http.StatusNotFound && he.path == "/varz" {
+			if errs[i] != nil && t.fromSUT && errors.As(errs[i], &he) && he.code >= 400 && he.code < 500 && he.path == "/varz" {
 				notNATS[i], errs[i] = true, nil
 			}
 			if errs[i] != nil {

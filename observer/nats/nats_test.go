@@ -199,7 +199,7 @@ func TestCluster(t *testing.T) {
 	if _, err := j.CreateConsumer(ctx, "S", js.ConsumerConfig{Durable: "D", AckPolicy: js.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)
 	}
-	notNATS := httptest.NewServer(http.NotFoundHandler())
+	notNATS := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusMethodNotAllowed) }))
 	defer notNATS.Close()
 	instances := append(c.Instances(), pipebench.Instance{Name: "eventproxy-0", MetricsURL: notNATS.URL})
 	o, err := New(Config{Timeout: pipebench.Duration(time.Second)}, instances)

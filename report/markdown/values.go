@@ -64,9 +64,11 @@ var crashes = map[string]bool{
 	"stream_full": true, "dispatch_stalled": true, "stall": true, "node_restart": true,
 }
 
-// subsumed are failures another one names better: a stall of delivery
-// is the dispatch stall (F3) when JetStream says so.
-var subsumed = map[string]string{"stall": "dispatch_stalled"}
+// subsumed are failures another one names better: a stall of delivery is
+// the dispatch stall (F3) when JetStream says so, and the full storage's
+// (F1, F2: a nats-server out of storage disables JetStream) when it
+// filled.
+var subsumed = map[string][]string{"stall": {"dispatch_stalled", "storage_full_node", "storage_full_all", "storage_full", "stream_full"}}
 
 // FailureName is how a table names a detection.
 func FailureName(detector string) string {
@@ -139,7 +141,7 @@ func failures(r *pipebench.Result) string {
 	seen := map[string]bool{}
 	var names []string
 	for _, d := range ds {
-		if !failing[d.Detector] || present[subsumed[d.Detector]] {
+		if !failing[d.Detector] || slices.ContainsFunc(subsumed[d.Detector], func(by string) bool { return present[by] }) {
 			continue
 		}
 		n := FailureName(d.Detector)
