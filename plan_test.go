@@ -245,7 +245,11 @@ func TestProducersValidateSliceScale(t *testing.T) {
 		{producers(0, 30, pipebench.AlignAligned, 60), "count of 1"},
 		{producers(10, 0, pipebench.AlignAligned, 60), "every > 0"},
 		{producers(10, 30, "sideways", 60), `align "sideways"`},
-		{func() pipebench.PlanPhase { p := producers(10, 30, pipebench.AlignAligned, 60); p.Stagger = sec(5); return p }(), "stagger does not apply"},
+		{func() pipebench.PlanPhase {
+			p := producers(10, 30, pipebench.AlignAligned, 60)
+			p.Stagger = sec(5)
+			return p
+		}(), "stagger does not apply"},
 	} {
 		if err := c.ph.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.ph.Profile, err, c.want)

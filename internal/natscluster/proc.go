@@ -109,7 +109,9 @@ func (p *Proc) Thaw() error {
 }
 
 // LameDuck is for nats-server nodes only.
-func (p *Proc) LameDuck() error { return errors.New(p.name + " has no lame duck mode: only nats-server nodes do") }
+func (p *Proc) LameDuck() error {
+	return errors.New(p.name + " has no lame duck mode: only nats-server nodes do")
+}
 
 // Stop thaws the process if frozen and stops it (SIGTERM, then SIGKILL
 // past ctx or 15 s).

@@ -225,4 +225,3 @@ func (h *handler) refuse(w http.ResponseWriter, count int, reason string, code i
 	h.m.refused.WithLabelValues(reason).Add(float64(count))
 	http.Error(w, msg, code)
 }
-
