@@ -18,6 +18,9 @@ type NATSDetectOptions struct {
 	// TrendPoints is how many trailing observations the filling rate is
 	// measured over (default 3).
 	TrendPoints int
+	// RestartGrace is how long after a node started again a dispatch
+	// stall is put down to the restart (default 20s).
+	RestartGrace time.Duration
 }
 
 func (o *NATSDetectOptions) defaults() {
@@ -29,6 +32,9 @@ func (o *NATSDetectOptions) defaults() {
 	}
 	if o.TrendPoints < 2 {
 		o.TrendPoints = 3
+	}
+	if o.RestartGrace == 0 {
+		o.RestartGrace = 20 * time.Second
 	}
 }
 
@@ -48,7 +54,9 @@ func (o *NATSDetectOptions) defaults() {
 //     for StallPoints observations, with messages pending, no node's
 //     storage or the stream full and no consumer paused (Value: the
 //     pending count when it began). A consumer whose node stopped
-//     answering counts as making no progress.
+//     answering counts as making no progress; a stall while a node
+//     restarts (and RestartGrace after) is the restart's: leaders are
+//     being elected again.
 //   - node_restart (the reference's "JS pod restart"): a node's start
 //     time changed between two observations (Began: the last observation
 //     before, Value: the seconds until it started again).
@@ -135,8 +143,9 @@ func DetectNATS(r *pipebench.Result, o NATSDetectOptions) []pipebench.Detection 
 				Message: fmt.Sprintf("%s is full while other nodes have room (F1)", k)})
 		}
 	}
-	out = append(out, dispatchStalled(r, byName, o, phase)...)
-	out = append(out, nodeRestarts(byName, phase)...)
+	restarts := nodeRestarts(byName, phase)
+	out = append(out, dispatchStalled(r, byName, o, restarts, phase)...)
+	out = append(out, restarts...)
 	out = append(out, rateDrop(r, byName, phase)...)
 	out = append(out, buffering(r, byName, phase)...)
 	memorySlopes(r, byName)

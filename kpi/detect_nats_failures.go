@@ -14,10 +14,10 @@ import (
 // over which the stream's last sequence rose (JetStream accepted) while the
 // highest ack floor of its consumers did not move, with messages pending,
 // and nothing explains it (a node's storage or the stream full, a consumer
-// paused, a planned outage). A stream without a stream_last_seq series is
+// paused, a planned outage, a node restarting). A stream without a stream_last_seq series is
 // judged by its consumers' pending count rising instead. One detection per
 // stall, at its first observation.
-func dispatchStalled(r *pipebench.Result, byName map[string][]pipebench.Series, o NATSDetectOptions, phase func(time.Time) string) []pipebench.Detection {
+func dispatchStalled(r *pipebench.Result, byName map[string][]pipebench.Series, o NATSDetectOptions, restarts []pipebench.Detection, phase func(time.Time) string) []pipebench.Detection {
 	var out []pipebench.Detection
 	streams := map[string]bool{}
 	for _, name := range []string{"stream_last_seq", "consumer_acked_seq", "consumer_pending"} {
@@ -84,6 +84,12 @@ func dispatchStalled(r *pipebench.Result, byName map[string][]pipebench.Series, 
 		slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
 		times = slices.CompactFunc(times, func(a, b time.Time) bool { return a.Equal(b) })
 		explained := func(t time.Time) bool {
+			for _, d := range restarts {
+				up := d.Began.Add(time.Duration(d.Value * float64(time.Second)))
+				if !t.Before(d.Began) && !t.After(up.Add(o.RestartGrace)) {
+					return true
+				}
+			}
 			for _, n := range byName["node_storage_used_ratio"] {
 				if v, ok := natsPointAt(n.Points, t); ok && v >= o.FullRatio {
 					return true

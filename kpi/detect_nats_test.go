@@ -123,6 +123,13 @@ func TestDispatchStalledWhileAccepting(t *testing.T) {
 	if ds := natsFind(DetectNATS(noConsumer, NATSDetectOptions{}), "dispatch_stalled"); len(ds) != 0 {
 		t.Errorf("F3 without a consumer: %+v", ds)
 	}
+	restarted := *r
+	start := float64(natsT0.Unix())
+	restarted.Series = append(append([]pipebench.Series(nil), r.Series...),
+		natsSeries("server_start_time", map[string]string{"instance": "nats-1"}, start, start, start, start+5, start+5, start+5, start+5, start+5, start+5, start+5))
+	if ds := natsFind(DetectNATS(&restarted, NATSDetectOptions{}), "dispatch_stalled"); len(ds) != 0 {
+		t.Errorf("F3 while a node restarted: %+v", ds)
+	}
 	full := *r
 	full.Series = append(append([]pipebench.Series(nil), r.Series[:2]...), natsSeries("node_storage_used_ratio", map[string]string{"instance": "nats-0"}, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1))
 	if ds := natsFind(DetectNATS(&full, NATSDetectOptions{}), "dispatch_stalled"); len(ds) != 0 {

@@ -40,6 +40,34 @@ type Config struct {
 	Split bool `yaml:"split" json:"split"`
 	// ConnectConcurrency is how many connections are opened at once.
 	ConnectConcurrency int `yaml:"connect_concurrency" json:"connect_concurrency"`
+	// Creds is a credentials file (a user JWT and its NKey seed, as nsc
+	// writes them; nats bench --creds): every connection presents the JWT
+	// and signs the server's nonce with the seed.
+	Creds string `yaml:"creds" json:"creds,omitempty"`
+	// NKey is a file holding an NKey seed (nats bench --nkey): every
+	// connection presents its public key and signs the server's nonce.
+	NKey string `yaml:"nkey" json:"nkey,omitempty"`
+	// TLS configures TLS for tls:// URLs and servers that require it.
+	TLS TLSConfig `yaml:"tls" json:"tls,omitzero"`
+	// NoDiscovery keeps every connection to the servers of url; by
+	// default the servers a cluster announces are used too (on
+	// reconnection, and when a server enters lame duck mode).
+	NoDiscovery bool `yaml:"no_discovery" json:"no_discovery,omitempty"`
+}
+
+// TLSConfig is the client side of TLS.
+type TLSConfig struct {
+	// CAFile verifies the server (PEM); empty: the system's roots.
+	CAFile string `yaml:"ca_file" json:"ca_file,omitempty"`
+	// CertFile and KeyFile are the client's certificate, for servers that
+	// verify clients.
+	CertFile string `yaml:"cert_file" json:"cert_file,omitempty"`
+	KeyFile  string `yaml:"key_file" json:"key_file,omitempty"`
+	// ServerName overrides the name the server's certificate is checked
+	// against (default: the URL's host).
+	ServerName string `yaml:"server_name" json:"server_name,omitempty"`
+	// InsecureSkipVerify accepts any server certificate (tests only).
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify" json:"insecure_skip_verify,omitempty"`
 }
 
 // DefaultConfig returns the defaults: JetStream async publish on one
@@ -76,6 +104,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ConnectConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("connect_concurrency: must be at least 1"))
+	}
+	if c.Creds != "" && c.NKey != "" {
+		errs = append(errs, fmt.Errorf("creds: give creds or nkey, not both"))
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		errs = append(errs, fmt.Errorf("tls: give cert_file and key_file together"))
 	}
 	return errors.Join(errs...)
 }

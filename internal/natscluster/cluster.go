@@ -261,7 +261,7 @@ func (c *Cluster) ClientURL() string {
 func (c *Cluster) Instances() []pipebench.Instance {
 	out := make([]pipebench.Instance, len(c.nodes))
 	for i, nd := range c.nodes {
-		out[i] = pipebench.Instance{Name: nd.spec.Name, PID: nd.PID(), MetricsURL: c.front.URL(nd.spec.Name)}
+		out[i] = pipebench.Instance{Name: nd.spec.Name, PID: nd.PID(), MetricsURL: c.front.URL(nd.spec.Name), CurrentPID: nd.PID}
 	}
 	return out
 }

@@ -51,8 +51,9 @@ func Factory() pipebench.Factory[pipebench.Observer] {
 }
 
 type proc struct {
-	name string
-	pid  int
+	name    string
+	pid     int
+	current func() int // the pid now, for a process that may be restarted
 }
 
 // Observer reads /proc for its processes.
@@ -82,7 +83,7 @@ func New(c Config, instances []pipebench.Instance) (*Observer, error) {
 	default:
 		for _, in := range instances {
 			if in.PID > 0 {
-				o.procs = append(o.procs, proc{name: in.Name, pid: in.PID})
+				o.procs = append(o.procs, proc{name: in.Name, pid: in.PID, current: in.CurrentPID})
 			}
 		}
 	}
@@ -108,6 +109,9 @@ func (o *Observer) Observe(_ context.Context, at time.Time) ([]pipebench.Point, 
 	var pts []pipebench.Point
 	var errs []error
 	for _, p := range o.procs {
+		if p.current != nil {
+			p.pid = p.current() // restarted: its new process
+		}
 		pr, err := o.fs.Proc(p.pid)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("process %s (pid %d): %w", p.name, p.pid, err))

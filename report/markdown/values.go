@@ -58,10 +58,13 @@ func init() {
 }
 
 // crashes are the detectors after which the eventing reference calls the
-// bus crashed: storage full on a node or all, a stream full, delivery stalled.
+// bus crashed: a node's storage full or all nodes' (a nats-server out of
+// storage disables JetStream), delivery stalled, a node restarted. A
+// stream refusing at its own limit (stream_full, storage_full) does as it
+// was configured to: no crash.
 var crashes = map[string]bool{
-	"storage_full_node": true, "storage_full_all": true, "storage_full": true,
-	"stream_full": true, "dispatch_stalled": true, "stall": true, "node_restart": true,
+	"storage_full_node": true, "storage_full_all": true,
+	"dispatch_stalled": true, "stall": true, "node_restart": true,
 }
 
 // subsumed are failures another one names better: a stall of delivery is

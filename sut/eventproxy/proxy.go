@@ -300,7 +300,7 @@ func (p *Proxy) Instances() []pipebench.Instance {
 	}
 	out := []pipebench.Instance{{Name: "eventproxy-0", MetricsURL: p.base()}}
 	if p.proc != nil {
-		out[0].PID = p.proc.PID()
+		out[0].PID, out[0].CurrentPID = p.proc.PID(), p.proc.PID
 	}
 	if p.cluster != nil {
 		out = append(out, p.cluster.Instances()...)
