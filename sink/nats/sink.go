@@ -390,14 +390,20 @@ func (s *Sink) pauseLoop() {
 // decides whether the message fails.
 func (s *Sink) slow() fault.Decision {
 	s.mu.Lock()
-	rate := s.policy.RateLimit.PerSecond()
+	rate, burst := s.policy.RateLimit.PerSecond(), s.policy.RateLimitBurst.D()
 	s.mu.Unlock()
 	if rate > 0 {
 		gap := time.Duration(float64(time.Second) / rate)
+		if burst <= 0 {
+			burst = time.Second // the policy's default bucket
+		}
 		s.limMu.Lock()
 		now := time.Now()
-		if s.nextSlot.Before(now) {
-			s.nextSlot = now
+		// The slots missed while a message was processed or a sleep
+		// overran are made up, up to the burst: the limit is the rate
+		// over time, not a pause after every message.
+		if floor := now.Add(-burst); s.nextSlot.Before(floor) {
+			s.nextSlot = floor
 		}
 		wait := s.nextSlot.Sub(now)
 		s.nextSlot = s.nextSlot.Add(gap)
