@@ -11,11 +11,12 @@ import (
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/scenario"
+	"github.com/pipebench/pipebench/sut/eventproxy"
 )
 
 // runBuiltin runs builtin:name scaled to dur, observed every interval,
-// with a drain of at most drain.
-func runBuiltin(t *testing.T, name string, dur, interval, drain time.Duration) *pipebench.Result {
+// with a drain of at most drain; edit, when set, changes the plan first.
+func runBuiltin(t *testing.T, name string, dur, interval, drain time.Duration, edit ...func(*pipebench.Plan)) *pipebench.Result {
 	t.Helper()
 	reg := registry(t)
 	sc, err := builtins.Scenario("builtin:"+name, reg)
@@ -30,6 +31,9 @@ func runBuiltin(t *testing.T, name string, dur, interval, drain time.Duration) *
 		t.Fatal(err)
 	}
 	plan.Interval, plan.Drain = pipebench.Duration(interval), pipebench.Duration(drain)
+	for _, e := range edit {
+		e(&plan)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*dur+time.Minute)
 	defer cancel()
 	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
@@ -64,21 +68,28 @@ func TestEventingFailureTypes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("eight runs of a 3-node JetStream cluster behind the proxy")
 	}
+	// Half the builtins' storage, so that it fills in half the time.
+	halfStorage := func(p *pipebench.Plan) {
+		cfg := *p.SUT.Config.(*eventproxy.Config)
+		cfg.NATS.MaxStore /= 2
+		cfg.Stream.MaxBytes /= 2
+		p.SUT.Config = &cfg
+	}
 	for _, c := range []struct {
 		name string
 		dur  time.Duration
 		want []string
 	}{
-		{"kyma-eventing-250", 10 * time.Second, nil},
-		{"kyma-eventing-500", 20 * time.Second, []string{"storage_full_all"}},
-		{"kyma-eventing-f1", 20 * time.Second, []string{"storage_full_node"}},
-		{"kyma-eventing-f3", 15 * time.Second, []string{"dispatch_stalled"}},
-		{"kyma-eventing-f4", 15 * time.Second, []string{"shortfall"}},
-		{"kyma-eventing-restart", 15 * time.Second, []string{"node_restart"}},
-		{"kyma-eventing-drop", 30 * time.Second, nil},
+		{"kyma-eventing-250", 8 * time.Second, nil},
+		{"kyma-eventing-500", 12 * time.Second, []string{"storage_full_all"}},
+		{"kyma-eventing-f1", 12 * time.Second, []string{"storage_full_node"}},
+		{"kyma-eventing-f3", 18 * time.Second, []string{"dispatch_stalled"}},
+		{"kyma-eventing-f4", 12 * time.Second, []string{"shortfall"}},
+		{"kyma-eventing-restart", 12 * time.Second, []string{"node_restart"}},
+		{"kyma-eventing-drop", 20 * time.Second, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res := runBuiltin(t, c.name, c.dur, 500*time.Millisecond, 3*time.Second)
+			res := runBuiltin(t, c.name, c.dur, 500*time.Millisecond, 3*time.Second, halfStorage)
 			got := detected(res)
 			var msgs []string
 			for _, d := range res.Detections {
