@@ -474,3 +474,32 @@ func TestChaosFreezesTheProxy(t *testing.T) {
 	testutil.Eventually(t, 5*time.Second, func() bool { return !up() }, "the proxy was never frozen")
 	testutil.Eventually(t, 5*time.Second, up, "the proxy was not thawed")
 }
+
+func TestSeparateConfigErrors(t *testing.T) {
+	c := DefaultConfig()
+	c.Stream.Placement = "nats-0"
+	c.Chaos = []natscluster.Chaos{{Action: natscluster.ActionFreeze, Target: "proxy", For: pipebench.Duration(time.Second)}}
+	err := c.Validate()
+	for _, want := range []string{"stream.placement:", "chaos: needs the nodes"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("no %q in: %v", want, err)
+		}
+	}
+	c = DefaultConfig()
+	c.NATS = NATSConfig{Nodes: 3, MaxStorePerNode: []int64{1}}
+	c.MaxStore, c.Stream.Replicas = 1<<20, 4
+	c.Chaos = []natscluster.Chaos{{Action: natscluster.ActionRestart, Target: "nats-3"}}
+	err = c.Validate()
+	for _, want := range []string{"nats.max_store_per_node:", "max_store: is the embedded server's", "stream.replicas: 4 is outside 1..3", `target "nats-3"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("no %q in: %v", want, err)
+		}
+	}
+	c.NATS.MaxStorePerNode, c.MaxStore, c.Stream.Replicas, c.Chaos[0].Target = nil, 0, 3, "proxy"
+	if err := c.Validate(); err != nil {
+		t.Errorf("a valid separate config: %v", err)
+	}
+	if s := c.ScaleTime(0.5).(*Config); len(s.Chaos) != 1 {
+		t.Error("chaos lost in ScaleTime")
+	}
+}
