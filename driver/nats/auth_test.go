@@ -132,6 +132,33 @@ func seedFile(t *testing.T, kp nkeys.KeyPair) (string, string) {
 	return p, pub
 }
 
+// publishes checks that a driver of cfg opens its connections to s (its
+// /connz counts them) and publishes.
+func publishes(t *testing.T, cfg Config, s *server.Server) {
+	t.Helper()
+	d := newDriver(t, cfg, s.ClientURL())
+	if o := send(d, newGen(t), 1, 1); o.Class != pipebench.ClassOK {
+		t.Fatalf("publish: %+v", o)
+	}
+	if n := connz(t, s); n != cfg.Connections {
+		t.Errorf("%d connections, want %d", n, cfg.Connections)
+	}
+}
+
+// refused checks that s refuses a driver of cfg at its start, a usage
+// error naming the credentials.
+func refused(t *testing.T, cfg Config, s *server.Server, what string) {
+	t.Helper()
+	d, err := New(cfg, s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Start(context.Background())
+	if err == nil || pipebench.ExitCode(err) != pipebench.ExitUsage || !strings.Contains(err.Error(), "refused the credentials") {
+		t.Errorf("%s: %v", what, err)
+	}
+}
+
 // An NKey user (nats bench --nkey): the driver signs the server's nonce
 // with the seed from its file; another user's seed is refused as a usage
 // error naming the credentials.
@@ -141,23 +168,10 @@ func TestNKey(t *testing.T) {
 	s := natstest.Start(t, &server.Options{Nkeys: []*server.NkeyUser{{Nkey: pub}}, HTTPHost: "127.0.0.1", HTTPPort: -1})
 	cfg := *DefaultConfig()
 	cfg.Connections, cfg.Mode, cfg.NKey = 3, ModeCore, path
-	d := newDriver(t, cfg, s.ClientURL())
-	if o := send(d, newGen(t), 1, 1); o.Class != pipebench.ClassOK {
-		t.Fatalf("publish as the NKey user: %+v", o)
-	}
-	if n := connz(t, s); n != 3 {
-		t.Errorf("%d connections, want 3", n)
-	}
+	publishes(t, cfg, s)
 	other, _ := nkeys.CreateUser()
 	cfg.NKey, _ = seedFile(t, other)
-	d2, err := New(cfg, s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = d2.Start(context.Background())
-	if err == nil || pipebench.ExitCode(err) != pipebench.ExitUsage || !strings.Contains(err.Error(), "refused the credentials") {
-		t.Errorf("a seed the server does not know: %v", err)
-	}
+	refused(t, cfg, s, "a seed the server does not know")
 }
 
 // A credentials file (nats bench --creds): a user JWT issued by an account
@@ -202,26 +216,14 @@ func TestCreds(t *testing.T) {
 	s := natstest.Start(t, &server.Options{TrustedOperators: []*jwt.OperatorClaims{oc}, AccountResolver: resolver, HTTPHost: "127.0.0.1", HTTPPort: -1})
 	cfg := *DefaultConfig()
 	cfg.Connections, cfg.Mode, cfg.Creds = 2, ModeCore, path
-	d := newDriver(t, cfg, s.ClientURL())
-	if o := send(d, newGen(t), 1, 1); o.Class != pipebench.ClassOK {
-		t.Fatalf("publish with the credentials file: %+v", o)
-	}
-	if n := connz(t, s); n != 2 {
-		t.Errorf("%d connections, want 2", n)
-	}
+	publishes(t, cfg, s)
 	// The file's seed with another user's JWT: the signature does not
 	// match the JWT's key.
 	other, _ := nkeys.CreateUser()
 	otherSeed, _ := other.Seed()
 	bad := strings.Replace(string(creds), string(seed), string(otherSeed), 1)
 	os.WriteFile(path, []byte(bad), 0o600)
-	d2, err := New(cfg, s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d2.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "refused the credentials") {
-		t.Errorf("a seed that is not the JWT's: %v", err)
-	}
+	refused(t, cfg, s, "a seed that is not the JWT's")
 	os.WriteFile(path, []byte("not a credentials file"), 0o600)
 	if _, err := New(cfg, s.ClientURL()); err == nil || !strings.Contains(err.Error(), "creds:") {
 		t.Errorf("a file with no JWT: %v", err)

@@ -109,3 +109,51 @@ func CreateStream(ctx context.Context, url string, spec js.StreamConfig, deadlin
 	}
 	return fmt.Errorf("create stream %s: %w", spec.Name, last)
 }
+
+// Stream says what a system under test's stream is, as its scenario
+// section writes it.
+type Stream struct {
+	Name     string
+	Subjects []string
+	// MaxBytes, MaxMsgs: 0 is no limit.
+	MaxBytes, MaxMsgs int64
+	Discard           string // old, new
+	Storage           string // file, memory
+	Retention         string // limits, interest, workqueue
+	Replicas          int
+	// Placement is the node a stream of one replica goes to (by the tag
+	// NodeTag puts on every node), empty for the cluster's choice.
+	Placement string
+}
+
+// NodeTag is the server tag every node carries, which a stream's
+// placement asks for: node:nats-0, ...
+func NodeTag(node string) string { return "node:" + node }
+
+// Spec returns the JetStream configuration of the stream.
+func (s Stream) Spec() js.StreamConfig {
+	sc := js.StreamConfig{Name: s.Name, Subjects: s.Subjects, MaxBytes: -1, MaxMsgs: -1,
+		Replicas: max(s.Replicas, 1), Storage: js.FileStorage, Discard: js.DiscardOld}
+	if s.MaxBytes > 0 {
+		sc.MaxBytes = s.MaxBytes
+	}
+	if s.MaxMsgs > 0 {
+		sc.MaxMsgs = s.MaxMsgs
+	}
+	if s.Storage == "memory" {
+		sc.Storage = js.MemoryStorage
+	}
+	if s.Discard == "new" {
+		sc.Discard = js.DiscardNew
+	}
+	switch s.Retention {
+	case "interest":
+		sc.Retention = js.InterestPolicy
+	case "workqueue":
+		sc.Retention = js.WorkQueuePolicy
+	}
+	if s.Placement != "" {
+		sc.Placement = &js.Placement{Tags: []string{NodeTag(s.Placement)}}
+	}
+	return sc
+}

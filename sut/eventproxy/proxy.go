@@ -172,7 +172,7 @@ func (p *Proxy) startSeparate(ctx context.Context) error {
 		params.MaxStore = []int64{p.cfg.NATS.MaxStore}
 	}
 	for _, name := range nodeNames(p.cfg.NATS.Nodes) {
-		params.Tags = append(params.Tags, []string{nodeTag(name)})
+		params.Tags = append(params.Tags, []string{natscluster.NodeTag(name)})
 	}
 	c, err := natscluster.Start(ctx, params)
 	if err != nil {
@@ -220,36 +220,11 @@ func (p *Proxy) ready() bool {
 	return resp.StatusCode == http.StatusNoContent
 }
 
-// nodeTag is the server tag every node carries, which a stream's placement
-// asks for.
-func nodeTag(node string) string { return "node:" + node }
-
-// StreamSpec returns the stream the proxy creates.
+// StreamSpec returns the stream the proxy creates: PREFIX.> captured.
 func (c *Config) StreamSpec() js.StreamConfig {
-	sc := js.StreamConfig{Name: c.Stream.Name, Subjects: []string{c.Prefix + ".>"}, MaxBytes: -1, MaxMsgs: -1,
-		Replicas: max(c.Stream.Replicas, 1), Storage: js.FileStorage, Discard: js.DiscardOld}
-	if c.Stream.MaxBytes > 0 {
-		sc.MaxBytes = c.Stream.MaxBytes
-	}
-	if c.Stream.MaxMsgs > 0 {
-		sc.MaxMsgs = c.Stream.MaxMsgs
-	}
-	if c.Stream.Storage == "memory" {
-		sc.Storage = js.MemoryStorage
-	}
-	if c.Stream.Discard == "new" {
-		sc.Discard = js.DiscardNew
-	}
-	switch c.Stream.Retention {
-	case "interest":
-		sc.Retention = js.InterestPolicy
-	case "workqueue":
-		sc.Retention = js.WorkQueuePolicy
-	}
-	if c.Stream.Placement != "" {
-		sc.Placement = &js.Placement{Tags: []string{nodeTag(c.Stream.Placement)}}
-	}
-	return sc
+	s := c.Stream
+	return natscluster.Stream{Name: s.Name, Subjects: []string{c.Prefix + ".>"}, MaxBytes: s.MaxBytes, MaxMsgs: s.MaxMsgs, Discard: s.Discard,
+		Storage: s.Storage, Retention: s.Retention, Replicas: s.Replicas, Placement: s.Placement}.Spec()
 }
 
 // base is the proxy's base URL.

@@ -274,34 +274,13 @@ func (s *Server) Start(ctx context.Context) error {
 
 // NodeTag is the server tag every node carries, which a stream's
 // placement asks for: node:nats-0, ...
-func NodeTag(node string) string { return "node:" + node }
+func NodeTag(node string) string { return natscluster.NodeTag(node) }
 
 // StreamSpec returns the jetstream stream configuration the SUT creates.
 func (c *Config) StreamSpec() js.StreamConfig {
-	sc := js.StreamConfig{Name: c.Stream.Name, Subjects: c.Stream.Subjects, MaxBytes: -1, MaxMsgs: -1,
-		Replicas: c.Stream.Replicas, Storage: js.FileStorage, Discard: js.DiscardOld}
-	if c.Stream.MaxBytes > 0 {
-		sc.MaxBytes = c.Stream.MaxBytes
-	}
-	if c.Stream.MaxMsgs > 0 {
-		sc.MaxMsgs = c.Stream.MaxMsgs
-	}
-	if c.Stream.Storage == "memory" {
-		sc.Storage = js.MemoryStorage
-	}
-	if c.Stream.Discard == "new" {
-		sc.Discard = js.DiscardNew
-	}
-	switch c.Stream.Retention {
-	case "interest":
-		sc.Retention = js.InterestPolicy
-	case "workqueue":
-		sc.Retention = js.WorkQueuePolicy
-	}
-	if c.Stream.Placement != "" {
-		sc.Placement = &js.Placement{Tags: []string{NodeTag(c.Stream.Placement)}}
-	}
-	return sc
+	s := c.Stream
+	return natscluster.Stream{Name: s.Name, Subjects: s.Subjects, MaxBytes: s.MaxBytes, MaxMsgs: s.MaxMsgs, Discard: s.Discard,
+		Storage: s.Storage, Retention: s.Retention, Replicas: s.Replicas, Placement: s.Placement}.Spec()
 }
 
 // Endpoint is the client URL; with a cluster, every node's URL separated by
