@@ -326,25 +326,30 @@ func (nd *Node) Kill() error {
 }
 
 // Restart starts a killed node again on the same ports and storage and
-// waits (bounded by ctx and timeout) until it serves clients.
+// waits (bounded by ctx and timeout) until it serves clients. The node's
+// lock is not held while it waits, so PID answers meanwhile.
 func (nd *Node) Restart(ctx context.Context, timeout time.Duration) error {
-	nd.mu.Lock()
-	if !nd.down {
-		nd.mu.Unlock()
-		return fmt.Errorf("%s is running: kill it first", nd.spec.Name)
-	}
-	defer nd.mu.Unlock()
 	var err error
 	for try := 0; try < 5; try++ {
+		nd.mu.Lock()
+		if !nd.down {
+			nd.mu.Unlock()
+			return fmt.Errorf("%s is running: kill it first", nd.spec.Name)
+		}
 		if err = nd.start(); err != nil {
+			nd.mu.Unlock()
 			return err
 		}
+		proc := nd.proc
 		nd.down = false // a process runs from here on
-		err = nd.proc.WaitReady(ctx, timeout, nd.ready)
+		nd.mu.Unlock()
+		err = proc.WaitReady(ctx, timeout, nd.ready)
 		if err == nil || !errors.Is(err, childproc.ErrExited) || !strings.Contains(err.Error(), "address already in use") {
 			return err
 		}
+		nd.mu.Lock()
 		nd.down = true // a port still held: try again shortly
+		nd.mu.Unlock()
 		time.Sleep(200 * time.Millisecond)
 	}
 	return err

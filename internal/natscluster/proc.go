@@ -68,18 +68,21 @@ func (p *Proc) Kill() error {
 	return nil
 }
 
-// Restart starts a killed process again and waits until it is ready.
+// Restart starts a killed process again and waits until it is ready (the
+// lock is not held while it waits).
 func (p *Proc) Restart(ctx context.Context, timeout time.Duration) error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if !p.down {
+		p.mu.Unlock()
 		return fmt.Errorf("%s is running: kill it first", p.name)
 	}
 	proc, err := p.start()
 	if err != nil {
+		p.mu.Unlock()
 		return err
 	}
 	p.proc, p.down = proc, false
+	p.mu.Unlock()
 	return proc.WaitReady(ctx, timeout, p.ready)
 }
 
