@@ -68,10 +68,10 @@ var crashes = map[string]bool{
 }
 
 // subsumed are failures another one names better: a stall of delivery is
-// the dispatch stall (F3) when JetStream says so, and the full storage's
-// (F1, F2: a nats-server out of storage disables JetStream) when it
-// filled.
-var subsumed = map[string][]string{"stall": {"dispatch_stalled", "storage_full_node", "storage_full_all", "storage_full", "stream_full"}}
+// the dispatch stall (F3) when JetStream says so, the full storage's (F1,
+// F2: a nats-server out of storage disables JetStream) when it filled,
+// and a restart's while leaders are elected again.
+var subsumed = map[string][]string{"stall": {"dispatch_stalled", "storage_full_node", "storage_full_all", "storage_full", "stream_full", "node_restart"}}
 
 // FailureName is how a table names a detection.
 func FailureName(detector string) string {
