@@ -111,14 +111,12 @@ func TestKillRestartFreeze(t *testing.T) {
 			sent++
 			id := js.WithMsgID(strconv.Itoa(sent)) // a retried publish is stored once
 			var err error
-			for try := 0; try < 10; try++ { // a leader may be moving
+			testutil.Poll(15*time.Second, func() bool { // a leader may be moving
 				pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
 				_, err = j.Publish(pctx, "events.x", []byte("x"), id)
-				cancel()
-				if err == nil {
-					break
-				}
-			}
+				return err == nil
+			})
 			if err != nil {
 				t.Fatalf("publish %d: %v", i, err)
 			}
