@@ -20,7 +20,7 @@ func twoNodes(t *testing.T) (a, b *server.Server) {
 	t.Helper()
 	opts := func(name string) *server.Options {
 		return &server.Options{ServerName: name, Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
-			Cluster: server.ClusterOpts{Name: "wire", Host: "127.0.0.1", Port: -1},
+			Cluster:          server.ClusterOpts{Name: "wire", Host: "127.0.0.1", Port: -1},
 			LameDuckDuration: 5 * time.Second, LameDuckGracePeriod: time.Second}
 	}
 	a = natstest.Start(t, opts("a"))
