@@ -40,6 +40,7 @@ func runBuiltin(t *testing.T, name string, dur, interval, drain time.Duration, e
 	if err != nil {
 		t.Fatal(err)
 	}
+	skipIfOverloaded(t, res)
 	return res
 }
 

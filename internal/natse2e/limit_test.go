@@ -68,6 +68,9 @@ phases:
 		t.Fatal(err)
 	}
 	t.Logf("probes:\n%s", strings.Join(lines, "\n"))
+	if ans.Stopped == "ceiling" {
+		t.Skipf("the machine was too loaded: pipebench's own ceiling was reached (%s)", strings.Join(lines, "; "))
+	}
 	if ans.Sustainable < 340 || ans.Sustainable > 440 {
 		t.Errorf("sustainable %v/s (stopped: %s), want the consumer's 400/s within 10%%", ans.Sustainable, ans.Stopped)
 	}

@@ -170,6 +170,7 @@ phases:
 	if err != nil {
 		t.Fatal(err)
 	}
+	skipIfOverloaded(t, res)
 	kpis := map[string]float64{}
 	for _, k := range res.Total.KPIs {
 		if len(k.Labels) == 0 {
