@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pipebench/pipebench"
 )
@@ -100,6 +101,11 @@ func TestPlanAndValidateSendNothing(t *testing.T) {
 	}
 	if got := describeFaults(pipebench.FaultPolicy{Pipeline: "p2", ErrorRatio: 0.7, ErrorStatus: 503}); got != "pipeline p2 only: 70% answered 503" {
 		t.Errorf("a fault on one pipeline reads %q", got)
+	}
+	services := pipebench.PlanPhase{Name: "s", Duration: pipebench.Duration(time.Minute), BatchSize: 1,
+		Profile: pipebench.Profile{Kind: pipebench.ProfileProducers, Count: 18000, Every: pipebench.Duration(30 * time.Second), Align: pipebench.AlignStaggered}}
+	if got := describeProfile(services); got != "18,000 producers every 30s (staggered) = 600/s" {
+		t.Errorf("producers read %q", got)
 	}
 	stdout, stderr, code = cli(t, "validate", "builtin:quickstart")
 	if code != 0 || !strings.Contains(stdout, "ok") {
