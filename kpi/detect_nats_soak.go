@@ -125,7 +125,7 @@ const bufferingPoints = 3
 // service processes part, as the chef reference found it: pipebench's
 // accepted_rate more than 5% above the consumers' ack rate (the server's
 // consumer_acked_seq_rate, summed) for bufferingPoints observations in a
-// row while the backlog grows. It sets buffering_began on the total
+// row, the consumer not paused on purpose. It sets buffering_began on the total
 // (seconds from the load's start) and returns a buffering detection.
 func buffering(r *pipebench.Result, byName map[string][]pipebench.Series, phase func(time.Time) string) []pipebench.Detection {
 	from, to, ok := loadWindow(r)
@@ -138,8 +138,13 @@ func buffering(r *pipebench.Result, byName map[string][]pipebench.Series, phase 
 		return nil
 	}
 	run := 0
+	paused := byName["consumer_paused"]
 	for i, g := range gen {
 		c := valueAt(cons, g.T)
+		if plannedPause(r, paused, g.T) {
+			run = 0 // a consumer paused on purpose buffers by design
+			continue
+		}
 		if g.V > 1.05*c && g.V-c >= 1 {
 			run++
 		} else {

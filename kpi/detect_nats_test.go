@@ -193,6 +193,12 @@ func TestBuffering(t *testing.T) {
 	if began, _ := r.Total.Get("buffering_began"); len(ds) != 1 || began != 3 {
 		t.Fatalf("buffering %+v, began %v", ds, began)
 	}
+	// The consumer paused on purpose: no buffering to report.
+	r.Total = &pipebench.PhaseResult{Name: "total"}
+	r.Series = append(r.Series, natsSeries("consumer_paused", map[string]string{"stream": "EVENTS", "consumer": "eas"}, 1, 1, 1, 1, 1, 1, 1))
+	if ds := natsFind(DetectNATS(r, NATSDetectOptions{}), "buffering"); len(ds) != 0 {
+		t.Errorf("buffering reported while the consumer was paused: %+v", ds)
+	}
 }
 
 // A backlog of 10,000 at a phase's start clears to 1% within 20 s.
