@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -52,6 +54,43 @@ type Curve struct {
 	batch    float64
 	blast    bool
 	duration time.Duration
+	// prod is the schedule of a producers profile (nil for the others).
+	prod *producers
+}
+
+// producers is the send schedule of Count producers each sending every
+// every seconds: in each period, producer j (in order of its moment)
+// sends at offsets[j], sorted.
+type producers struct {
+	every   float64
+	offsets []float64
+}
+
+// newProducers lays out the moments of a producers profile's producers
+// within one period.
+func newProducers(pr Profile) *producers {
+	n := int(pr.Count)
+	p := &producers{every: pr.Every.D().Seconds(), offsets: make([]float64, n)}
+	switch pr.Align {
+	case AlignStaggered:
+		for j := range p.offsets {
+			p.offsets[j] = p.every * float64(j) / float64(n)
+		}
+	case AlignJittered:
+		// A small generator of our own (splitmix64), so the moments are
+		// the same in every run and every process that compiles the plan.
+		x := pr.Seed*0x9E3779B97F4A7C15 + uint64(n)
+		for j := range p.offsets {
+			x += 0x9E3779B97F4A7C15
+			z := x
+			z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
+			z = (z ^ z>>27) * 0x94D049BB133111EB
+			z ^= z >> 31
+			p.offsets[j] = p.every * float64(z>>11) / (1 << 53)
+		}
+		sort.Float64s(p.offsets)
+	}
+	return p
 }
 
 // staggerPieces is how many linear pieces approximate the start-up ramp of
@@ -64,7 +103,9 @@ const staggerPieces = 64
 // Profiles: constant (Rate), ramp (From to To, linear), steps (in order),
 // burst (Rate, with a spike of Burst.Rate lasting Burst.For at the start of
 // every Burst.Every), blast (Count items, all due at once: Workers send them
-// closed-model). Stagger multiplies the rate by t/Stagger during the first
+// closed-model), producers (Count producers, each one send every Every, at
+// its moment within it: send n is producer n mod Count's in the order of
+// their moments). Stagger multiplies the rate by t/Stagger during the first
 // Stagger of the phase.
 func (ph PlanPhase) Curve() (*Curve, error) {
 	if err := ph.Profile.Validate(); err != nil {
@@ -79,6 +120,20 @@ func (ph PlanPhase) Curve() (*Curve, error) {
 		return c, nil
 	}
 	dur := ph.Duration.D().Seconds()
+	if pr.Kind == ProfileProducers {
+		c.prod = newProducers(pr)
+		n := uint64(len(c.prod.offsets))
+		full := math.Floor(dur / c.prod.every)
+		rest := dur - full*c.prod.every
+		c.sends = uint64(full) * n
+		for _, o := range c.prod.offsets {
+			if o < rest-1e-12 {
+				c.sends++
+			}
+		}
+		c.expected = float64(c.sends)
+		return c, nil
+	}
 	var pieces []segment // rates in items/s first, divided by batch below
 	switch pr.Kind {
 	case ProfileConstant, "":
@@ -182,6 +237,11 @@ func (c *Curve) At(n uint64) (time.Duration, bool) {
 	if c.blast {
 		return 0, true
 	}
+	if p := c.prod; p != nil {
+		per := uint64(len(p.offsets))
+		t := float64(n/per)*p.every + p.offsets[n%per]
+		return time.Duration(math.Round(t * float64(time.Second))), true
+	}
 	k := float64(n)
 	// The first segment whose sends reach past k holds send k; zero-rate
 	// segments have no area and are never chosen.
@@ -209,10 +269,17 @@ func (c *Curve) Due(elapsed time.Duration) uint64 {
 	}))
 }
 
-// RateAt returns the target rate in items per second at elapsed.
+// RateAt returns the target rate in items per second at elapsed (for
+// producers, their mean rate: Count × batch / Every).
 func (c *Curve) RateAt(elapsed time.Duration) float64 {
 	if c.blast {
 		return 0
+	}
+	if p := c.prod; p != nil {
+		if elapsed < 0 || elapsed >= c.duration {
+			return 0
+		}
+		return float64(len(p.offsets)) * c.batch / p.every
 	}
 	t := elapsed.Seconds()
 	for _, s := range c.segs {
@@ -273,14 +340,28 @@ func (p Profile) Validate() error {
 		if p.Workers < 1 || p.Workers > MaxWorkers {
 			add("blast.workers: %d is outside 1..%s: each worker is a sender of its own for the whole phase", p.Workers, FormatCount(MaxWorkers))
 		}
+	case ProfileProducers:
+		if p.Count == 0 || p.Count > MaxProducers {
+			add("producers.count: %d is outside 1..%s", p.Count, FormatCount(MaxProducers))
+		}
+		if p.Every <= 0 {
+			add("producers.every: must be more than 0: how often each one sends, like 30s")
+		}
+		if !slices.Contains(Alignments, p.Align) {
+			add("producers.align: %q is not one of %s%s", p.Align, strings.Join(Alignments, ", "), DidYouMean(p.Align, Alignments))
+		}
 	default:
 		add("unknown profile %q", p.Kind)
 	}
 	return errors.Join(errs...)
 }
 
+// MaxProducers bounds a producers profile's count.
+const MaxProducers = 10_000_000
+
 // Validate checks a phase as the runner will pace it: its profile, a
-// stagger no longer than the phase, max_in_flight within its bounds,
+// stagger no longer than the phase (and none with producers, which have
+// align), max_in_flight within its bounds,
 // max_in_flight_bytes not below 1KiB (0: the default), its fault policy (outage windows
 // inside the phase), and a load a generator can pace (MaxSendRate,
 // MaxBurstPeriods). Each line of the error starts with the key it is about,
@@ -289,6 +370,9 @@ func (ph PlanPhase) Validate() error {
 	var errs []error
 	if err := ph.Profile.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if ph.Profile.Kind == ProfileProducers && ph.Stagger > 0 {
+		errs = append(errs, fmt.Errorf("stagger: does not apply to producers: give align: staggered to spread them"))
 	}
 	if !ph.Blast() && ph.Stagger > ph.Duration && ph.Duration > 0 {
 		errs = append(errs, fmt.Errorf("stagger: %s is longer than the phase (%s): the rate would never reach its target", ph.Stagger, ph.Duration))

@@ -89,6 +89,12 @@ type PhaseSpec struct {
 	// each starting its next send when its last one returned (the closed
 	// model): the phase reports time to complete and peak backlog.
 	Blast *Blast `yaml:"blast"`
+	// Producers is a fleet of senders, each sending one batch every
+	// interval (a service's health check every 30 s): count producers,
+	// aligned (all at the same moment), staggered (evenly spread, the
+	// default) or jittered (each at a moment of its own) within every.
+	// The rate is count × batch / every.
+	Producers *Producers `yaml:"producers"`
 	// PhaseSettings are the keys that defaults: may set for every phase.
 	PhaseSettings `yaml:",inline"`
 }
@@ -130,6 +136,21 @@ type Blast struct {
 	Workers int `yaml:"workers"`
 }
 
+// Producers is a producers phase's fleet.
+type Producers struct {
+	// Count is how many producers send (at most 10,000,000).
+	Count uint64 `yaml:"count" jsonschema:"required" example:"18000"`
+	// Every is how often each producer sends one batch.
+	Every Duration `yaml:"every" jsonschema:"required" example:"30s"`
+	// Align is when each sends within every: aligned (all at once),
+	// staggered (evenly spread) or jittered (each at a moment of its own,
+	// the same in every run).
+	Align string `yaml:"align"`
+}
+
+// SetDefaults staggers producers unless align says otherwise.
+func (p *Producers) SetDefaults() { p.Align = AlignStaggered }
+
 // SetDefaults gives a blast its default workers (the scenario decoder
 // calls it before filling the mapping in).
 func (b *Blast) SetDefaults() { b.Workers = DefaultBlastWorkers }
@@ -169,11 +190,11 @@ func (s PhaseSettings) Validate() error {
 }
 
 // profileKeys are the keys that choose a phase's load profile.
-var profileKeys = []string{"rate", "ramp", "steps", "blast"}
+var profileKeys = []string{"rate", "ramp", "steps", "blast", "producers"}
 
 // chosen lists the profile keys s sets, in profileKeys order.
 func (s PhaseSpec) chosen() []string {
-	set := map[string]bool{"rate": s.Rate != nil, "ramp": s.Ramp != nil, "steps": s.Steps != nil, "blast": s.Blast != nil}
+	set := map[string]bool{"rate": s.Rate != nil, "ramp": s.Ramp != nil, "steps": s.Steps != nil, "blast": s.Blast != nil, "producers": s.Producers != nil}
 	var out []string
 	for _, k := range profileKeys {
 		if set[k] {
@@ -200,7 +221,7 @@ func (s PhaseSpec) Validate() error {
 	case len(chosen) == 0 && s.Burst != nil:
 		add(`has "burst" without "rate": burst spikes rise above a base rate`)
 	case len(chosen) == 0:
-		add("has no load profile: give one of rate, ramp, steps or blast")
+		add("has no load profile: give one of rate, ramp, steps, blast or producers")
 	case len(chosen) > 1:
 		add("has both %q and %q: give one profile per phase", chosen[0], chosen[1])
 	}
@@ -252,12 +273,15 @@ func (s PhaseSpec) Profile() (Profile, Duration) {
 		if s.Duration == nil {
 			d = DefaultBlastLimit
 		}
+	case s.Producers != nil:
+		p = Profile{Kind: ProfileProducers, Count: s.Producers.Count, Every: s.Producers.Every, Align: s.Producers.Align}
 	}
 	return p, d
 }
 
 // peakKey returns the key of the profile's highest rate (rate, ramp.to,
-// steps[2].rate, burst.rate) and that rate in items per second.
+// steps[2].rate, burst.rate) and that rate in items per second (for
+// producers: in sends a second, count / every).
 func (p Profile) peakKey() (string, float64) {
 	switch p.Kind {
 	case ProfileRamp:
@@ -279,6 +303,11 @@ func (p Profile) peakKey() (string, float64) {
 		}
 	case ProfileBlast:
 		return "", 0
+	case ProfileProducers:
+		if p.Every > 0 {
+			return "producers.count", float64(p.Count) / p.Every.D().Seconds()
+		}
+		return "", 0
 	}
 	return "rate", float64(p.Rate)
 }
@@ -289,6 +318,9 @@ func (p Profile) peakKey() (string, float64) {
 func (ph PlanPhase) checkGenerable() []error {
 	var errs []error
 	key, peak := ph.Profile.peakKey()
+	if ph.Profile.Kind == ProfileProducers {
+		peak *= float64(ph.batch()) // each producer sends a batch
+	}
 	if sends := peak / float64(ph.batch()); sends > MaxSendRate {
 		errs = append(errs, fmt.Errorf("%s: %s/s in sends of %d item(s) is %s sends a second; a plan may ask at most %s (one generator sends some 100,000 a second per core): give a lower rate, or a larger workload.batch",
 			key, FormatCount(peak), ph.batch(), FormatCount(sends), FormatCount(MaxSendRate)))

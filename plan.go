@@ -18,7 +18,21 @@ const (
 	ProfileSteps    ProfileKind = "steps"    // a list of (rate, duration), in order
 	ProfileBurst    ProfileKind = "burst"    // Rate with spikes of Burst.Rate every Burst.Every for Burst.For
 	ProfileBlast    ProfileKind = "blast"    // Count items as fast as Workers allow (closed model)
+	// ProfileProducers is Count producers each sending one batch every
+	// Every, aligned, staggered or jittered within it.
+	ProfileProducers ProfileKind = "producers"
 )
+
+// The alignments of a producers profile: when, within each Every, each
+// producer sends.
+const (
+	AlignAligned   = "aligned"   // every producer at the same moment (a fleet restarted together)
+	AlignStaggered = "staggered" // producer i at i·Every/Count: evenly spread
+	AlignJittered  = "jittered"  // each at a moment of its own, drawn at random once (the same in every run)
+)
+
+// Alignments lists the alignments of a producers profile.
+var Alignments = []string{AlignAligned, AlignStaggered, AlignJittered}
 
 // Step is one stretch of a steps profile.
 type Step struct {
@@ -53,9 +67,21 @@ type Profile struct {
 	Burst *Burst      `json:"burst,omitempty"` // burst
 	// Count and Workers describe a blast: Count items sent by Workers
 	// concurrent senders as fast as they go (the closed model of the
-	// reference's "50-worker pool" tests).
+	// reference's "50-worker pool" tests). For a producers profile, Count
+	// is the number of producers.
 	Count   uint64 `json:"count,omitempty"`
 	Workers int    `json:"workers,omitempty"`
+	// Every and Align describe a producers profile: Count producers each
+	// send one batch every Every (a service's health check every 30 s),
+	// Align says when within it (AlignAligned, AlignStaggered,
+	// AlignJittered). Seed varies the jittered moments (a shard's are its
+	// own). The item rate is Count × batch size / Every. Sends go to the
+	// driver in turn, so a driver that spreads them over its connections
+	// in turn, with as many connections as producers, gives each producer
+	// a connection of its own.
+	Every Duration `json:"every,omitempty"`
+	Align string   `json:"align,omitempty"`
+	Seed  uint64   `json:"seed,omitempty"`
 }
 
 // PlanPhase is one phase of a Plan, fully resolved: every default applied,
@@ -236,7 +262,8 @@ func (ph PlanPhase) batch() int {
 
 // Scale returns a copy of p whose phases are stretched or shrunk by one
 // factor so that they add up to total: durations, steps, bursts, staggers
-// and outage windows alike, so the shape is kept. It is how the
+// and outage windows alike, and the times of every component whose
+// configuration is a TimeScaler, so the shape is kept. It is how the
 // references' 20-minute tests run in 2 minutes. A total of zero or less,
 // or one so short that a paced phase would send nothing, is an error.
 func (p Plan) Scale(total time.Duration) (Plan, error) {
@@ -276,6 +303,17 @@ func (p Plan) Scale(total time.Duration) (Plan, error) {
 		}
 		out.Phases[i] = ph
 	}
+	out.Target, out.Workload = scaleComponent(p.Target, f), scaleComponent(p.Workload, f)
+	for _, c := range []**Component{&out.SUT, &out.Sink} {
+		if *c != nil {
+			sc := scaleComponent(**c, f)
+			*c = &sc
+		}
+	}
+	out.Observers = make([]Component, len(p.Observers))
+	for i, o := range p.Observers {
+		out.Observers[i] = scaleComponent(o, f)
+	}
 	if last := &out.Phases[len(out.Phases)-1]; last.Profile.Kind != ProfileSteps {
 		if d := Duration(total) - Duration(out.Duration()); last.Duration+d > 0 {
 			last.Duration += d
@@ -286,6 +324,9 @@ func (p Plan) Scale(total time.Duration) (Plan, error) {
 	}
 	for i, ph := range out.Phases {
 		c, _ := ph.Curve()
+		if ph.Profile.Kind == ProfileConstant && ph.Profile.Rate == 0 {
+			continue // a pause: nothing to send, by design
+		}
 		idle := p.Phases[i].Items == 0 // a phase of no load (a baseline) stays one
 		if !ph.Blast() && !idle && (ph.Items == 0 || c.Expected() < 1-1e-9) {
 			return p, fmt.Errorf("at %s in total, phase %s would last %s, too short to send one batch at its rate: give a longer duration", FormatDuration(total), ph.Name, ph.Duration)
@@ -294,8 +335,28 @@ func (p Plan) Scale(total time.Duration) (Plan, error) {
 	return out, nil
 }
 
+// TimeScaler is the optional ability of a component's configuration to keep
+// its own times in step with the phases when Plan.Scale stretches or shrinks
+// a run: a system under test's schedule of faults, a cap sized to be
+// reached and drained in a share of the run. ScaleTime returns a copy of
+// the configuration with those times (and what is sized by them) multiplied
+// by f; it does not modify the receiver.
+type TimeScaler interface {
+	ScaleTime(f float64) any
+}
+
+// scaleComponent returns c with its configuration scaled by f when it is
+// a TimeScaler.
+func scaleComponent(c Component, f float64) Component {
+	if ts, ok := c.Config.(TimeScaler); ok {
+		c.Config = ts.ScaleTime(f)
+	}
+	return c
+}
+
 // Slice returns shard index (0-based) of n: every rate divided by n, a
-// blast's count and workers split, and the sequence numbers of the shard
+// blast's count and workers and a producers profile's producers split, and
+// the sequence numbers of the shard
 // in a range of their own, so the shards of one plan, run together from a
 // shared StartAt, send what the whole plan sends and a sink can tell their
 // items apart.
@@ -336,6 +397,10 @@ func (p Plan) Slice(index, n int) (Plan, error) {
 		if pr.Kind == ProfileBlast {
 			pr.Count = share(pr.Count)
 			pr.Workers = max(1, int(share(uint64(pr.Workers))))
+		}
+		if pr.Kind == ProfileProducers {
+			pr.Count = max(1, share(pr.Count))
+			pr.Seed = uint64(index)
 		}
 		ph.Profile = pr
 		ph.MaxInFlight = max(1, int(share(uint64(ph.MaxInFlight))))

@@ -219,3 +219,141 @@ func TestProbeRefusesWhatNoMachineGenerates(t *testing.T) {
 		t.Errorf("a probe at 10^6/s in batches of 2: %v", err)
 	}
 }
+
+// producers returns a phase of n producers sending every `every` seconds.
+func producers(n uint64, every float64, align string, dur float64) pipebench.PlanPhase {
+	return pipebench.PlanPhase{Name: "health", Duration: sec(dur), BatchSize: 1, MaxInFlight: 100,
+		Profile: pipebench.Profile{Kind: pipebench.ProfileProducers, Count: n, Every: sec(every), Align: align}}
+}
+
+// N producers each sending every interval: aligned all at once, staggered
+// evenly, jittered at moments of their own (the same on every compile);
+// each producer sends exactly once per interval, and the rate is N/every.
+func TestProducers(t *testing.T) {
+	for _, align := range pipebench.Alignments {
+		ph := producers(4, 2, align, 10)
+		c, err := ph.Curve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Sends() != 20 || c.RateAt(time.Second) != 2 {
+			t.Errorf("%s: %d sends at %v/s, want 20 at 2/s", align, c.Sends(), c.RateAt(time.Second))
+		}
+		var prev time.Duration
+		for n := uint64(0); n < c.Sends(); n++ {
+			at, ok := c.At(n)
+			if !ok || at < prev || at >= 10*time.Second {
+				t.Fatalf("%s: send %d at %s (after %s)", align, n, at, prev)
+			}
+			// Send n is producer n mod 4's, once in each 2 s.
+			if first, _ := c.At(n % 4); at-first != time.Duration(n/4)*2*time.Second {
+				t.Errorf("%s: send %d at %s, producer's first at %s", align, n, at, first)
+			}
+			prev = at
+		}
+		if _, ok := c.At(20); ok {
+			t.Errorf("%s: a 21st send", align)
+		}
+		if got := c.Due(1999 * time.Millisecond); got != 4 {
+			t.Errorf("%s: %d due in the first period", align, got)
+		}
+	}
+	aligned, _ := producers(4, 2, pipebench.AlignAligned, 10).Curve()
+	staggered, _ := producers(4, 2, pipebench.AlignStaggered, 10).Curve()
+	if aligned.Due(0) != 4 || staggered.Due(0) != 1 || staggered.Due(1500*time.Millisecond) != 4 {
+		t.Errorf("due at 0: aligned %d, staggered %d; staggered by 1.5 s %d", aligned.Due(0), staggered.Due(0), staggered.Due(1500*time.Millisecond))
+	}
+	j1, _ := producers(1000, 30, pipebench.AlignJittered, 30).Curve()
+	j2, _ := producers(1000, 30, pipebench.AlignJittered, 30).Curve()
+	a, _ := j1.At(500)
+	b, _ := j2.At(500)
+	mid := j1.Due(15 * time.Second)
+	if a != b || mid < 400 || mid > 600 {
+		t.Errorf("jittered: not the same on every compile (%s, %s) or not spread (%d of 1,000 in the first half)", a, b, mid)
+	}
+	// A period cut short by the phase's end sends only the producers due
+	// within it.
+	short, _ := producers(4, 2, pipebench.AlignStaggered, 3).Curve()
+	if short.Sends() != 6 {
+		t.Errorf("staggered over 1.5 periods: %d sends, want 6", short.Sends())
+	}
+}
+
+func TestProducersValidateSliceScale(t *testing.T) {
+	for _, c := range []struct {
+		ph   pipebench.PlanPhase
+		want string
+	}{
+		{producers(0, 30, pipebench.AlignAligned, 60), "producers.count: 0 is outside 1..10,000,000"},
+		{producers(10, 0, pipebench.AlignAligned, 60), "producers.every: must be more than 0"},
+		{producers(10, 30, "sideways", 60), `producers.align: "sideways" is not one of`},
+		{func() pipebench.PlanPhase {
+			p := producers(10, 30, pipebench.AlignAligned, 60)
+			p.Stagger = sec(5)
+			return p
+		}(), "stagger: does not apply to producers"},
+	} {
+		if err := c.ph.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.ph.Profile, err, c.want)
+		}
+	}
+	p := pipebench.Plan{Scenario: "chef", Phases: []pipebench.PlanPhase{producers(18000, 30, pipebench.AlignJittered, 60)}}
+	if err := p.CountItems(); err != nil || p.Phases[0].Items != 36000 {
+		t.Fatalf("items %d, %v", p.Phases[0].Items, err)
+	}
+	var sum uint64
+	for i := 0; i < 3; i++ {
+		s, err := p.Slice(i, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := s.Phases[0].Profile
+		if pr.Count != 6000 || pr.Every != sec(30) || pr.Seed != uint64(i) {
+			t.Errorf("shard %d: %+v", i, pr)
+		}
+		sum += s.Phases[0].Items
+	}
+	if sum != 36000 {
+		t.Errorf("shards send %d, the whole plan 36,000", sum)
+	}
+	// Scaled, the producers keep their interval (and so the rate).
+	s, err := p.Scale(6 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr := s.Phases[0].Profile; pr.Every != sec(30) || s.Phases[0].PlannedRate() < 0 {
+		t.Errorf("scaled: %+v", pr)
+	}
+}
+
+// scaled is a component configuration that keeps a time of its own.
+type scaled struct{ At time.Duration }
+
+func (c *scaled) ScaleTime(f float64) any { return &scaled{At: time.Duration(float64(c.At) * f)} }
+
+// Plan.Scale scales the times of TimeScaler configurations with the
+// phases, and keeps a pause (rate 0) as it is.
+func TestScaleTimeScalers(t *testing.T) {
+	sut := &scaled{At: 30 * time.Second}
+	p := pipebench.Plan{Scenario: "s", SUT: &pipebench.Component{Type: "x", Config: sut}, Observers: []pipebench.Component{{Type: "o", Config: &scaled{At: time.Minute}}},
+		Phases: []pipebench.PlanPhase{
+			{Name: "load", Duration: sec(60), BatchSize: 1, Profile: pipebench.Profile{Kind: pipebench.ProfileConstant, Rate: 100}},
+			{Name: "pause", Duration: sec(60), BatchSize: 1, Profile: pipebench.Profile{Kind: pipebench.ProfileConstant, Rate: 0}},
+		}}
+	if err := p.CountItems(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Scale(12 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.SUT.Config.(*scaled).At; got != 3*time.Second || sut.At != 30*time.Second {
+		t.Errorf("scaled SUT time %s (the original now %s), want 3s (30s)", got, sut.At)
+	}
+	if got := s.Observers[0].Config.(*scaled).At; got != 6*time.Second {
+		t.Errorf("scaled observer time %s", got)
+	}
+	if s.Phases[1].Duration != sec(6) || s.Phases[1].Items != 0 {
+		t.Errorf("pause %+v", s.Phases[1])
+	}
+}

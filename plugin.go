@@ -149,6 +149,11 @@ type Instance struct {
 	Name       string // "collector-0"
 	PID        int    // 0 when unknown
 	MetricsURL string // its own Prometheus endpoint, if it has one
+	// CurrentPID, when set, returns the process id now, for a process the
+	// system under test may restart during the run (a node killed and
+	// started again); PID is the one it started with. Safe for concurrent
+	// use.
+	CurrentPID func() int `json:"-"`
 }
 
 // SUT is an embedded system under test, started by the runner for the

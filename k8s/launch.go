@@ -551,7 +551,9 @@ func (l Launch) warnLate(byShard map[int]*corev1.ConfigMap) {
 // DefaultLead is the time between every pod being ready and the start
 // for n shards: 5 s, or 10 ms a shard when that is longer (15 s for
 // 1,500), for the start time to reach every shard through its watch.
-func DefaultLead(n int) time.Duration { return max(5*time.Second, time.Duration(n)*10*time.Millisecond) }
+func DefaultLead(n int) time.Duration {
+	return max(5*time.Second, time.Duration(n)*10*time.Millisecond)
+}
 
 func sortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))

@@ -158,6 +158,7 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result) *pipebenc
 	if b, ok := seriesMax(res.Series, "backlog", first.Started, until); ok {
 		t.Set(pipebench.KPI{Name: "backlog.max", Value: b, Unit: pipebench.UnitCount})
 	}
+	applyPending(&t, res.Phases, res.Series, until) // lost is only what the pipeline no longer holds
 	return &t
 }
 

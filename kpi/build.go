@@ -150,7 +150,7 @@ func ObservedKPIs(series []pipebench.Series, from, to time.Time) []pipebench.KPI
 			// pipeline's own running total.
 			out = append(out, pipebench.KPI{Name: s.Name + ".total", Labels: s.Labels, Value: pts[len(pts)-1].V, Unit: pipebench.UnitCount})
 		case strings.HasSuffix(s.Name, "_rate") || s.Name == "cpu_cores":
-			out = append(out, pipebench.KPI{Name: s.Name, Labels: s.Labels, Value: mean(pts), Unit: s.Unit})
+			out = append(out, pipebench.KPI{Name: s.Name, Labels: s.Labels, Value: rateMean(s.Points, pts), Unit: s.Unit})
 		case s.Name == "memory_mb":
 			out = append(out, pipebench.KPI{Name: s.Name, Labels: s.Labels, Value: maxOf(pts), Unit: s.Unit})
 		default:
@@ -169,6 +169,38 @@ var runnerSeries = map[string]bool{
 	"target_rate": true, "sent_rate": true, "accepted_rate": true, "delivered_rate": true,
 	"backlog": true, "schedule_lag_ms": true, "in_flight": true,
 	"latency_p50_ms": true, "latency_p90_ms": true, "latency_p99_ms": true,
+}
+
+// rateMean is the mean of the rate points pts (a window of the series
+// all), each weighted by the time it covers: since the point before it in
+// the series (a derived rate is the counter's growth over exactly that
+// time). An interval in which the system could not be observed (a hung
+// process) then counts for its length, not for one point; with even
+// intervals it is the plain mean.
+func rateMean(all, pts []pipebench.TimeValue) float64 {
+	if len(pts) < 2 || len(all) < 2 {
+		return mean(pts)
+	}
+	var sum, span float64
+	for _, p := range pts {
+		i := sort.Search(len(all), func(i int) bool { return !all[i].T.Before(p.T) })
+		var w float64
+		switch {
+		case i > 0:
+			w = p.T.Sub(all[i-1].T).Seconds()
+		case i+1 < len(all):
+			w = all[i+1].T.Sub(p.T).Seconds() // the first point: as long as the next gap
+		}
+		if w <= 0 {
+			continue
+		}
+		sum += p.V * w
+		span += w
+	}
+	if span <= 0 {
+		return mean(pts)
+	}
+	return sum / span
 }
 
 func mean(pts []pipebench.TimeValue) float64 {

@@ -18,6 +18,9 @@ type NATSDetectOptions struct {
 	// TrendPoints is how many trailing observations the filling rate is
 	// measured over (default 3).
 	TrendPoints int
+	// RestartGrace is how long after a node started again a dispatch
+	// stall is put down to the restart (default 20s).
+	RestartGrace time.Duration
 }
 
 func (o *NATSDetectOptions) defaults() {
@@ -29,6 +32,9 @@ func (o *NATSDetectOptions) defaults() {
 	}
 	if o.TrendPoints < 2 {
 		o.TrendPoints = 3
+	}
+	if o.RestartGrace == 0 {
+		o.RestartGrace = 20 * time.Second
 	}
 }
 
@@ -43,12 +49,23 @@ func (o *NATSDetectOptions) defaults() {
 //     FullRatio while others had room; storage_full_all (F2): every node's
 //     did (Began: when the last one filled).
 //   - stream_full: a stream's storage_used_ratio reached FullRatio.
-//   - dispatch_stalled (F3): a consumer had messages pending
-//     (consumer_pending > 0) and its ack floor (consumer_acked_seq) did not
-//     move for StallPoints observations while its stream was not full
-//     (Value: the pending count when it began).
+//   - dispatch_stalled (F3): JetStream kept accepting into a stream (its
+//     last sequence rose) while no consumer of it acknowledged anything
+//     for StallPoints observations, with messages pending, no node's
+//     storage or the stream full and no consumer paused (Value: the
+//     pending count when it began). A consumer whose node stopped
+//     answering counts as making no progress; a stall while a node
+//     restarts (and RestartGrace after) is the restart's: leaders are
+//     being elected again.
+//   - node_restart (the reference's "JS pod restart"): a node's start
+//     time changed between two observations (Began: the last observation
+//     before, Value: the seconds until it started again).
+//   - rate_drop: the handled rate fell and stayed down (rateDrop).
+//   - buffering: the generator's rate and the consumer's parted
+//     (buffering).
 //
-// It reads only r.Series and r.Phases and is pure.
+// It also sets the KPIs memorySlopes and outstandingDrains compute. It
+// reads only r.Series, r.Phases and r.Plan.
 func DetectNATS(r *pipebench.Result, o NATSDetectOptions) []pipebench.Detection {
 	o.defaults()
 	var out []pipebench.Detection
@@ -126,46 +143,13 @@ func DetectNATS(r *pipebench.Result, o NATSDetectOptions) []pipebench.Detection 
 				Message: fmt.Sprintf("%s is full while other nodes have room (F1)", k)})
 		}
 	}
-	// Dispatch stalled while storage is not full (F3).
-	for _, pend := range byName["consumer_pending"] {
-		acked := natsMatching(byName["consumer_acked_seq"], pend.Labels, "instance", "stream", "consumer")
-		if acked == nil {
-			continue
-		}
-		ratio := natsMatching(byName["storage_used_ratio"], pend.Labels, "instance", "stream")
-		// A consumer paused on purpose (a planned outage) is not stalled.
-		paused := natsMatching(byName["consumer_paused"], pend.Labels, "instance", "stream", "consumer")
-		run := 0
-		var began time.Time
-		var pending float64
-		for _, p := range pend.Points {
-			a, okA := natsPointAt(acked.Points, p.T)
-			prev, okP := natsPointAt(acked.Points, p.T.Add(-time.Nanosecond))
-			explained := false // by full storage or a pause
-			if ratio != nil {
-				if v, ok := natsPointAt(ratio.Points, p.T); ok && v >= o.FullRatio {
-					explained = true
-				}
-			}
-			if paused != nil {
-				if v, ok := natsPointAt(paused.Points, p.T); ok && v > 0 {
-					explained = true
-				}
-			}
-			if p.V > 0 && okA && okP && a <= prev && !explained {
-				if run == 0 {
-					began, pending = p.T, p.V
-				}
-				run++
-				if run == o.StallPoints {
-					out = append(out, pipebench.Detection{Detector: "dispatch_stalled", Series: pend.Key(), Phase: phase(began), Began: began, Value: pending,
-						Message: fmt.Sprintf("%s: %.0f messages pending and nothing acked for %d observations while the stream was not full (F3)", pend.Key(), pending, run)})
-				}
-				continue
-			}
-			run = 0
-		}
-	}
+	restarts := nodeRestarts(byName, phase)
+	out = append(out, dispatchStalled(r, byName, o, restarts, phase)...)
+	out = append(out, restarts...)
+	out = append(out, rateDrop(r, byName, phase)...)
+	out = append(out, buffering(r, byName, phase)...)
+	memorySlopes(r, byName)
+	outstandingDrains(r, byName)
 	return out
 }
 

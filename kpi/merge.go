@@ -162,6 +162,7 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 	for i := 0; i < phases && i < len(plan.Phases); i++ {
 		planned += plan.Phases[i].Items
 	}
+	mergePending(ordered, res) // the pipeline held its pending items once, not once per shard
 	reasons = append(reasons, reached(totalSends, planned)...)
 	res.Thresholds = EvalThresholds(plan, res.Phases)
 	res.Detections = DetectAll(res)

@@ -78,6 +78,12 @@ func Profile(ph pipebench.PlanPhase) string {
 		}
 	case pipebench.ProfileBlast:
 		s = fmt.Sprintf("blast %d items with %d workers", p.Count, p.Workers)
+	case pipebench.ProfileProducers:
+		rate := 0.0
+		if c, err := ph.Curve(); err == nil {
+			rate = c.RateAt(0)
+		}
+		s = fmt.Sprintf("%s producers every %s (%s) = %s/s", pipebench.FormatCount(float64(p.Count)), p.Every, p.Align, pipebench.FormatCount(rate))
 	default:
 		s = string(p.Kind)
 	}

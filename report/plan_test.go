@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/report"
@@ -44,5 +45,14 @@ func TestMillisFits(t *testing.T) {
 		if got := report.Millis(ms); got != want {
 			t.Errorf("Millis(%v) = %q, want %q", ms, got, want)
 		}
+	}
+}
+
+// A producers phase reads as its fleet and the rate it makes.
+func TestProfileProducers(t *testing.T) {
+	services := pipebench.PlanPhase{Name: "s", Duration: pipebench.Duration(time.Minute), BatchSize: 1,
+		Profile: pipebench.Profile{Kind: pipebench.ProfileProducers, Count: 18000, Every: pipebench.Duration(30 * time.Second), Align: pipebench.AlignStaggered}}
+	if got := report.Profile(services); got != "18,000 producers every 30s (staggered) = 600/s" {
+		t.Errorf("producers read %q", got)
 	}
 }

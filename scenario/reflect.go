@@ -390,6 +390,9 @@ func noun(path string) string {
 	if name, _, indexed := strings.Cut(last, "["); indexed {
 		return "every " + strings.TrimSuffix(name, "s")
 	}
+	if strings.HasSuffix(last, "s") {
+		return "a " + last + " section" // producers, outages: not "a producers"
+	}
 	return "a " + last
 }
 

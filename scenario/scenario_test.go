@@ -280,3 +280,31 @@ func TestEnvStandsForAnyScalar(t *testing.T) {
 		t.Errorf("a ${VAR} holding a word for a number: %v", err)
 	}
 }
+
+// A producers phase: the services of the chef reference, each sending a
+// health check every 30 s; staggered unless align says otherwise.
+func TestProducersPhase(t *testing.T) {
+	sc, err := Parse("producers.yaml", []byte(`name: x
+target: {driver: http}
+phases:
+  - {name: services, duration: 1m, producers: {count: 18000, every: 30s}}
+  - {name: restart, duration: 1m, producers: {count: 600, every: 1s, align: aligned}}
+`), params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Compile(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := plan.Phases[0].Profile
+	if pr.Kind != pipebench.ProfileProducers || pr.Count != 18000 || pr.Every.D() != 30*time.Second || pr.Align != pipebench.AlignStaggered {
+		t.Errorf("profile %+v", pr)
+	}
+	if r := plan.Phases[0].PlannedRate(); r != 600 {
+		t.Errorf("18,000 services every 30 s: %v/s, want 600/s", r)
+	}
+	if a := plan.Phases[1].Profile.Align; a != pipebench.AlignAligned || plan.Phases[1].Items != 36000 {
+		t.Errorf("aligned phase %+v", plan.Phases[1])
+	}
+}

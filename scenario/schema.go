@@ -151,7 +151,7 @@ func (g *schemaGen) object(t reflect.Type, path string, ps probeSet) map[string]
 var shapeRules = map[reflect.Type][]any{
 	reflect.TypeFor[pipebench.PhaseSpec](): {
 		// One load profile (pipebench.PhaseSpec.Validate).
-		map[string]any{"oneOf": []any{req("rate"), req("ramp"), req("steps"), req("blast")}},
+		map[string]any{"oneOf": []any{req("rate"), req("ramp"), req("steps"), req("blast"), req("producers")}},
 		// A burst goes with a rate.
 		map[string]any{"dependentRequired": map[string]any{"burst": []string{"rate"}}},
 		// A steps phase lasts as long as its steps; rate and ramp need a

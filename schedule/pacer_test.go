@@ -231,3 +231,38 @@ func absDiff(a, b time.Duration) time.Duration {
 	}
 	return b - a
 }
+
+// In virtual time: 600 producers every 3 s, aligned, emit all 600 at each
+// period's start and none in between; staggered, one every 5 ms.
+func TestRunProducers(t *testing.T) {
+	for _, c := range []struct {
+		align   string
+		atStart uint64 // sends emitted at each period's start
+	}{{pipebench.AlignAligned, 600}, {pipebench.AlignStaggered, 1}} {
+		synctest.Test(t, func(t *testing.T) {
+			ph := pipebench.PlanPhase{Name: "p", Duration: pipebench.Duration(9 * time.Second), BatchSize: 1,
+				Profile: pipebench.Profile{Kind: pipebench.ProfileProducers, Count: 600, Every: pipebench.Duration(3 * time.Second), Align: c.align}}
+			p := mustNew(t, ph)
+			start := time.Now()
+			perInstant := map[time.Duration]uint64{}
+			n := RunWith(context.Background(), p, start, Coarse, func(i uint64, at time.Time) bool {
+				if now := time.Now(); now.Before(at) || now.Sub(at) > 0 {
+					t.Fatalf("send %d emitted at %v, due %v", i, now.Sub(start), at.Sub(start))
+				}
+				perInstant[at.Sub(start)]++
+				return true
+			})
+			if n != 1800 {
+				t.Fatalf("%s: emitted %d, want 1,800", c.align, n)
+			}
+			for _, period := range []time.Duration{0, 3 * time.Second, 6 * time.Second} {
+				if perInstant[period] != c.atStart {
+					t.Errorf("%s: %d sends at %s, want %d", c.align, perInstant[period], period, c.atStart)
+				}
+			}
+			if c.align == pipebench.AlignStaggered && perInstant[5*time.Millisecond] != 1 {
+				t.Errorf("staggered: no send at 5 ms")
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/tlsconf"
 )
 
 // The publish modes.
@@ -40,6 +41,19 @@ type Config struct {
 	Split bool `yaml:"split" json:"split"`
 	// ConnectConcurrency is how many connections are opened at once.
 	ConnectConcurrency int `yaml:"connect_concurrency" json:"connect_concurrency"`
+	// Creds is a credentials file (a user JWT and its NKey seed, as nsc
+	// writes them; nats bench --creds): every connection presents the JWT
+	// and signs the server's nonce with the seed.
+	Creds string `yaml:"creds" json:"creds,omitempty"`
+	// NKey is a file holding an NKey seed (nats bench --nkey): every
+	// connection presents its public key and signs the server's nonce.
+	NKey string `yaml:"nkey" json:"nkey,omitempty"`
+	// TLS configures TLS for tls:// URLs and servers that require it.
+	TLS tlsconf.Client `yaml:"tls" json:"tls,omitzero"`
+	// NoDiscovery keeps every connection to the servers of url; by
+	// default the servers a cluster announces are used too (on
+	// reconnection, and when a server enters lame duck mode).
+	NoDiscovery bool `yaml:"no_discovery" json:"no_discovery,omitempty"`
 }
 
 // DefaultConfig returns the defaults: JetStream async publish on one
@@ -77,6 +91,10 @@ func (c *Config) Validate() error {
 	if c.ConnectConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("connect_concurrency: must be at least 1"))
 	}
+	if c.Creds != "" && c.NKey != "" {
+		errs = append(errs, fmt.Errorf("creds: give creds or nkey, not both"))
+	}
+	errs = append(errs, c.TLS.Validate("tls"))
 	return errors.Join(errs...)
 }
 

@@ -65,6 +65,7 @@ type Driver struct {
 	timeout time.Duration
 	flusher *wire.Flusher
 	runID   string
+	auth    wire.Options // the credentials, NKey and TLS of every connection
 }
 
 type conn struct {
@@ -131,6 +132,9 @@ func New(cfg Config, target string) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, urls: strings.Join(splitURLs(cfg.URL), ","), keyed: strings.Contains(cfg.Subject, "{key}"), timeout: cfg.Timeout.D()}
+	if err := applyAuth(cfg, &d.auth); err != nil {
+		return nil, err
+	}
 	var id [8]byte
 	rand.Read(id[:])
 	d.runID = hex.EncodeToString(id[:])
@@ -186,7 +190,7 @@ func (d *Driver) Start(ctx context.Context) error {
 			// Credentials are the scenario's: a usage error, found
 			// before any load is sent.
 			return pipebench.UsageError(fmt.Sprintf("the NATS server at %s refused the credentials", pipebench.RedactURL(d.urls)),
-				"check the user and password (or token) in target.url, e.g. nats://${NATS_USER}:${NATS_PASSWORD}@host:4222", err)
+				"check the user and password (or token) in target.url, e.g. nats://${NATS_USER}:${NATS_PASSWORD}@host:4222, or target.creds / target.nkey", err)
 		}
 		return fmt.Errorf("open %d NATS connections to %s: %w", d.cfg.Connections, pipebench.RedactURL(d.urls), err)
 	}
@@ -201,6 +205,11 @@ func (d *Driver) open(i int) (*conn, error) {
 		Timeout:       5 * time.Second,
 		ReconnectWait: 250 * time.Millisecond,
 		Flusher:       d.flusher,
+		TLS:           d.auth.TLS,
+		Sign:          d.auth.Sign,
+		NKey:          d.auth.NKey,
+		JWT:           d.auth.JWT,
+		NoDiscovery:   d.cfg.NoDiscovery,
 	}
 	if d.cfg.Mode != ModeCore {
 		c.prefix = ackPrefix + d.runID + "." + strconv.Itoa(i) + "."

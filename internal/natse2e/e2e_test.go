@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/builtins"
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
 	natsobs "github.com/pipebench/pipebench/observer/nats"
 	"github.com/pipebench/pipebench/payload"
@@ -17,7 +18,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	jetstream.MaybeRunChild() // the test binary is also the nats-server child
+	builtins.MaybeRunChild() // the test binary is also the nats-server nodes and the event proxy
 	os.Exit(m.Run())
 }
 

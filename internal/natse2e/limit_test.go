@@ -18,7 +18,7 @@ import (
 )
 
 // The limit search against the embedded JetStream with a slow consumer
-// (it processes 400 events/s): above that the backlog on the server grows,
+// (it processes 400 events/s, with a bucket of 50 ms: a sharp capacity): above that the backlog on the server grows,
 // so the sustainable rate found is the consumer's, within the asked 10%.
 func TestLimitWithASlowConsumer(t *testing.T) {
 	if testing.Short() {
@@ -45,7 +45,7 @@ sink: {type: nats, stream: EVENTS, durable: pipebench}
 observers: [{type: nats}]
 drain: 3s
 phases:
-  - {name: load, duration: 3s, rate: 200/s, faults: {rate_limit: 400/s}}
+  - {name: load, duration: 3s, rate: 200/s, faults: {rate_limit: 400/s, rate_limit_burst: 50ms}}
 `), scenario.Params{Registry: reg})
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +68,9 @@ phases:
 		t.Fatal(err)
 	}
 	t.Logf("probes:\n%s", strings.Join(lines, "\n"))
+	if ans.Stopped == "ceiling" {
+		t.Skipf("the machine was too loaded: pipebench's own ceiling was reached (%s)", strings.Join(lines, "; "))
+	}
 	if ans.Sustainable < 340 || ans.Sustainable > 440 {
 		t.Errorf("sustainable %v/s (stopped: %s), want the consumer's 400/s within 10%%", ans.Sustainable, ans.Stopped)
 	}

@@ -1,7 +1,9 @@
-// Package natsobs observes nats-server's monitoring endpoint: /varz for
-// memory, CPU and connections, /jsz for every stream's messages and bytes
+// Package natsobs observes nats-server's monitoring endpoints: /varz for
+// memory, CPU, the server's version and start time (a restart), /jsz for
+// each node's storage against its limit, every stream's messages and bytes
 // against its limits and every consumer's backlog, /connz for the client
-// connections open.
+// connections open. The nodes of a cluster are polled at once, and each
+// stream and consumer is reported by its leader.
 package natsobs
 
 import (
@@ -12,7 +14,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pipebench/pipebench"
@@ -62,11 +66,15 @@ func Factory() pipebench.Factory[pipebench.Observer] {
 type target struct {
 	instance string
 	base     string
+	// fromSUT is a target found among the system under test's instances:
+	// one that is no nats-server (answers /varz with a 4xx) is dropped.
+	fromSUT bool
 }
 
-// Observer polls its targets. Observe is called from one goroutine at a
-// time.
+// Observer polls its targets, all at once. Observe is called from one
+// goroutine at a time.
 type Observer struct {
+	mu      sync.Mutex
 	targets []target
 	client  *http.Client
 }
@@ -74,7 +82,9 @@ type Observer struct {
 var _ pipebench.Observer = (*Observer)(nil)
 
 // New returns an observer of cfg.URL, or of every instance's monitoring
-// URL when cfg.URL is empty.
+// URL when cfg.URL is empty (instances that turn out not to be
+// nats-servers, such as an event proxy in front of them, are dropped at
+// their first observation).
 func New(cfg Config, instances []pipebench.Instance) (*Observer, error) {
 	o := &Observer{client: &http.Client{Timeout: cfg.Timeout.D()}}
 	for _, u := range splitURLs(cfg.URL) {
@@ -84,28 +94,38 @@ func New(cfg Config, instances []pipebench.Instance) (*Observer, error) {
 	if len(o.targets) == 0 {
 		for _, in := range instances {
 			if in.MetricsURL != "" {
-				o.targets = append(o.targets, target{instance: in.Name, base: strings.TrimSuffix(in.MetricsURL, "/")})
+				o.targets = append(o.targets, target{instance: in.Name, base: strings.TrimSuffix(in.MetricsURL, "/"), fromSUT: true})
 			}
 		}
 	}
 	if len(o.targets) == 0 {
-		return nil, pipebench.UsageError("the nats observer has nothing to observe", "set its url (http://HOST:8222), or use it with sut: {type: jetstream}", nil)
+		return nil, pipebench.UsageError("the nats observer has nothing to observe", "set its url (http://HOST:8222), or use it with sut: {type: jetstream} or {type: eventproxy}", nil)
 	}
 	return o, nil
 }
 
 // The parts of nats-server's monitoring answers the observer reads.
 type varz struct {
-	Mem         int64   `json:"mem"`
-	CPU         float64 `json:"cpu"`
-	Connections int     `json:"connections"`
-	InMsgs      int64   `json:"in_msgs"`
-	OutMsgs     int64   `json:"out_msgs"`
-	SlowCons    int64   `json:"slow_consumers"`
+	ServerName  string    `json:"server_name"`
+	Version     string    `json:"version"`
+	Start       time.Time `json:"start"`
+	Mem         int64     `json:"mem"`
+	CPU         float64   `json:"cpu"`
+	Connections int       `json:"connections"`
+	InMsgs      int64     `json:"in_msgs"`
+	OutMsgs     int64     `json:"out_msgs"`
+	SlowCons    int64     `json:"slow_consumers"`
 }
 
 type connz struct {
 	NumConns int `json:"total"` // num_connections counts only the page asked for
+}
+
+// clusterInfo says which node leads a stream or consumer; Name is the
+// cluster's name, empty on a server that is not clustered.
+type clusterInfo struct {
+	Name   string `json:"name"`
+	Leader string `json:"leader"`
 }
 
 type jsz struct {
@@ -117,8 +137,9 @@ type jsz struct {
 	} `json:"config"`
 	Accounts []struct {
 		Streams []struct {
-			Name   string `json:"name"`
-			Config *struct {
+			Name    string       `json:"name"`
+			Cluster *clusterInfo `json:"cluster"`
+			Config  *struct {
 				MaxBytes int64  `json:"max_bytes"`
 				MaxMsgs  int64  `json:"max_msgs"`
 				Storage  string `json:"storage"`
@@ -130,11 +151,12 @@ type jsz struct {
 				LastSeq  uint64 `json:"last_seq"`
 			} `json:"state"`
 			Consumers []struct {
-				Name          string `json:"name"`
-				NumAckPending int    `json:"num_ack_pending"`
-				NumRedeliv    int    `json:"num_redelivered"`
-				NumPending    uint64 `json:"num_pending"`
-				Paused        bool   `json:"paused"`
+				Name          string       `json:"name"`
+				Cluster       *clusterInfo `json:"cluster"`
+				NumAckPending int          `json:"num_ack_pending"`
+				NumRedeliv    int          `json:"num_redelivered"`
+				NumPending    uint64       `json:"num_pending"`
+				Paused        bool         `json:"paused"`
 				Delivered     struct {
 					Stream uint64 `json:"stream_seq"`
 				} `json:"delivered"`
@@ -146,100 +168,179 @@ type jsz struct {
 	} `json:"account_details"`
 }
 
-// Observe polls every target and returns its points:
+// Observe polls every target at once and returns their points:
 //
-//	memory_mb, cpu_cores, connections                      per node
-//	js_storage_bytes, node_storage_used_ratio              per node
+//	memory_mb, cpu_cores, connections, slow_consumers,
+//	server_start_time (unix seconds: a change is a restart),
+//	nats_server_info{version} (1)                          per node
+//	js_storage_bytes, node_storage_limit_bytes,
+//	node_storage_used_ratio                                per node
 //	stream_messages, stream_bytes, stream_last_seq,
+//	stream_max_msgs (the cap, when set)                    per stream
 //	storage_used_ratio, storage_used_bytes,
-//	storage_limit_bytes                                    per node and stream
+//	storage_limit_bytes (against the stream's max_bytes)   per stream with one
 //	consumer_pending, ack_pending, redelivered (awaiting ack),
-//	consumer_acked_seq, consumer_paused                    per node, stream and consumer
+//	consumer_acked_seq, consumer_paused                    per stream and consumer
 //
-// storage_used_ratio is the stream's bytes over its max_bytes, or over the
-// node's storage limit when the stream has none.
+// A stream or consumer is reported once, by the node that leads it: on a
+// cluster its points carry the labels stream (and consumer) only, so that
+// its series go on when the leader moves; on a single server also the
+// instance, as every point does.
 func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point, error) {
-	var pts []pipebench.Point
-	var errs []error
-	for _, t := range o.targets {
-		p, err := o.observe(ctx, t, at)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", t.base, err))
-		}
-		pts = append(pts, p...)
+	o.mu.Lock()
+	targets := slices.Clone(o.targets)
+	o.mu.Unlock()
+	pts := make([][]pipebench.Point, len(targets))
+	errs := make([]error, len(targets))
+	notNATS := make([]bool, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pts[i], errs[i] = o.observe(ctx, t, at)
+			var he *httpError
+			if errs[i] != nil && t.fromSUT && errors.As(errs[i], &he) && he.code >= 400 && he.code < 500 && he.path == "/varz" {
+				notNATS[i], errs[i] = true, nil
+			}
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("%s: %w", t.base, errs[i])
+			}
+		}()
 	}
-	return pts, errors.Join(errs...)
+	wg.Wait()
+	var out []pipebench.Point
+	seen := map[string]bool{}
+	var keep []target
+	for i := range targets {
+		if !notNATS[i] {
+			keep = append(keep, targets[i])
+		}
+		for _, p := range pts[i] {
+			// A leader that moved between two nodes' answers reports
+			// once.
+			if k := pipebench.KeyOf(p.Name, p.Labels); !seen[k] {
+				seen[k] = true
+				out = append(out, p)
+			}
+		}
+	}
+	if len(keep) < len(targets) {
+		o.mu.Lock()
+		o.targets = keep
+		o.mu.Unlock()
+	}
+	return out, errors.Join(errs...)
 }
 
 func (o *Observer) observe(ctx context.Context, t target, at time.Time) ([]pipebench.Point, error) {
 	var pts []pipebench.Point
-	add := func(name string, kind pipebench.MetricKind, v float64, kv ...string) {
-		l := map[string]string{"instance": t.instance}
+	point := func(name string, kind pipebench.MetricKind, v float64, l map[string]string) {
+		pts = append(pts, pipebench.Point{Name: name, Labels: l, Kind: kind, At: at, Value: v})
+	}
+	labels := func(instance bool, kv ...string) map[string]string {
+		l := map[string]string{}
+		if instance {
+			l["instance"] = t.instance
+		}
 		for i := 0; i+1 < len(kv); i += 2 {
 			l[kv[i]] = kv[i+1]
 		}
-		pts = append(pts, pipebench.Point{Name: name, Labels: l, Kind: kind, At: at, Value: v})
+		return l
+	}
+	add := func(name string, kind pipebench.MetricKind, v float64, kv ...string) {
+		point(name, kind, v, labels(true, kv...))
 	}
 	var v varz
-	if err := o.get(ctx, t.base+"/varz", &v); err != nil {
+	if err := o.get(ctx, t.base, "/varz", &v); err != nil {
 		return nil, err
 	}
 	add("memory_mb", pipebench.KindGauge, float64(v.Mem)/(1<<20))
 	add("cpu_cores", pipebench.KindGauge, v.CPU/100)
+	if !v.Start.IsZero() {
+		add("server_start_time", pipebench.KindGauge, float64(v.Start.UnixMilli())/1000)
+	}
+	if v.Version != "" {
+		add("nats_server_info", pipebench.KindGauge, 1, "version", v.Version)
+	}
 	var c connz
-	if err := o.get(ctx, t.base+"/connz?limit=1", &c); err != nil {
+	if err := o.get(ctx, t.base, "/connz?limit=1", &c); err != nil {
 		return pts, err
 	}
 	add("connections", pipebench.KindGauge, float64(c.NumConns))
 	add("slow_consumers", pipebench.KindCounter, float64(v.SlowCons))
 	var j jsz
-	if err := o.get(ctx, t.base+"/jsz?streams=true&consumers=true&config=true", &j); err != nil {
+	if err := o.get(ctx, t.base, "/jsz?streams=true&consumers=true&config=true", &j); err != nil {
 		return pts, err
 	}
 	add("js_storage_bytes", pipebench.KindGauge, float64(j.Storage))
 	if j.Config.MaxStorage > 0 {
+		add("node_storage_limit_bytes", pipebench.KindGauge, float64(j.Config.MaxStorage))
 		add("node_storage_used_ratio", pipebench.KindGauge, float64(j.Storage)/float64(j.Config.MaxStorage))
+	}
+	// leads says whether this node reports a stream or consumer (its
+	// leader, or a server that is not clustered), and whether its points
+	// carry the instance.
+	leads := func(ci *clusterInfo) (report, instance bool) {
+		if ci == nil || ci.Name == "" {
+			return true, true
+		}
+		return ci.Leader != "" && ci.Leader == v.ServerName, false
 	}
 	for _, a := range j.Accounts {
 		for _, s := range a.Streams {
-			add("stream_messages", pipebench.KindGauge, float64(s.State.Msgs), "stream", s.Name)
-			add("stream_bytes", pipebench.KindGauge, float64(s.State.Bytes), "stream", s.Name)
-			add("stream_last_seq", pipebench.KindCounter, float64(s.State.LastSeq), "stream", s.Name)
-			limit := j.Config.MaxStorage
-			if s.Config != nil && s.Config.Storage == "memory" {
-				limit = j.Config.MaxMemory
-			}
-			if s.Config != nil && s.Config.MaxBytes > 0 {
-				limit = s.Config.MaxBytes
-			}
-			if limit > 0 {
-				add("storage_used_ratio", pipebench.KindGauge, float64(s.State.Bytes)/float64(limit), "stream", s.Name)
-				// The storage_fill and storage_full detectors read
-				// these two.
-				add("storage_used_bytes", pipebench.KindGauge, float64(s.State.Bytes), "stream", s.Name)
-				add("storage_limit_bytes", pipebench.KindGauge, float64(limit), "stream", s.Name)
+			report, inst := leads(s.Cluster)
+			if report {
+				sl := func() map[string]string { return labels(inst, "stream", s.Name) }
+				point("stream_messages", pipebench.KindGauge, float64(s.State.Msgs), sl())
+				point("stream_bytes", pipebench.KindGauge, float64(s.State.Bytes), sl())
+				point("stream_last_seq", pipebench.KindCounter, float64(s.State.LastSeq), sl())
+				if s.Config != nil && s.Config.MaxMsgs > 0 {
+					point("stream_max_msgs", pipebench.KindGauge, float64(s.Config.MaxMsgs), sl())
+				}
+				if s.Config != nil && s.Config.MaxBytes > 0 {
+					// The stream's own limit (a node's is
+					// node_storage_*): the storage_fill and
+					// storage_full detectors read these.
+					limit := float64(s.Config.MaxBytes)
+					point("storage_used_ratio", pipebench.KindGauge, float64(s.State.Bytes)/limit, sl())
+					point("storage_used_bytes", pipebench.KindGauge, float64(s.State.Bytes), sl())
+					point("storage_limit_bytes", pipebench.KindGauge, limit, sl())
+				}
 			}
 			for _, cs := range s.Consumers {
-				kv := []string{"stream", s.Name, "consumer", cs.Name}
-				add("consumer_pending", pipebench.KindGauge, float64(cs.NumPending), kv...)
-				add("ack_pending", pipebench.KindGauge, float64(cs.NumAckPending), kv...)
+				report, inst := leads(cs.Cluster)
+				if !report {
+					continue
+				}
+				cl := func() map[string]string { return labels(inst, "stream", s.Name, "consumer", cs.Name) }
+				point("consumer_pending", pipebench.KindGauge, float64(cs.NumPending), cl())
+				point("ack_pending", pipebench.KindGauge, float64(cs.NumAckPending), cl())
 				// num_redelivered is the messages redelivered and
 				// not yet acked: a level, not a total.
-				add("redelivered", pipebench.KindGauge, float64(cs.NumRedeliv), kv...)
-				add("consumer_acked_seq", pipebench.KindCounter, float64(cs.AckFloor.Stream), kv...)
+				point("redelivered", pipebench.KindGauge, float64(cs.NumRedeliv), cl())
+				point("consumer_acked_seq", pipebench.KindCounter, float64(cs.AckFloor.Stream), cl())
 				paused := 0.0
 				if cs.Paused {
 					paused = 1
 				}
-				add("consumer_paused", pipebench.KindGauge, paused, kv...)
+				point("consumer_paused", pipebench.KindGauge, paused, cl())
 			}
 		}
 	}
 	return pts, nil
 }
 
-func (o *Observer) get(ctx context.Context, u string, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+// httpError is a monitoring endpoint's answer other than 200.
+type httpError struct {
+	path string
+	code int
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("%s: HTTP %d", e.path, e.code) }
+
+func (o *Observer) get(ctx context.Context, base, path string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		return err
 	}
@@ -250,7 +351,8 @@ func (o *Observer) get(ctx context.Context, u string, into any) error {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, resp.Body)
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
+		p, _, _ := strings.Cut(path, "?")
+		return &httpError{path: p, code: resp.StatusCode}
 	}
 	return json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(into)
 }

@@ -2,6 +2,9 @@ package natsobs
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +14,15 @@ import (
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/natscluster"
 	"github.com/pipebench/pipebench/internal/natstest"
+	"github.com/pipebench/pipebench/internal/testutil"
 )
+
+func TestMain(m *testing.M) {
+	natscluster.MaybeRunChild() // the test binary is also the nats-server child
+	os.Exit(m.Run())
+}
 
 func startServer(t *testing.T) *server.Server {
 	t.Helper()
@@ -137,5 +147,109 @@ func TestUnreachableAndBadConfig(t *testing.T) {
 	err = c.Validate()
 	if err == nil || !strings.Contains(err.Error(), "url:") || !strings.Contains(err.Error(), "timeout:") {
 		t.Errorf("validate: %v", err)
+	}
+}
+
+// count returns how many points are called name with the given labels.
+func count(pts []pipebench.Point, name string, labels ...string) int {
+	n := 0
+	for _, p := range pts {
+		ok := p.Name == name
+		for i := 0; ok && i+1 < len(labels); i += 2 {
+			ok = p.Labels[labels[i]] == labels[i+1]
+		}
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// A three-node cluster, each node its own process with its own limit:
+// node points per node (storage against that node's limit, the version,
+// the start time), the replicated stream and its consumer once, from
+// their leaders, without an instance label; an instance that is no
+// nats-server is dropped without an error; a frozen node fails its
+// observation at once while the others answer.
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nats-server processes")
+	}
+	c, err := natscluster.Start(context.Background(), natscluster.Params{Nodes: 3, Dir: t.TempDir(), MaxStore: []int64{8 << 20, 16 << 20, 32 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop(context.Background()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := natscluster.CreateStream(ctx, c.ClientURL(), js.StreamConfig{Name: "S", Subjects: []string{"e.>"}, Replicas: 3, MaxMsgs: 1000}, time.Now().Add(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(c.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	j, _ := js.New(nc)
+	for i := 0; i < 20; i++ {
+		if _, err := j.Publish(ctx, "e.x", []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := j.CreateConsumer(ctx, "S", js.ConsumerConfig{Durable: "D", AckPolicy: js.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	notNATS := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusMethodNotAllowed) }))
+	defer notNATS.Close()
+	instances := append(c.Instances(), pipebench.Instance{Name: "eventproxy-0", MetricsURL: notNATS.URL})
+	o, err := New(Config{Timeout: pipebench.Duration(time.Second)}, instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pts []pipebench.Point
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		pts, err = o.Observe(ctx, time.Now())
+		return err == nil && count(pts, "consumer_pending") == 1 && count(pts, "stream_messages") == 1
+	}, "observe: %v; %d stream and %d consumer points", err, count(pts, "stream_messages"), count(pts, "consumer_pending"))
+	for i, node := range []string{"nats-0", "nats-1", "nats-2"} {
+		if v := value(t, pts, "node_storage_limit_bytes", "instance", node); v != float64(int64(8<<20)<<i) {
+			t.Errorf("%s limit %v", node, v)
+		}
+		value(t, pts, "server_start_time", "instance", node)
+		if count(pts, "nats_server_info", "instance", node, "version", natscluster.ServerVersion) != 1 {
+			t.Errorf("%s: no version %s", node, natscluster.ServerVersion)
+		}
+	}
+	if v := value(t, pts, "stream_messages", "stream", "S"); v != 20 {
+		t.Errorf("stream_messages %v", v)
+	}
+	if v := value(t, pts, "stream_max_msgs", "stream", "S"); v != 1000 {
+		t.Errorf("stream_max_msgs %v", v)
+	}
+	if v := value(t, pts, "consumer_pending", "consumer", "D"); v != 20 {
+		t.Errorf("consumer_pending %v", v)
+	}
+	for _, p := range pts {
+		if _, ok := p.Labels["instance"]; ok == (p.Labels["stream"] != "") {
+			t.Errorf("point %s %v: node points carry the instance, stream points do not", p.Name, p.Labels)
+		}
+		if p.Labels["instance"] == "eventproxy-0" {
+			t.Errorf("a point of the instance that is no nats-server: %v", p)
+		}
+	}
+	if count(pts, "storage_used_ratio") != 0 {
+		t.Error("a stream without max_bytes has no storage ratio of its own")
+	}
+	if err := c.Node("nats-2").Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Node("nats-2").Thaw()
+	t0 := time.Now()
+	pts, err = o.Observe(ctx, time.Now())
+	if err == nil || !strings.Contains(err.Error(), "nats-2") || time.Since(t0) > 3*time.Second {
+		t.Errorf("observing a frozen node: %v after %s", err, time.Since(t0))
+	}
+	if count(pts, "memory_mb", "instance", "nats-0") != 1 || count(pts, "memory_mb", "instance", "nats-2") != 0 {
+		t.Errorf("the other nodes' points are kept: %d", len(pts))
 	}
 }

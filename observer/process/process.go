@@ -16,11 +16,16 @@ import (
 )
 
 // Config chooses the processes: a pid, the process listening on a local
-// TCP port, or (both empty) every process of the embedded system under test.
+// TCP port, or (both empty) every process of the embedded system under test;
+// Self adds pipebench's own.
 type Config struct {
 	PID  int    `yaml:"pid" json:"pid,omitempty"`
 	Port int    `yaml:"port" json:"port,omitempty"`
 	Name string `yaml:"name" json:"name,omitempty"` // instance label; default pid-N / port-N
+	// Self also observes pipebench's own process, as instance
+	// "pipebench" (the generator, the sink and what runs inside it), so
+	// that a soak shows the generator's memory beside the system's.
+	Self bool `yaml:"self" json:"self,omitempty"`
 }
 
 // Validate reports every problem, each prefixed with its key.
@@ -46,8 +51,9 @@ func Factory() pipebench.Factory[pipebench.Observer] {
 }
 
 type proc struct {
-	name string
-	pid  int
+	name    string
+	pid     int
+	current func() int // the pid now, for a process that may be restarted
 }
 
 // Observer reads /proc for its processes.
@@ -77,9 +83,12 @@ func New(c Config, instances []pipebench.Instance) (*Observer, error) {
 	default:
 		for _, in := range instances {
 			if in.PID > 0 {
-				o.procs = append(o.procs, proc{name: in.Name, pid: in.PID})
+				o.procs = append(o.procs, proc{name: in.Name, pid: in.PID, current: in.CurrentPID})
 			}
 		}
+	}
+	if c.Self {
+		o.procs = append(o.procs, proc{name: "pipebench", pid: os.Getpid()})
 	}
 	if len(o.procs) == 0 {
 		return nil, pipebench.UsageError("the process observer has no process to watch", "give pid or port, or use it with an embedded sut", nil)
@@ -100,6 +109,9 @@ func (o *Observer) Observe(_ context.Context, at time.Time) ([]pipebench.Point, 
 	var pts []pipebench.Point
 	var errs []error
 	for _, p := range o.procs {
+		if p.current != nil {
+			p.pid = p.current() // restarted: its new process
+		}
 		pr, err := o.fs.Proc(p.pid)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("process %s (pid %d): %w", p.name, p.pid, err))

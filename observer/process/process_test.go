@@ -77,3 +77,32 @@ func TestChildProcessAndItsExit(t *testing.T) {
 		t.Error("port with no listener accepted")
 	}
 }
+
+// self: true adds pipebench's own process, as instance pipebench, to the
+// system's.
+func TestSelfBesideTheSystem(t *testing.T) {
+	o, err := New(Config{Self: true}, []pipebench.Instance{{Name: "nats-0", PID: os.Getppid()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.procs) != 2 || o.procs[1].name != "pipebench" || o.procs[1].pid != os.Getpid() {
+		t.Errorf("processes %+v", o.procs)
+	}
+}
+
+// A process restarted under the observer (a node killed and started
+// again) is followed by its current pid.
+func TestRestartedProcessFollowed(t *testing.T) {
+	pid := 999999999 // no such process: the one that was killed
+	o, err := New(Config{}, []pipebench.Instance{{Name: "nats-1", PID: pid, CurrentPID: func() int { return pid }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Observe(context.Background(), time.Now()); err == nil {
+		t.Fatal("observed a process that is gone")
+	}
+	pid = os.Getpid() // started again
+	if m := observe(t, o); m["memory_rss_bytes"] <= 0 {
+		t.Errorf("after the restart: %v", m)
+	}
+}

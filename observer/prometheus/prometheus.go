@@ -77,10 +77,15 @@ var Presets = map[string][]Mapping{
 		{KPI: "exporter_queue_size", Metric: "relay_exporter_queue_size", Kind: "gauge"},
 	},
 	"eventproxy": {
-		{KPI: "receiver_accepted", Metric: "eventproxy_events_accepted_total", Kind: "counter"},
+		// A proxy accepts (answers 2xx) only what it published and had
+		// acknowledged: that is its handled rate; received counts refused
+		// events too.
+		{KPI: "receiver_received", Metric: "eventproxy_events_received_total", Kind: "counter"},
+		{KPI: "receiver_accepted", Metric: "eventproxy_events_published_total", Kind: "counter"},
+		{KPI: "handled", Metric: "eventproxy_events_published_total", Kind: "counter"},
 		{KPI: "receiver_refused", Metric: "eventproxy_events_refused_total", Kind: "counter"},
 		{KPI: "exporter_sent", Metric: "eventproxy_events_published_total", Kind: "counter"},
-		{KPI: "exporter_queue_size", Metric: "eventproxy_publish_in_flight", Kind: "gauge"},
+		{KPI: "publish_in_flight", Metric: "eventproxy_publish_in_flight", Kind: "gauge"},
 		{KPI: "publish_latency_seconds", Metric: "eventproxy_publish_duration_seconds", Kind: "histogram", Quantiles: []float64{0.5, 0.99}},
 	},
 	"healthevents": {

@@ -60,6 +60,7 @@ func specs(item string) []spec {
 		{"rates", "Rates", items + "/s", []string{"target_rate", "sent_rate", "accepted_rate", "receiver_accepted_rate", "exporter_sent_rate", "delivered_rate", "effects_rate"}},
 		{"failures", "Refused and failed", items + "/s", []string{"receiver_refused_rate", "exporter_failed_rate", "exporter_enqueue_failed_rate"}},
 		{"queue", "Exporter queue and backlog", items, []string{"exporter_queue_size", "exporter_queue_capacity", "backlog", "effect_backlog"}},
+		{"storage", "Storage against its limit per node", "share of the limit", []string{"node_storage_used_ratio", "storage_used_ratio"}},
 		{"memory", "Memory per instance", "MB", []string{"memory_mb"}},
 		{"cpu", "CPU per instance", "cores", []string{"cpu_cores"}},
 		{"latency", "Send latency (from the schedule)", "ms", []string{"latency_p50_ms", "latency_p90_ms", "latency_p99_ms"}},

@@ -60,6 +60,10 @@ type Config struct {
 	NakDelay pipebench.Duration `yaml:"nak_delay" json:"nak_delay"`
 	// Listen is where a sink without a url waits for the SUT to attach.
 	Listen string `yaml:"listen" json:"listen"`
+	// Replicas is the consumer's number of copies on a cluster (0: as
+	// many as the stream's). A consumer of one replica lives on one node:
+	// when that node hangs, nothing is dispatched until it answers again.
+	Replicas int `yaml:"replicas" json:"replicas,omitempty"`
 }
 
 // DefaultConfig returns the defaults: a durable pull consumer "pipebench"
@@ -107,6 +111,9 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("listen: %q is not host:port", c.Listen))
+	}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("replicas: %d is outside 0..5", c.Replicas))
 	}
 	return errors.Join(errs...)
 }
@@ -214,7 +221,11 @@ func (s *Sink) Attach(ctx context.Context, url, stream string) error {
 	if stream != "" {
 		s.stream = stream
 	}
+	// A server that stops answering is noticed within a few seconds (a
+	// ping a second, two may go unanswered), and another node of a
+	// cluster used.
 	nc, err := nats.Connect(url, nats.Name("pipebench-sink"), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+		nats.PingInterval(time.Second), nats.MaxPingsOutstanding(2),
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		return fmt.Errorf("the nats sink cannot connect to %s: %w", url, err)
@@ -243,7 +254,7 @@ func (s *Sink) Attach(ctx context.Context, url, stream string) error {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	cc := js.ConsumerConfig{Durable: s.cfg.Durable, AckPolicy: js.AckExplicitPolicy, AckWait: s.cfg.AckWait.D(),
-		MaxAckPending: s.cfg.MaxAckPending, DeliverPolicy: js.DeliverAllPolicy}
+		MaxAckPending: s.cfg.MaxAckPending, DeliverPolicy: js.DeliverAllPolicy, Replicas: s.cfg.Replicas}
 	if s.cfg.Subject != "" && s.cfg.Subject != ">" {
 		cc.FilterSubject = s.cfg.Subject
 	}
@@ -384,6 +395,7 @@ func (s *Sink) pauseLoop() {
 func (s *Sink) slow(n int) fault.Decision {
 	s.mu.Lock()
 	items, msgs := s.policy.RateLimit.PerSecond(), s.policy.RequestRateLimit.PerSecond()
+	burst := s.policy.RateLimitBurst.D()
 	s.mu.Unlock()
 	var gap time.Duration
 	if items > 0 {
@@ -393,10 +405,16 @@ func (s *Sink) slow(n int) fault.Decision {
 		gap = max(gap, time.Duration(float64(time.Second)/msgs))
 	}
 	if gap > 0 {
+		if burst <= 0 {
+			burst = time.Second // the policy's default bucket
+		}
 		s.limMu.Lock()
 		now := time.Now()
-		if s.nextSlot.Before(now) {
-			s.nextSlot = now
+		// The slots missed while a message was processed or a sleep
+		// overran are made up, up to the burst: the limit is the rate
+		// over time, not a pause after every message.
+		if floor := now.Add(-burst); s.nextSlot.Before(floor) {
+			s.nextSlot = floor
 		}
 		wait := s.nextSlot.Sub(now)
 		s.nextSlot = s.nextSlot.Add(gap)

@@ -1,19 +1,28 @@
-// Package eventproxy is an embedded event publisher proxy as the system
-// under test: events come in over HTTP (plain JSON events, CloudEvents in
-// binary or structured mode, structured batches) and go out as JetStream
-// publishes to an embedded nats-server with JetStream (in the same
-// process, storing in the run's directory). A request is answered 2xx only
-// after the JetStream publish ack; a stream that refuses (full, discard new)
-// is 507, nats being unreachable is 503, an ack that does not come in time
-// is 504, so pipebench's outcome classes tell them apart.
+// Package eventproxy is an event publisher proxy as the system under
+// test: events come in over HTTP (plain JSON events, CloudEvents in binary
+// or structured mode, structured batches) and go out as JetStream
+// publishes. A request is answered 2xx only after the JetStream publish
+// ack; a stream that refuses (full, discard new) is 507, nats being
+// unreachable is 503, an ack that does not come in time is 504, so
+// pipebench's outcome classes tell them apart. What the proxy handled is
+// what it published and had acknowledged; received and refused (by reason)
+// are counted beside it.
 //
-// One HTTP listener serves the events (POST on any path; Endpoint names
-// /publish), the proxy's own Prometheus metrics (GET / and GET /metrics:
-// events accepted, published, refused by reason, publish latency, publishes
-// in flight) and the nats-server's monitoring (GET /varz, /jsz, /connz,
-// forwarded), so that one instance URL serves both the prometheus and the
-// nats observer. When the scenario's sink is a nats sink waiting to be told
-// where to consume, the SUT posts the server's client URL and the stream.
+// By default the proxy and one nats-server run inside pipebench's process,
+// storing in the run's directory. With nats.nodes, the nats-server nodes
+// (one, or a cluster on loopback, each with its own storage limit) and the
+// proxy run as processes of their own, as a cluster deploys them, so each
+// has its own memory and CPU; a chaos schedule can restart, kill or freeze
+// a node or the proxy.
+//
+// The proxy's listener serves the events (POST on any path; Endpoint names
+// /publish) and its own Prometheus metrics (GET / and GET /metrics: events
+// received, published, refused by reason, publish latency, publishes in
+// flight); inside pipebench it also forwards the embedded server's
+// monitoring (GET /varz, /jsz, /connz), so that one instance URL serves
+// both the prometheus and the nats observer. When the scenario's sink is a
+// nats sink waiting to be told where to consume, the SUT posts the
+// servers' client URL and the stream.
 package eventproxy
 
 import (
@@ -22,21 +31,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/childproc"
 	"github.com/pipebench/pipebench/internal/natsattach"
+	"github.com/pipebench/pipebench/internal/natscluster"
 )
 
 // ServerVersion is the nats-server release embedded.
@@ -45,24 +57,31 @@ const ServerVersion = server.VERSION
 // Factory returns the factory of the "eventproxy" SUT.
 func Factory() pipebench.Factory[pipebench.SUT] {
 	return pipebench.NewFactory("eventproxy",
-		"an event publisher proxy (HTTP events and CloudEvents in, JetStream publish out, answers after the ack; 507 when the stream is full, 503 when nats is unavailable) in front of an embedded nats-server "+ServerVersion+" with JetStream",
+		"an event publisher proxy (HTTP events and CloudEvents in, JetStream publish out, answers after the ack; 507 when the stream is full, 503 when nats is unavailable) in front of nats-server "+ServerVersion+" with JetStream: embedded, or nodes (a cluster) and the proxy as processes of their own",
 		DefaultConfig,
 		func(c *Config, env pipebench.Env) (pipebench.SUT, error) { return New(*c, env), nil })
 }
 
-// Proxy is the running proxy and its nats-server. Start once, Shutdown once.
+// Proxy is the running proxy and its nats-server(s). Start once, Shutdown
+// once.
 type Proxy struct {
 	cfg    Config
 	notify string // the waiting nats sink's attach endpoint, if any
 	dir    string
-	m      *metrics
+	log    *slog.Logger
 
+	// in pipebench's process (nats.nodes 0)
 	ns   *server.Server
-	nc   *nats.Conn
-	js   js.JetStream
+	h    *handler
 	ln   net.Listener
 	srv  *http.Server
 	done chan struct{}
+
+	// as processes of their own (nats.nodes 1 or more)
+	cluster *natscluster.Cluster
+	proc    *natscluster.Proc
+	port    int
+	chaos   *natscluster.Schedule
 }
 
 var _ pipebench.SUT = (*Proxy)(nil)
@@ -76,16 +95,42 @@ func New(cfg Config, env pipebench.Env) *Proxy {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	p := &Proxy{cfg: cfg, dir: dir, m: newMetrics(), done: make(chan struct{})}
+	log := env.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	p := &Proxy{cfg: cfg, dir: dir, log: log, done: make(chan struct{})}
 	if strings.HasPrefix(env.Target, "http://") && strings.HasSuffix(env.Target, natsattach.Path) {
 		p.notify = env.Target
 	}
 	return p
 }
 
-// Start starts the nats-server, creates the stream, connects the publisher,
-// listens for events on loopback and tells a waiting sink.
+// Start starts the nats-server(s), creates the stream, starts the proxy,
+// tells a waiting sink and starts the chaos schedule.
 func (p *Proxy) Start(ctx context.Context) error {
+	var err error
+	if p.cfg.Separate() {
+		err = p.startSeparate(ctx)
+	} else {
+		err = p.startEmbedded(ctx)
+	}
+	if err == nil && p.notify != "" {
+		err = natsattach.Post(ctx, p.notify, natsattach.Request{URL: p.NATSURL(), Stream: p.cfg.Stream.Name})
+	}
+	if err != nil {
+		p.Shutdown(context.Background())
+		return err
+	}
+	if len(p.cfg.Chaos) > 0 {
+		p.chaos = natscluster.RunChaos(p.cfg.Chaos, p.cluster.Resolver(p.cfg.Stream.Name, map[string]natscluster.Victim{"proxy": p.proc}),
+			p.cfg.StartTimeout.D(), p.log.Info)
+	}
+	return nil
+}
+
+// startEmbedded runs one nats-server and the proxy in this process.
+func (p *Proxy) startEmbedded(ctx context.Context) error {
 	store, err := os.MkdirTemp(p.dir, "eventproxy-")
 	if err != nil {
 		return fmt.Errorf("create the storage directory: %w", err)
@@ -100,275 +145,147 @@ func (p *Proxy) Start(ctx context.Context) error {
 	p.ns = ns
 	go ns.Start()
 	if !ns.ReadyForConnections(p.cfg.StartTimeout.D()) {
-		p.Shutdown(context.Background())
 		return fmt.Errorf("the embedded nats-server did not accept connections within %s", p.cfg.StartTimeout.D())
 	}
-	if err := p.connect(ctx); err != nil {
-		p.Shutdown(context.Background())
+	if err := natscluster.CreateStream(ctx, ns.ClientURL(), p.cfg.StreamSpec(), time.Now().Add(p.cfg.StartTimeout.D())); err != nil {
+		return err
+	}
+	if p.h, err = newHandler(p.cfg, ns.ClientURL()); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		p.Shutdown(context.Background())
 		return fmt.Errorf("listen for events: %w", err)
 	}
 	p.ln = ln
-	p.srv = &http.Server{Handler: p.mux(), ReadHeaderTimeout: 10 * time.Second}
+	p.srv = &http.Server{Handler: p.h.mux(&url.URL{Scheme: "http", Host: ns.MonitorAddr().String()}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { p.srv.Serve(ln); close(p.done) }()
-	if p.notify != "" {
-		if err := p.tellSink(ctx); err != nil {
-			p.Shutdown(context.Background())
-			return err
-		}
-	}
 	return nil
 }
 
-// StreamSpec returns the stream the proxy creates.
-func (c *Config) StreamSpec() js.StreamConfig {
-	sc := js.StreamConfig{Name: c.Stream.Name, Subjects: []string{c.Prefix + ".>"}, MaxBytes: -1, MaxMsgs: -1,
-		Replicas: 1, Storage: js.FileStorage, Discard: js.DiscardOld}
-	if c.Stream.MaxBytes > 0 {
-		sc.MaxBytes = c.Stream.MaxBytes
+// startSeparate runs the nodes and the proxy as processes of their own.
+func (p *Proxy) startSeparate(ctx context.Context) error {
+	deadline := time.Now().Add(p.cfg.StartTimeout.D())
+	params := natscluster.Params{Nodes: p.cfg.NATS.Nodes, MaxStore: p.cfg.NATS.MaxStorePerNode, Dir: p.dir,
+		GoMemLimit: p.cfg.NATS.GoMemLimit, StartTimeout: p.cfg.StartTimeout.D()}
+	if len(params.MaxStore) == 0 {
+		params.MaxStore = []int64{p.cfg.NATS.MaxStore}
 	}
-	if c.Stream.MaxMsgs > 0 {
-		sc.MaxMsgs = c.Stream.MaxMsgs
+	for _, name := range natscluster.NodeNames(p.cfg.NATS.Nodes) {
+		params.Tags = append(params.Tags, []string{natscluster.NodeTag(name)})
 	}
-	if c.Stream.Storage == "memory" {
-		sc.Storage = js.MemoryStorage
-	}
-	if c.Stream.Discard == "new" {
-		sc.Discard = js.DiscardNew
-	}
-	if c.Stream.Retention == "interest" {
-		sc.Retention = js.InterestPolicy
-	}
-	return sc
-}
-
-// connect connects the publisher (reconnecting for ever, so that a server
-// back after an outage is used again) and creates the stream.
-func (p *Proxy) connect(ctx context.Context) error {
-	nc, err := nats.Connect(p.NATSURL(), nats.Name("pipebench-eventproxy"), nats.Timeout(5*time.Second),
-		nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
-	if err != nil {
-		return fmt.Errorf("connect to the embedded nats-server: %w", err)
-	}
-	p.nc = nc
-	j, err := js.New(nc)
+	c, err := natscluster.Start(ctx, params)
 	if err != nil {
 		return err
 	}
-	p.js = j
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout.D())
-	defer cancel()
-	if _, err := j.CreateOrUpdateStream(cctx, p.cfg.StreamSpec()); err != nil {
-		return fmt.Errorf("create stream %s: %w", p.cfg.Stream.Name, err)
+	p.cluster = c
+	if err := natscluster.CreateStream(ctx, c.ClientURL(), p.cfg.StreamSpec(), deadline); err != nil {
+		return err
 	}
-	return nil
+	if p.port, err = childproc.FreePort(); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the pipebench binary to run the proxy: %w", err)
+	}
+	dir, err := os.MkdirTemp(p.dir, "eventproxy-")
+	if err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(childSpec{Config: p.cfg, NATSURL: c.ClientURL(), Port: p.port})
+	spec := filepath.Join(dir, "proxy.json")
+	if err := os.WriteFile(spec, raw, 0o644); err != nil {
+		return err
+	}
+	starts := 0
+	start := func() (*childproc.Proc, error) {
+		starts++
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), ChildEnv+"="+spec)
+		return childproc.Start("the event publisher proxy", cmd, filepath.Join(dir, "proxy."+strconv.Itoa(starts)+".log"))
+	}
+	p.proc, err = natscluster.NewProc(ctx, "proxy", time.Until(deadline), start, p.ready)
+	return err
 }
 
-func (p *Proxy) mux() *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /", p.handleEvent)
-	mux.Handle("GET /{$}", p.m.handler())
-	mux.Handle("GET /metrics", p.m.handler())
-	mon := &url.URL{Scheme: "http", Host: p.ns.MonitorAddr().String()}
-	rp := httputil.NewSingleHostReverseProxy(mon)
-	for _, path := range []string{"/varz", "/jsz", "/connz", "/healthz"} {
-		mux.Handle("GET "+path, rp)
+// ready reports whether the proxy's process answers and is connected.
+func (p *Proxy) ready() bool {
+	cl := http.Client{Timeout: time.Second}
+	resp, err := cl.Get(p.base() + "/ready")
+	if err != nil {
+		return false
 	}
-	return mux
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusNoContent
 }
 
-// header names copied from the request onto the JetStream message.
-func copied(name string) bool {
-	n := strings.ToLower(name)
-	return n == "content-type" || strings.HasPrefix(n, "ce-") || strings.HasPrefix(n, "pipebench-")
+// StreamSpec returns the stream the proxy creates: PREFIX.> captured.
+func (c *Config) StreamSpec() js.StreamConfig {
+	s := c.Stream
+	return natscluster.Stream{Name: s.Name, Subjects: []string{c.Prefix + ".>"}, MaxBytes: s.MaxBytes, MaxMsgs: s.MaxMsgs, Discard: s.Discard,
+		Storage: s.Storage, Retention: s.Retention, Replicas: s.Replicas, Placement: s.Placement}.Spec()
 }
 
-// ceHead holds the attributes of a structured CloudEvent the proxy checks.
-type ceHead struct {
-	SpecVersion string `json:"specversion"`
-	ID          string `json:"id"`
-	Type        string `json:"type"`
-	Source      string `json:"source"`
-}
-
-// parse checks one request and returns the event type and the number of
-// events it carries, or the reason it is refused.
-func parse(r *http.Request, body []byte) (typ string, count int, err error) {
-	count = 1
-	if c := r.Header.Get("Pipebench-Count"); c != "" {
-		if n, e := strconv.Atoi(c); e == nil && n > 0 {
-			count = n
-		}
-	}
-	ct := strings.ToLower(r.Header.Get("Content-Type"))
-	if v := r.Header.Get("Ce-Specversion"); v != "" { // binary mode
-		if r.Header.Get("Ce-Id") == "" || r.Header.Get("Ce-Type") == "" || r.Header.Get("Ce-Source") == "" {
-			return "", 0, errors.New("a binary-mode CloudEvent needs the ce-id, ce-type and ce-source headers")
-		}
-		return r.Header.Get("Ce-Type"), count, nil
-	}
+// base is the proxy's base URL.
+func (p *Proxy) base() string {
 	switch {
-	case strings.HasPrefix(ct, "application/cloudevents-batch+json"):
-		var evs []ceHead
-		if err := json.Unmarshal(body, &evs); err != nil {
-			return "", 0, fmt.Errorf("the body is not a JSON array of CloudEvents: %v", err)
-		}
-		if len(evs) == 0 {
-			return "", 0, errors.New("the batch is empty")
-		}
-		for i, e := range evs {
-			if e.SpecVersion == "" || e.ID == "" || e.Type == "" || e.Source == "" {
-				return "", 0, fmt.Errorf("event %d of the batch lacks specversion, id, type or source", i)
-			}
-		}
-		return evs[0].Type, len(evs), nil
-	case strings.HasPrefix(ct, "application/cloudevents+json"):
-		var e ceHead
-		if err := json.Unmarshal(body, &e); err != nil {
-			return "", 0, fmt.Errorf("the body is not a CloudEvent: %v", err)
-		}
-		if e.SpecVersion == "" || e.ID == "" || e.Type == "" || e.Source == "" {
-			return "", 0, errors.New("the CloudEvent lacks specversion, id, type or source")
-		}
-		return e.Type, count, nil
+	case p.ln != nil:
+		return "http://" + p.ln.Addr().String()
+	case p.port != 0:
+		return "http://127.0.0.1:" + strconv.Itoa(p.port)
 	}
-	if !json.Valid(body) {
-		return "", 0, errors.New("the body is not JSON")
-	}
-	return "event", count, nil
-}
-
-// subject returns PREFIX.TYPE with every character of the type that is not
-// a letter, digit, '-', '_' or a dot between tokens replaced by '_'.
-func (p *Proxy) subject(typ string) string {
-	b := []byte(typ)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			b[i] = '_'
-		}
-	}
-	t := strings.Trim(strings.ReplaceAll(string(b), "..", "._."), ".")
-	if t == "" {
-		t = "event"
-	}
-	return p.cfg.Prefix + "." + t
-}
-
-func (p *Proxy) handleEvent(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			p.refuse(w, 1, "too_large", http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than max_body_bytes (%d)", p.cfg.MaxBodyBytes))
-			return
-		}
-		p.refuse(w, 1, "bad_request", http.StatusBadRequest, "reading the body: "+err.Error())
-		return
-	}
-	typ, count, err := parse(r, body)
-	if err != nil {
-		p.refuse(w, 1, "bad_request", http.StatusBadRequest, err.Error())
-		return
-	}
-	p.m.accepted.Add(float64(count))
-	if !p.nc.IsConnected() {
-		p.refuse(w, count, "nats_unavailable", http.StatusServiceUnavailable, "nats is not connected")
-		return
-	}
-	msg := nats.NewMsg(p.subject(typ))
-	msg.Data = body
-	for k, vs := range r.Header {
-		if copied(k) && len(vs) > 0 {
-			msg.Header.Set(k, vs[0])
-		}
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), p.cfg.PublishTimeout.D())
-	defer cancel()
-	p.m.inFlight.Inc()
-	t0 := time.Now()
-	_, err = p.js.PublishMsg(ctx, msg)
-	p.m.latency.Observe(time.Since(t0).Seconds())
-	p.m.inFlight.Dec()
-	if err != nil {
-		reason, code := classify(err)
-		p.refuse(w, count, reason, code, "publish: "+err.Error())
-		return
-	}
-	p.m.published.Add(float64(count))
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// JetStream error codes the proxy answers as a full stream: a stream limit
-// with discard new (10077) and the server's storage exhausted (10023).
-const (
-	errStreamStoreFailed     = 10077
-	errInsufficientResources = 10023
-)
-
-// classify maps a failed publish to a refusal reason and an HTTP status.
-func classify(err error) (string, int) {
-	var api *js.APIError
-	if errors.As(err, &api) && (api.ErrorCode == errStreamStoreFailed || api.ErrorCode == errInsufficientResources) {
-		return "stream_full", http.StatusInsufficientStorage
-	}
-	msg := err.Error()
-	if strings.Contains(msg, "maximum bytes exceeded") || strings.Contains(msg, "maximum messages exceeded") || strings.Contains(msg, "insufficient resources") {
-		return "stream_full", http.StatusInsufficientStorage
-	}
-	switch {
-	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, js.ErrNoStreamResponse), errors.Is(err, nats.ErrConnectionClosed),
-		errors.Is(err, nats.ErrConnectionDraining), errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionReconnecting):
-		return "nats_unavailable", http.StatusServiceUnavailable
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		return "timeout", http.StatusGatewayTimeout
-	}
-	return "publish_error", http.StatusBadGateway
-}
-
-func (p *Proxy) refuse(w http.ResponseWriter, count int, reason string, code int, msg string) {
-	p.m.refused.WithLabelValues(reason).Add(float64(count))
-	http.Error(w, msg, code)
-}
-
-func (p *Proxy) tellSink(ctx context.Context) error {
-	return natsattach.Post(ctx, p.notify, natsattach.Request{URL: p.NATSURL(), Stream: p.cfg.Stream.Name})
+	return ""
 }
 
 // Endpoint is the URL events are posted to (http://127.0.0.1:PORT/publish;
 // any path is accepted). Empty before Start.
 func (p *Proxy) Endpoint() string {
-	if p.ln == nil {
-		return ""
+	if b := p.base(); b != "" {
+		return b + "/publish"
 	}
-	return "http://" + p.ln.Addr().String() + "/publish"
+	return ""
 }
 
-// NATSURL is the embedded nats-server's client URL. Empty before Start.
+// NATSURL is the nats-server's client URL (every node's, separated by
+// commas). Empty before Start.
 func (p *Proxy) NATSURL() string {
-	if p.ns == nil {
-		return ""
+	switch {
+	case p.cluster != nil:
+		return p.cluster.ClientURL()
+	case p.ns != nil:
+		return p.ns.ClientURL()
 	}
-	return p.ns.ClientURL()
+	return ""
 }
 
-// Instances lists the proxy (it runs in this process, so no PID of its
-// own) with its base URL: GET there is its Prometheus metrics, and
-// /varz, /jsz and /connz are the nats-server's monitoring, so both the
-// prometheus and the nats observer watch the same instance.
+// Cluster returns the nodes when they run as processes of their own (nil
+// otherwise), for tests that kill, restart or freeze one.
+func (p *Proxy) Cluster() *natscluster.Cluster { return p.cluster }
+
+// Instances lists the proxy, eventproxy-0, with its base URL (GET there is
+// its Prometheus metrics). In pipebench's process it has no PID of its own
+// and also forwards the embedded server's /varz, /jsz and /connz, so both
+// the prometheus and the nats observer watch it; as a process of its own
+// it has its PID, and every node follows as an instance of its own
+// (nats-0, ...: PID, monitoring).
 func (p *Proxy) Instances() []pipebench.Instance {
-	if p.ln == nil {
+	if p.base() == "" {
 		return nil
 	}
-	return []pipebench.Instance{{Name: "eventproxy-0", MetricsURL: "http://" + p.ln.Addr().String()}}
+	out := []pipebench.Instance{{Name: "eventproxy-0", MetricsURL: p.base()}}
+	if p.proc != nil {
+		out[0].PID, out[0].CurrentPID = p.proc.PID(), p.proc.PID
+	}
+	if p.cluster != nil {
+		out = append(out, p.cluster.Instances()...)
+	}
+	return out
 }
 
 // StopNATS shuts the embedded nats-server down while the proxy keeps
 // serving, so that publishes fail as "nats unavailable". For tests of
-// outages.
+// outages, in pipebench's process only.
 func (p *Proxy) StopNATS() {
 	if p.ns != nil {
 		p.ns.Shutdown()
@@ -376,9 +293,11 @@ func (p *Proxy) StopNATS() {
 	}
 }
 
-// Shutdown stops accepting events (bounded by ctx), closes the publisher
-// and shuts the nats-server down. A second call does nothing harmful.
+// Shutdown stops the chaos schedule, stops accepting events (bounded by
+// ctx), closes the publisher and stops the nats-server(s). A second call
+// does nothing harmful.
 func (p *Proxy) Shutdown(ctx context.Context) error {
+	p.chaos.Stop()
 	var errs []error
 	if p.srv != nil {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -388,12 +307,34 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		}
 		cancel()
 	}
-	if p.nc != nil {
-		p.nc.Close()
+	if p.h != nil {
+		p.h.close()
+	}
+	if p.proc != nil {
+		errs = append(errs, p.proc.Stop(ctx))
 	}
 	if p.ns != nil {
 		p.ns.Shutdown()
 		p.ns.WaitForShutdown()
 	}
+	if p.cluster != nil {
+		errs = append(errs, p.cluster.Stop(ctx))
+	}
 	return errors.Join(errs...)
+}
+
+var _ pipebench.ExitReporter = (*Proxy)(nil)
+
+// Exited describes the processes of the system (the nats-server nodes and
+// the proxy, when they run apart) that ended during the run without the
+// chaos schedule asking them to; none when they run inside pipebench.
+func (p *Proxy) Exited() []string {
+	var out []string
+	if p.cluster != nil {
+		out = append(out, p.cluster.Exited()...)
+	}
+	if p.proc != nil {
+		out = append(out, p.proc.Exited()...)
+	}
+	return out
 }

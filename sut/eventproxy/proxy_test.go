@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,8 +20,15 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/natsattach"
+	"github.com/pipebench/pipebench/internal/natscluster"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
+
+func TestMain(m *testing.M) {
+	natscluster.MaybeRunChild() // the test binary is also the nats-server nodes
+	MaybeRunChild()             // and the proxy
+	os.Exit(m.Run())
+}
 
 func start(t *testing.T, cfg *Config, target string) *Proxy {
 	t.Helper()
@@ -149,7 +157,7 @@ func TestCountsReconcile(t *testing.T) {
 		requests += 4
 	}
 	m, refused := scrape(t, p)
-	if m[MetricAccepted] != float64(events) || m[MetricPublished] != float64(events) || m[MetricLatency] != float64(requests) || m[MetricInFlight] != 0 {
+	if m[MetricReceived] != float64(events) || m[MetricPublished] != float64(events) || m[MetricLatency] != float64(requests) || m[MetricInFlight] != 0 {
 		t.Errorf("metrics %v, want %d events accepted and published in %d publishes", m, events, requests)
 	}
 	for r, n := range refused {
@@ -214,7 +222,7 @@ func TestFullStreamAnswers507(t *testing.T) {
 		t.Fatalf("statuses %v, want 50×204 and 30×507", codes)
 	}
 	m, refused := scrape(t, p)
-	if m[MetricAccepted] != 80 || m[MetricPublished] != 50 || refused["stream_full"] != 30 {
+	if m[MetricReceived] != 80 || m[MetricPublished] != 50 || refused["stream_full"] != 30 {
 		t.Errorf("metrics %v refused %v", m, refused)
 	}
 	if got := streamInfo(t, p).State.Msgs; got != 50 {
@@ -229,7 +237,7 @@ func TestNATSDownAnswers503(t *testing.T) {
 		t.Fatalf("HTTP %d before the outage", c)
 	}
 	p.StopNATS()
-	testutil.Eventually(t, 10*time.Second, func() bool { return !p.nc.IsConnected() }, "the publisher still looks connected")
+	testutil.Eventually(t, 10*time.Second, func() bool { return !p.h.nc.IsConnected() }, "the publisher still looks connected")
 	for i := 0; i < 5; i++ {
 		if c := post(t, p.Endpoint(), "application/cloudevents+json", nil, structuredCE(2+i)); c != http.StatusServiceUnavailable {
 			t.Fatalf("HTTP %d with nats down, want 503", c)
@@ -333,7 +341,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestSubject(t *testing.T) {
-	p := New(*DefaultConfig(), pipebench.Env{})
+	p := &handler{cfg: *DefaultConfig()}
 	for in, want := range map[string]string{"com.example.x": "events.com.example.x", "a b*c>": "events.a_b_c_", "..": "events._", "": "events.event"} {
 		if got := p.subject(in); got != want {
 			t.Errorf("subject(%q) = %q, want %q", in, got, want)
@@ -377,4 +385,121 @@ func BenchmarkPublish(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// nodeStorage reads a node's JetStream storage used and its limit from its
+// /jsz.
+func nodeStorage(t *testing.T, base string) (used, limit float64) {
+	t.Helper()
+	resp, err := http.Get(base + "/jsz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var j struct {
+		Storage float64 `json:"storage"`
+		Config  struct {
+			MaxStorage float64 `json:"max_storage"`
+		} `json:"config"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
+		t.Fatal(err)
+	}
+	return j.Storage, j.Config.MaxStorage
+}
+
+// The proxy and three nats-server nodes as processes of their own: a
+// stream of one replica placed on nats-0 fills that node's storage while
+// the others stay empty (the eventing reference's F1); beyond it the
+// proxy answers 507. What the clients got 2xx for is what the proxy
+// counted published; received is published plus refused.
+func TestSeparateProcessesOneNodeFills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nats-server processes and the proxy")
+	}
+	cfg := DefaultConfig()
+	cfg.NATS = NATSConfig{Nodes: 3, MaxStore: 1 << 20}
+	cfg.Stream.Placement = "nats-0"
+	p := start(t, cfg, "")
+	in := p.Instances()
+	if len(in) != 4 || in[0].Name != "eventproxy-0" || in[0].PID <= 0 || in[0].PID == os.Getpid() || in[1].Name != "nats-0" || in[3].Name != "nats-2" {
+		t.Fatalf("instances %+v", in)
+	}
+	codes := map[int]int{}
+	body := strings.Repeat("x", 2000)
+	for i := 0; i < 2000 && codes[http.StatusInsufficientStorage] < 20; i++ {
+		codes[post(t, p.Endpoint(), "application/json", map[string]string{"Pipebench-Seq": strconv.Itoa(i + 1)}, `{"d":"`+body+`"}`)]++
+	}
+	if codes[http.StatusNoContent] < 100 || codes[http.StatusInsufficientStorage] < 20 {
+		t.Fatalf("statuses %v: want the node to fill and the proxy to answer 507", codes)
+	}
+	m, refused := scrape(t, p)
+	if m[MetricPublished] != float64(codes[http.StatusNoContent]) || refused["stream_full"] != float64(codes[http.StatusInsufficientStorage]) ||
+		m[MetricReceived] != m[MetricPublished]+refused["stream_full"] {
+		t.Errorf("metrics %v refused %v, statuses %v", m, refused, codes)
+	}
+	used0, limit0 := nodeStorage(t, in[1].MetricsURL)
+	if limit0 != 1<<20 || used0 < 0.9*limit0 {
+		t.Errorf("nats-0 holds %v of %v: want it full", used0, limit0)
+	}
+	for _, nd := range in[2:] {
+		if used, _ := nodeStorage(t, nd.MetricsURL); used > 0.1*limit0 {
+			t.Errorf("%s holds %v: want it empty", nd.Name, used)
+		}
+	}
+	if c := p.Cluster(); c == nil || len(c.Nodes()) != 3 {
+		t.Fatal("no cluster")
+	}
+}
+
+// The chaos schedule freezes the proxy's process: while frozen it answers
+// nothing, after it answers again.
+func TestChaosFreezesTheProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a nats-server process and the proxy")
+	}
+	cfg := DefaultConfig()
+	cfg.NATS.Nodes = 1
+	cfg.Chaos = []natscluster.Chaos{{At: pipebench.Duration(300 * time.Millisecond), Action: natscluster.ActionFreeze, Target: "proxy", For: pipebench.Duration(time.Second)}}
+	p := start(t, cfg, "")
+	up := func() bool {
+		cl := http.Client{Timeout: 200 * time.Millisecond}
+		resp, err := cl.Get(p.Instances()[0].MetricsURL + "/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool { return !up() }, "the proxy was never frozen")
+	testutil.Eventually(t, 5*time.Second, up, "the proxy was not thawed")
+}
+
+func TestSeparateConfigErrors(t *testing.T) {
+	c := DefaultConfig()
+	c.Stream.Placement = "nats-0"
+	c.Chaos = []natscluster.Chaos{{Action: natscluster.ActionFreeze, Target: "proxy", For: pipebench.Duration(time.Second)}}
+	err := c.Validate()
+	for _, want := range []string{"stream.placement:", "chaos: needs the nodes"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("no %q in: %v", want, err)
+		}
+	}
+	c = DefaultConfig()
+	c.NATS = NATSConfig{Nodes: 3, MaxStorePerNode: []int64{1}}
+	c.MaxStore, c.Stream.Replicas = 1<<20, 4
+	c.Chaos = []natscluster.Chaos{{Action: natscluster.ActionRestart, Target: "nats-3"}}
+	err = c.Validate()
+	for _, want := range []string{"nats.max_store_per_node:", "max_store: is the embedded server's", "stream.replicas: 4 is outside 1..3", `target "nats-3"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("no %q in: %v", want, err)
+		}
+	}
+	c.NATS.MaxStorePerNode, c.MaxStore, c.Stream.Replicas, c.Chaos[0].Target = nil, 0, 3, "proxy"
+	if err := c.Validate(); err != nil {
+		t.Errorf("a valid separate config: %v", err)
+	}
+	if s := c.ScaleTime(0.5).(*Config); len(s.Chaos) != 1 {
+		t.Error("chaos lost in ScaleTime")
+	}
 }

@@ -1,126 +1,16 @@
 package jetstream
 
-import (
-	"encoding/json"
-	"fmt"
-	"net/url"
-	"os"
-	"os/signal"
-	"strconv"
-	"syscall"
-	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
-)
+import "github.com/pipebench/pipebench/internal/natscluster"
 
 // ChildEnv names the environment variable that makes a pipebench process one
 // embedded nats-server node: its value is the path of the node's JSON spec.
-const ChildEnv = "PIPEBENCH_JETSTREAM_NODE"
+const ChildEnv = natscluster.ChildEnv
 
 // ServerVersion is the nats-server release embedded.
-const ServerVersion = server.VERSION
-
-// nodeSpec is what the parent hands one node. It is written as JSON next to
-// the node's store directory.
-type nodeSpec struct {
-	Name        string   `json:"name"`
-	Port        int      `json:"port"`
-	HTTPPort    int      `json:"http_port"`
-	ClusterName string   `json:"cluster_name,omitempty"`
-	ClusterPort int      `json:"cluster_port,omitempty"`
-	Routes      []string `json:"routes,omitempty"`
-	StoreDir    string   `json:"store_dir"`
-	MaxStore    int64    `json:"max_store,omitempty"`
-	MaxPayload  int32    `json:"max_payload,omitempty"`
-	Debug       bool     `json:"debug,omitempty"`
-}
-
-// options turns a spec into nats-server options bound to loopback.
-func (n nodeSpec) options() (*server.Options, error) {
-	o := &server.Options{
-		ServerName: n.Name,
-		Host:       "127.0.0.1",
-		Port:       n.Port,
-		HTTPHost:   "127.0.0.1",
-		HTTPPort:   n.HTTPPort,
-		JetStream:  true,
-		StoreDir:   n.StoreDir,
-		MaxPayload: n.MaxPayload,
-		// Thousands of client connections are the point of some
-		// scenarios: no server-side cap below the OS limit.
-		MaxConn: 1 << 20,
-		NoSigs:  true,
-		Debug:   n.Debug,
-	}
-	if n.MaxStore > 0 {
-		o.JetStreamMaxStore = n.MaxStore
-	}
-	if n.ClusterName != "" {
-		o.Cluster = server.ClusterOpts{Name: n.ClusterName, Host: "127.0.0.1", Port: n.ClusterPort}
-		for _, r := range n.Routes {
-			u, err := url.Parse(r)
-			if err != nil {
-				return nil, fmt.Errorf("route %q: %w", r, err)
-			}
-			o.Routes = append(o.Routes, u)
-		}
-	}
-	return o, nil
-}
+const ServerVersion = natscluster.ServerVersion
 
 // MaybeRunChild runs one embedded nats-server node and exits, if this process
 // was started as a node child (ChildEnv is set); otherwise it returns at
 // once. cmd/pipebench's main calls it first thing, and test binaries from
 // TestMain. In the child it is the main, so it exits the process.
-func MaybeRunChild() {
-	path := os.Getenv(ChildEnv)
-	if path == "" {
-		return
-	}
-	if err := runNode(path); err != nil {
-		fmt.Fprintf(os.Stderr, "embedded nats-server: %v\n", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
-
-func runNode(path string) error {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var spec nodeSpec
-	if err := json.Unmarshal(raw, &spec); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	opts, err := spec.options()
-	if err != nil {
-		return err
-	}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		return err
-	}
-	s.ConfigureLogger()
-	go s.Start()
-	if !s.ReadyForConnections(60 * time.Second) {
-		s.Shutdown()
-		return fmt.Errorf("node %s did not accept connections within 60s", spec.Name)
-	}
-	fmt.Fprintf(os.Stderr, "node %s ready, pid %s\n", spec.Name, strconv.Itoa(os.Getpid()))
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	select {
-	case <-sig:
-		s.Shutdown()
-	case <-waitShutdown(s):
-	}
-	s.WaitForShutdown()
-	return nil
-}
-
-func waitShutdown(s *server.Server) <-chan struct{} {
-	done := make(chan struct{})
-	go func() { s.WaitForShutdown(); close(done) }()
-	return done
-}
+func MaybeRunChild() { natscluster.MaybeRunChild() }

@@ -1,17 +1,14 @@
 package jetstream
 
-import (
-	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/childproc"
-)
+import "github.com/pipebench/pipebench"
 
 var _ pipebench.ExitReporter = (*Server)(nil)
 
-// Exited describes the nats-server nodes that ended during the run.
+// Exited describes the nats-server nodes that ended during the run
+// without the chaos schedule asking them to.
 func (s *Server) Exited() []string {
-	procs := make([]*childproc.Proc, len(s.nodes))
-	for i, nd := range s.nodes {
-		procs[i] = nd.proc
+	if s.cluster == nil {
+		return nil
 	}
-	return childproc.Exits(procs...)
+	return s.cluster.Exited()
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/natsattach"
+	"github.com/pipebench/pipebench/internal/natscluster"
 )
 
 func TestMain(m *testing.M) {
@@ -174,5 +175,59 @@ func TestTellsOnlyANATSSink(t *testing.T) {
 	}
 	if len(got) != 0 {
 		t.Error("a target that is not a nats sink was posted to")
+	}
+}
+
+// The stream's retention and placement reach JetStream's configuration;
+// with scale_limits a run scaled to a tenth keeps a tenth of the cap, and
+// the chaos schedule always scales.
+func TestStreamSpecAndScale(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Nodes, cfg.ScaleLimits = 3, true
+	cfg.Stream.Retention, cfg.Stream.Placement, cfg.Stream.MaxMsgs = "interest", "nats-2", 100000
+	cfg.Chaos = []natscluster.Chaos{{At: pipebench.Duration(30 * time.Second), Action: natscluster.ActionRestart, Target: "nats-1", For: pipebench.Duration(5 * time.Second)}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sc := cfg.StreamSpec()
+	if sc.Retention != js.InterestPolicy || sc.Placement == nil || sc.Placement.Tags[0] != "node:nats-2" || sc.MaxMsgs != 100000 {
+		t.Errorf("stream spec %+v", sc)
+	}
+	scaled := cfg.ScaleTime(0.1).(*Config)
+	if scaled.Stream.MaxMsgs != 10000 || scaled.Chaos[0].At != pipebench.Duration(3*time.Second) || scaled.Chaos[0].For != pipebench.Duration(500*time.Millisecond) {
+		t.Errorf("scaled %+v %+v", scaled.Stream, scaled.Chaos)
+	}
+	if cfg.Stream.MaxMsgs != 100000 || cfg.Chaos[0].At != pipebench.Duration(30*time.Second) {
+		t.Error("ScaleTime changed the original")
+	}
+	cfg.ScaleLimits = false
+	if cfg.ScaleTime(0.1).(*Config).Stream.MaxMsgs != 100000 {
+		t.Error("limits scaled without scale_limits")
+	}
+	wq := DefaultConfig()
+	wq.Stream.Retention = "workqueue"
+	if wq.StreamSpec().Retention != js.WorkQueuePolicy {
+		t.Error("workqueue retention")
+	}
+}
+
+func TestClusterConfigErrors(t *testing.T) {
+	c := DefaultConfig()
+	c.Nodes, c.MaxStorePerNode = 3, []int64{1, 2}
+	c.Stream.Replicas, c.Stream.Placement, c.Stream.Retention = 3, "nats-9", "forever"
+	c.Chaos = []natscluster.Chaos{{Action: "explode", Target: "proxy"}}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	for _, want := range []string{"max_store_per_node: gives 2 limits for 3 nodes", "stream.placement:", "stream.retention:", "chaos: [0] action", "chaos: [0] target"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("no %q in:\n%v", want, err)
+		}
+	}
+	c = DefaultConfig()
+	c.Nodes, c.Stream.Replicas, c.Stream.Placement = 3, 3, "nats-0"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "needs replicas: 1") {
+		t.Errorf("placement of a replicated stream: %v", err)
 	}
 }

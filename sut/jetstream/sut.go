@@ -13,24 +13,21 @@ package jetstream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
+	"io"
+	"log/slog"
+	"math"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/childproc"
 	"github.com/pipebench/pipebench/internal/natsattach"
+	"github.com/pipebench/pipebench/internal/natscluster"
 )
 
 // StreamConfig is the stream the SUT creates.
@@ -41,7 +38,10 @@ type StreamConfig struct {
 	Subjects []string `yaml:"subjects" json:"subjects"`
 	// MaxBytes limits the stream's size in bytes (0 = unlimited).
 	MaxBytes int64 `yaml:"max_bytes" json:"max_bytes,omitempty"`
-	// MaxMsgs limits the number of messages (0 = unlimited).
+	// MaxMsgs limits the number of messages (0 = unlimited). With
+	// retention interest or workqueue a message leaves the stream once
+	// consumed, so it bounds the messages outstanding; with limits it
+	// bounds the messages stored, consumed or not.
 	MaxMsgs int64 `yaml:"max_msgs" json:"max_msgs,omitempty"`
 	// Discard is what happens at a limit: "old" drops the oldest
 	// messages, "new" refuses new publishes (the publisher sees
@@ -51,6 +51,14 @@ type StreamConfig struct {
 	Replicas int `yaml:"replicas" json:"replicas"`
 	// Storage is "file" (default) or "memory".
 	Storage string `yaml:"storage" json:"storage"`
+	// Retention is "limits" (default: messages stay until a limit
+	// discards them), "interest" (a message is removed once every
+	// consumer acknowledged it) or "workqueue" (once one consumer did).
+	Retention string `yaml:"retention" json:"retention"`
+	// Placement is the node a stream of one replica is put on (nats-0,
+	// nats-1, ...): that node's storage fills while the others have room.
+	// Empty lets the cluster choose.
+	Placement string `yaml:"placement" json:"placement,omitempty"`
 }
 
 // Config configures the embedded JetStream.
@@ -61,6 +69,9 @@ type Config struct {
 	// MaxStore is each node's JetStream file storage limit in bytes
 	// (0 = the server's default, a share of the disk).
 	MaxStore int64 `yaml:"max_store" json:"max_store,omitempty"`
+	// MaxStorePerNode gives each node a limit of its own (one value per
+	// node, in order), instead of MaxStore for all.
+	MaxStorePerNode []int64 `yaml:"max_store_per_node" json:"max_store_per_node,omitempty"`
 	// MaxPayload is the largest message the server accepts, in bytes
 	// (0 = the server's default of 1 MiB).
 	MaxPayload int32        `yaml:"max_payload" json:"max_payload,omitempty"`
@@ -69,12 +80,21 @@ type Config struct {
 	GoMemLimit string `yaml:"gomemlimit" json:"gomemlimit,omitempty"`
 	// StartTimeout bounds the wait for the nodes and the stream.
 	StartTimeout pipebench.Duration `yaml:"start_timeout" json:"start_timeout"`
+	// Chaos is a schedule of faults of the nodes: restart (kill -9 and
+	// start again after a while, a pod restart), kill, freeze (a hung
+	// process) or lame-duck, each at a time from the moment the nodes
+	// were ready. The times scale with --duration.
+	Chaos []natscluster.Chaos `yaml:"chaos" json:"chaos,omitempty"`
+	// ScaleLimits makes the stream's max_msgs and max_bytes scale with
+	// --duration as the phases do, so that a cap sized to be reached and
+	// drained in a share of the run keeps that share.
+	ScaleLimits bool `yaml:"scale_limits" json:"scale_limits,omitempty"`
 }
 
 // DefaultConfig returns the defaults: one node, a file stream EVENTS on
-// events.> with no limits, discard old, one replica.
+// events.> with no limits, discard old, one replica, limits retention.
 func DefaultConfig() *Config {
-	return &Config{Nodes: 1, Stream: StreamConfig{Name: "EVENTS", Subjects: []string{"events.>"}, Discard: "old", Replicas: 1, Storage: "file"},
+	return &Config{Nodes: 1, Stream: StreamConfig{Name: "EVENTS", Subjects: []string{"events.>"}, Discard: "old", Replicas: 1, Storage: "file", Retention: "limits"},
 		StartTimeout: pipebench.Duration(60 * time.Second)}
 }
 
@@ -86,6 +106,14 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxStore < 0 {
 		errs = append(errs, fmt.Errorf("max_store: must be 0 (the server's default) or a number of bytes"))
+	}
+	if n := len(c.MaxStorePerNode); n > 0 && n != c.Nodes {
+		errs = append(errs, fmt.Errorf("max_store_per_node: gives %d limits for %d nodes: give one per node", n, c.Nodes))
+	}
+	for _, m := range c.MaxStorePerNode {
+		if m < 0 {
+			errs = append(errs, fmt.Errorf("max_store_per_node: %d is not a number of bytes", m))
+		}
 	}
 	if c.MaxPayload < 0 {
 		errs = append(errs, fmt.Errorf("max_payload: must be 0 (the server's default) or a number of bytes"))
@@ -114,16 +142,52 @@ func (c *Config) Validate() error {
 	if s.Replicas < 1 || s.Replicas > 5 {
 		errs = append(errs, fmt.Errorf("stream.replicas: %d is outside 1..5", s.Replicas))
 	} else if s.Replicas > c.Nodes {
-		errs = append(errs, fmt.Errorf("stream.replicas: %d is more than the %d node(s); raise nodes", s.Replicas, c.Nodes))
+		// a rule on two keys: said of the stream, so that the schema's
+		// bound on replicas is its own
+		errs = append(errs, fmt.Errorf("stream: replicas %d is more than the %d node(s): raise nodes", s.Replicas, c.Nodes))
 	}
 	if s.Storage != "file" && s.Storage != "memory" {
 		errs = append(errs, fmt.Errorf("stream.storage: %q is not file or memory", s.Storage))
 	}
+	if !slices.Contains(Retentions, s.Retention) {
+		errs = append(errs, fmt.Errorf("stream.retention: %q is not %s", s.Retention, strings.Join(Retentions, ", ")))
+	}
+	if s.Placement != "" && !slices.Contains(natscluster.NodeNames(c.Nodes), s.Placement) {
+		errs = append(errs, fmt.Errorf("stream.placement: %q is not a node: use one of %s", s.Placement, strings.Join(natscluster.NodeNames(c.Nodes), ", ")))
+	} else if s.Placement != "" && s.Replicas > 1 {
+		errs = append(errs, fmt.Errorf("stream.placement: puts one replica on one node; it needs replicas: 1"))
+	}
 	if c.StartTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("start_timeout: must be more than 0"))
 	}
+	errs = append(errs, natscluster.ValidateChaos(c.Chaos, natscluster.NodeNames(c.Nodes))...)
 	return errors.Join(errs...)
 }
+
+// Retentions are the stream retention policies.
+var Retentions = []string{"limits", "interest", "workqueue"}
+
+// ScaleTime implements pipebench.TimeScaler: the chaos schedule, and with
+// ScaleLimits the stream's max_msgs and max_bytes, multiplied by f.
+func (c *Config) ScaleTime(f float64) any {
+	out := *c
+	out.Chaos = natscluster.ScaleChaos(c.Chaos, f)
+	if c.ScaleLimits {
+		out.Stream.MaxMsgs = scaleLimit(c.Stream.MaxMsgs, f)
+		out.Stream.MaxBytes = scaleLimit(c.Stream.MaxBytes, f)
+	}
+	return &out
+}
+
+// scaleLimit multiplies a limit (0: none) by f, keeping at least 1.
+func scaleLimit(v int64, f float64) int64 {
+	if v <= 0 {
+		return v
+	}
+	return max(1, int64(math.Round(float64(v)*f)))
+}
+
+var _ pipebench.TimeScaler = (*Config)(nil)
 
 // Factory returns the factory of the "jetstream" SUT.
 func Factory() pipebench.Factory[pipebench.SUT] {
@@ -135,15 +199,12 @@ func Factory() pipebench.Factory[pipebench.SUT] {
 
 // Server is the running node(s). Start once, Shutdown once.
 type Server struct {
-	cfg    Config
-	notify string // the sink's endpoint to post the client URL to, if http
-	dir    string
-	nodes  []*node
-}
-
-type node struct {
-	spec nodeSpec
-	proc *childproc.Proc
+	cfg     Config
+	notify  string // the sink's endpoint to post the client URL to, if http
+	dir     string
+	log     *slog.Logger
+	cluster *natscluster.Cluster
+	chaos   *natscluster.Schedule
 }
 
 var _ pipebench.SUT = (*Server)(nil)
@@ -158,196 +219,91 @@ func New(cfg Config, env pipebench.Env) *Server {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	s := &Server{cfg: cfg, dir: dir}
+	log := env.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{cfg: cfg, dir: dir, log: log}
 	if strings.HasPrefix(env.Target, "http://") && strings.HasSuffix(env.Target, natsattach.Path) {
 		s.notify = env.Target
 	}
 	return s
 }
 
-func freePort() (int, error) { return childproc.FreePort() }
-
 // Start starts every node, waits until each serves clients and its
-// monitoring endpoint, creates the stream, and tells the sink.
+// monitoring, creates the stream, tells the sink and starts the chaos
+// schedule.
 func (s *Server) Start(ctx context.Context) error {
-	base, err := os.MkdirTemp(s.dir, "jetstream-")
-	if err != nil {
-		return fmt.Errorf("create the storage directory: %w", err)
+	p := natscluster.Params{Nodes: s.cfg.Nodes, MaxPayload: s.cfg.MaxPayload, Dir: s.dir, GoMemLimit: s.cfg.GoMemLimit,
+		StartTimeout: s.cfg.StartTimeout.D(), MaxStore: s.cfg.MaxStorePerNode}
+	if len(p.MaxStore) == 0 {
+		p.MaxStore = []int64{s.cfg.MaxStore}
 	}
-	n := s.cfg.Nodes
-	specs := make([]nodeSpec, n)
-	for i := range specs {
-		sp := &specs[i]
-		sp.Name = "nats-" + strconv.Itoa(i)
-		sp.StoreDir = filepath.Join(base, sp.Name)
-		sp.MaxStore, sp.MaxPayload = s.cfg.MaxStore, s.cfg.MaxPayload
-		ports := []*int{&sp.Port, &sp.HTTPPort}
-		if n > 1 {
-			ports = append(ports, &sp.ClusterPort)
-			sp.ClusterName = "pipebench"
-		}
-		for _, p := range ports {
-			if *p, err = freePort(); err != nil {
-				return err
-			}
-		}
-	}
-	if n > 1 {
-		for i := range specs {
-			for j := range specs {
-				if i != j {
-					specs[i].Routes = append(specs[i].Routes, "nats-route://127.0.0.1:"+strconv.Itoa(specs[j].ClusterPort))
-				}
-			}
-		}
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the pipebench binary to run nats-server: %w", err)
-	}
-	for _, sp := range specs {
-		nd, err := s.startNode(exe, base, sp)
-		if err != nil {
-			s.Shutdown(context.Background())
-			return err
-		}
-		s.nodes = append(s.nodes, nd)
+	for _, name := range natscluster.NodeNames(s.cfg.Nodes) {
+		p.Tags = append(p.Tags, []string{NodeTag(name)})
 	}
 	deadline := time.Now().Add(s.cfg.StartTimeout.D())
-	for _, nd := range s.nodes {
-		if err := nd.proc.WaitReady(ctx, time.Until(deadline), nd.ready); err != nil {
-			s.Shutdown(context.Background())
-			return err
-		}
+	c, err := natscluster.Start(ctx, p)
+	if err != nil {
+		return err
 	}
-	if err := s.createStream(ctx, deadline); err != nil {
+	s.cluster = c
+	if err := natscluster.CreateStream(ctx, c.ClientURL(), s.cfg.StreamSpec(), deadline); err != nil {
 		s.Shutdown(context.Background())
 		return err
 	}
 	if s.notify != "" {
-		if err := s.tellSink(ctx); err != nil {
+		if err := natsattach.Post(ctx, s.notify, natsattach.Request{URL: s.Endpoint(), Stream: s.cfg.Stream.Name}); err != nil {
 			s.Shutdown(context.Background())
 			return err
 		}
 	}
+	if len(s.cfg.Chaos) > 0 {
+		s.chaos = natscluster.RunChaos(s.cfg.Chaos, c.Resolver(s.cfg.Stream.Name, nil), s.cfg.StartTimeout.D(), s.log.Info)
+	}
 	return nil
 }
 
-func (s *Server) startNode(exe, base string, sp nodeSpec) (*node, error) {
-	raw, _ := json.Marshal(sp)
-	path := filepath.Join(base, sp.Name+".json")
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), ChildEnv+"="+path)
-	if s.cfg.GoMemLimit != "" {
-		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+s.cfg.GoMemLimit)
-	}
-	proc, err := childproc.Start("nats-server node "+sp.Name, cmd, filepath.Join(base, sp.Name+".log"))
-	if err != nil {
-		return nil, err
-	}
-	return &node{spec: sp, proc: proc}, nil
-}
-
-func (nd *node) ready() bool {
-	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(nd.spec.Port), 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	resp, err := http.Get(nd.monitorURL() + "/varz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-func (nd *node) clientURL() string  { return "nats://127.0.0.1:" + strconv.Itoa(nd.spec.Port) }
-func (nd *node) monitorURL() string { return "http://127.0.0.1:" + strconv.Itoa(nd.spec.HTTPPort) }
-
-// tail returns the last lines of the child's log.
+// NodeTag is the server tag every node carries, which a stream's
+// placement asks for: node:nats-0, ...
+func NodeTag(node string) string { return natscluster.NodeTag(node) }
 
 // StreamSpec returns the jetstream stream configuration the SUT creates.
 func (c *Config) StreamSpec() js.StreamConfig {
-	sc := js.StreamConfig{Name: c.Stream.Name, Subjects: c.Stream.Subjects, MaxBytes: -1, MaxMsgs: -1,
-		Replicas: c.Stream.Replicas, Storage: js.FileStorage, Discard: js.DiscardOld}
-	if c.Stream.MaxBytes > 0 {
-		sc.MaxBytes = c.Stream.MaxBytes
-	}
-	if c.Stream.MaxMsgs > 0 {
-		sc.MaxMsgs = c.Stream.MaxMsgs
-	}
-	if c.Stream.Storage == "memory" {
-		sc.Storage = js.MemoryStorage
-	}
-	if c.Stream.Discard == "new" {
-		sc.Discard = js.DiscardNew
-	}
-	return sc
-}
-
-// createStream connects as a client and creates the stream, retrying while
-// a cluster elects its meta leader.
-func (s *Server) createStream(ctx context.Context, deadline time.Time) error {
-	nc, err := nats.Connect(s.Endpoint(), nats.Name("pipebench-setup"), nats.Timeout(5*time.Second))
-	if err != nil {
-		return fmt.Errorf("connect to the embedded nats-server: %w", err)
-	}
-	defer nc.Close()
-	j, err := js.New(nc)
-	if err != nil {
-		return err
-	}
-	var last error
-	for time.Now().Before(deadline) {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, last = j.CreateOrUpdateStream(cctx, s.cfg.StreamSpec())
-		cancel()
-		if last == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("create stream %s: %w", s.cfg.Stream.Name, last)
-}
-
-// tellSink tells a waiting nats sink where to consume.
-func (s *Server) tellSink(ctx context.Context) error {
-	return natsattach.Post(ctx, s.notify, natsattach.Request{URL: s.Endpoint(), Stream: s.cfg.Stream.Name})
+	s := c.Stream
+	return natscluster.Stream{Name: s.Name, Subjects: s.Subjects, MaxBytes: s.MaxBytes, MaxMsgs: s.MaxMsgs, Discard: s.Discard,
+		Storage: s.Storage, Retention: s.Retention, Replicas: s.Replicas, Placement: s.Placement}.Spec()
 }
 
 // Endpoint is the client URL; with a cluster, every node's URL separated by
 // commas (nats.go takes that as a server list).
 func (s *Server) Endpoint() string {
-	urls := make([]string, len(s.nodes))
-	for i, nd := range s.nodes {
-		urls[i] = nd.clientURL()
+	if s.cluster == nil {
+		return ""
 	}
-	return strings.Join(urls, ",")
+	return s.cluster.ClientURL()
 }
 
-// Instances lists every node with its PID and monitoring base URL
-// (http://127.0.0.1:PORT, serving /varz, /jsz, /connz).
+// Cluster returns the running nodes (nil before Start), for tests that
+// kill, restart or freeze one.
+func (s *Server) Cluster() *natscluster.Cluster { return s.cluster }
+
+// Instances lists every node with its PID and monitoring base URL (serving
+// /varz, /jsz, /connz, /routez, /healthz through the cluster's front).
 func (s *Server) Instances() []pipebench.Instance {
-	out := make([]pipebench.Instance, len(s.nodes))
-	for i, nd := range s.nodes {
-		out[i] = pipebench.Instance{Name: nd.spec.Name, PID: nd.proc.PID(), MetricsURL: nd.monitorURL()}
+	if s.cluster == nil {
+		return nil
 	}
-	return out
+	return s.cluster.Instances()
 }
 
-// Shutdown sends SIGTERM to every node, waits (bounded by ctx, at most 15 s),
-// then kills what is left.
+// Shutdown stops the chaos schedule (thawing a frozen node), sends SIGTERM
+// to every node, waits (bounded by ctx, at most 15 s), then kills what is
+// left.
 func (s *Server) Shutdown(ctx context.Context) error {
-	procs := make([]*childproc.Proc, len(s.nodes))
-	for i, nd := range s.nodes {
-		procs[i] = nd.proc
+	s.chaos.Stop()
+	if s.cluster == nil {
+		return nil
 	}
-	return childproc.Stop(ctx, procs...)
+	return s.cluster.Stop(ctx)
 }

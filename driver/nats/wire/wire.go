@@ -22,6 +22,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,7 +88,24 @@ type Options struct {
 	// TLS is the base TLS configuration for tls:// URLs and servers that
 	// require TLS (nil: the system's roots, the URL's host name).
 	TLS *tls.Config
+	// Sign, when set, signs the nonce the server sends (NKey or JWT
+	// authentication); NKey is the public key presented with a bare NKey,
+	// JWT the user JWT presented instead with a credentials file.
+	Sign func(nonce []byte) ([]byte, error)
+	NKey string
+	JWT  string
+	// NoDiscovery keeps the connection to its own URLs; by default the
+	// servers a cluster announces (INFO connect_urls) are added to them.
+	NoDiscovery bool
 }
+
+// ErrLameDuck breaks a connection whose server entered lame duck mode:
+// the connection moves to another server at once.
+var ErrLameDuck = errors.New("nats: the server entered lame duck mode")
+
+// lameDuckAvoid is how long a server in lame duck mode is not connected
+// to again while others answer.
+const lameDuckAvoid = 2 * time.Minute
 
 // Conn is one NATS client connection. Publish is safe for concurrent use.
 type Conn struct {
@@ -103,10 +121,14 @@ type Conn struct {
 	dialing    net.Conn // the connection being handshaken, closed by Close
 	lastErr    error
 	maxPayload int
+	host       string               // the server connected to now, or last
+	avoid      map[string]time.Time // servers in lame duck mode, until when
+	moveNow    bool                 // reconnect without waiting: lame duck
 
 	connected atomic.Bool
 	everUp    atomic.Bool
 	pings     atomic.Uint64 // server PINGs answered
+	lameDucks atomic.Uint64 // lame duck notices honoured
 	done      chan struct{} // closed by Close
 	loopDone  chan struct{}
 }
@@ -125,7 +147,7 @@ func Dial(opts Options) (*Conn, error) {
 	if opts.ReconnectWait <= 0 {
 		opts.ReconnectWait = 250 * time.Millisecond
 	}
-	c := &Conn{opts: opts, done: make(chan struct{}), loopDone: make(chan struct{})}
+	c := &Conn{opts: opts, done: make(chan struct{}), loopDone: make(chan struct{}), avoid: map[string]time.Time{}}
 	for _, s := range opts.URLs {
 		u, err := url.Parse(s)
 		if err != nil {
@@ -168,13 +190,73 @@ func (c *Conn) LastError() error {
 	return c.lastErr
 }
 
-// Hosts are the host:port of the connection's URLs.
+// Hosts are the host:port of the connection's URLs, those a cluster
+// announced included.
 func (c *Conn) Hosts() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	out := make([]string, len(c.urls))
 	for i, u := range c.urls {
 		out[i] = u.Host
 	}
 	return out
+}
+
+// Server is the host:port of the server connected to now (or last).
+func (c *Conn) Server() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.host
+}
+
+// LameDucks is how many times the connection moved off a server in lame
+// duck mode.
+func (c *Conn) LameDucks() uint64 { return c.lameDucks.Load() }
+
+// discover adds the servers of connect_urls (host:port) to the URLs, with
+// the scheme and credentials of the first (c.mu held).
+func (c *Conn) discover(hosts []string) {
+	if c.opts.NoDiscovery {
+		return
+	}
+	for _, h := range hosts {
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			continue
+		}
+		known := false
+		for _, u := range c.urls {
+			known = known || u.Host == h
+		}
+		if !known {
+			u := *c.urls[0]
+			u.Host = h
+			c.urls = append(c.urls, &u)
+		}
+	}
+}
+
+// candidates are the URLs to try, in turn from the one after the last
+// server, those in lame duck mode last.
+func (c *Conn) candidates() []*url.URL {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	start := 0
+	for i, u := range c.urls {
+		if u.Host == c.host {
+			start = i + 1
+		}
+	}
+	var good, lame []*url.URL
+	now := time.Now()
+	for i := range c.urls {
+		u := c.urls[(start+i)%len(c.urls)]
+		if until, ok := c.avoid[u.Host]; ok && now.Before(until) {
+			lame = append(lame, u)
+		} else {
+			good = append(good, u)
+		}
+	}
+	return append(good, lame...)
 }
 
 // MaxPayload is the server's max_payload (0 before the first handshake).
@@ -363,7 +445,13 @@ func (c *Conn) loop(nc net.Conn, br *bufio.Reader) {
 			c.mu.Unlock()
 			nc, br = nil, nil
 		}
-		wait.Reset(c.opts.ReconnectWait)
+		c.mu.Lock()
+		pause := c.opts.ReconnectWait
+		if c.moveNow {
+			pause, c.moveNow = time.Millisecond, false
+		}
+		c.mu.Unlock()
+		wait.Reset(pause)
 		select {
 		case <-c.done:
 			wait.Stop()
@@ -377,7 +465,7 @@ func (c *Conn) loop(nc net.Conn, br *bufio.Reader) {
 // connect tries each URL once; the connection it returns is installed.
 func (c *Conn) connect() (net.Conn, *bufio.Reader, error) {
 	var err error
-	for _, u := range c.urls {
+	for _, u := range c.candidates() {
 		var nc net.Conn
 		var br *bufio.Reader
 		var max int
@@ -391,7 +479,7 @@ func (c *Conn) connect() (net.Conn, *bufio.Reader, error) {
 			nc.Close()
 			return nil, nil, ErrClosed
 		}
-		c.nc, c.maxPayload = nc, max
+		c.nc, c.maxPayload, c.host = nc, max, u.Host
 		c.connected.Store(true)
 		c.everUp.Store(true)
 		c.mu.Unlock()
@@ -401,9 +489,12 @@ func (c *Conn) connect() (net.Conn, *bufio.Reader, error) {
 }
 
 type serverInfo struct {
-	MaxPayload  int  `json:"max_payload"`
-	TLSRequired bool `json:"tls_required"`
-	Headers     bool `json:"headers"`
+	MaxPayload  int      `json:"max_payload"`
+	TLSRequired bool     `json:"tls_required"`
+	Headers     bool     `json:"headers"`
+	Nonce       string   `json:"nonce"`
+	ConnectURLs []string `json:"connect_urls"`
+	LameDuck    bool     `json:"ldm"`
 }
 
 type connectMsg struct {
@@ -419,6 +510,9 @@ type connectMsg struct {
 	User         string `json:"user,omitempty"`
 	Pass         string `json:"pass,omitempty"`
 	Token        string `json:"auth_token,omitempty"`
+	JWT          string `json:"jwt,omitempty"`
+	NKey         string `json:"nkey,omitempty"`
+	Sig          string `json:"sig,omitempty"`
 }
 
 // handshake dials u and completes the NATS handshake: INFO, TLS if asked
@@ -489,6 +583,20 @@ func (c *Conn) handshake(u *url.URL) (net.Conn, *bufio.Reader, int, error) {
 			cm.Token = ui.Username()
 		}
 	}
+	if c.opts.Sign != nil {
+		if info.Nonce == "" {
+			return fail(errors.New("nats: the server sent no nonce to sign: it does not take NKey or credentials authentication"))
+		}
+		sig, err := c.opts.Sign([]byte(info.Nonce))
+		if err != nil {
+			return fail(fmt.Errorf("nats: sign the server's nonce: %w", err))
+		}
+		cm.Sig = base64.RawURLEncoding.EncodeToString(sig)
+		cm.JWT, cm.NKey = c.opts.JWT, c.opts.NKey
+		if cm.JWT != "" {
+			cm.NKey = ""
+		}
+	}
 	js, _ := json.Marshal(cm)
 	var out []byte
 	out = append(append(append(out, "CONNECT "...), js...), "\r\n"...)
@@ -507,6 +615,9 @@ func (c *Conn) handshake(u *url.URL) (net.Conn, *bufio.Reader, int, error) {
 		switch {
 		case hasOp(line, "PONG"):
 			nc.SetDeadline(time.Time{})
+			c.mu.Lock()
+			c.discover(info.ConnectURLs)
+			c.mu.Unlock()
 			return nc, br, info.MaxPayload, nil
 		case hasOp(line, "-ERR"):
 			return fail(serverError(line))
@@ -654,14 +765,47 @@ func (c *Conn) process(rd *reader, nc net.Conn) error {
 		case hasOp(line, "INFO"):
 			rest, _ := cutOp(line, "INFO")
 			var info serverInfo
-			if json.Unmarshal(rest, &info) == nil && info.MaxPayload > 0 {
+			if json.Unmarshal(rest, &info) == nil {
 				c.mu.Lock()
-				c.maxPayload = info.MaxPayload
+				if info.MaxPayload > 0 {
+					c.maxPayload = info.MaxPayload
+				}
+				c.discover(info.ConnectURLs)
 				c.mu.Unlock()
+				if info.LameDuck {
+					go c.leaveLameDuck(nc)
+				}
 			}
 		}
 		rd.r += used
 	}
+}
+
+// leaveLameDuck moves the connection off a server in lame duck mode: what
+// was published is flushed (its PONG awaited, a second at most), then the
+// connection is closed and made again at once to another server, which
+// the server in lame duck mode is not while others answer.
+func (c *Conn) leaveLameDuck(nc net.Conn) {
+	c.mu.Lock()
+	if c.nc != nc {
+		c.mu.Unlock()
+		return
+	}
+	c.avoid[c.host] = time.Now().Add(lameDuckAvoid)
+	c.mu.Unlock()
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-c.Flush():
+	case <-t.C:
+	}
+	c.mu.Lock()
+	if c.nc == nc {
+		c.moveNow = true
+		c.lameDucks.Add(1)
+		c.breakLocked(nc, ErrLameDuck)
+	}
+	c.mu.Unlock()
 }
 
 // atoi parses a non-negative decimal size.

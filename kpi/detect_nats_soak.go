@@ -1,0 +1,232 @@
+package kpi
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+// loadWindow is the span of the run's phases.
+func loadWindow(r *pipebench.Result) (from, to time.Time, ok bool) {
+	if len(r.Phases) == 0 {
+		return
+	}
+	return r.Phases[0].Started, r.Phases[len(r.Phases)-1].Ended, true
+}
+
+// summedRate returns the first of names that has series, its points inside
+// [from, to] summed over instances (points at the same time added).
+func summedRate(byName map[string][]pipebench.Series, from, to time.Time, names ...string) (string, []pipebench.TimeValue) {
+	for _, name := range names {
+		ss := byName[name]
+		if len(ss) == 0 {
+			continue
+		}
+		sum := map[time.Time]float64{}
+		var order []time.Time
+		for _, s := range ss {
+			for _, p := range s.Points {
+				if p.T.Before(from) || p.T.After(to) {
+					continue
+				}
+				if _, seen := sum[p.T]; !seen {
+					order = append(order, p.T)
+				}
+				sum[p.T] += p.V
+			}
+		}
+		sortTimes(order)
+		out := make([]pipebench.TimeValue, len(order))
+		for i, t := range order {
+			out[i] = pipebench.TimeValue{T: t, V: sum[t]}
+		}
+		return name, out
+	}
+	return "", nil
+}
+
+func sortTimes(ts []time.Time) { slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) }) }
+
+// dropMinPoints is the fewest observations before and after a rate drop.
+const dropMinPoints = 5
+
+// rateDrop finds a handled rate that fell during the run and stayed down,
+// as the eventing reference reports it ("70 (290 for 3h)": 290/s for the
+// first 3 hours, 70/s after). The rate is the proxy's handled_rate (summed
+// over instances), else the pipeline's receiver_accepted_rate, else
+// pipebench's accepted_rate; the drop is the split of the load's
+// observations into a before and an after that fits them best as two
+// levels (least squares), reported when the after level is at most 70% of
+// the before level, both last at least dropMinPoints observations, and at
+// least 80% of the observations after lie below the midpoint. It sets on
+// the total rate_before_drop, rate_after_drop and time_before_drop (from
+// the load's start) and returns a rate_drop detection.
+func rateDrop(r *pipebench.Result, byName map[string][]pipebench.Series, phase func(time.Time) string) []pipebench.Detection {
+	from, to, ok := loadWindow(r)
+	if !ok || r.Total == nil {
+		return nil
+	}
+	name, pts := summedRate(byName, from, to, "handled_rate", "receiver_accepted_rate", "accepted_rate")
+	if len(pts) > 0 {
+		pts = pts[1:] // the first rate spans the start-up
+	}
+	n := len(pts)
+	if n < 2*dropMinPoints {
+		return nil
+	}
+	prefix := make([]float64, n+1)
+	prefix2 := make([]float64, n+1)
+	for i, p := range pts {
+		prefix[i+1] = prefix[i] + p.V
+		prefix2[i+1] = prefix2[i] + p.V*p.V
+	}
+	sse := func(a, b int) float64 { // of pts[a:b] around its mean
+		k := float64(b - a)
+		s := prefix[b] - prefix[a]
+		return prefix2[b] - prefix2[a] - s*s/k
+	}
+	best, bestK := 0.0, -1
+	for k := dropMinPoints; k <= n-dropMinPoints; k++ {
+		if e := sse(0, k) + sse(k, n); bestK < 0 || e < best {
+			best, bestK = e, k
+		}
+	}
+	before := (prefix[bestK] - prefix[0]) / float64(bestK)
+	after := (prefix[n] - prefix[bestK]) / float64(n-bestK)
+	if before <= 0 || after > 0.7*before {
+		return nil
+	}
+	mid, below := (before+after)/2, 0
+	for _, p := range pts[bestK:] {
+		if p.V < mid {
+			below++
+		}
+	}
+	if float64(below) < 0.8*float64(n-bestK) {
+		return nil
+	}
+	at := pts[bestK].T
+	upFor := at.Sub(from)
+	r.Total.Set(pipebench.KPI{Name: "rate_before_drop", Value: before, Unit: pipebench.UnitPerSecond})
+	r.Total.Set(pipebench.KPI{Name: "rate_after_drop", Value: after, Unit: pipebench.UnitPerSecond})
+	r.Total.Set(pipebench.KPI{Name: "time_before_drop", Value: upFor.Seconds(), Unit: pipebench.UnitSeconds})
+	return []pipebench.Detection{{Detector: "rate_drop", Series: name, Phase: phase(at), Began: at, Value: after,
+		Message: fmt.Sprintf("%s fell to %s/s after %s at %s/s, and stayed down", name, pipebench.FormatCount(after),
+			pipebench.FormatDuration(upFor.Round(time.Second)), pipebench.FormatCount(before))}}
+}
+
+// bufferingPoints is how many observations in a row the generator's rate
+// must run ahead of the consumer's for buffering to have begun.
+const bufferingPoints = 3
+
+// buffering finds where the generator's rate and the rate the consuming
+// service processes part, as the chef reference found it: pipebench's
+// accepted_rate more than 5% above the consumers' ack rate (the server's
+// consumer_acked_seq_rate, summed) for bufferingPoints observations in a
+// row, the consumer not paused on purpose. It sets buffering_began on the total
+// (seconds from the load's start) and returns a buffering detection.
+func buffering(r *pipebench.Result, byName map[string][]pipebench.Series, phase func(time.Time) string) []pipebench.Detection {
+	from, to, ok := loadWindow(r)
+	if !ok || r.Total == nil {
+		return nil
+	}
+	_, gen := summedRate(byName, from, to, "accepted_rate")
+	_, cons := summedRate(byName, from, to, "consumer_acked_seq_rate")
+	if len(gen) == 0 || len(cons) == 0 {
+		return nil
+	}
+	run := 0
+	paused := byName["consumer_paused"]
+	for i, g := range gen {
+		c := valueAt(cons, g.T)
+		if plannedPause(r, paused, g.T) {
+			run = 0 // a consumer paused on purpose buffers by design
+			continue
+		}
+		if g.V > 1.05*c && g.V-c >= 1 {
+			run++
+		} else {
+			run = 0
+		}
+		if run == bufferingPoints {
+			at := gen[i-run+1].T
+			r.Total.Set(pipebench.KPI{Name: "buffering_began", Value: at.Sub(from).Seconds(), Unit: pipebench.UnitSeconds})
+			return []pipebench.Detection{{Detector: "buffering", Series: "accepted_rate", Phase: phase(at), Began: at, Value: at.Sub(from).Seconds(),
+				Message: fmt.Sprintf("buffering began %s into the load: the generator's rate (%s/s accepted) and the consumer's (%s/s acknowledged) parted",
+					pipebench.FormatDuration(at.Sub(from).Round(time.Second)), pipebench.FormatCount(gen[i-run+1].V), pipebench.FormatCount(valueAt(cons, at)))}}
+		}
+	}
+	return nil
+}
+
+// memorySlopes sets, on the total, memory_slope{instance} for every
+// memory_mb series: the least-squares slope of its second half (past the
+// warm-up) in MB per hour, when that half spans a minute or more with 10
+// points or more: what a soak's "flat memory" claim is checked against.
+func memorySlopes(r *pipebench.Result, byName map[string][]pipebench.Series) {
+	if r.Total == nil {
+		return
+	}
+	for _, s := range byName["memory_mb"] {
+		if len(s.Points) < 2 {
+			continue
+		}
+		first, last := s.Points[0].T, s.Points[len(s.Points)-1].T
+		half := s.Points[sortSearchTime(s.Points, first.Add(last.Sub(first)/2)):]
+		if len(half) < 10 || half[len(half)-1].T.Sub(half[0].T) < time.Minute {
+			continue
+		}
+		r.Total.Set(pipebench.KPI{Name: "memory_slope", Labels: s.Labels, Value: slopePerSecond(half) * 3600, Unit: "MB/h"})
+	}
+}
+
+// sortSearchTime is the index of the first point at or after t.
+func sortSearchTime(pts []pipebench.TimeValue, t time.Time) int {
+	i, _ := slices.BinarySearchFunc(pts, t, func(p pipebench.TimeValue, t time.Time) int { return p.T.Compare(t) })
+	return i
+}
+
+// outstandingMin is the smallest backlog at a phase's start whose drain is
+// timed.
+const outstandingMin = 1000
+
+// outstandingDrains times, in each phase that starts with at least
+// outstandingMin messages outstanding in a stream (stream_messages: with
+// interest or work-queue retention, what is stored and not yet
+// acknowledged), how long they took to clear: from the phase's start to
+// the first observation at or below 1% of that level. It sets on the
+// phase outstanding_at_start, outstanding_drain_time (seconds) and
+// outstanding_drain_rate (the level over that time): the chef reference's
+// "a backlog of 100,000 clears in less than 5 minutes at 500/s".
+func outstandingDrains(r *pipebench.Result, byName map[string][]pipebench.Series) {
+	for _, s := range byName["stream_messages"] {
+		for i := range r.Phases {
+			p := &r.Phases[i]
+			start, ok := firstAtOrAfter(s.Points, p.Started)
+			if !ok || start.V < outstandingMin || start.T.After(p.Ended) {
+				continue
+			}
+			for _, pt := range s.Points {
+				if pt.T.Before(start.T) || pt.T.After(p.Ended) || pt.V > 0.01*start.V {
+					continue
+				}
+				secs := pt.T.Sub(p.Started).Seconds()
+				p.Set(pipebench.KPI{Name: "outstanding_at_start", Labels: s.Labels, Value: start.V, Unit: pipebench.UnitCount})
+				p.Set(pipebench.KPI{Name: "outstanding_drain_time", Labels: s.Labels, Value: secs, Unit: pipebench.UnitSeconds})
+				p.Set(pipebench.KPI{Name: "outstanding_drain_rate", Labels: s.Labels, Value: start.V / secs, Unit: pipebench.UnitPerSecond})
+				break
+			}
+		}
+	}
+}
+
+func firstAtOrAfter(pts []pipebench.TimeValue, t time.Time) (pipebench.TimeValue, bool) {
+	for _, p := range pts {
+		if !p.T.Before(t) {
+			return p, true
+		}
+	}
+	return pipebench.TimeValue{}, false
+}

@@ -1,0 +1,124 @@
+package kpi
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+)
+
+func holder(name string, labels map[string]string, pts ...pipebench.TimeValue) pipebench.Series {
+	return pipebench.Series{Name: name, Labels: labels, Kind: pipebench.KindGauge, Points: pts}
+}
+
+func phaseLost(name string, lost float64) pipebench.PhaseResult {
+	return pipebench.PhaseResult{Name: name, KPIs: []pipebench.KPI{{Name: "lost", Value: lost, Unit: pipebench.UnitCount}}}
+}
+
+// What the pipeline holds at the last observation is pending, not lost:
+// the sum of the holder series observed then (a series observed no more is
+// not counted), at most the lost count, taken from the last phases first.
+func TestPendingIsNotLost(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	ss := []pipebench.Series{
+		holder("consumer_pending", map[string]string{"stream": "S", "consumer": "D"}, pipebench.TimeValue{T: at(1), V: 9000}, pipebench.TimeValue{T: at(9), V: 4000}),
+		holder("ack_pending", map[string]string{"stream": "S", "consumer": "D"}, pipebench.TimeValue{T: at(9), V: 377}),
+		// A consumer that went away before the end holds nothing now.
+		holder("consumer_pending", map[string]string{"stream": "S", "consumer": "old"}, pipebench.TimeValue{T: at(5), V: 500}),
+		holder("memory_mb", nil, pipebench.TimeValue{T: at(9), V: 80}),
+	}
+	if held, ok := HeldAtEnd(ss, at(9)); !ok || held != 4377 {
+		t.Fatalf("held %v %v, want 4,377", held, ok)
+	}
+	if held, ok := HeldAtEnd(ss, at(2)); !ok || held != 9000 {
+		t.Errorf("held at 2 s: %v %v", held, ok)
+	}
+	if _, ok := HeldAtEnd(ss[3:], at(9)); ok {
+		t.Error("no holder series, yet something held")
+	}
+
+	for _, c := range []struct {
+		name                          string
+		phases                        []float64
+		wantTotal, wantPending        float64
+		wantPhaseLost, wantPhasePends []float64
+	}{
+		{"all pending", []float64{0, 1000, 3370}, 0, 4370, []float64{0, 0, 0}, []float64{0, 1000, 3370}},
+		{"some lost", []float64{100, 2000, 3000}, 723, 4377, []float64{100, 623, 0}, []float64{0, 1377, 3000}},
+	} {
+		var sum float64
+		phases := make([]pipebench.PhaseResult, len(c.phases))
+		for i, l := range c.phases {
+			phases[i] = phaseLost("p", l)
+			sum += l
+		}
+		total := phaseLost("total", sum)
+		applyPending(&total, phases, ss, at(9))
+		lost, _ := total.Get("lost")
+		pend, _ := total.Get("pending_at_end")
+		held, _ := total.Get("held_at_end")
+		if lost != c.wantTotal || pend != c.wantPending || held != 4377 {
+			t.Errorf("%s: total lost %v pending %v held %v, want %v, %v, 4,377", c.name, lost, pend, held, c.wantTotal, c.wantPending)
+		}
+		var addLost, addPend float64
+		for i := range phases {
+			l, _ := phases[i].Get("lost")
+			p, _ := phases[i].Get("pending_at_end")
+			addLost, addPend = addLost+l, addPend+p
+			if l != c.wantPhaseLost[i] || p != c.wantPhasePends[i] {
+				t.Errorf("%s: phase %d lost %v pending %v, want %v, %v", c.name, i, l, p, c.wantPhaseLost[i], c.wantPhasePends[i])
+			}
+		}
+		if addLost != lost || addPend != pend {
+			t.Errorf("%s: phases add up to lost %v pending %v, the total says %v, %v", c.name, addLost, addPend, lost, pend)
+		}
+	}
+
+	// Without a sink there is no lost to take pending from.
+	noSink := pipebench.PhaseResult{Name: "total"}
+	applyPending(&noSink, nil, ss, at(9))
+	if len(noSink.KPIs) != 0 {
+		t.Errorf("KPIs without a sink: %v", noSink.KPIs)
+	}
+}
+
+// Shards of one run each took the pipeline's pending off their own lost;
+// merged, the pipeline's pending counts once.
+func TestMergePending(t *testing.T) {
+	shard := func(lost, pending []float64, held float64) *pipebench.Result {
+		r := &pipebench.Result{}
+		var tl, tp float64
+		for i := range lost {
+			p := phaseLost("p", lost[i])
+			if pending[i] > 0 {
+				p.Set(pipebench.KPI{Name: "pending_at_end", Value: pending[i]})
+			}
+			r.Phases = append(r.Phases, p)
+			tl, tp = tl+lost[i], tp+pending[i]
+		}
+		tot := phaseLost("total", tl)
+		tot.Set(pipebench.KPI{Name: "pending_at_end", Value: tp})
+		tot.Set(pipebench.KPI{Name: "held_at_end", Value: held})
+		r.Total = &tot
+		return r
+	}
+	// The pipeline held 600; each shard's raw lost was 10+400 and 0+500.
+	a := shard([]float64{10, 0}, []float64{0, 400}, 600)
+	b := shard([]float64{0, 0}, []float64{0, 500}, 600)
+	merged := &pipebench.Result{Phases: []pipebench.PhaseResult{phaseLost("p", 10), phaseLost("p", 0)}}
+	tot := phaseLost("total", 10)
+	merged.Total = &tot
+	mergePending([]*pipebench.Result{a, b}, merged)
+	lost, _ := merged.Total.Get("lost")
+	pend, _ := merged.Total.Get("pending_at_end")
+	if lost != 310 || pend != 600 {
+		t.Errorf("merged lost %v pending %v, want 310 and 600", lost, pend)
+	}
+	l0, _ := merged.Phases[0].Get("lost")
+	l1, _ := merged.Phases[1].Get("lost")
+	p1, _ := merged.Phases[1].Get("pending_at_end")
+	if l0 != 10 || l1 != 300 || p1 != 600 {
+		t.Errorf("merged phases: lost %v, %v; pending %v", l0, l1, p1)
+	}
+}
