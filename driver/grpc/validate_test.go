@@ -40,10 +40,10 @@ func TestValidateFindsProtoProblems(t *testing.T) {
 		want                []string // "" : valid
 	}{
 		{"good", method, goodFile, nil},
-		{"broken .proto", method, broken, []string{"scenario.yaml:5:3", "target.proto_files", "broken.proto:3:"}},
-		{"missing .proto", method, filepath.Join(dir, "missing.proto"), []string{"scenario.yaml:5:3", "target.proto_files", "missing.proto"}},
-		{"unknown method", "pipebench.healthevents.v1.HealthEventService/Nope", goodFile, []string{"scenario.yaml:4:3", "target.method", "has no method Nope"}},
-		{"unknown service", "pipebench.healthevents.v1.Nope/Report", goodFile, []string{"scenario.yaml:4:3", "target.method", "Nope is not defined"}},
+		{"broken .proto", method, broken, []string{"scenario.yaml:5:16", "target.proto_files", "broken.proto:3:"}},
+		{"missing .proto", method, filepath.Join(dir, "missing.proto"), []string{"scenario.yaml:5:16", "target.proto_files", "missing.proto"}},
+		{"unknown method", "pipebench.healthevents.v1.HealthEventService/Nope", goodFile, []string{"scenario.yaml:4:11", "target.method", "has no method Nope"}},
+		{"unknown service", "pipebench.healthevents.v1.Nope/Report", goodFile, []string{"scenario.yaml:4:11", "target.method", "Nope is not defined"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			yaml := "name: v\ntarget:\n  driver: grpc\n  method: " + tc.method + "\n  proto_files: [" + tc.proto + "]\n  endpoint: 127.0.0.1:9\n" +

@@ -16,7 +16,7 @@ import (
 type GroupRow struct {
 	Topic                       string
 	Partition                   int32
-	CurrentOffset, LogEndOffset int64
+	CurrentOffset, LogEndOffset int64 // CurrentOffset -1 when nothing is committed yet ("-")
 	Lag                         int64 // -1 when the tool prints "-"
 }
 
@@ -35,7 +35,10 @@ func (b *Broker) DescribeGroup(tb testing.TB, group string) []GroupRow {
 			continue
 		}
 		p, err1 := strconv.ParseInt(f[2], 10, 32)
-		cur, err2 := strconv.ParseInt(f[3], 10, 64)
+		cur, err2 := int64(-1), error(nil) // "-": nothing committed on the partition yet
+		if f[3] != "-" {
+			cur, err2 = strconv.ParseInt(f[3], 10, 64)
+		}
 		end, err3 := strconv.ParseInt(f[4], 10, 64)
 		if err1 != nil || err2 != nil || err3 != nil {
 			tb.Fatalf("kafka-consumer-groups printed a line it should not: %q", sc.Text())
