@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/pipebench/pipebench"
 )
@@ -91,8 +92,18 @@ func compileFields(m map[string]string) ([]field, error) {
 	return out, nil
 }
 
-// bufPool recycles request bodies; Release hands them back.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// eventBuf is what one batch of events is made in: the body, the
+// headers, and the bytes of the header values their strings view. They are
+// pooled (eventBufs) and handed back by Release, so a batch allocates
+// nothing once the pool is warm: the Batch's header values are valid until
+// then.
+type eventBuf struct {
+	body []byte
+	vals []byte
+	hdrs [3]pipebench.Header
+}
+
+var eventBufs = sync.Pool{New: func() any { return &eventBuf{body: make([]byte, 0, 1024), vals: make([]byte, 0, 64)} }}
 
 // jsonGen builds JSON events, alone or as an array. It is safe for
 // concurrent use.
@@ -118,17 +129,26 @@ func newJSON(size int, fields map[string]string, inBody bool, contentType string
 // ItemName says what one item is.
 func (g *jsonGen) ItemName() string { return "event" }
 
-// Next implements pipebench.Generator.
+// Next implements pipebench.Generator. The batch's body and header values
+// stay valid until Release.
 func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 	if count < 1 {
 		count = 1
 	}
-	bp := bufPool.Get().(*[]byte)
-	b := (*bp)[:0]
-	sent := strconv.FormatInt(at.UnixNano(), 10)
+	e := eventBufs.Get().(*eventBuf)
+	b := e.body[:0]
+	// The header values, in e.vals: the send time, then the count and the
+	// first sequence number (their strings are made once e.vals has
+	// stopped growing).
+	v := strconv.AppendInt(e.vals[:0], at.UnixNano(), 10)
+	nSent := len(v)
+	v = strconv.AppendInt(v, int64(count), 10)
+	nCount := len(v)
+	v = strconv.AppendUint(v, seq, 10)
+	e.vals = v
+	sent := unsafe.String(&v[0], nSent)
 	batch := pipebench.Batch{Seq: seq, Count: count, Scheduled: at, ContentType: g.contentType}
-	hdr := make([]pipebench.Header, 0, 8)
-	hdr = append(hdr, pipebench.Header{Name: HeaderCount, Value: strconv.Itoa(count)})
+	hdr := append(e.hdrs[:0], pipebench.Header{Name: HeaderCount, Value: unsafe.String(&v[nSent], nCount-nSent)})
 	switch {
 	case g.ce != nil && g.ce.binary && count == 1:
 		hdr = append(hdr, g.ce.headers(seq, sent, at)...)
@@ -151,7 +171,7 @@ func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 		}
 	default:
 		if !g.inBody {
-			hdr = append(hdr, pipebench.Header{Name: HeaderSeq, Value: strconv.FormatUint(seq, 10)},
+			hdr = append(hdr, pipebench.Header{Name: HeaderSeq, Value: unsafe.String(&v[nCount], len(v)-nCount)},
 				pipebench.Header{Name: HeaderSent, Value: sent})
 		}
 		if count > 1 {
@@ -167,19 +187,20 @@ func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 			b = append(b, ']')
 		}
 	}
-	*bp = b
+	e.body = b
 	batch.Body = b
 	batch.Headers = hdr
-	batch.Data = bp
+	batch.Data = e
 	return batch
 }
 
-// Release implements pipebench.Releaser: the body goes back to the pool.
+// Release implements pipebench.Releaser: the body and headers go back to
+// the pool.
 func (g *jsonGen) Release(b *pipebench.Batch) {
-	if bp, ok := b.Data.(*[]byte); ok && cap(*bp) <= 1<<20 {
-		bufPool.Put(bp)
+	if e, ok := b.Data.(*eventBuf); ok && cap(e.body) <= 1<<20 {
+		eventBufs.Put(e)
 	}
-	b.Body, b.Data = nil, nil
+	b.Body, b.Data, b.Headers = nil, nil, nil
 }
 
 // object appends one event object, padded to the configured size.
@@ -203,12 +224,14 @@ func (g *jsonGen) object(b []byte, seq uint64, at time.Time, sent string, withSe
 		b = append(b, ',')
 	}
 	b = append(b, `"data":"`...)
-	pad := g.size - (len(b) - start) - 2
-	for i := 0; i < pad; i++ {
-		b = append(b, 'x')
+	for pad := g.size - (len(b) - start) - 2; pad > 0; pad -= len(padding) {
+		b = append(b, padding[:min(pad, len(padding))]...)
 	}
 	return append(b, `"}`...)
 }
+
+// padding pads events to their size.
+const padding = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 
 // appendJSONString appends s as a JSON string.
 func appendJSONString(b []byte, s string) []byte {

@@ -63,10 +63,13 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 }
 
 // asyncSend is one send handed to an AsyncSender: what run.send keeps on
-// its stack, kept until the driver reports the outcome.
+// its stack, kept until the driver reports the outcome. They are pooled
+// (asyncSends), each with its done bound once, so a send allocates
+// nothing here.
 type asyncSend struct {
 	r        *run
 	wg       *sync.WaitGroup
+	rel      pipebench.Releaser // the generator, when it takes its buffers back
 	b        pipebench.Batch
 	i, count int
 	seq      uint64
@@ -74,12 +77,24 @@ type asyncSend struct {
 	started  time.Time
 	size     int64
 	reported atomic.Bool
+	fn       func(time.Time, pipebench.Outcome) // s.done
+	// kept: the driver panicked and may still call done: s never goes
+	// back to the pool.
+	kept bool
 }
+
+var asyncSends = sync.Pool{New: func() any { return new(asyncSend) }}
 
 // sendAsync is run.send for an AsyncSender: the same batch, times and
 // records, with the second half in done.
 func (r *run) sendAsync(ctx context.Context, as pipebench.AsyncSender, i int, seq uint64, count int, at, now time.Time, wg *sync.WaitGroup) {
-	s := &asyncSend{r: r, wg: wg, i: i, count: count, seq: seq, at: at, started: now}
+	s := asyncSends.Get().(*asyncSend)
+	if s.fn == nil {
+		s.fn = s.done
+	}
+	s.r, s.wg, s.i, s.count, s.seq, s.at, s.started = r, wg, i, count, seq, at, now
+	s.rel, _ = r.c.gen.(pipebench.Releaser)
+	s.reported.Store(false)
 	s.b = r.c.gen.Next(seq, count, at)
 	s.b.Seq, s.b.Count, s.b.Scheduled = seq, count, at
 	s.size = int64(len(s.b.Body))
@@ -90,15 +105,16 @@ func (r *run) sendAsync(ctx context.Context, as pipebench.AsyncSender, i int, se
 			buf := make([]byte, 4096)
 			buf = buf[:runtime.Stack(buf, false)]
 			r.log.Error("driver panicked", "panic", v, "stack", string(buf))
+			s.kept = true
 			s.done(time.Time{}, pipebench.Outcome{Class: pipebench.ClassError, Detail: "driver panic", Message: fmt.Sprint("driver panic: ", v)})
 		}
 	}()
-	as.SendAsync(ctx, &s.b, s.done)
+	as.SendAsync(ctx, &s.b, s.fn)
 }
 
-// done records the outcome of s, once. The send started when the driver
-// took it up (what came before is lag: the generator's), not before the
-// hand-over.
+// done records the outcome of s, once, and puts s back in the pool. The
+// send started when the driver took it up (what came before is lag: the
+// generator's), not before the hand-over.
 func (s *asyncSend) done(started time.Time, out pipebench.Outcome) {
 	if !s.reported.CompareAndSwap(false, true) {
 		return
@@ -116,8 +132,13 @@ func (s *asyncSend) done(started time.Time, out pipebench.Outcome) {
 		}
 		r.acceptedN.Add(uint64(count))
 	}
-	if rel, ok := r.c.gen.(pipebench.Releaser); ok {
-		rel.Release(&s.b)
+	if s.rel != nil {
+		s.rel.Release(&s.b)
 	}
-	s.wg.Done()
+	wg := s.wg
+	if !s.kept {
+		s.b, s.r, s.wg, s.rel = pipebench.Batch{}, nil, nil, nil
+		asyncSends.Put(s)
+	}
+	wg.Done()
 }
