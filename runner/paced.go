@@ -31,6 +31,14 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 	}
 	maxBytes := ph.MaxInFlightBytes
 	as, _ := r.c.drv.(pipebench.AsyncSender)
+	// A send that makes its batch in a goroutine of its own has its bytes
+	// reserved when it is due, at the size of the batch made last (the
+	// first batch is made here, to know it): sends whose goroutines wait
+	// for the processor to make their batches count against
+	// max_in_flight_bytes too, so a generator that cannot make batches as
+	// fast as they fall due stays within it instead of growing without
+	// bound.
+	var last atomic.Int64
 	schedule.Run(ctx, r.pacers[i], r.phaseT0[i], func(n uint64, at time.Time) bool {
 		seq := r.nextSeq.Add(uint64(count)) - uint64(count)
 		if live.InFlight.Load() >= maxInFlight {
@@ -49,10 +57,13 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 			r.sendAsync(sendCtx, as, i, seq, count, at, now, wg)
 			return true
 		}
-		go func() {
-			defer wg.Done()
-			r.send(sendCtx, i, seq, count, at)
-		}()
+		s := r.newSend(i, seq, count, at, now, wg)
+		if s.reserved = last.Load(); s.reserved == 0 {
+			s.make(&last)
+		} else {
+			live.InFlightBytes.Add(s.reserved)
+		}
+		go s.sync(sendCtx, &last)
 		return true
 	})
 	// The phase lasts its planned duration even when the last send is due
@@ -76,6 +87,8 @@ type asyncSend struct {
 	at       time.Time
 	started  time.Time
 	size     int64
+	reserved int64 // bytes counted in flight before the batch was made
+	made     bool  // the batch is made
 	reported atomic.Bool
 	fn       func(time.Time, pipebench.Outcome) // s.done
 	// kept: the driver panicked and may still call done: s never goes
@@ -85,9 +98,9 @@ type asyncSend struct {
 
 var asyncSends = sync.Pool{New: func() any { return new(asyncSend) }}
 
-// sendAsync is run.send for an AsyncSender: the same batch, times and
-// records, with the second half in done.
-func (r *run) sendAsync(ctx context.Context, as pipebench.AsyncSender, i int, seq uint64, count int, at, now time.Time, wg *sync.WaitGroup) {
+// newSend takes a send record from the pool for send seq of phase i,
+// due at at, started now.
+func (r *run) newSend(i int, seq uint64, count int, at, now time.Time, wg *sync.WaitGroup) *asyncSend {
 	s := asyncSends.Get().(*asyncSend)
 	if s.fn == nil {
 		s.fn = s.done
@@ -95,10 +108,40 @@ func (r *run) sendAsync(ctx context.Context, as pipebench.AsyncSender, i int, se
 	s.r, s.wg, s.i, s.count, s.seq, s.at, s.started = r, wg, i, count, seq, at, now
 	s.rel, _ = r.c.gen.(pipebench.Releaser)
 	s.reported.Store(false)
-	s.b = r.c.gen.Next(seq, count, at)
-	s.b.Seq, s.b.Count, s.b.Scheduled = seq, count, at
+	s.made, s.reserved = false, 0
+	return s
+}
+
+// make makes s's batch and counts its bytes in flight (less what was
+// reserved for it); last, if set, learns its size.
+func (s *asyncSend) make(last *atomic.Int64) {
+	r := s.r
+	s.b = r.c.gen.Next(s.seq, s.count, s.at)
+	s.b.Seq, s.b.Count, s.b.Scheduled = s.seq, s.count, s.at
 	s.size = int64(len(s.b.Body))
-	r.rec.Live(i).InFlightBytes.Add(s.size)
+	r.rec.Live(s.i).InFlightBytes.Add(s.size - s.reserved)
+	s.reserved, s.made = 0, true
+	if last != nil {
+		last.Store(max(s.size, 1))
+	}
+}
+
+// sync is run.send for a driver that is not an AsyncSender, in the send's
+// own goroutine: it makes the batch (unless made already), sends it and
+// records the outcome. The send starts once its batch is made.
+func (s *asyncSend) sync(ctx context.Context, last *atomic.Int64) {
+	if !s.made {
+		s.make(last)
+	}
+	started := time.Now()
+	s.done(started, s.r.safeSend(ctx, &s.b))
+}
+
+// sendAsync is run.send for an AsyncSender: the same batch, times and
+// records, with the second half in done.
+func (r *run) sendAsync(ctx context.Context, as pipebench.AsyncSender, i int, seq uint64, count int, at, now time.Time, wg *sync.WaitGroup) {
+	s := r.newSend(i, seq, count, at, now, wg)
+	s.make(nil)
 	defer func() {
 		// A driver that panics: the send is an error, as in safeSend.
 		if v := recover(); v != nil {
