@@ -103,6 +103,35 @@ type eventBuf struct {
 
 var eventBufs = sync.Pool{New: func() any { return &eventBuf{body: make([]byte, 0, 1024), vals: make([]byte, 0, 64)} }}
 
+// stamp returns a batch's headers of the wire convention, in e:
+// Pipebench-Count, and with withSeq Pipebench-Seq and Pipebench-Sent; and
+// the send time as the convention writes it. One string holds the values
+// (drivers and their libraries may keep a header's value: an HTTP/2
+// encoder's table does).
+func (e *eventBuf) stamp(seq uint64, count int, at time.Time, withSeq bool) ([]pipebench.Header, string) {
+	v := strconv.AppendInt(e.vals[:0], at.UnixNano(), 10)
+	nSent := len(v)
+	v = strconv.AppendInt(v, int64(count), 10)
+	nCount := len(v)
+	v = strconv.AppendUint(v, seq, 10)
+	e.vals = v
+	vals := string(v)
+	hdr := append(e.hdrs[:0], pipebench.Header{Name: HeaderCount, Value: vals[nSent:nCount]})
+	if withSeq {
+		hdr = append(hdr, pipebench.Header{Name: HeaderSeq, Value: vals[nCount:]}, pipebench.Header{Name: HeaderSent, Value: vals[:nSent]})
+	}
+	return hdr, vals[:nSent]
+}
+
+// releaseBuf implements pipebench.Releaser for the generators that make
+// their batches in an eventBuf.
+func releaseBuf(b *pipebench.Batch) {
+	if e, ok := b.Data.(*eventBuf); ok && cap(e.body) <= 1<<20 {
+		eventBufs.Put(e)
+	}
+	b.Body, b.Data, b.Headers = nil, nil, nil
+}
+
 // jsonGen builds JSON events, alone or as an array. It is safe for
 // concurrent use.
 type jsonGen struct {
@@ -135,21 +164,8 @@ func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 	}
 	e := eventBufs.Get().(*eventBuf)
 	b := e.body[:0]
-	// The header values, in e.vals: the send time, then the count and the
-	// first sequence number (their strings are made once e.vals has
-	// stopped growing).
-	v := strconv.AppendInt(e.vals[:0], at.UnixNano(), 10)
-	nSent := len(v)
-	v = strconv.AppendInt(v, int64(count), 10)
-	nCount := len(v)
-	v = strconv.AppendUint(v, seq, 10)
-	e.vals = v
-	// One string holds the three values (drivers and their libraries may
-	// keep a header's value: an HTTP/2 encoder's table does).
-	vals := string(v)
-	sent := vals[:nSent]
+	hdr, sent := e.stamp(seq, count, at, g.ce == nil && !g.inBody)
 	batch := pipebench.Batch{Seq: seq, Count: count, Scheduled: at, ContentType: g.contentType}
-	hdr := append(e.hdrs[:0], pipebench.Header{Name: HeaderCount, Value: vals[nSent:nCount]})
 	switch {
 	case g.ce != nil && g.ce.binary && count == 1:
 		hdr = append(hdr, g.ce.headers(seq, sent, at)...)
@@ -171,10 +187,6 @@ func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 			b = append(b, ']')
 		}
 	default:
-		if !g.inBody {
-			hdr = append(hdr, pipebench.Header{Name: HeaderSeq, Value: vals[nCount:]},
-				pipebench.Header{Name: HeaderSent, Value: sent})
-		}
 		if count > 1 {
 			b = append(b, '[')
 		}
@@ -197,12 +209,7 @@ func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 
 // Release implements pipebench.Releaser: the body and headers go back to
 // the pool.
-func (g *jsonGen) Release(b *pipebench.Batch) {
-	if e, ok := b.Data.(*eventBuf); ok && cap(e.body) <= 1<<20 {
-		eventBufs.Put(e)
-	}
-	b.Body, b.Data, b.Headers = nil, nil, nil
-}
+func (g *jsonGen) Release(b *pipebench.Batch) { releaseBuf(b) }
 
 // object appends one event object, padded to the configured size.
 func (g *jsonGen) object(b []byte, seq uint64, at time.Time, sent string, withSeq bool) []byte {
