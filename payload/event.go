@@ -91,8 +91,46 @@ func compileFields(m map[string]string) ([]field, error) {
 	return out, nil
 }
 
-// bufPool recycles request bodies; Release hands them back.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// eventBuf is what one batch of events is made in: the body, the
+// headers, and the header values' bytes. They are pooled (eventBufs) and
+// handed back by Release, so a batch allocates one string (its header
+// values) once the pool is warm.
+type eventBuf struct {
+	body []byte
+	vals []byte
+	hdrs [3]pipebench.Header
+}
+
+var eventBufs = sync.Pool{New: func() any { return &eventBuf{body: make([]byte, 0, 1024), vals: make([]byte, 0, 64)} }}
+
+// stamp returns a batch's headers of the wire convention, in e:
+// Pipebench-Count, and with withSeq Pipebench-Seq and Pipebench-Sent; and
+// the send time as the convention writes it. One string holds the values
+// (drivers and their libraries may keep a header's value: an HTTP/2
+// encoder's table does).
+func (e *eventBuf) stamp(seq uint64, count int, at time.Time, withSeq bool) ([]pipebench.Header, string) {
+	v := strconv.AppendInt(e.vals[:0], at.UnixNano(), 10)
+	nSent := len(v)
+	v = strconv.AppendInt(v, int64(count), 10)
+	nCount := len(v)
+	v = strconv.AppendUint(v, seq, 10)
+	e.vals = v
+	vals := string(v)
+	hdr := append(e.hdrs[:0], pipebench.Header{Name: HeaderCount, Value: vals[nSent:nCount]})
+	if withSeq {
+		hdr = append(hdr, pipebench.Header{Name: HeaderSeq, Value: vals[nCount:]}, pipebench.Header{Name: HeaderSent, Value: vals[:nSent]})
+	}
+	return hdr, vals[:nSent]
+}
+
+// releaseBuf implements pipebench.Releaser for the generators that make
+// their batches in an eventBuf.
+func releaseBuf(b *pipebench.Batch) {
+	if e, ok := b.Data.(*eventBuf); ok && cap(e.body) <= 1<<20 {
+		eventBufs.Put(e)
+	}
+	b.Body, b.Data, b.Headers = nil, nil, nil
+}
 
 // jsonGen builds JSON events, alone or as an array. It is safe for
 // concurrent use.
@@ -118,17 +156,16 @@ func newJSON(size int, fields map[string]string, inBody bool, contentType string
 // ItemName says what one item is.
 func (g *jsonGen) ItemName() string { return "event" }
 
-// Next implements pipebench.Generator.
+// Next implements pipebench.Generator. The batch's body stays valid until
+// Release.
 func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 	if count < 1 {
 		count = 1
 	}
-	bp := bufPool.Get().(*[]byte)
-	b := (*bp)[:0]
-	sent := strconv.FormatInt(at.UnixNano(), 10)
+	e := eventBufs.Get().(*eventBuf)
+	b := e.body[:0]
+	hdr, sent := e.stamp(seq, count, at, g.ce == nil && !g.inBody)
 	batch := pipebench.Batch{Seq: seq, Count: count, Scheduled: at, ContentType: g.contentType}
-	hdr := make([]pipebench.Header, 0, 8)
-	hdr = append(hdr, pipebench.Header{Name: HeaderCount, Value: strconv.Itoa(count)})
 	switch {
 	case g.ce != nil && g.ce.binary && count == 1:
 		hdr = append(hdr, g.ce.headers(seq, sent, at)...)
@@ -150,10 +187,6 @@ func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 			b = append(b, ']')
 		}
 	default:
-		if !g.inBody {
-			hdr = append(hdr, pipebench.Header{Name: HeaderSeq, Value: strconv.FormatUint(seq, 10)},
-				pipebench.Header{Name: HeaderSent, Value: sent})
-		}
 		if count > 1 {
 			b = append(b, '[')
 		}
@@ -167,20 +200,16 @@ func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 			b = append(b, ']')
 		}
 	}
-	*bp = b
+	e.body = b
 	batch.Body = b
 	batch.Headers = hdr
-	batch.Data = bp
+	batch.Data = e
 	return batch
 }
 
-// Release implements pipebench.Releaser: the body goes back to the pool.
-func (g *jsonGen) Release(b *pipebench.Batch) {
-	if bp, ok := b.Data.(*[]byte); ok && cap(*bp) <= 1<<20 {
-		bufPool.Put(bp)
-	}
-	b.Body, b.Data = nil, nil
-}
+// Release implements pipebench.Releaser: the body and headers go back to
+// the pool.
+func (g *jsonGen) Release(b *pipebench.Batch) { releaseBuf(b) }
 
 // object appends one event object, padded to the configured size.
 func (g *jsonGen) object(b []byte, seq uint64, at time.Time, sent string, withSeq bool) []byte {
@@ -203,12 +232,14 @@ func (g *jsonGen) object(b []byte, seq uint64, at time.Time, sent string, withSe
 		b = append(b, ',')
 	}
 	b = append(b, `"data":"`...)
-	pad := g.size - (len(b) - start) - 2
-	for i := 0; i < pad; i++ {
-		b = append(b, 'x')
+	for pad := g.size - (len(b) - start) - 2; pad > 0; pad -= len(padding) {
+		b = append(b, padding[:min(pad, len(padding))]...)
 	}
 	return append(b, `"}`...)
 }
+
+// padding pads events to their size.
+const padding = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 
 // appendJSONString appends s as a JSON string.
 func appendJSONString(b []byte, s string) []byte {

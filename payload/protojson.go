@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/pipebench/pipebench"
@@ -158,15 +156,13 @@ func (c *msgCompiler) value(path string, v any) error {
 // ItemName says what one item is.
 func (g *MessageGen) ItemName() string { return "message" }
 
-var msgPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
 // Next implements pipebench.Generator: Count messages, one per line.
 func (g *MessageGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 	if count < 1 {
 		count = 1
 	}
-	bp := msgPool.Get().(*[]byte)
-	b := (*bp)[:0]
+	e := eventBufs.Get().(*eventBuf)
+	b := e.body[:0]
 	var scratch [128]byte
 	for i := 0; i < count; i++ {
 		if i > 0 {
@@ -181,23 +177,10 @@ func (g *MessageGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 			b = appendJSONString(b, string(s))
 		}
 	}
-	*bp = b
-	return pipebench.Batch{
-		Seq: seq, Count: count, Scheduled: at, ContentType: "application/json",
-		Headers: []pipebench.Header{
-			{Name: HeaderSeq, Value: strconv.FormatUint(seq, 10)},
-			{Name: HeaderSent, Value: strconv.FormatInt(at.UnixNano(), 10)},
-			{Name: HeaderCount, Value: strconv.Itoa(count)},
-		},
-		Body: b,
-		Data: bp,
-	}
+	e.body = b
+	hdr, _ := e.stamp(seq, count, at, true)
+	return pipebench.Batch{Seq: seq, Count: count, Scheduled: at, ContentType: "application/json", Headers: hdr, Body: b, Data: e}
 }
 
 // Release implements pipebench.Releaser: the body goes back to the pool.
-func (g *MessageGen) Release(b *pipebench.Batch) {
-	if bp, ok := b.Data.(*[]byte); ok && cap(*bp) <= 1<<20 {
-		msgPool.Put(bp)
-	}
-	b.Body, b.Data = nil, nil
-}
+func (g *MessageGen) Release(b *pipebench.Batch) { releaseBuf(b) }

@@ -31,6 +31,16 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 	}
 	maxBytes := ph.MaxInFlightBytes
 	as, _ := r.c.drv.(pipebench.AsyncSender)
+	// A send that makes its batch in a goroutine of its own has its bytes
+	// reserved when it is due, at the size of the batch made last (the
+	// first batch is made here, to know it): sends whose goroutines wait
+	// for the processor to make their batches count against
+	// max_in_flight_bytes too, so a generator that cannot make batches as
+	// fast as they fall due stays within it instead of growing without
+	// bound.
+	var last atomic.Int64
+	workers := &senders{work: make(chan *asyncSend), ctx: sendCtx, last: &last}
+	defer close(workers.work)
 	schedule.Run(ctx, r.pacers[i], r.phaseT0[i], func(n uint64, at time.Time) bool {
 		seq := r.nextSeq.Add(uint64(count)) - uint64(count)
 		if live.InFlight.Load() >= maxInFlight {
@@ -49,10 +59,13 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 			r.sendAsync(sendCtx, as, i, seq, count, at, now, wg)
 			return true
 		}
-		go func() {
-			defer wg.Done()
-			r.send(sendCtx, i, seq, count, at)
-		}()
+		s := r.newSend(i, seq, count, at, now, wg)
+		if s.reserved = last.Load(); s.reserved == 0 {
+			s.make(&last)
+		} else {
+			live.InFlightBytes.Add(s.reserved)
+		}
+		workers.run(s)
 		return true
 	})
 	// The phase lasts its planned duration even when the last send is due
@@ -62,43 +75,118 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 	}
 }
 
+// senders runs a phase's sends to a driver that is not an AsyncSender on
+// goroutines kept from send to send: a send goes to one that is idle, or
+// starts one. A goroutine keeps the stack the driver's library grew (a gRPC
+// call's is deep: growing it again for every send cost about a seventh of
+// the generator's CPU). They end once the phase has handed out its last
+// send (work closed) and their own is done.
+type senders struct {
+	work chan *asyncSend // unbuffered: taken only by an idle goroutine
+	ctx  context.Context
+	last *atomic.Int64
+}
+
+// run hands s to an idle goroutine, or to a new one.
+func (w *senders) run(s *asyncSend) {
+	select {
+	case w.work <- s:
+	default:
+		go w.loop(s)
+	}
+}
+
+func (w *senders) loop(s *asyncSend) {
+	for ok := true; ok; s, ok = <-w.work {
+		s.sync(w.ctx, w.last)
+	}
+}
+
 // asyncSend is one send handed to an AsyncSender: what run.send keeps on
-// its stack, kept until the driver reports the outcome.
+// its stack, kept until the driver reports the outcome. They are pooled
+// (asyncSends), each with its done bound once, so a send allocates
+// nothing here.
 type asyncSend struct {
 	r        *run
 	wg       *sync.WaitGroup
+	rel      pipebench.Releaser // the generator, when it takes its buffers back
 	b        pipebench.Batch
 	i, count int
 	seq      uint64
 	at       time.Time
 	started  time.Time
 	size     int64
+	reserved int64 // bytes counted in flight before the batch was made
+	made     bool  // the batch is made
 	reported atomic.Bool
+	fn       func(time.Time, pipebench.Outcome) // s.done
+	// kept: the driver panicked and may still call done: s never goes
+	// back to the pool.
+	kept bool
+}
+
+var asyncSends = sync.Pool{New: func() any { return new(asyncSend) }}
+
+// newSend takes a send record from the pool for send seq of phase i,
+// due at at, started now.
+func (r *run) newSend(i int, seq uint64, count int, at, now time.Time, wg *sync.WaitGroup) *asyncSend {
+	s := asyncSends.Get().(*asyncSend)
+	if s.fn == nil {
+		s.fn = s.done
+	}
+	s.r, s.wg, s.i, s.count, s.seq, s.at, s.started = r, wg, i, count, seq, at, now
+	s.rel, _ = r.c.gen.(pipebench.Releaser)
+	s.reported.Store(false)
+	s.made, s.reserved = false, 0
+	return s
+}
+
+// make makes s's batch and counts its bytes in flight (less what was
+// reserved for it); last, if set, learns its size.
+func (s *asyncSend) make(last *atomic.Int64) {
+	r := s.r
+	s.b = r.c.gen.Next(s.seq, s.count, s.at)
+	s.b.Seq, s.b.Count, s.b.Scheduled = s.seq, s.count, s.at
+	s.size = int64(len(s.b.Body))
+	r.rec.Live(s.i).InFlightBytes.Add(s.size - s.reserved)
+	s.reserved, s.made = 0, true
+	if last != nil {
+		last.Store(max(s.size, 1))
+	}
+}
+
+// sync is run.send for a driver that is not an AsyncSender, in the send's
+// own goroutine: it makes the batch (unless made already), sends it and
+// records the outcome. The send starts once its batch is made.
+func (s *asyncSend) sync(ctx context.Context, last *atomic.Int64) {
+	if !s.made {
+		s.make(last)
+	}
+	started := time.Now()
+	s.done(started, s.r.safeSend(ctx, &s.b))
 }
 
 // sendAsync is run.send for an AsyncSender: the same batch, times and
 // records, with the second half in done.
 func (r *run) sendAsync(ctx context.Context, as pipebench.AsyncSender, i int, seq uint64, count int, at, now time.Time, wg *sync.WaitGroup) {
-	s := &asyncSend{r: r, wg: wg, i: i, count: count, seq: seq, at: at, started: now}
-	s.b = r.c.gen.Next(seq, count, at)
-	s.b.Seq, s.b.Count, s.b.Scheduled = seq, count, at
-	s.size = int64(len(s.b.Body))
-	r.rec.Live(i).InFlightBytes.Add(s.size)
+	s := r.newSend(i, seq, count, at, now, wg)
+	s.make(nil)
 	defer func() {
 		// A driver that panics: the send is an error, as in safeSend.
 		if v := recover(); v != nil {
 			buf := make([]byte, 4096)
 			buf = buf[:runtime.Stack(buf, false)]
 			r.log.Error("driver panicked", "panic", v, "stack", string(buf))
+			s.kept = true
 			s.done(time.Time{}, pipebench.Outcome{Class: pipebench.ClassError, Detail: "driver panic", Message: fmt.Sprint("driver panic: ", v)})
 		}
 	}()
-	as.SendAsync(ctx, &s.b, s.done)
+	as.SendAsync(ctx, &s.b, s.fn)
 }
 
-// done records the outcome of s, once. The send started when the driver
-// took it up (what came before is lag: the generator's), not before the
-// hand-over.
+// done records the outcome of s, once, and puts s back in the pool. The
+// send started when the driver took it up (what came before is lag: the
+// generator's), not before the hand-over.
 func (s *asyncSend) done(started time.Time, out pipebench.Outcome) {
 	if !s.reported.CompareAndSwap(false, true) {
 		return
@@ -116,8 +204,13 @@ func (s *asyncSend) done(started time.Time, out pipebench.Outcome) {
 		}
 		r.acceptedN.Add(uint64(count))
 	}
-	if rel, ok := r.c.gen.(pipebench.Releaser); ok {
-		rel.Release(&s.b)
+	if s.rel != nil {
+		s.rel.Release(&s.b)
 	}
-	s.wg.Done()
+	wg := s.wg
+	if !s.kept {
+		s.b, s.r, s.wg, s.rel = pipebench.Batch{}, nil, nil, nil
+		asyncSends.Put(s)
+	}
+	wg.Done()
 }

@@ -125,7 +125,7 @@ func TestFactoryAsyncWhereItPays(t *testing.T) {
 		yaml  func(c *Config)
 		async bool
 	}{
-		{func(c *Config) {}, canExchange},
+		{func(c *Config) {}, canLoop},
 		{func(c *Config) { c.Pipeline = 8 }, true},
 		{func(c *Config) { c.HTTP2 = true }, false},
 	} {

@@ -264,7 +264,7 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 	if d.std != nil {
 		return d.sendStd(ctx, b)
 	}
-	if d.h1 != nil && d.h1.carriers {
+	if d.h1 != nil && d.h1.evented {
 		return d.h1.send(ctx, b)
 	}
 	if d.pipe != nil {
@@ -275,7 +275,7 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 
 // sendsAsync reports whether sendAsync hands sends over without a
 // goroutine each: over HTTP/1.1 on plain TCP on Linux, or pipelined.
-func (d *Driver) sendsAsync() bool { return d.pipe != nil || (d.h1 != nil && d.h1.carriers) }
+func (d *Driver) sendsAsync() bool { return d.pipe != nil || (d.h1 != nil && d.h1.evented) }
 
 // asyncDriver is the Driver as the factory returns it when sendsAsync: a
 // pipebench.AsyncSender, so that the open-model runner hands it the sends
@@ -296,7 +296,7 @@ func (d *Driver) sendAsync(ctx context.Context, b *pipebench.Batch, done func(ti
 	switch {
 	case ctx.Err() != nil:
 		done(time.Now(), cancelled(ctx))
-	case d.h1 != nil && d.h1.carriers:
+	case d.h1 != nil && d.h1.evented:
 		d.h1.sendAsync(ctx, b, done)
 	case d.pipe != nil:
 		d.pipe.sendAsync(ctx, b, done)

@@ -13,77 +13,6 @@ import (
 	"github.com/pipebench/pipebench/internal/conncount"
 )
 
-// canExchange: exchange is available here.
-const canExchange = true
-
-// exchanger writes a request and reads the first bytes of its answer
-// within one wait on the poller: the read is armed before the request goes
-// out, so the answer that comes back wakes the waiting goroutine directly,
-// without the read that would otherwise find nothing yet ("would block")
-// right after the write. One is kept per connection, so that the function
-// the poller calls back is made once, not once per request.
-type exchanger struct {
-	req, p     []byte
-	stamped    bool // read with recvStamped
-	wrote      bool
-	written, n int
-	rx         int64
-	werr, rerr error
-	step       func(fd uintptr) bool // x.do, bound once
-}
-
-// exchange writes req and reads into p. It returns how much of req was
-// written (all of it unless the socket's send buffer was full or the write
-// failed), how many bytes were read, when the kernel received them (rx,
-// Unix nanoseconds; 0 unless stamped and the socket stamps what it
-// receives, see stampReceived), and the failure of the write or of the
-// read. A timeout (the read deadline) or a closed connection before
-// anything was written comes back as rerr with written 0.
-func (x *exchanger) exchange(raw syscall.RawConn, req, p []byte) (written, n int, rx int64, werr, rerr error) {
-	if x.step == nil {
-		x.step = x.do
-	}
-	x.req, x.p, x.wrote, x.written, x.n, x.rx, x.werr, x.rerr = req, p, false, 0, 0, 0, nil, nil
-	err := raw.Read(x.step)
-	written, n, rx, werr, rerr = x.written, x.n, x.rx, x.werr, x.rerr
-	x.req, x.p, x.werr, x.rerr = nil, nil, nil, nil
-	if err != nil && werr == nil && rerr == nil {
-		rerr = err
-	}
-	return written, n, rx, werr, rerr
-}
-
-// do is called by the poller: first to write, then each time the socket
-// may be readable; it returns true when done.
-func (x *exchanger) do(fd uintptr) bool {
-	if !x.wrote {
-		x.wrote = true
-		for x.written < len(x.req) {
-			m, e := syscall.Write(int(fd), x.req[x.written:])
-			if e == syscall.EINTR {
-				continue
-			}
-			if e != nil {
-				if e != syscall.EAGAIN {
-					x.werr = os.NewSyscallError("write", e)
-				}
-				return true // the caller writes the rest, or fails
-			}
-			x.written += m
-		}
-		return false // wait for the answer
-	}
-	m, rx, again, err := recvOnce(int(fd), x.p, x.stamped)
-	if again {
-		return false
-	}
-	x.n, x.rx, x.rerr = m, rx, err
-	if err == nil && m == 0 {
-		x.rerr = io.EOF
-	}
-	return true
-}
-
 // recvOnce reads into p once, with recvStamped when stamped, again on
 // EINTR; again is true when there was nothing to read yet (EAGAIN).
 func recvOnce(fd int, p []byte, stamped bool) (n int, rx int64, again bool, err error) {
@@ -92,7 +21,7 @@ func recvOnce(fd int, p []byte, stamped bool) (n int, rx int64, again bool, err 
 		if stamped {
 			n, rx, e = recvStamped(fd, p)
 		} else {
-			n, e = syscall.Read(fd, p)
+			n, e = readFD(fd, p)
 		}
 		switch {
 		case e == syscall.EINTR:
@@ -117,9 +46,23 @@ func stampReceived(raw syscall.RawConn) bool {
 	return ok
 }
 
+// readFD is read(2) on a non-blocking descriptor: a raw system call (it
+// never blocks, so the runtime need not hand the processor on meanwhile).
+func readFD(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
 // recvStamped is read(2) through recvmsg(2), returning with the bytes when
 // the kernel received the last of them (Unix nanoseconds, 0 when it did not
-// say). It allocates nothing.
+// say). It allocates nothing. The descriptor is non-blocking: a raw system
+// call, like readFD.
 func recvStamped(fd int, p []byte) (n int, rx int64, err error) {
 	if len(p) == 0 {
 		return 0, 0, nil
@@ -129,7 +72,7 @@ func recvStamped(fd int, p []byte) (n int, rx int64, err error) {
 	iov.SetLen(len(p))
 	msg := syscall.Msghdr{Iov: &iov, Iovlen: 1, Control: &oob[0]}
 	msg.SetControllen(len(oob))
-	r, _, e := syscall.Syscall(syscall.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), 0)
+	r, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), 0)
 	if e != 0 {
 		return 0, 0, e
 	}

@@ -21,95 +21,66 @@ import (
 
 // h1Pool holds a fixed set of HTTP/1.1 keep-alive connections, opened by
 // start and kept open. Each carries one request at a time; a send takes the
-// connection that has been idle longest (the idle channel is a FIFO), so
-// the load spreads over all of them. A connection that fails is closed and
-// opened again by the next send that takes it.
+// connection that has been idle longest, so the load spreads over all of
+// them. A connection that fails is closed and opened again by the next send
+// that takes it. Over plain TCP on Linux the connections run on event loops
+// (loop_linux.go); elsewhere (TLS, other systems) a send writes its request
+// and reads its answer itself (do).
 type h1Pool struct {
 	addr    string
 	tls     *tls.Config
 	timeout time.Duration
 	head    []byte // request line, Host and the fixed headers
-	stamp   bool   // ask for kernel receive timestamps (see h1Source)
+	stamp   bool   // ask for kernel receive timestamps
 	conns   []*h1Conn
-	idle    chan *h1Conn     // without carriers: the idle connections
+	idle    chan *h1Conn     // without event loops: the idle connections
 	opener  *connopen.Opener // opens in the background what start could not
 
-	// With carriers (carry.go): under mu, the idle connections (a ring
-	// of freeN from freeHead, idle longest first) and the sends waiting
-	// for one (from waitHead).
-	carriers bool
-	mu       sync.Mutex
-	free     []*h1Conn
-	freeHead int
-	freeN    int
-	waiting  []h1Job
-	waitHead int
-	closed   sync.Once
+	// With event loops: under mu, the idle connections (a ring of freeN
+	// from freeHead, idle longest first) and the sends waiting for one
+	// (from waitHead).
+	evented   bool
+	loops     []*evloop
+	loopsOnce sync.Once
+	loopsErr  error
+	mu        sync.Mutex
+	free      []*h1Conn
+	freeHead  int
+	freeN     int
+	waiting   []h1Job
+	waitHead  int
+	closed    sync.Once
 }
 
 // h1Conn is one connection of the pool; it is owned by whoever took it from
-// the idle channel.
+// the idle channel (or the free ring).
 type h1Conn struct {
-	netc net.Conn // nil when closed
-	src  h1Source // what br reads from
+	netc net.Conn // nil when closed (without event loops)
 	br   *bufio.Reader
-	buf  []byte
+	rp   respParser
+	buf  []byte    // the request being written
 	used time.Time // when it last carried a request (or was opened)
 	dl   time.Time // the deadline set on netc (zero: none)
 	// open is set while netc is open, for openNow, which reads it from
 	// another goroutine.
 	open atomic.Pointer[openConn]
-	// With carriers: the hand-off to this connection's carrier, and
-	// whether it runs (under the pool's mu).
-	work     chan h1Job
-	carrying bool
-}
 
-// h1Source is what a connection's bufio.Reader reads from. On a plain TCP
-// connection on Linux (raw set), a request left in req is written by the
-// next Read, which then waits for the answer in the same call (x):
-// one system call fewer per request than a write followed by a read.
-//
-// A socket that stamps what it receives (x.stamped) tells when the answer
-// reached this machine: answered is that time when the whole answer came
-// in the exchange's one read, zero otherwise. The time it then waited in
-// the socket for this process to read it is the generator's, not the
-// system's.
-type h1Source struct {
-	netc     net.Conn
-	raw      syscall.RawConn
-	req      []byte // to write before the next read
-	werr     error  // the failure of that write
-	x        exchanger
-	answered time.Time
-}
-
-func (s *h1Source) Read(p []byte) (int, error) {
-	s.answered = time.Time{} // an answer read in several reads: not stamped
-	if s.req == nil || s.raw == nil {
-		return s.netc.Read(p)
-	}
-	req := s.req
-	s.req = nil
-	written, n, rx, werr, rerr := s.x.exchange(s.raw, req, p)
-	if rx != 0 {
-		s.answered = arrived(rx, time.Now())
-	}
-	if werr == nil && written < len(req) && rerr != nil {
-		werr = rerr // it failed before the request was out: a timeout, a closed connection
-	}
-	if werr != nil {
-		s.werr = werr
-		return 0, werr
-	}
-	if written < len(req) { // the send buffer was full: the rest the usual way
-		if _, err := s.netc.Write(req[written:]); err != nil {
-			s.werr = err
-			return 0, err
-		}
-		return s.netc.Read(p)
-	}
-	return n, rerr
+	// With event loops: the socket (-1 when closed), its loop, and, under
+	// cmu (the sender that writes a request and the loop that reads its
+	// answer both hold it), the request in flight.
+	lp       *evloop
+	index    int32
+	cmu      sync.Mutex
+	fd       int
+	stamped  bool
+	fresh    bool // opened for the request it carries: not sent again if it fails
+	busy     bool
+	job      h1Job
+	started  time.Time // the send's start (its wait for a connection runs from here)
+	written  time.Time
+	deadline time.Time
+	out      []byte // the request's bytes the socket has not taken yet
+	outBody  []byte // the same, of a body written beside the head
 }
 
 // openConn is what openNow needs of an open connection: its socket, to
@@ -129,17 +100,16 @@ var errNoConn = errors.New("no free connection: every connection was busy for lo
 const inlineBody = 16 << 10
 
 func newH1Pool(addr string, head []byte, tlsCfg *tls.Config, timeout time.Duration, conns int) *h1Pool {
-	p := &h1Pool{addr: addr, tls: tlsCfg, timeout: timeout, head: head, carriers: canExchange && tlsCfg == nil}
-	if p.carriers {
+	p := &h1Pool{addr: addr, tls: tlsCfg, timeout: timeout, head: head, evented: canLoop && tlsCfg == nil}
+	if p.evented {
 		p.free, p.freeN = make([]*h1Conn, conns), conns
 	} else {
 		p.idle = make(chan *h1Conn, conns)
 	}
 	for i := 0; i < conns; i++ {
-		c := &h1Conn{}
+		c := &h1Conn{fd: -1, index: int32(i)}
 		p.conns = append(p.conns, c)
-		if p.carriers {
-			c.work = make(chan h1Job, 1)
+		if p.evented {
 			p.free[i] = c
 		} else {
 			p.idle <- c
@@ -154,7 +124,7 @@ func newH1Pool(addr string, head []byte, tlsCfg *tls.Config, timeout time.Durati
 // opening). The first to open is checked for a server that speaks first.
 // No send may run during start.
 func (p *h1Pool) start(ctx context.Context) error {
-	if p.carriers {
+	if p.evented {
 		p.mu.Lock()
 		clear(p.free)
 		p.freeHead, p.freeN = 0, 0
@@ -168,33 +138,26 @@ func (p *h1Pool) start(ctx context.Context) error {
 	var err error
 	p.opener, err = connopen.Start(ctx, connopen.Params{N: len(p.conns), Timeout: p.timeout, Open: func(ctx context.Context, i int) error {
 		c := p.conns[i]
-		if err := p.dial(ctx, c, time.Now().Add(p.timeout)); err != nil {
+		netc, err := p.dialNet(ctx, time.Now().Add(p.timeout))
+		if err != nil {
 			return err
 		}
-		if p.tls == nil && checked.CompareAndSwap(false, true) && speaksFirst(c.netc) {
-			p.drop(c)
+		if p.tls == nil && checked.CompareAndSwap(false, true) && speaksFirst(netc) {
+			netc.Close()
 			return errSpeaksFirst
 		}
-		p.admit(c)
+		if p.evented {
+			if err := p.attach(c, netc, false); err != nil {
+				return err
+			}
+			p.admit(c)
+			return nil
+		}
+		p.use(c, netc)
+		p.idle <- c
 		return nil
 	}})
 	return err
-}
-
-// admit puts a connection that start opened to use: to the send waiting
-// longest, if any, else among the idle ones.
-func (p *h1Pool) admit(c *h1Conn) {
-	if !p.carriers {
-		p.idle <- c
-		return
-	}
-	p.mu.Lock()
-	if j, ok := p.nextWaiting(); ok {
-		p.handOff(c, j) // unlocks
-		return
-	}
-	p.pushFree(c)
-	p.mu.Unlock()
 }
 
 // speakFirstWait is how long Start listens for a server that speaks before
@@ -216,24 +179,20 @@ func speaksFirst(c net.Conn) bool {
 	return n > 0
 }
 
-func (p *h1Pool) dial(ctx context.Context, c *h1Conn, deadline time.Time) error {
-	netc, err := netclass.Dial(ctx, p.addr, p.tls, time.Until(deadline))
-	if err != nil {
-		return err
-	}
+// dialNet opens a connection to the pool's target.
+func (p *h1Pool) dialNet(ctx context.Context, deadline time.Time) (net.Conn, error) {
+	return netclass.Dial(ctx, p.addr, p.tls, time.Until(deadline))
+}
+
+// use makes netc, just opened, c's connection (without event loops).
+func (p *h1Pool) use(c *h1Conn, netc net.Conn) {
 	c.netc, c.used, c.dl = netc, time.Now(), time.Time{}
-	c.src = h1Source{netc: netc}
-	if canExchange && p.tls == nil {
-		c.src.raw = rawConn(netc)
-		c.src.x.stamped = p.stamp && c.src.raw != nil && stampReceived(c.src.raw)
-	}
 	if c.br == nil {
-		c.br = bufio.NewReaderSize(&c.src, 8<<10)
+		c.br = bufio.NewReaderSize(netc, 8<<10)
 	} else {
-		c.br.Reset(&c.src)
+		c.br.Reset(netc)
 	}
 	c.open.Store(&openConn{raw: rawConn(netc)})
-	return nil
 }
 
 func (p *h1Pool) drop(c *h1Conn) {
@@ -241,7 +200,6 @@ func (p *h1Pool) drop(c *h1Conn) {
 		c.open.Store(nil)
 		c.netc.Close()
 		c.netc, c.dl = nil, time.Time{}
-		c.src = h1Source{}
 	}
 }
 
@@ -252,7 +210,11 @@ func (p *h1Pool) drop(c *h1Conn) {
 func (p *h1Pool) openNow() int {
 	n := 0
 	for _, c := range p.conns {
-		if oc := c.open.Load(); oc != nil && (oc.raw == nil || !peerClosed(oc.raw)) {
+		if p.evented {
+			if c.openLoop() {
+				n++
+			}
+		} else if oc := c.open.Load(); oc != nil && (oc.raw == nil || !peerClosed(oc.raw)) {
 			n++
 		}
 	}
@@ -297,7 +259,7 @@ func (p *h1Pool) do(ctx context.Context, contentType string, hdrs []pipebench.He
 
 // sendTimes are when a request began to be written (zero if it never was)
 // and when its answer reached this machine, by the kernel's clock (zero
-// when not known: see h1Source).
+// when not known).
 type sendTimes struct{ written, answered time.Time }
 
 // roundTrip sends one request on c, which the caller owns, and reads its
@@ -321,9 +283,11 @@ func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, conten
 	for attempt := 0; ; attempt++ {
 		fresh := c.netc == nil
 		if fresh {
-			if err := p.dial(ctx, c, deadline); err != nil {
+			netc, err := p.dialNet(ctx, deadline)
+			if err != nil {
 				return 0, at, err
 			}
+			p.use(c, netc)
 		}
 		// A connection opened before this send may have been closed by
 		// the server meanwhile; that shows as a failed write or an EOF
@@ -344,25 +308,16 @@ func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, conten
 			at.written = time.Now()
 		}
 		var werr, rerr error
-		c.src.answered = time.Time{}
-		switch {
-		case c.src.raw != nil && len(body) <= inlineBody && c.br.Buffered() == 0:
-			// Written by the read that waits for the answer.
-			c.buf = append(appendRequest(c.buf[:0], p.head, contentType, hdrs, len(body)), body...)
-			c.src.req, c.src.werr = c.buf, nil
-			_, rerr = c.br.Peek(1)
-			c.src.req, werr = nil, c.src.werr
-		case len(body) <= inlineBody:
-			c.buf = append(appendRequest(c.buf[:0], p.head, contentType, hdrs, len(body)), body...)
-			if _, werr = c.netc.Write(c.buf); werr == nil {
-				_, rerr = c.br.Peek(1)
-			}
-		default:
-			c.buf = appendRequest(c.buf[:0], p.head, contentType, hdrs, len(body))
+		c.buf = appendRequest(c.buf[:0], p.head, contentType, hdrs, len(body))
+		if len(body) <= inlineBody {
+			c.buf = append(c.buf, body...)
+			_, werr = c.netc.Write(c.buf)
+		} else {
 			bufs := net.Buffers{c.buf, body}
-			if _, werr = bufs.WriteTo(c.netc); werr == nil {
-				_, rerr = c.br.Peek(1)
-			}
+			_, werr = bufs.WriteTo(c.netc)
+		}
+		if werr == nil {
+			_, rerr = c.br.Peek(1)
 		}
 		if werr != nil {
 			p.drop(c)
@@ -379,12 +334,11 @@ func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, conten
 			return 0, at, rerr
 		}
 		var closeAfter bool
-		status, closeAfter, err = readResponse(c.br)
+		status, closeAfter, err = readResponse(c.br, &c.rp)
 		if err != nil {
 			p.drop(c)
 			return 0, at, err
 		}
-		at.answered = c.src.answered
 		c.used = now
 		if closeAfter {
 			p.drop(c)
@@ -396,20 +350,17 @@ func (p *h1Pool) roundTrip(ctx context.Context, c *h1Conn, now time.Time, conten
 	}
 }
 
-// close stops opening connections, closes every one and ends the
-// carriers. No send may run.
+// close stops opening connections and closes every one; with event loops,
+// a request still in flight fails and the loops end. No send may run.
 func (p *h1Pool) close() {
 	p.opener.Close()
+	if p.evented {
+		p.closeLoopConns()
+		return
+	}
 	for _, c := range p.conns {
 		p.drop(c)
 	}
-	p.closed.Do(func() {
-		for _, c := range p.conns {
-			if c.work != nil {
-				close(c.work)
-			}
-		}
-	})
 }
 
 // appendRequest appends an HTTP/1.1 request head (without the body) to b.

@@ -2,14 +2,11 @@ package httpdriver
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -395,6 +392,7 @@ func (pc *pipeConn) read(gen uint64, netc net.Conn) {
 		src = sr
 	}
 	br := bufio.NewReaderSize(src, 32<<10)
+	var rp respParser
 	var err error
 	// Setting a deadline costs a timer update: the one set (dl) stays
 	// while it falls within [deadline, deadline + timeout/8], so a request
@@ -437,7 +435,7 @@ func (pc *pipeConn) read(gen uint64, netc net.Conn) {
 		}
 		var status int
 		var closeAfter bool
-		if status, closeAfter, err = readResponse(br); err != nil {
+		if status, closeAfter, err = readResponse(br, &rp); err != nil {
 			break
 		}
 		pc.mu.Lock()
@@ -521,151 +519,4 @@ func (c *pipeClient) close() {
 		}
 		pc.mu.Unlock()
 	}
-}
-
-// readResponse reads one HTTP/1.1 response and discards its body. It
-// returns the status and whether the server will close the connection.
-func readResponse(br *bufio.Reader) (status int, closeAfter bool, err error) {
-	for {
-		line, err := readLine(br)
-		if err != nil {
-			return 0, false, err
-		}
-		// HTTP/1.1 200 OK
-		if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
-			return 0, false, malformed(line)
-		}
-		status, err = strconv.Atoi(string(line[9:12]))
-		if err != nil {
-			return 0, false, malformed(line)
-		}
-		http10 := line[7] == '0'
-		length, chunked := int64(-1), false
-		closeAfter = http10
-		for {
-			h, err := readLine(br)
-			if err != nil {
-				return 0, false, err
-			}
-			if len(h) == 0 {
-				break
-			}
-			i := bytes.IndexByte(h, ':')
-			if i < 0 {
-				continue
-			}
-			name, value := h[:i], bytes.TrimSpace(h[i+1:])
-			switch {
-			case bytes.EqualFold(name, []byte("Content-Length")):
-				if length, err = strconv.ParseInt(string(value), 10, 64); err != nil || length < 0 {
-					return 0, false, errors.New("malformed Content-Length " + strconv.Quote(string(value)))
-				}
-			case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-				chunked = bytes.Contains(bytes.ToLower(value), []byte("chunked"))
-			case bytes.EqualFold(name, []byte("Connection")):
-				v := bytes.ToLower(value)
-				if bytes.Contains(v, []byte("close")) {
-					closeAfter = true
-				} else if bytes.Contains(v, []byte("keep-alive")) {
-					closeAfter = false
-				}
-			}
-		}
-		if status >= 100 && status < 200 {
-			continue // an interim answer; the real one follows
-		}
-		switch {
-		case status == 204 || status == 304:
-		case chunked:
-			if err := skipChunked(br); err != nil {
-				return 0, false, err
-			}
-		case length >= 0:
-			if status == 400 {
-				// A TLS server's complaint about a plain request?
-				head, _ := br.Peek(int(min(length, 512)))
-				if netclass.PlainToTLS(status, head) {
-					return 0, false, errPlainToTLS
-				}
-			}
-			if _, err := br.Discard(int(length)); err != nil {
-				return 0, false, err
-			}
-		default: // the body runs until the server closes
-			var head bytes.Buffer
-			io.Copy(&head, io.LimitReader(br, 512))
-			io.Copy(io.Discard, br)
-			if netclass.PlainToTLS(status, head.Bytes()) {
-				return 0, false, errPlainToTLS
-			}
-			return status, true, nil
-		}
-		return status, closeAfter, nil
-	}
-}
-
-// errUnasked is a server that sent bytes while no request was waiting.
-var errUnasked = fmt.Errorf("%w: the server sent bytes while no request was waiting for an answer", netclass.ErrProtocolMismatch)
-
-// errPlainToTLS is a TLS server's answer to a plain-text request.
-var errPlainToTLS = netclass.ErrPlainToTLS
-
-// malformed is the error of a status line that is not HTTP/1.x.
-func malformed(line []byte) error {
-	if netclass.LooksLikeTLS(line) {
-		return errPlainToTLS
-	}
-	if len(line) > 80 {
-		line = line[:80]
-	}
-	return fmt.Errorf("%w: malformed status line %s: the server does not speak HTTP/1.1", netclass.ErrProtocolMismatch, strconv.Quote(string(line)))
-}
-
-func skipChunked(br *bufio.Reader) error {
-	for {
-		line, err := readLine(br)
-		if err != nil {
-			return err
-		}
-		if i := bytes.IndexByte(line, ';'); i >= 0 {
-			line = line[:i]
-		}
-		n, err := strconv.ParseInt(string(bytes.TrimSpace(line)), 16, 64)
-		if err != nil || n < 0 {
-			return errors.New("malformed chunk size " + strconv.Quote(string(line)))
-		}
-		if n == 0 {
-			for { // trailers, then the empty line
-				t, err := readLine(br)
-				if err != nil {
-					return err
-				}
-				if len(t) == 0 {
-					return nil
-				}
-			}
-		}
-		if _, err := br.Discard(int(n) + 2); err != nil {
-			return err
-		}
-	}
-}
-
-// readLine returns one line without its CRLF; the slice is valid until the
-// next read.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		return nil, fmt.Errorf("header line longer than %d bytes", br.Size())
-	}
-	if err != nil {
-		if err == io.EOF && len(line) == 0 {
-			return nil, io.EOF
-		}
-		if netclass.LooksLikeTLS(line) {
-			return nil, errPlainToTLS
-		}
-		return nil, err
-	}
-	return bytes.TrimRight(line, "\r\n"), nil
 }

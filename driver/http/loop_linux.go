@@ -1,0 +1,611 @@
+//go:build linux
+
+package httpdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/pipebench/pipebench"
+)
+
+// Event loops: on Linux, a pool of HTTP/1.1 connections over plain TCP runs
+// as wrk does. A send is written by the goroutine that hands it over (the
+// open model's pacer, one write system call, nothing handed to another
+// goroutine) on the connection idle longest, or queued (first in, first
+// out) when every connection is busy. Answers are read by event loops (one
+// per processor the runtime may use, at most one per connection), each
+// waiting on an epoll set of its own connections: one wait returns every
+// connection with bytes to read, and each is read with one system call
+// into the loop's buffer, parsed there, and reported. A loop writes the
+// send queued longest on the connection it just freed. Nothing runs per
+// request but those two system calls: no goroutine is woken for it, no
+// timer set (a loop checks its connections' deadlines every eighth of the
+// timeout), nothing allocated.
+
+// canLoop: connections run on event loops here.
+const canLoop = true
+
+// evloop waits for and reads the answers of its connections.
+type evloop struct {
+	p      *h1Pool
+	ep     int      // the epoll set
+	f      *os.File // ep, watched by the runtime's poller: the loop parks like a network read
+	raw    syscall.RawConn
+	conns  []*h1Conn // this loop's connections
+	buf    []byte    // where every read goes: the connections own no read buffer
+	events []syscall.EpollEvent
+	scan   time.Time // the next check of deadlines
+	done   []finished
+}
+
+// finished is a send with its outcome, reported once the loop let go of
+// the connection's lock.
+type finished struct {
+	c       *h1Conn // the connection to hand on (nil: not this loop's to hand on)
+	j       h1Job
+	started time.Time
+	out     pipebench.Outcome
+}
+
+// loopEvents is how many connections one wait returns at most.
+const loopEvents = 256
+
+// loopBuffer is the size of a loop's read buffer: an answer larger than it
+// is read in several reads.
+const loopBuffer = 64 << 10
+
+// ensureLoops makes the pool's event loops once, when the first
+// connection opens.
+func (p *h1Pool) ensureLoops() error {
+	p.loopsOnce.Do(func() { p.loopsErr = p.startLoops() })
+	return p.loopsErr
+}
+
+// startLoops makes the pool's event loops and assigns each connection to
+// one. They run until close.
+func (p *h1Pool) startLoops() error {
+	n := min(runtime.GOMAXPROCS(0), len(p.conns))
+	for i := 0; i < n; i++ {
+		ep, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+		if err != nil {
+			p.closeLoops()
+			return os.NewSyscallError("epoll_create1", err)
+		}
+		if err := syscall.SetNonblock(ep, true); err != nil {
+			syscall.Close(ep)
+			p.closeLoops()
+			return os.NewSyscallError("fcntl", err)
+		}
+		l := &evloop{p: p, ep: ep, f: os.NewFile(uintptr(ep), "http-driver-epoll"), buf: make([]byte, loopBuffer),
+			events: make([]syscall.EpollEvent, min(loopEvents, len(p.conns)/n+1))}
+		if l.raw, err = l.f.SyscallConn(); err != nil {
+			l.f.Close()
+			p.closeLoops()
+			return err
+		}
+		p.loops = append(p.loops, l)
+	}
+	for i, c := range p.conns {
+		c.lp = p.loops[i%n]
+		c.lp.conns = append(c.lp.conns, c)
+	}
+	for _, l := range p.loops {
+		go l.run()
+	}
+	return nil
+}
+
+// closeLoops ends the loops.
+func (p *h1Pool) closeLoops() {
+	for _, l := range p.loops {
+		l.f.Close()
+	}
+}
+
+// epollET is EPOLLET as the event mask's type holds it.
+const epollET = uint32(1) << 31
+
+// attach makes netc, just opened, c's socket: the loop reads it from now
+// on. netc is closed (the socket stays open under a descriptor of c's own,
+// which the runtime's poller does not watch). fresh says it was opened for
+// the send it is about to carry.
+func (p *h1Pool) attach(c *h1Conn, netc net.Conn, fresh bool) error {
+	if err := p.ensureLoops(); err != nil {
+		netc.Close()
+		return err
+	}
+	raw := rawConn(netc)
+	if raw == nil {
+		netc.Close()
+		return errors.New("not a socket")
+	}
+	fd := -1
+	var derr error
+	if err := raw.Control(func(s uintptr) {
+		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, s, syscall.F_DUPFD_CLOEXEC, 0)
+		if e != 0 {
+			derr = os.NewSyscallError("fcntl", e)
+			return
+		}
+		fd = int(r)
+	}); err != nil {
+		derr = err
+	}
+	netc.Close()
+	if derr != nil {
+		return derr
+	}
+	stamped := p.stamp && stampFD(fd)
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | epollET, Fd: c.index}
+	if err := syscall.EpollCtl(c.lp.ep, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		syscall.Close(fd)
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	c.cmu.Lock()
+	c.fd, c.stamped, c.used, c.fresh = fd, stamped, time.Now(), fresh
+	c.cmu.Unlock()
+	return nil
+}
+
+// closeFD closes c's socket (the epoll set forgets it). c.cmu is held.
+func (c *h1Conn) closeFD() {
+	if c.fd >= 0 {
+		syscall.Close(c.fd)
+		c.fd = -1
+	}
+	c.out, c.outBody = nil, nil
+}
+
+// stampFD asks the kernel to stamp what the socket fd receives
+// (SO_TIMESTAMPNS); it reports whether it will.
+func stampFD(fd int) bool {
+	return syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1) == nil
+}
+
+// sendAsync hands b over: written now on the connection idle longest, or
+// queued until one is free.
+func (p *h1Pool) sendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
+	j := h1Job{ctx: ctx, b: b, done: done}
+	p.mu.Lock()
+	if p.freeN == 0 {
+		j.at = time.Now()
+		p.queue(j)
+		p.mu.Unlock()
+		return
+	}
+	c := p.popFree()
+	p.mu.Unlock()
+	if !p.begin(c, j) {
+		p.release(c)
+	}
+}
+
+// queue adds j to the sends waiting for a connection. p.mu is held.
+func (p *h1Pool) queue(j h1Job) {
+	if p.waitHead > 256 && p.waitHead > len(p.waiting)/2 { // keep the queue's memory bounded
+		n := copy(p.waiting, p.waiting[p.waitHead:])
+		clear(p.waiting[n:])
+		p.waiting, p.waitHead = p.waiting[:n], 0
+	}
+	p.waiting = append(p.waiting, j)
+}
+
+// send is Send: sendAsync, waiting for the outcome.
+func (p *h1Pool) send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
+	w := waiters.Get().(*waiter)
+	p.sendAsync(ctx, b, w.fn)
+	out := <-w.ch
+	waiters.Put(w)
+	return out
+}
+
+// waiter is what send waits on; fn is bound once.
+type waiter struct {
+	ch chan pipebench.Outcome
+	fn func(time.Time, pipebench.Outcome)
+}
+
+var waiters = sync.Pool{New: func() any {
+	w := &waiter{ch: make(chan pipebench.Outcome, 1)}
+	w.fn = func(_ time.Time, o pipebench.Outcome) { w.ch <- o }
+	return w
+}}
+
+// admit puts a connection that start (or the background opener) opened
+// to use: to the send waiting longest, if any, else among the idle ones.
+func (p *h1Pool) admit(c *h1Conn) {
+	p.release(c)
+}
+
+// release hands c, free again, to the send waiting longest, or puts it
+// back among the idle connections.
+func (p *h1Pool) release(c *h1Conn) {
+	for {
+		p.mu.Lock()
+		j, ok := p.nextWaiting()
+		if !ok {
+			p.pushFree(c)
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		if p.begin(c, j) {
+			return
+		}
+	}
+}
+
+// begin sends j's request on c, which the caller took: it is not free and
+// carries nothing. It reports whether c went to j; if not, j has its
+// outcome (cancelled, or waited too long for a connection) and c is still
+// the caller's.
+func (p *h1Pool) begin(c *h1Conn, j h1Job) bool {
+	now := time.Now()
+	started := j.at
+	if started.IsZero() {
+		started = now
+	}
+	switch {
+	case j.ctx.Err() != nil:
+		j.done(started, cancelled(j.ctx))
+		return false
+	case !j.at.IsZero() && now.Sub(j.at) > p.timeout:
+		j.done(started, classifyErr(errNoConn))
+		return false
+	}
+	c.cmu.Lock()
+	// A connection idle for a while may have been closed by the server:
+	// ask the kernel (one system call) before writing on it.
+	if c.fd >= 0 && now.Sub(c.used) > idleCheck && peerClosedFD(c.fd) {
+		c.closeFD()
+	}
+	if c.fd < 0 {
+		c.cmu.Unlock()
+		go p.dialAndBegin(c, j, started)
+		return true
+	}
+	err := p.write(c, j, started, now)
+	c.cmu.Unlock()
+	if err != nil {
+		p.failed(c, j, started, now, err, true)
+	}
+	return true
+}
+
+// write writes j's request on c and leaves it waiting for its answer; a
+// rest the socket did not take is written when it can (the loop, on
+// EPOLLOUT). c.cmu is held.
+func (p *h1Pool) write(c *h1Conn, j h1Job, started, now time.Time) error {
+	b := j.b
+	deadline := now.Add(p.timeout)
+	if dl, ok := j.ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	c.job, c.started, c.written, c.deadline, c.busy = j, started, now, deadline, true
+	c.rp.reset()
+	c.buf = appendRequest(c.buf[:0], p.head, b.ContentType, b.Headers, len(b.Body))
+	body := b.Body
+	if len(body) <= inlineBody {
+		c.buf, body = append(c.buf, body...), nil
+	}
+	c.out, c.outBody = c.buf, body
+	err := c.flush()
+	if cap(c.buf) > 1<<20 {
+		c.buf = nil
+	}
+	return err
+}
+
+// flush writes what is left of the request: nil when it is all out or the
+// socket's buffer is full (the rest goes on EPOLLOUT). c.cmu is held.
+func (c *h1Conn) flush() error {
+	for len(c.out)+len(c.outBody) > 0 {
+		var n uintptr
+		var e syscall.Errno
+		if len(c.outBody) == 0 {
+			n, _, e = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(c.fd), uintptr(unsafe.Pointer(&c.out[0])), uintptr(len(c.out)))
+		} else {
+			iov := [2]syscall.Iovec{}
+			k := 0
+			if len(c.out) > 0 {
+				iov[k].Base = &c.out[0]
+				iov[k].SetLen(len(c.out))
+				k++
+			}
+			iov[k].Base = &c.outBody[0]
+			iov[k].SetLen(len(c.outBody))
+			n, _, e = syscall.RawSyscall(syscall.SYS_WRITEV, uintptr(c.fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(k+1))
+		}
+		switch e {
+		case 0:
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return nil
+		default:
+			c.out, c.outBody = nil, nil
+			return os.NewSyscallError("write", e)
+		}
+		m := int(n)
+		if m <= len(c.out) {
+			c.out = c.out[m:]
+		} else {
+			c.outBody = c.outBody[m-len(c.out):]
+			c.out = nil
+		}
+		if len(c.out) == 0 {
+			c.out = nil
+		}
+		if len(c.outBody) == 0 {
+			c.outBody = nil
+		}
+	}
+	return nil
+}
+
+// dialAndBegin opens c again and sends j on it; a dial that fails is j's
+// outcome, and c goes on to the next waiting send (which tries again).
+func (p *h1Pool) dialAndBegin(c *h1Conn, j h1Job, started time.Time) {
+	deadline := time.Now().Add(p.timeout)
+	if dl, ok := j.ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	netc, err := p.dialNet(j.ctx, deadline)
+	if err == nil {
+		err = p.attach(c, netc, true)
+	}
+	if err != nil {
+		p.report(c, j, started, outcome(0, sendTimes{}, err))
+		return
+	}
+	now := time.Now()
+	c.cmu.Lock()
+	err = p.write(c, j, started, now)
+	c.cmu.Unlock()
+	if err != nil {
+		p.failed(c, j, started, now, err, true)
+	}
+}
+
+// failed ends j, whose request failed on c (written at written, if it
+// was): once, a send on a connection opened before it that failed before
+// any byte of its answer came (writing it, or by the server closing the
+// connection: it did so meanwhile) is sent again on a new one; otherwise
+// the failure is its outcome. c is closed.
+func (p *h1Pool) failed(c *h1Conn, j h1Job, started, written time.Time, err error, unanswered bool) {
+	c.cmu.Lock()
+	stale := unanswered && !c.fresh && !j.retried && !isTimeout(err)
+	c.closeFD()
+	c.busy, c.job = false, h1Job{}
+	c.cmu.Unlock()
+	if stale {
+		j.retried = true
+		go p.dialAndBegin(c, j, started)
+		return
+	}
+	p.report(c, j, started, outcome(0, sendTimes{written: written}, err))
+}
+
+// report gives j its outcome and hands c on.
+func (p *h1Pool) report(c *h1Conn, j h1Job, started time.Time, out pipebench.Outcome) {
+	j.done(started, out)
+	p.release(c)
+}
+
+// run reads the answers of l's connections until the pool closes.
+func (l *evloop) run() {
+	p := l.p
+	step := min(max(p.timeout/8, time.Millisecond), time.Second)
+	l.scan = time.Now().Add(step)
+	l.f.SetReadDeadline(l.scan)
+	for {
+		n := 0
+		err := l.raw.Read(func(fd uintptr) bool {
+			r, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
+			if e != 0 {
+				return false // EINTR: again
+			}
+			n = int(r)
+			return n > 0
+		})
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return // the pool closed
+		}
+		now := time.Now()
+		for _, ev := range l.events[:n] {
+			l.handle(p.conns[ev.Fd], ev.Events, now)
+		}
+		if !now.Before(l.scan) {
+			l.expire(now)
+			l.scan = now.Add(step)
+			l.f.SetReadDeadline(l.scan)
+		}
+		l.deliver()
+		if n > 0 {
+			runtime.Gosched() // the pacer, between two batches
+		}
+	}
+}
+
+// handle reads what came on c (and writes the rest of its request when
+// the socket takes it).
+func (l *evloop) handle(c *h1Conn, events uint32, now time.Time) {
+	c.cmu.Lock()
+	if c.fd < 0 {
+		c.cmu.Unlock()
+		return
+	}
+	if c.out != nil || c.outBody != nil {
+		if err := c.flush(); err != nil {
+			l.fail(c, err, true)
+			return
+		}
+	}
+	if events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) == 0 {
+		c.cmu.Unlock()
+		return
+	}
+	for {
+		n, rx, again, err := recvOnce(c.fd, l.buf, c.stamped)
+		switch {
+		case again:
+			c.cmu.Unlock()
+			return
+		case err == nil && n == 0:
+			err = io.EOF
+		}
+		if !c.busy {
+			// Bytes or an end with no request waiting: the connection is
+			// of no more use (the server closed it while idle, or spoke
+			// unasked).
+			c.closeFD()
+			c.cmu.Unlock()
+			return
+		}
+		if err != nil {
+			done, perr := c.rp.end(err)
+			if done {
+				l.complete(c, now, rx, true)
+				return
+			}
+			l.fail(c, perr, errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET))
+			return
+		}
+		used, done, perr := c.rp.feed(l.buf[:n])
+		switch {
+		case perr != nil:
+			l.fail(c, perr, false)
+			return
+		case done:
+			// Bytes after the answer: unasked, the connection is not
+			// reused.
+			l.complete(c, now, rx, used < n || c.rp.closeAfter || events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0)
+			return
+		case n < len(l.buf) && events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) == 0:
+			c.cmu.Unlock() // all there was: the rest comes with another event
+			return
+		}
+	}
+}
+
+// complete ends c's request with its answer; c.cmu is held and released.
+func (l *evloop) complete(c *h1Conn, now time.Time, rx int64, closeAfter bool) {
+	at := sendTimes{written: c.written}
+	if rx != 0 {
+		at.answered = arrived(rx, now)
+	}
+	f := finished{c: c, j: c.job, started: c.started, out: outcome(c.rp.status, at, nil)}
+	c.busy, c.job, c.used, c.fresh = false, h1Job{}, now, false
+	if closeAfter {
+		c.closeFD()
+	}
+	c.cmu.Unlock()
+	l.done = append(l.done, f)
+}
+
+// fail ends c's request with err; retry says it may be sent again if no
+// byte of its answer came. c.cmu is held and released.
+func (l *evloop) fail(c *h1Conn, err error, retry bool) {
+	j, started, written, unanswered := c.job, c.started, c.written, retry && !c.rp.started()
+	c.cmu.Unlock()
+	l.p.failed(c, j, started, written, err, unanswered)
+}
+
+// deliver reports the answers of the last batch, each handing its
+// connection on.
+func (l *evloop) deliver() {
+	for i, f := range l.done {
+		f.j.done(f.started, f.out)
+		l.p.release(f.c)
+		l.done[i] = finished{}
+	}
+	l.done = l.done[:0]
+}
+
+// expire fails the requests of l's connections that waited longer than
+// their deadline (or whose send was cancelled), and, on the first loop,
+// the sends that waited longer than the timeout for a connection.
+func (l *evloop) expire(now time.Time) {
+	p := l.p
+	for _, c := range l.conns {
+		c.cmu.Lock()
+		if !c.busy || c.fd < 0 {
+			c.cmu.Unlock()
+			continue
+		}
+		var out pipebench.Outcome
+		switch err := c.job.ctx.Err(); {
+		case err == context.Canceled:
+			out = cancelled(c.job.ctx)
+			out.Written = c.written
+		case err != nil: // the send's own deadline
+			out = outcome(0, sendTimes{written: c.written}, err)
+		case now.After(c.deadline):
+			out = outcome(0, sendTimes{written: c.written}, fmt.Errorf("no answer within the timeout (%v): %w", p.timeout, os.ErrDeadlineExceeded))
+		default:
+			c.cmu.Unlock()
+			continue
+		}
+		j, started := c.job, c.started
+		c.closeFD()
+		c.busy, c.job = false, h1Job{}
+		c.cmu.Unlock()
+		l.done = append(l.done, finished{c: c, j: j, started: started, out: out})
+	}
+	if l != p.loops[0] {
+		return
+	}
+	for {
+		p.mu.Lock()
+		if p.waitHead == len(p.waiting) || now.Sub(p.waiting[p.waitHead].at) <= p.timeout {
+			p.mu.Unlock()
+			return
+		}
+		j, _ := p.nextWaiting()
+		p.mu.Unlock()
+		j.done(j.at, classifyErr(errNoConn))
+	}
+}
+
+// errPoolClosed is a send that was in flight when the driver shut down.
+var errPoolClosed = errors.New("http driver shut down while the request was in flight")
+
+// peerClosedFD is peerClosed on a descriptor.
+func peerClosedFD(fd int) bool {
+	var b [1]byte
+	n, _, err := syscall.Recvfrom(fd, b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	return (n == 0 && err == nil) || (err != nil && err != syscall.EAGAIN && err != syscall.EINTR)
+}
+
+// openLoop counts c when its socket is open and the peer has not closed it.
+func (c *h1Conn) openLoop() bool {
+	c.cmu.Lock()
+	defer c.cmu.Unlock()
+	return c.fd >= 0 && !peerClosedFD(c.fd)
+}
+
+// closeLoopConns closes every connection's socket, failing what it
+// carried, and ends the loops.
+func (p *h1Pool) closeLoopConns() {
+	for _, c := range p.conns {
+		c.cmu.Lock()
+		busy, j, started, written := c.busy, c.job, c.started, c.written
+		c.closeFD()
+		c.busy, c.job = false, h1Job{}
+		c.cmu.Unlock()
+		if busy {
+			j.done(started, outcome(0, sendTimes{written: written}, errPoolClosed))
+		}
+	}
+	p.closeLoops()
+}

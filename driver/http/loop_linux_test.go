@@ -1,0 +1,112 @@
+//go:build linux
+
+package httpdriver
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/driver/drivertest"
+)
+
+// A body far larger than a socket's send buffer goes out in several writes
+// (the rest when the socket takes it, on the loop), and each arrives
+// whole: the server counts every byte.
+func TestLoopLargeBodiesArriveWhole(t *testing.T) {
+	var got atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		got.Add(n)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c := defaultConfig()
+	c.Connections = 2
+	d, err := New(*c, "http://"+ln.Addr().String()+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.h1.evented {
+		t.Skip("no event loops here")
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(context.Background())
+	const sends, size = 6, 8 << 20
+	body := make([]byte, size)
+	outs := make(chan pipebench.Outcome, sends)
+	batches := make([]pipebench.Batch, sends)
+	for i := range batches {
+		batches[i] = pipebench.Batch{Body: body, Count: 1}
+		d.sendAsync(context.Background(), &batches[i], func(_ time.Time, o pipebench.Outcome) { outs <- o })
+	}
+	for i := 0; i < sends; i++ {
+		select {
+		case o := <-outs:
+			if o.Class != pipebench.ClassOK {
+				t.Fatalf("send: %+v", o)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of %d sends answered in 30 s", i, sends)
+		}
+	}
+	if n := got.Load(); n != sends*size {
+		t.Errorf("the server received %d body bytes, want %d", n, sends*size)
+	}
+}
+
+// A server that closes each connection right after its answer, without
+// saying so (no Connection: close): the next send on that connection finds
+// it closed before any byte of its answer and is sent again once on a new
+// connection, so every send is answered ok, and the server answers each
+// exactly once.
+func TestLoopResendsOnceOnAConnectionClosedMeanwhile(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answered atomic.Int64
+	drivertest.Serve(t, ln, func(c net.Conn) {
+		defer c.Close()
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		answered.Add(1)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+	})
+	c := defaultConfig()
+	c.Connections = 1
+	d, err := New(*c, "http://"+ln.Addr().String()+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(context.Background())
+	const sends = 20
+	for i := 0; i < sends; i++ {
+		b := pipebench.Batch{Body: []byte(strconv.Itoa(i)), Count: 1}
+		if o := d.Send(context.Background(), &b); o.Class != pipebench.ClassOK {
+			t.Fatalf("send %d: %+v", i, o)
+		}
+	}
+	if n := answered.Load(); n != sends {
+		t.Errorf("the server answered %d requests, want %d", n, sends)
+	}
+}
