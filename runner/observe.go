@@ -174,7 +174,7 @@ func (r *run) emitProgress(now time.Time) {
 		return
 	}
 	i := int(r.phaseIdx.Load())
-	pr := Progress{Phases: len(r.plan.Phases), PhaseIndex: i, Draining: r.draining.Load(), HasSink: r.c.sink != nil, Elapsed: now.Sub(r.loadStart)}
+	pr := Progress{RunID: r.id, Phases: len(r.plan.Phases), PhaseIndex: i, Draining: r.draining.Load(), HasSink: r.c.sink != nil, Elapsed: now.Sub(r.loadStart)}
 	for j := 0; j <= i && j < len(r.plan.Phases); j++ {
 		pr.TotalSent += r.rec.Live(j).Sent.Load()
 	}
@@ -232,7 +232,7 @@ func (r *run) phaseStats(i int) (kpi.SendStats, *kpi.ArrivalStats) {
 // snapshot is Progress.Snapshot.
 func (r *run) snapshot() *pipebench.Result {
 	res := &pipebench.Result{Manifest: pipebench.Manifest{
-		Tool: "pipebench", ToolVersion: r.p.ToolVersion,
+		RunID: r.id, Tool: "pipebench", ToolVersion: r.p.ToolVersion,
 		Scenario: r.plan.Scenario, Version: r.plan.Version, Case: r.plan.Case, Item: r.itemName(),
 		Started: r.loadStart.UTC(), Ended: time.Now().UTC(), Status: pipebench.StatusRunning,
 	}}
