@@ -49,8 +49,8 @@ type dashboard struct {
 	Templating    struct {
 		List []struct {
 			Name, Type, AllValue string
-			Query               any
-			Definition          string
+			Query                any
+			Definition           string
 		}
 	}
 	Annotations struct {

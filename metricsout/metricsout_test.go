@@ -233,7 +233,9 @@ func TestARunThatDidNotStart(t *testing.T) {
 // renamed sut_instance; rates the counters were turned into are left out.
 func TestObservedSeries(t *testing.T) {
 	at := time.Now()
-	pt := func(v float64) []pipebench.TimeValue { return []pipebench.TimeValue{{T: at.Add(-time.Second), V: 0}, {T: at, V: v}} }
+	pt := func(v float64) []pipebench.TimeValue {
+		return []pipebench.TimeValue{{T: at.Add(-time.Second), V: 0}, {T: at, V: v}}
+	}
 	inst := func(i string) map[string]string { return map[string]string{"instance": i} }
 	e := fed(t, []time.Duration{time.Millisecond}, 0,
 		pipebench.Series{Name: "receiver_accepted", Labels: inst("c-0"), Kind: pipebench.KindCounter, Unit: pipebench.UnitCount, Points: pt(1200)},
