@@ -27,6 +27,7 @@ var own = map[string]bool{
 	"target_rate": true, "sent_rate": true, "accepted_rate": true, "delivered_rate": true,
 	"backlog": true, "connections_open": true, "in_flight": true, "schedule_lag_ms": true,
 	"latency_p50_ms": true, "latency_p90_ms": true, "latency_p99_ms": true,
+	"e2e_p50_ms": true, "e2e_p90_ms": true, "e2e_p99_ms": true, "failed_rate": true, "faulted_rate": true,
 }
 
 var notName = regexp.MustCompile(`[^a-zA-Z0-9_]`)

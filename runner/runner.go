@@ -89,6 +89,11 @@ type Progress struct {
 	// 0 <= i <= min(PhaseIndex, Phases-1); safe from any goroutine, also
 	// after the run ended.
 	PhaseStats func(i int) (kpi.SendStats, *kpi.ArrivalStats)
+	// Partial returns the run so far as a Result with its KPIs (status
+	// running, partial), as a checkpoint is: for live KPI tables. It
+	// costs more than Snapshot (it computes every KPI); safe from any
+	// goroutine, also after the run ended.
+	Partial func() *pipebench.Result
 }
 
 // components are the plug-ins of one run.
