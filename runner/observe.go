@@ -203,8 +203,9 @@ func (r *run) targetRate(now time.Time) float64 {
 		i--
 	}
 	// A tick that lands between the end of a phase and the start of the
-	// next reads the rate at the phase's end, not a dip to zero.
-	el := min(now.Sub(r.phaseT0[i]), r.plan.Phases[i].Duration.D())
+	// next reads the rate at the phase's end, not a dip to zero (the
+	// curve's last segment ends just before its duration).
+	el := min(now.Sub(r.phaseT0[i]), r.plan.Phases[i].Duration.D()-time.Nanosecond)
 	if r.plan.Phases[i].Blast() {
 		return 0
 	}

@@ -9,7 +9,8 @@ import (
 )
 
 // An observation whose tick came before the phase now running began (its
-// observers were slow) reads the target of the phase at that time, not 0.
+// observers were slow) reads the target of the phase at that time, and
+// one past the phase's end before the next began its end's: not 0.
 func TestTargetRateOfALateObservation(t *testing.T) {
 	phase := func(rate float64) pipebench.PlanPhase {
 		return pipebench.PlanPhase{Duration: pipebench.Duration(10 * time.Second), BatchSize: 1,
@@ -29,7 +30,7 @@ func TestTargetRateOfALateObservation(t *testing.T) {
 	for _, c := range []struct {
 		at   time.Duration
 		want float64
-	}{{9 * time.Second, 500}, {10*time.Second - time.Millisecond, 500}, {11 * time.Second, 200}} {
+	}{{9 * time.Second, 500}, {10*time.Second - time.Millisecond, 500}, {11 * time.Second, 200}, {25 * time.Second, 200}} {
 		if got := r.targetRate(t0.Add(c.at)); got != c.want {
 			t.Errorf("target at +%s: %v, want %v", c.at, got, c.want)
 		}
