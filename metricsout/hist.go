@@ -10,12 +10,15 @@ import (
 // Buckets are the upper bounds, in seconds, of the classic buckets every
 // latency histogram also carries, for servers that do not take native
 // histograms (Prometheus before 2.40, or without
-// --enable-feature=native-histograms): from 5 µs, so that a loopback
-// system's sub-millisecond latencies fall in more than one bucket, to 60 s.
+// --enable-feature=native-histograms): 1, 2 and 5 times each power of ten
+// from 5 µs, so that a loopback system's sub-millisecond latencies fall in
+// more than one bucket, to 60 s. A quantile PromQL estimates from them is
+// only as good as their width allows (up to 2.5x apart): native histograms
+// agree with the table.
 var Buckets = []float64{
-	0.000005, 0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
-	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-	1, 2.5, 5, 10, 30, 60,
+	0.000005, 0.00001, 0.00002, 0.00005, 0.0001, 0.0002, 0.0005,
+	0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
+	1, 2, 5, 10, 20, 30, 60,
 }
 
 // Schema is the resolution of the native (Prometheus) and exponential

@@ -122,7 +122,7 @@ func TestExpositionCountsAndBuckets(t *testing.T) {
 	if v := value(t, s, MetricDelivered); v != 8 {
 		t.Errorf("delivered %v, want 8", v)
 	}
-	for le, want := range map[string]float64{"0.00025": 0, "0.0005": 1, "0.0025": 3, "0.05": 4, "2.5": 4, "5": 5, "+Inf": 5} {
+	for le, want := range map[string]float64{"0.0002": 0, "0.0005": 1, "0.002": 3, "0.05": 4, "2": 4, "5": 5, "+Inf": 5} {
 		if v := value(t, s, MetricLatency+"_bucket", `le="`+le+`"`); v != want {
 			t.Errorf("latency bucket le=%s: %v, want %v", le, v, want)
 		}
