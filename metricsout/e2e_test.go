@@ -1,7 +1,6 @@
 package metricsout_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -430,16 +429,5 @@ func scrapeText(t *testing.T, u string) map[string][]string {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	out := map[string][]string{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name := line[:strings.IndexAny(line, "{ ")]
-		out[name] = append(out[name], line)
-	}
-	return out
+	return metricsout.ParseExposition(resp.Body)
 }

@@ -3,6 +3,7 @@ package metricsout
 import (
 	"bufio"
 	"context"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -73,8 +74,15 @@ func scrape(t *testing.T, e *Exporter) map[string][]string {
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
 		t.Errorf("content type %q", ct)
 	}
+	return parseExposition(resp.Body)
+}
+
+// parseExposition returns the sample lines of a text exposition by series
+// name (with their labels and value).
+func parseExposition(r io.Reader) map[string][]string {
 	out := map[string][]string{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "" || strings.HasPrefix(line, "#") {

@@ -134,23 +134,9 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 		r.series.add("schedule_lag_ms", nil, pipebench.UnitMillis, pipebench.KindGauge, now, float64(live.MaxLagUS.Swap(0))/1000)
 		r.series.add("in_flight", nil, pipebench.UnitCount, pipebench.KindGauge, now, float64(live.InFlight.Load()))
 	}
-	if w := r.rec.TakeWindow(); w.Count > 0 {
-		for _, q := range []struct {
-			name string
-			v    time.Duration
-		}{{"latency_p50_ms", w.P50}, {"latency_p90_ms", w.P90}, {"latency_p99_ms", w.P99}} {
-			r.series.add(q.name, nil, pipebench.UnitMillis, pipebench.KindGauge, now, float64(q.v)/float64(time.Millisecond))
-		}
-	}
+	r.addWindow("latency", r.rec.TakeWindow(), now)
 	if r.arr != nil {
-		if w := r.arr.TakeWindow(); w.Count > 0 {
-			for _, q := range []struct {
-				name string
-				v    time.Duration
-			}{{"e2e_p50_ms", w.P50}, {"e2e_p90_ms", w.P90}, {"e2e_p99_ms", w.P99}} {
-				r.series.add(q.name, nil, pipebench.UnitMillis, pipebench.KindGauge, now, float64(q.v)/float64(time.Millisecond))
-			}
-		}
+		r.addWindow("e2e", r.arr.TakeWindow(), now)
 	}
 	for _, d := range derived {
 		r.series.add(d.Name, d.Labels, d.Unit, d.Kind, d.At, d.Value)
@@ -176,6 +162,20 @@ func (r *run) totals() (sent, acc, del uint64) {
 		del = r.arr.Delivered()
 	}
 	return
+}
+
+// addWindow adds the quantiles of a window of latencies (sends or
+// arrivals since the last observation) as NAME_p50_ms, _p90_ms, _p99_ms.
+func (r *run) addWindow(name string, w kpi.WindowQuantiles, now time.Time) {
+	if w.Count == 0 {
+		return
+	}
+	for _, q := range []struct {
+		suffix string
+		v      time.Duration
+	}{{"_p50_ms", w.P50}, {"_p90_ms", w.P90}, {"_p99_ms", w.P99}} {
+		r.series.add(name+q.suffix, nil, pipebench.UnitMillis, pipebench.KindGauge, now, float64(q.v)/float64(time.Millisecond))
+	}
 }
 
 // failedByClass returns the items whose send failed so far, all phases,

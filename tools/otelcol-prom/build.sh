@@ -1,17 +1,11 @@
 #!/bin/sh
 # build.sh DIR: builds the test-only collector (OTLP receiver -> Prometheus
-# exporter, collector-contrib 0.165) into DIR/otelcol-prom. The first build
-# downloads about 200 modules; point PIPEBENCH_TEST_OTELCOL_PROM at the binary.
+# exporter, collector-contrib 0.165) as DIR/otelcol-prom; the first build
+# downloads about 200 modules. Point PIPEBENCH_TEST_OTELCOL_PROM at it.
 set -eu
-if [ $# -ne 1 ]; then
-	echo "usage: $0 OUTPUT_DIR" >&2
-	exit 2
-fi
-out=$1
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-here=$(cd "$(dirname "$0")" && pwd)
-cd "$here"
-CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$out/otelcol-prom.tmp" .
-mv "$out/otelcol-prom.tmp" "$out/otelcol-prom"
-echo "built $out/otelcol-prom"
+[ $# -eq 1 ] || { echo "usage: $0 OUTPUT_DIR" >&2; exit 2; }
+mkdir -p "$1"
+bin=$(cd "$1" && pwd)/otelcol-prom
+cd "$(dirname "$0")"
+CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$bin.tmp" . && mv "$bin.tmp" "$bin"
+echo "built $bin"
