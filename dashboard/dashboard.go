@@ -1,7 +1,8 @@
 // Package dashboard serves a live page of a running test on loopback: the
-// progress line and the same charts as the HTML report, refreshed every
-// second from the runner's snapshot. It binds to 127.0.0.1 unless told
-// otherwise, and needs nothing from the network.
+// progress line, the KPI table of the phases so far and the same charts as
+// the HTML report (values on hover, zoom), refreshed every second from the
+// run so far. It binds to 127.0.0.1 unless told otherwise, and needs
+// nothing from the network.
 package dashboard
 
 import (
@@ -29,7 +30,16 @@ type Server struct {
 	last runner.Progress
 	seen bool
 	done *pipebench.Result
+	// partial is the run so far as last computed, at partialAt: pages
+	// polling at once share it. pmu guards them (not mu: the runner's
+	// updates do not wait for a computation).
+	pmu       sync.Mutex
+	partial   *pipebench.Result
+	partialAt time.Time
 }
+
+// refresh is how old the run so far may be when a page asks for it.
+const refresh = 500 * time.Millisecond
 
 // Start listens on addr ("127.0.0.1:0" picks a free port) and serves until
 // Shutdown.
@@ -67,6 +77,9 @@ func (s *Server) Begin() {
 	s.mu.Lock()
 	s.last, s.seen, s.done = runner.Progress{}, false, nil
 	s.mu.Unlock()
+	s.pmu.Lock()
+	s.partial = nil
+	s.pmu.Unlock()
 }
 
 // Finish shows the final Result from now on.
@@ -79,7 +92,8 @@ func (s *Server) Finish(r *pipebench.Result) {
 // Shutdown stops serving.
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
-// current returns what to show: the final result, or the live snapshot.
+// current returns what to show: the final result, or the run so far
+// (with its KPIs when the runner gives them, else its series alone).
 func (s *Server) current() (res *pipebench.Result, line string, done bool) {
 	s.mu.Lock()
 	p, seen, final := s.last, s.seen, s.done
@@ -87,6 +101,13 @@ func (s *Server) current() (res *pipebench.Result, line string, done bool) {
 	switch {
 	case final != nil:
 		return final, "finished: " + string(final.Manifest.Status), true
+	case seen && p.Partial != nil:
+		s.pmu.Lock()
+		defer s.pmu.Unlock()
+		if s.partial == nil || time.Since(s.partialAt) >= refresh {
+			s.partial, s.partialAt = p.Partial(), time.Now()
+		}
+		return s.partial, p.String(), false
 	case seen && p.Snapshot != nil:
 		return p.Snapshot(), p.String(), false
 	}
@@ -110,6 +131,8 @@ type Live struct {
 	Progress string  `json:"progress"`
 	Done     bool    `json:"done"`
 	Charts   []Chart `json:"charts"`
+	// Table is the KPI table of the run so far, an HTML fragment.
+	Table string `json:"table"`
 }
 
 // Chart is one chart, drawn.
@@ -130,6 +153,12 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Charts = append(out.Charts, Chart{ID: c.ID, Points: c.Points(), SVG: b.String()})
 	}
+	var table bytes.Buffer
+	if err := htmlreport.Table(&table, res); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	out.Table = table.String()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if err := json.NewEncoder(w).Encode(out); err != nil && !errors.Is(err, http.ErrHandlerTimeout) {

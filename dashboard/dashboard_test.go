@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,13 +17,13 @@ import (
 	"github.com/pipebench/pipebench/runner"
 )
 
-// growing returns a Snapshot func whose series gain a point per call, like
-// a run going on.
+// growing returns a Snapshot (or Partial) func whose series gain a point
+// per call, like a run going on in which the sink refuses items.
 func growing() (func() *pipebench.Result, *atomic.Int64) {
-	full := resulttest.WithSeries(resulttest.Pipeline("0.162.0", "single", 20000))
+	full := resulttest.WithFaults(resulttest.WithSeries(resulttest.Pipeline("0.162.0", "single", 20000)))
 	var calls atomic.Int64
 	return func() *pipebench.Result {
-		n := int(calls.Add(1)) + 2
+		n := int(calls.Add(1)) + 14 // into the second phase, where the sink refuses
 		r := *full
 		r.Series = nil
 		for _, s := range full.Series {
@@ -71,6 +73,11 @@ func TestLiveJSON(t *testing.T) {
 	if l2 := getLive(t, s); l2.Charts[0].Points <= first {
 		t.Errorf("the charts did not grow: %d then %d points", first, l2.Charts[0].Points)
 	}
+	// With the run so far (Partial), the KPI table comes too.
+	s.Update(runner.Progress{Phase: "backpressure", PhaseIndex: 1, Phases: 3, Snapshot: snap, Partial: snap})
+	if l := getLive(t, s); !strings.Contains(l.Table, "<table") || !strings.Contains(l.Table, "backpressure") {
+		t.Errorf("live KPI table: %q", l.Table)
+	}
 	s.Finish(snap())
 	if l := getLive(t, s); !l.Done || !strings.HasPrefix(l.Progress, "finished") {
 		t.Errorf("after Finish: %q done=%v", l.Progress, l.Done)
@@ -92,13 +99,14 @@ func TestBadAddress(t *testing.T) {
 	}
 }
 
-// In a real Chromium: the page refreshes every second, every chart has data
-// points, the progress line shows, and no console error is logged.
+// In a real Chromium: the page refreshes every second with the KPI table
+// of the run so far and every chart (values on hover; a zoom stays across
+// refreshes), the progress line shows, and no console error is logged.
 func TestInChromium(t *testing.T) {
 	s := start(t)
 	snap, calls := growing()
 	s.Update(runner.Progress{Phase: "backpressure", PhaseIndex: 1, Phases: 3, PhaseElapsed: 5 * time.Second,
-		PhaseDuration: 15 * time.Second, TargetRate: 20000, SentRate: 19990, DeliveredRate: 6000, QueueSize: 12, Snapshot: snap})
+		PhaseDuration: 15 * time.Second, TargetRate: 20000, SentRate: 19990, DeliveredRate: 6000, QueueSize: 12, Snapshot: snap, Partial: snap})
 	p := browsertest.Open(t, s.URL())
 	p.WaitFor(t, `+document.body.dataset.updates >= 3`, 15*time.Second)
 	if c := calls.Load(); c < 3 {
@@ -108,14 +116,40 @@ func TestInChromium(t *testing.T) {
 	if !strings.Contains(progress, "[2/3 backpressure]") || !strings.Contains(progress, "queue 12") {
 		t.Errorf("progress line: %q", progress)
 	}
-	points := browsertest.Eval[[]int](t, p, `[...document.querySelectorAll("svg.pb-chart")].map(s => +s.dataset.points)`)
-	if len(points) < 5 {
-		t.Fatalf("charts: %v", points)
+	table := browsertest.Eval[string](t, p, `document.querySelector("#kpis-0 table") ? document.querySelector("#kpis-0 table").innerText : ""`)
+	if !strings.Contains(table, "backpressure") || !strings.Contains(table, "20,000") {
+		t.Errorf("live KPI table: %q", table)
 	}
-	for i, n := range points {
-		if n == 0 {
-			t.Errorf("chart %d has no points", i)
+	type info struct {
+		ID     string `json:"id"`
+		Points int    `json:"points"`
+	}
+	charts := browsertest.Eval[[]info](t, p, `[...document.querySelectorAll("svg.pb-chart")].map(s => ({id: s.id, points: +s.dataset.points}))`)
+	var ids []string
+	for _, c := range charts {
+		ids = append(ids, c.ID)
+		if c.Points == 0 {
+			t.Errorf("chart %s has no points", c.ID)
 		}
+	}
+	for _, id := range []string{"chart-rates", "chart-failures", "chart-e2e", "chart-distribution", "chart-lost"} {
+		if !slices.Contains(ids, id) {
+			t.Errorf("no %s among %q", id, ids)
+		}
+	}
+	// A zoom stays while the page refreshes.
+	browsertest.Eval[bool](t, p, `(() => { const s = document.getElementById("chart-rates"); s.scrollIntoView();
+		const [l, top, w, h] = s.dataset.plot.split(" ").map(Number), m = s.getScreenCTM();
+		const at = (f) => ({bubbles: true, button: 0, clientX: m.a * (l + f * w) + m.e, clientY: m.d * (top + h / 2) + m.f});
+		s.dispatchEvent(new MouseEvent("mousedown", at(0.3)));
+		document.dispatchEvent(new MouseEvent("mousemove", at(0.6)));
+		document.dispatchEvent(new MouseEvent("mouseup", at(0.6)));
+		return true })()`)
+	zoomed := browsertest.Eval[string](t, p, `document.querySelector("#chart-rates .pb-xaxis text").textContent`)
+	n := browsertest.Eval[int](t, p, `+document.body.dataset.updates`)
+	p.WaitFor(t, `+document.body.dataset.updates >= `+strconv.Itoa(n+2), 10*time.Second)
+	if got := browsertest.Eval[string](t, p, `document.querySelector("#chart-rates .pb-xaxis text").textContent`); got != zoomed || zoomed == "0s" {
+		t.Errorf("after a refresh the zoomed axis starts at %q, before it at %q", got, zoomed)
 	}
 	p.Screenshot(t, "dashboard.png")
 	s.Finish(snap())

@@ -169,6 +169,7 @@ var runnerSeries = map[string]bool{
 	"target_rate": true, "sent_rate": true, "accepted_rate": true, "delivered_rate": true,
 	"backlog": true, "schedule_lag_ms": true, "in_flight": true,
 	"latency_p50_ms": true, "latency_p90_ms": true, "latency_p99_ms": true,
+	"failed_rate": true, "faulted_rate": true, "e2e_p50_ms": true, "e2e_p90_ms": true, "e2e_p99_ms": true,
 }
 
 // rateMean is the mean of the rate points pts (a window of the series

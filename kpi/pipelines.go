@@ -91,6 +91,7 @@ func (p *pipeArrivals) Arrive(seq uint64, sent, at time.Time) {
 			a.maxSeq = seq
 		}
 		g.e2e.RecordValue(e2e)
+		a.window.RecordValue(e2e)
 		if at.After(g.last) {
 			g.last = at
 		}

@@ -49,6 +49,9 @@ type Live struct {
 	DroppedForBytes atomic.Uint64
 	MaxLagUS        atomic.Int64  // largest schedule lag seen since the last reset, µs
 	Delivered       atomic.Uint64 // unique items arrived at the sink
+	// FailedBy counts the Failed items by outcome class, for the
+	// failures-over-time charts.
+	FailedBy [pipebench.NumClasses]atomic.Uint64
 }
 
 // SendStats is what a phase's sends added up to.
@@ -140,6 +143,7 @@ func (r *Recorder) Record(i int, s pipebench.Sample) {
 		l.Accepted.Add(uint64(s.Count))
 	} else {
 		l.Failed.Add(uint64(s.Count))
+		l.FailedBy[s.Outcome.Class].Add(uint64(s.Count))
 	}
 	r.mu.Lock()
 	p := r.phases[i]
@@ -233,7 +237,11 @@ type WindowQuantiles struct {
 func (r *Recorder) TakeWindow() WindowQuantiles {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	w := r.window
+	return takeWindow(r.window)
+}
+
+// takeWindow returns w's quantiles and resets it.
+func takeWindow(w *hdrhistogram.Histogram) WindowQuantiles {
 	q := WindowQuantiles{Count: w.TotalCount()}
 	if q.Count > 0 {
 		q.P50 = time.Duration(w.ValueAtQuantile(50)) * time.Microsecond
@@ -295,6 +303,9 @@ type Arrivals struct {
 	live []*Live
 	// pipes are the pipelines told apart (Pipeline), by name.
 	pipes map[string]*pipeArrivals
+	// window holds the end-to-end latency of the unique arrivals since
+	// the last TakeWindow.
+	window *hdrhistogram.Histogram
 }
 
 type arrivalPhase struct {
@@ -313,7 +324,7 @@ var (
 // NewArrivals returns an arrival recorder for n phases; live, if not nil,
 // gets each phase's Delivered counter updated.
 func NewArrivals(n int, live func(i int) *Live) *Arrivals {
-	a := &Arrivals{accepted: NewSeqSet(), arrived: NewSeqSet(), phases: make([]*arrivalPhase, n), during: make([]atomic.Uint64, n+1)}
+	a := &Arrivals{accepted: NewSeqSet(), arrived: NewSeqSet(), phases: make([]*arrivalPhase, n), during: make([]atomic.Uint64, n+1), window: newHist()}
 	for i := range a.phases {
 		a.phases[i] = &arrivalPhase{e2e: newHist()}
 	}
@@ -401,6 +412,7 @@ func (a *Arrivals) arrive(seq uint64, sent, at time.Time, order int) {
 	}
 	a.maxSeq = max(a.maxSeq, seq)
 	p.e2e.RecordValue(micros(at.Sub(sent)))
+	a.window.RecordValue(micros(at.Sub(sent)))
 	if at.After(p.last) {
 		p.last = at
 	}
@@ -411,6 +423,15 @@ func (a *Arrivals) arrive(seq uint64, sent, at time.Time, order int) {
 	if r := int(a.now.Load()); r >= 0 && r < len(a.during) {
 		a.during[r].Add(1)
 	}
+}
+
+// TakeWindow returns the end-to-end latency quantiles of the unique
+// arrivals since the last call and starts a new window. It gives the
+// end-to-end latency-over-time charts.
+func (a *Arrivals) TakeWindow() WindowQuantiles {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return takeWindow(a.window)
 }
 
 // Faulted implements pipebench.Arrivals.

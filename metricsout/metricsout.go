@@ -1,14 +1,23 @@
-// Package metricsout exposes a run's own measurements as Prometheus metrics
-// while it runs: `pipebench run --metrics-addr` serves them on /metrics, so
-// the load can be laid next to the system's own panels in Grafana.
+// Package metricsout exposes a run's own measurements as metrics while it
+// runs: `pipebench run --metrics-addr` serves them to Prometheus on
+// /metrics and `--otlp-metrics` pushes them as OTLP, so the load and what
+// the system under test reported about it lie next to the system's own
+// panels in Grafana.
 //
 // It is fed from the runner's Progress (Update) and the final Result
-// (Finish) and computes every value when it is scraped, from the live
+// (Finish) and computes every value when it is read, from the live
 // statistics the last Progress gives access to: counters are totals of the
-// whole run, all phases added up; histograms merge the phases.
+// whole run, all phases added up; latency histograms merge the phases and
+// carry both native buckets (exponential, 0.27% wide: PromQL's quantiles
+// agree with the KPI table's) and classic ones from 5 µs, for servers
+// without native histograms. The phase and the run's status are statesets
+// (every state a series, 1 for the current one, 0 for the others), so that
+// a cache of last values in between (a collector's Prometheus exporter)
+// stays right. Every series carries the run's id as run_id.
 //
 // Names follow Prometheus conventions: the pipebench_ prefix, _total on
-// counters, seconds as the unit of time. Names lists them all.
+// counters, seconds and bytes as units. Names lists pipebench's own;
+// ObservedPrefix starts the observers' (the system under test's).
 package metricsout
 
 import (
@@ -30,87 +39,122 @@ import (
 	"github.com/pipebench/pipebench/runner"
 )
 
-// The metric names, as exposed (histograms also expose NAME_bucket,
-// NAME_sum and NAME_count).
+// The metric names of pipebench's own series, as exposed to Prometheus
+// (histograms also expose NAME_bucket, NAME_sum and NAME_count in the text
+// format).
 const (
-	MetricInfo          = "pipebench_run_info"
-	MetricPhaseInfo     = "pipebench_phase_info"
-	MetricPhaseIndex    = "pipebench_phase_index"
-	MetricTargetRate    = "pipebench_target_rate_items_per_second"
-	MetricSent          = "pipebench_items_sent_total"
-	MetricAccepted      = "pipebench_items_accepted_total"
-	MetricFailed        = "pipebench_items_failed_total"
-	MetricDropped       = "pipebench_items_dropped_total"
-	MetricSentBytes     = "pipebench_sent_bytes_total"
-	MetricSends         = "pipebench_sends_total"
-	MetricInFlight      = "pipebench_sends_in_flight"
-	MetricDelivered     = "pipebench_items_delivered_total"
-	MetricDuplicates    = "pipebench_items_duplicated_total"
-	MetricBacklog       = "pipebench_backlog_items"
-	MetricLatency       = "pipebench_send_latency_seconds"
-	MetricServiceTime   = "pipebench_send_service_time_seconds"
-	MetricE2ELatency    = "pipebench_e2e_latency_seconds"
-	MetricElapsed       = "pipebench_elapsed_seconds"
-	MetricRemaining     = "pipebench_remaining_seconds"
-	MetricFinished      = "pipebench_run_finished"
-	MetricExporterQueue = "pipebench_observed_queue_size"
+	MetricRunInfo     = "pipebench_run_info"
+	MetricRunStatus   = "pipebench_run_status"
+	MetricFinished    = "pipebench_run_finished"
+	MetricPhase       = "pipebench_phase"
+	MetricPhaseIndex  = "pipebench_phase_index"
+	MetricTargetRate  = "pipebench_target_rate_items_per_second"
+	MetricSent        = "pipebench_items_sent_total"
+	MetricAccepted    = "pipebench_items_accepted_total"
+	MetricFailed      = "pipebench_items_failed_total"
+	MetricDropped     = "pipebench_items_dropped_total"
+	MetricSentBytes   = "pipebench_sent_bytes_total"
+	MetricSends       = "pipebench_sends_total"
+	MetricInFlight    = "pipebench_sends_in_flight"
+	MetricDelivered   = "pipebench_items_delivered_total"
+	MetricDuplicates  = "pipebench_items_duplicated_total"
+	MetricBacklog     = "pipebench_backlog_items"
+	MetricLatency     = "pipebench_send_latency_seconds"
+	MetricServiceTime = "pipebench_send_service_time_seconds"
+	MetricE2ELatency  = "pipebench_e2e_latency_seconds"
+	MetricElapsed     = "pipebench_elapsed_seconds"
+	MetricRemaining   = "pipebench_remaining_seconds"
 )
 
-// Buckets are the upper bounds, in seconds, of the latency histograms.
-var Buckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+// MetricExporterQueue is the exporter queue size of the system under test
+// as its observer reports it (per sut_instance), one of the observed
+// series (ObservedPrefix).
+const MetricExporterQueue = ObservedPrefix + "exporter_queue_size"
 
-// Names returns every series name the exposition can contain: counters and
-// gauges as they are, histograms with their _bucket, _sum and _count parts.
-// A dashboard's queries are checked against it.
+// spec is how one of pipebench's own families is exposed.
+type spec struct {
+	kind kind
+	unit string // OTLP (UCUM)
+	help string
+}
+
+// specs are pipebench's own families.
+var specs = map[string]spec{
+	MetricRunInfo:     {gauge, "{run}", "The run: scenario, case and version of the system under test; always 1."},
+	MetricRunStatus:   {gauge, "{run}", "The run's status, a stateset: running until it ends, then its verdict (1 for the status now, 0 for the others)."},
+	MetricFinished:    {gauge, "{run}", "1 once the run ended and every value here is final, else 0."},
+	MetricPhase:       {gauge, "{run}", "The phase, a stateset: each of the plan's phases, drain while what was accepted is awaited, done after the run (1 for the phase now, 0 for the others)."},
+	MetricPhaseIndex:  {gauge, "{phase}", "The phase now, from 1; phases+1 while draining and after the run."},
+	MetricElapsed:     {gauge, "s", "Seconds since the load started."},
+	MetricRemaining:   {gauge, "s", "Planned seconds of load left, drain excluded."},
+	MetricTargetRate:  {gauge, "{item}/s", "Items per second the pacer asks for now (0 in a closed-model phase and after the load)."},
+	MetricSent:        {counter, "{item}", "Items whose send started, whole run."},
+	MetricAccepted:    {counter, "{item}", "Items the target answered ok, whole run."},
+	MetricFailed:      {counter, "{item}", "Items whose send failed, by outcome class (refused, timeout, error), whole run."},
+	MetricDropped:     {counter, "{item}", "Items never sent because max_in_flight was reached, whole run."},
+	MetricSentBytes:   {counter, "By", "Bytes of the request bodies sent, whole run."},
+	MetricSends:       {counter, "{send}", "Sends (batches) by outcome class (ok, refused, timeout, error), whole run."},
+	MetricInFlight:    {gauge, "{send}", "Sends started and not yet answered."},
+	MetricDelivered:   {counter, "{item}", "Unique items that arrived at pipebench's sink, whole run."},
+	MetricDuplicates:  {counter, "{item}", "Items that arrived at the sink more than once, whole run."},
+	MetricBacklog:     {gauge, "{item}", "Items accepted by the pipeline and not yet delivered."},
+	MetricLatency:     {histogram, "s", "Send latency from the scheduled time to the answer (coordinated omission corrected), per send."},
+	MetricServiceTime: {histogram, "s", "Send service time from the actual start to the answer, per send."},
+	MetricE2ELatency:  {histogram, "s", "End-to-end latency from the send to the arrival at the sink, per unique item."},
+}
+
+// Names returns the name of every family of pipebench's own series (a
+// histogram by its name alone), sorted. A dashboard's queries are checked
+// against it.
 func Names() []string {
-	out := []string{MetricInfo, MetricPhaseInfo, MetricPhaseIndex, MetricTargetRate, MetricSent, MetricAccepted,
-		MetricFailed, MetricDropped, MetricSentBytes, MetricSends, MetricInFlight, MetricDelivered, MetricDuplicates,
-		MetricBacklog, MetricElapsed, MetricRemaining, MetricFinished, MetricExporterQueue}
-	for _, h := range []string{MetricLatency, MetricServiceTime, MetricE2ELatency} {
-		out = append(out, h+"_bucket", h+"_sum", h+"_count")
+	out := make([]string, 0, len(specs))
+	for n := range specs {
+		out = append(out, n)
 	}
 	sort.Strings(out)
 	return out
 }
 
+// OTLPName returns the OTLP name and unit of one of pipebench's own
+// Prometheus names (Names): the name without _total and without the
+// suffix of its unit, which a collector's Prometheus exporter adds back.
+func OTLPName(prom string) (name, unit string) {
+	sp, ok := specs[prom]
+	if !ok {
+		return prom, ""
+	}
+	return otlpName(prom, sp.unit, sp.kind == counter), sp.unit
+}
+
+// Statuses are the states of MetricRunStatus: running, then the verdict.
+var Statuses = []pipebench.Status{pipebench.StatusRunning, pipebench.StatusPassed, pipebench.StatusCompleted,
+	pipebench.StatusFailed, pipebench.StatusInvalid, pipebench.StatusAborted, pipebench.StatusError}
+
+// The states of MetricPhase besides the plan's phases.
+const (
+	PhaseDrain = "drain" // the load ended; waiting for what was accepted to arrive
+	PhaseDone  = "done"  // the run ended
+)
+
 // failureClasses are the outcome classes counted as failed sends.
 var failureClasses = []pipebench.Class{pipebench.ClassRefused, pipebench.ClassTimeout, pipebench.ClassError}
 
-var (
-	descInfo       = prometheus.NewDesc(MetricInfo, "The run: scenario, case, version of the system under test and status (running until it ends); always 1.", []string{"scenario", "case", "version", "status"}, nil)
-	descPhaseInfo  = prometheus.NewDesc(MetricPhaseInfo, "The phase running now (drain while waiting for the backlog, done after the run); always 1.", []string{"phase"}, nil)
-	descPhaseIndex = prometheus.NewDesc(MetricPhaseIndex, "The phase running now, from 1; 0 before the load, phases+1 while draining and after.", nil, nil)
-	descTarget     = prometheus.NewDesc(MetricTargetRate, "Items per second the pacer asks for now (0 in a closed-model phase and after the load).", nil, nil)
-	descSent       = prometheus.NewDesc(MetricSent, "Items whose send started, whole run.", nil, nil)
-	descAccepted   = prometheus.NewDesc(MetricAccepted, "Items the target answered ok, whole run.", nil, nil)
-	descFailed     = prometheus.NewDesc(MetricFailed, "Items whose send failed, by outcome class (refused, timeout, error), whole run.", []string{"class"}, nil)
-	descDropped    = prometheus.NewDesc(MetricDropped, "Items never sent because max_in_flight was reached, whole run.", nil, nil)
-	descBytes      = prometheus.NewDesc(MetricSentBytes, "Bytes of the request bodies sent, whole run.", nil, nil)
-	descSends      = prometheus.NewDesc(MetricSends, "Sends (batches) by outcome class (ok, refused, timeout, error), whole run.", []string{"class"}, nil)
-	descInFlight   = prometheus.NewDesc(MetricInFlight, "Sends started and not yet answered.", nil, nil)
-	descDelivered  = prometheus.NewDesc(MetricDelivered, "Unique items that arrived at pipebench's sink, whole run (only with a sink).", nil, nil)
-	descDup        = prometheus.NewDesc(MetricDuplicates, "Items that arrived at the sink more than once, whole run (only with a sink).", nil, nil)
-	descBacklog    = prometheus.NewDesc(MetricBacklog, "Items accepted by the pipeline and not yet delivered (only with a sink).", nil, nil)
-	descLatency    = prometheus.NewDesc(MetricLatency, "Send latency from the scheduled time to the answer (coordinated omission corrected), per send.", nil, nil)
-	descService    = prometheus.NewDesc(MetricServiceTime, "Send service time from the actual start to the answer, per send.", nil, nil)
-	descE2E        = prometheus.NewDesc(MetricE2ELatency, "End-to-end latency from the send to the arrival at the sink, per unique item (only with a sink).", nil, nil)
-	descElapsed    = prometheus.NewDesc(MetricElapsed, "Seconds since the load started.", nil, nil)
-	descRemaining  = prometheus.NewDesc(MetricRemaining, "Planned seconds of load left, drain excluded.", nil, nil)
-	descFinished   = prometheus.NewDesc(MetricFinished, "1 once the run ended and every value here is final, else 0.", nil, nil)
-	descQueue      = prometheus.NewDesc(MetricExporterQueue, "Largest exporter queue size an observer reports now (only when observed).", nil, nil)
-)
+// sendClasses are the classes sends are counted by.
+var sendClasses = append([]pipebench.Class{pipebench.ClassOK}, failureClasses...)
 
-// Exporter is a prometheus.Collector of one run. Update and Finish may be
-// called from any goroutine, concurrently with scrapes.
+// Exporter holds what one run (or a suite's runs, one after the other)
+// shows as metrics. Update and Finish may be called from any goroutine,
+// concurrently with scrapes and pushes.
 type Exporter struct {
-	plan pipebench.Plan
-
 	mu       sync.Mutex
+	plan     pipebench.Plan
+	began    time.Time
 	last     runner.Progress
 	seen     bool
-	status   string
+	runID    string
+	final    *pipebench.Result
 	finished bool
-	// scrapedFinal is closed at the first scrape after Finish.
+	// scrapedFinal is closed at the first read after Finish.
 	scrapedFinal chan struct{}
 	finalOnce    sync.Once
 }
@@ -119,7 +163,7 @@ var _ prometheus.Collector = (*Exporter)(nil)
 
 // New returns an Exporter for a run of plan.
 func New(plan pipebench.Plan) *Exporter {
-	return &Exporter{plan: plan, status: "running", scrapedFinal: make(chan struct{})}
+	return &Exporter{plan: plan, began: time.Now(), scrapedFinal: make(chan struct{})}
 }
 
 // Begin starts over for a run of another plan (a suite's next case): the
@@ -128,14 +172,18 @@ func New(plan pipebench.Plan) *Exporter {
 func (e *Exporter) Begin(plan pipebench.Plan) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.plan, e.last, e.seen, e.status, e.finished = plan, runner.Progress{}, false, "running", false
+	e.plan, e.began, e.last, e.seen, e.runID, e.final, e.finished = plan, time.Now(), runner.Progress{}, false, "", nil, false
 	e.scrapedFinal, e.finalOnce = make(chan struct{}), sync.Once{}
 }
 
-// Update takes the runner's latest Progress.
+// Update takes the runner's latest Progress. The run's series appear with
+// the first one (it carries the run's id).
 func (e *Exporter) Update(p runner.Progress) {
 	e.mu.Lock()
 	e.last, e.seen = p, true
+	if p.RunID != "" {
+		e.runID = p.RunID
+	}
 	e.mu.Unlock()
 }
 
@@ -144,115 +192,101 @@ func (e *Exporter) Update(p runner.Progress) {
 func (e *Exporter) Finish(res *pipebench.Result) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.finished = true
-	e.status = "ended"
-	if res != nil {
-		e.status = string(res.Manifest.Status)
+	e.finished, e.final = true, res
+	if res != nil && res.Manifest.RunID != "" {
+		e.runID = res.Manifest.RunID
 	}
 }
 
-// ScrapedFinal is closed once /metrics was scraped after Finish: the final
-// values reached whoever scrapes.
+// ScrapedFinal is closed once the values were read (scraped or pushed)
+// after Finish: the final values reached whoever reads them.
 func (e *Exporter) ScrapedFinal() <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.scrapedFinal
 }
 
-// Describe implements prometheus.Collector.
-func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInfo, descPhaseInfo, descPhaseIndex, descTarget, descSent, descAccepted,
-		descFailed, descDropped, descBytes, descSends, descInFlight, descDelivered, descDup, descBacklog,
-		descLatency, descService, descE2E, descElapsed, descRemaining, descFinished, descQueue} {
-		ch <- d
-	}
-}
-
-// snap is the exposition at one moment.
-type snap struct {
-	plan                      pipebench.Plan
-	status, phase             string
-	finished, hasSink         bool
-	index                     int
-	elapsed, remaining        float64
-	target, inFlight, backlog float64
-	queue                     float64 // -1: not observed
-	t                         totals
-}
-
-// snapshot reads the last Progress and adds up the phases' live statistics
-// now. It notes a read of the final values.
-func (e *Exporter) snapshot() snap {
+// snapshot is every family now; empty before the run's id is known. It
+// notes a read of the final values.
+func (e *Exporter) snapshot() (fs *families, began time.Time) {
 	e.mu.Lock()
-	p, seen, status, finished, plan := e.last, e.seen, e.status, e.finished, e.plan
+	p, seen, plan, runID, final, finished := e.last, e.seen, e.plan, e.runID, e.final, e.finished
+	began = e.began
 	if finished {
 		e.finalOnce.Do(func() { close(e.scrapedFinal) })
 	}
 	e.mu.Unlock()
-	sn := snap{plan: plan, status: status, finished: finished, hasSink: p.HasSink, phase: "starting", queue: -1,
-		elapsed: p.Elapsed.Seconds(), remaining: p.Remaining.Seconds(), target: p.TargetRate,
-		inFlight: float64(max(p.InFlight, 0)), backlog: p.Backlog}
+	fs = newFamilies(runID)
+	if runID == "" {
+		return fs, began
+	}
+	status, phase, index, target := pipebench.StatusRunning, "", 0, p.TargetRate
 	switch {
 	case finished:
-		sn.phase, sn.index, sn.target = "done", len(plan.Phases)+1, 0
+		status, phase, index, target = pipebench.StatusError, PhaseDone, len(plan.Phases)+1, 0
+		if final != nil {
+			status = final.Manifest.Status
+		}
 	case p.Draining:
-		sn.phase, sn.index = "drain", len(plan.Phases)+1
+		phase, index = PhaseDrain, len(plan.Phases)+1
 	case seen && p.PhaseIndex >= 0:
-		sn.phase, sn.index = p.Phase, p.PhaseIndex+1
+		phase, index = p.Phase, p.PhaseIndex+1
 	}
-	if seen {
-		sn.queue = p.QueueSize
+	caseName := plan.Case
+	if caseName == "" {
+		caseName = plan.Scenario
 	}
+	fs.set(MetricRunInfo, 1,
+		"scenario", plan.Scenario, "case", caseName, "version", plan.Version)
+	var statuses []string
+	for _, s := range Statuses {
+		statuses = append(statuses, string(s))
+	}
+	fs.stateset(MetricRunStatus, "status", statuses, string(status))
+	fs.set(MetricFinished, b2f(finished))
+	var phases []string
+	for _, ph := range plan.Phases {
+		phases = append(phases, ph.Name)
+	}
+	fs.stateset(MetricPhase, "phase", append(phases, PhaseDrain, PhaseDone), phase)
+	fs.set(MetricPhaseIndex, float64(index))
+	fs.set(MetricElapsed, p.Elapsed.Seconds())
+	fs.set(MetricRemaining, p.Remaining.Seconds())
+	fs.set(MetricTargetRate, target)
+
+	var t totals
 	if seen && p.PhaseStats != nil {
-		n := min(p.PhaseIndex, p.Phases-1)
-		for i := 0; i <= n; i++ {
+		for i := 0; i <= min(p.PhaseIndex, p.Phases-1); i++ {
 			s, a := p.PhaseStats(i)
-			sn.t.add(s, a)
+			t.add(s, a)
 		}
 	}
-	return sn
-}
-
-// Collect implements prometheus.Collector: it adds up the phases' live
-// statistics now.
-func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
-	sn := e.snapshot()
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
-	counter := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
-	}
-	gauge(descInfo, 1, sn.plan.Scenario, sn.plan.Case, sn.plan.Version, sn.status)
-	gauge(descFinished, b2f(sn.finished))
-	gauge(descPhaseInfo, 1, sn.phase)
-	gauge(descPhaseIndex, float64(sn.index))
-	gauge(descElapsed, sn.elapsed)
-	gauge(descRemaining, sn.remaining)
-	gauge(descTarget, sn.target)
-	if sn.queue >= 0 {
-		gauge(descQueue, sn.queue)
-	}
-	t := sn.t
-	counter(descSent, float64(t.sent))
-	counter(descAccepted, float64(t.items[pipebench.ClassOK]))
+	fs.set(MetricSent, float64(t.sent))
+	fs.set(MetricAccepted, float64(t.items[pipebench.ClassOK]))
 	for _, c := range failureClasses {
-		counter(descFailed, float64(t.items[c]), c.String())
+		fs.set(MetricFailed, float64(t.items[c]), "class", c.String())
 	}
-	counter(descDropped, float64(t.items[pipebench.ClassDropped]))
-	counter(descBytes, float64(t.bytes))
+	fs.set(MetricDropped, float64(t.items[pipebench.ClassDropped]))
+	fs.set(MetricSentBytes, float64(t.bytes))
 	for _, c := range sendClasses {
-		counter(descSends, float64(t.batches[c]), c.String())
+		fs.set(MetricSends, float64(t.batches[c]), "class", c.String())
 	}
-	gauge(descInFlight, sn.inFlight)
-	ch <- promHistogram(descLatency, t.latency)
-	ch <- promHistogram(descService, t.service)
-	if sn.hasSink {
-		counter(descDelivered, float64(t.delivered))
-		counter(descDup, float64(t.duplicates))
-		gauge(descBacklog, sn.backlog)
-		ch <- promHistogram(descE2E, t.e2e)
+	fs.set(MetricInFlight, float64(max(p.InFlight, 0)))
+	fs.hist(MetricLatency, toHist(t.latency))
+	fs.hist(MetricServiceTime, toHist(t.service))
+	if p.HasSink {
+		fs.set(MetricDelivered, float64(t.delivered))
+		fs.set(MetricDuplicates, float64(t.duplicates))
+		fs.set(MetricBacklog, p.Backlog)
+		fs.hist(MetricE2ELatency, toHist(t.e2e))
 	}
+	switch {
+	case final != nil:
+		fs.addObserved(final.Series)
+	case p.Snapshot != nil:
+		fs.addObserved(p.Snapshot().Series)
+	}
+	return fs, began
 }
 
 func b2f(b bool) float64 {
@@ -261,9 +295,6 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
-
-// sendClasses are the classes sends are counted by.
-var sendClasses = append([]pipebench.Class{pipebench.ClassOK}, failureClasses...)
 
 // totals adds up the phases.
 type totals struct {
@@ -303,45 +334,32 @@ func merge(into, h *hdrhistogram.Histogram) *hdrhistogram.Histogram {
 	return into
 }
 
-// hist is an HdrHistogram of microseconds in Buckets, in seconds: Counts
-// holds the observations of each bucket alone (not cumulative), the last
-// one above the largest bound. A value is counted in a bucket when the
-// lowest value HdrHistogram keeps equivalent to it (within 0.1%) is at most
-// the bucket's bound.
-type hist struct {
-	Counts []uint64
-	Count  uint64
-	Sum    float64
-}
+// Describe implements prometheus.Collector. It describes nothing: the
+// observed families are known only when scraped (an unchecked collector).
+func (e *Exporter) Describe(chan<- *prometheus.Desc) {}
 
-func toHist(h *hdrhistogram.Histogram) hist {
-	out := hist{Counts: make([]uint64, len(Buckets)+1)}
-	if h == nil {
-		return out
-	}
-	for _, bar := range h.Distribution() {
-		if bar.Count <= 0 {
-			continue
+// Collect implements prometheus.Collector: every family, computed now.
+func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	fs, began := e.snapshot()
+	for _, f := range fs.list {
+		desc := prometheus.NewDesc(f.Name, f.Help, f.Labels, nil)
+		for _, p := range f.Points {
+			var m prometheus.Metric
+			var err error
+			switch f.Kind {
+			case gauge:
+				m, err = prometheus.NewConstMetric(desc, prometheus.GaugeValue, p.Value, p.Values...)
+			case counter:
+				m, err = prometheus.NewConstMetric(desc, prometheus.CounterValue, p.Value, p.Values...)
+			case histogram:
+				m = newPromHist(desc, *p.Hist, began, p.Values)
+			}
+			if err != nil {
+				m = prometheus.NewInvalidMetric(desc, err)
+			}
+			ch <- m
 		}
-		v := float64(bar.From) / 1e6
-		i := sort.SearchFloat64s(Buckets, v) // the first bound >= v
-		out.Counts[i] += uint64(bar.Count)
-		out.Count += uint64(bar.Count)
 	}
-	out.Sum = h.Mean() * float64(h.TotalCount()) / 1e6
-	return out
-}
-
-// promHistogram is h as a Prometheus histogram.
-func promHistogram(d *prometheus.Desc, h *hdrhistogram.Histogram) prometheus.Metric {
-	x := toHist(h)
-	cum := make(map[float64]uint64, len(Buckets))
-	var run uint64
-	for i, b := range Buckets {
-		run += x.Counts[i]
-		cum[b] = run
-	}
-	return prometheus.MustNewConstHistogram(d, x.Count, x.Sum, cum)
 }
 
 // Server serves an Exporter's /metrics over HTTP.
@@ -351,8 +369,10 @@ type Server struct {
 }
 
 // Serve listens on addr (host:port; port 0 picks a free one) and serves exp
-// on /metrics, with the Go runtime's and the process's own metrics beside
-// it. It returns once listening.
+// on /metrics (the run's series only). It returns once listening. Prometheus 2.40 or later, started with
+// --enable-feature=native-histograms, asks for the protobuf format and gets
+// the native histograms; others get the text format and the classic
+// buckets.
 func Serve(addr string, exp *Exporter) (*Server, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(exp); err != nil {

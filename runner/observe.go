@@ -48,6 +48,10 @@ type obsState struct {
 	prevDel  uint64
 	rates    [3]float64 // sent, accepted, delivered over the last interval
 	known    bool       // rates were measured over an interval
+	// prevFailed and prevFaulted are the failed items by class and the
+	// items the sink faulted at the last observation.
+	prevFailed  [pipebench.NumClasses]uint64
+	prevFaulted uint64
 }
 
 func (r *run) obs() *obsState {
@@ -64,6 +68,11 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 	defer r.obsRounds.Add(1)
 	st := r.obs()
 	sent, acc, del := r.totals()
+	failed := r.failedByClass()
+	var faulted uint64
+	if r.arr != nil {
+		faulted, _ = r.arr.Totals()
+	}
 	var queue float64 = -1
 	var points []pipebench.Point
 	for _, o := range r.c.observers {
@@ -100,10 +109,15 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 			r.series.add("accepted_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, st.rates[1])
 			if r.c.sink != nil {
 				r.series.add("delivered_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, st.rates[2])
+				r.series.add("faulted_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, float64(faulted-st.prevFaulted)/dt)
+			}
+			for _, c := range []pipebench.Class{pipebench.ClassRefused, pipebench.ClassTimeout, pipebench.ClassError} {
+				r.series.add("failed_rate", map[string]string{"class": c.String()}, pipebench.UnitPerSecond, pipebench.KindGauge, now, float64(failed[c]-st.prevFailed[c])/dt)
 			}
 		}
 	}
 	st.prevAt, st.prevSent, st.prevAcc, st.prevDel = now, sent, acc, del
+	st.prevFailed, st.prevFaulted = failed, faulted
 	r.series.add("target_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, r.targetRate(now))
 	if r.c.sink != nil {
 		backlog := float64(acc) - float64(del)
@@ -120,13 +134,9 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 		r.series.add("schedule_lag_ms", nil, pipebench.UnitMillis, pipebench.KindGauge, now, float64(live.MaxLagUS.Swap(0))/1000)
 		r.series.add("in_flight", nil, pipebench.UnitCount, pipebench.KindGauge, now, float64(live.InFlight.Load()))
 	}
-	if w := r.rec.TakeWindow(); w.Count > 0 {
-		for _, q := range []struct {
-			name string
-			v    time.Duration
-		}{{"latency_p50_ms", w.P50}, {"latency_p90_ms", w.P90}, {"latency_p99_ms", w.P99}} {
-			r.series.add(q.name, nil, pipebench.UnitMillis, pipebench.KindGauge, now, float64(q.v)/float64(time.Millisecond))
-		}
+	r.addWindow("latency", r.rec.TakeWindow(), now)
+	if r.arr != nil {
+		r.addWindow("e2e", r.arr.TakeWindow(), now)
 	}
 	for _, d := range derived {
 		r.series.add(d.Name, d.Labels, d.Unit, d.Kind, d.At, d.Value)
@@ -154,15 +164,48 @@ func (r *run) totals() (sent, acc, del uint64) {
 	return
 }
 
+// addWindow adds the quantiles of a window of latencies (sends or
+// arrivals since the last observation) as NAME_p50_ms, _p90_ms, _p99_ms.
+func (r *run) addWindow(name string, w kpi.WindowQuantiles, now time.Time) {
+	if w.Count == 0 {
+		return
+	}
+	for _, q := range []struct {
+		suffix string
+		v      time.Duration
+	}{{"_p50_ms", w.P50}, {"_p90_ms", w.P90}, {"_p99_ms", w.P99}} {
+		r.series.add(name+q.suffix, nil, pipebench.UnitMillis, pipebench.KindGauge, now, float64(q.v)/float64(time.Millisecond))
+	}
+}
+
+// failedByClass returns the items whose send failed so far, all phases,
+// by outcome class.
+func (r *run) failedByClass() (out [pipebench.NumClasses]uint64) {
+	for i := range r.plan.Phases {
+		l := r.rec.Live(i)
+		for c := range out {
+			out[c] += l.FailedBy[c].Load()
+		}
+	}
+	return out
+}
+
 // targetRate is the rate the plan asks for at now.
 func (r *run) targetRate(now time.Time) float64 {
 	i := int(r.phaseIdx.Load())
 	if i < 0 || i >= len(r.plan.Phases) || r.draining.Load() {
 		return 0
 	}
+	// An observation slowed down by its observers reads the rate at the
+	// time of its tick, which may be before the phase now running began:
+	// that of the phase then, not a dip to zero.
+	for i > 0 && now.Before(r.phaseT0[i]) {
+		i--
+	}
 	// A tick that lands between the end of a phase and the start of the
-	// next reads the rate at the phase's end, not a dip to zero.
-	el := min(now.Sub(r.phaseT0[i]), r.plan.Phases[i].Duration.D())
+	// next reads the rate at the phase's end, not a dip to zero (the
+	// curve's last segment ends just before its duration).
+	el := min(now.Sub(r.phaseT0[i]), r.plan.Phases[i].Duration.D()-time.Nanosecond)
 	if r.plan.Phases[i].Blast() {
 		return 0
 	}
@@ -174,7 +217,7 @@ func (r *run) emitProgress(now time.Time) {
 		return
 	}
 	i := int(r.phaseIdx.Load())
-	pr := Progress{Phases: len(r.plan.Phases), PhaseIndex: i, Draining: r.draining.Load(), HasSink: r.c.sink != nil, Elapsed: now.Sub(r.loadStart)}
+	pr := Progress{RunID: r.id, Phases: len(r.plan.Phases), PhaseIndex: i, Draining: r.draining.Load(), HasSink: r.c.sink != nil, Elapsed: now.Sub(r.loadStart)}
 	for j := 0; j <= i && j < len(r.plan.Phases); j++ {
 		pr.TotalSent += r.rec.Live(j).Sent.Load()
 	}
@@ -216,6 +259,7 @@ func (r *run) emitProgress(now time.Time) {
 	pr.QueueSize = r.lastQueue.Load().(float64)
 	pr.Snapshot = r.snapshot
 	pr.PhaseStats = r.phaseStats
+	pr.Partial = r.checkpoint
 	r.p.Progress(pr)
 }
 
@@ -232,7 +276,7 @@ func (r *run) phaseStats(i int) (kpi.SendStats, *kpi.ArrivalStats) {
 // snapshot is Progress.Snapshot.
 func (r *run) snapshot() *pipebench.Result {
 	res := &pipebench.Result{Manifest: pipebench.Manifest{
-		Tool: "pipebench", ToolVersion: r.p.ToolVersion,
+		RunID: r.id, Tool: "pipebench", ToolVersion: r.p.ToolVersion,
 		Scenario: r.plan.Scenario, Version: r.plan.Version, Case: r.plan.Case, Item: r.itemName(),
 		Started: r.loadStart.UTC(), Ended: time.Now().UTC(), Status: pipebench.StatusRunning,
 	}}

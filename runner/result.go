@@ -20,7 +20,7 @@ type ItemNamer interface {
 func (r *run) manifest(started time.Time) pipebench.Manifest {
 	host, _ := os.Hostname()
 	m := pipebench.Manifest{
-		RunID:       pipebench.NewRunID(started, ""),
+		RunID:       r.id,
 		Tool:        "pipebench",
 		ToolVersion: r.p.ToolVersion,
 		Scenario:    r.plan.Scenario,

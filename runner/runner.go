@@ -52,6 +52,9 @@ type Params struct {
 
 // Progress is a live view of a run, for progress displays.
 type Progress struct {
+	// RunID is the run's id, the one its Result will carry (minted when
+	// the run starts, so live views can label their series with it).
+	RunID         string
 	Phase         string
 	PhaseIndex    int
 	Phases        int
@@ -86,6 +89,11 @@ type Progress struct {
 	// 0 <= i <= min(PhaseIndex, Phases-1); safe from any goroutine, also
 	// after the run ended.
 	PhaseStats func(i int) (kpi.SendStats, *kpi.ArrivalStats)
+	// Partial returns the run so far as a Result with its KPIs (status
+	// running, partial), as a checkpoint is: for live KPI tables. It
+	// costs more than Snapshot (it computes every KPI); safe from any
+	// goroutine, also after the run ended.
+	Partial func() *pipebench.Result
 }
 
 // components are the plug-ins of one run.
@@ -144,6 +152,7 @@ type run struct {
 
 	phaseMu   sync.Mutex // guards phaseT0, phaseEnd and faultedAt for checkpoints
 	started   time.Time
+	id        string        // the run's id, minted once at its start
 	nextSeq   atomic.Uint64 // the next sequence number; written by the executor, read by checkpoints
 	phaseIdx  atomic.Int32  // current phase, -1 before, len(phases) while draining
 	phaseT0   []time.Time
@@ -165,6 +174,7 @@ type run struct {
 func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {
 	started := time.Now()
 	r.started = started
+	r.id = pipebench.NewRunID(started, "")
 	n := len(r.plan.Phases)
 	r.rec = kpi.NewRecorder(n)
 	r.series = newSeriesSet()

@@ -2,6 +2,8 @@ package runner_test
 
 import (
 	"context"
+	"math"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -117,6 +119,59 @@ thresholds:
 	if len(res.Thresholds) != 1 || !res.Thresholds[0].Passed {
 		t.Errorf("thresholds: %+v", res.Thresholds)
 	}
+	// The failures over time add up to the counts: each point is the
+	// items of one interval over its length.
+	for _, c := range []struct {
+		name  string
+		class string
+		want  float64
+	}{{"failed_rate", "refused", 200}, {"failed_rate", "timeout", 0}, {"faulted_rate", "", 200}} {
+		if got := integrate(t, res, c.name, c.class); math.Abs(got-c.want) > 1e-6 {
+			t.Errorf("%s{class=%q} adds up to %v items, want %v", c.name, c.class, got, c.want)
+		}
+	}
+	if !hasSeries(res, "e2e_p99_ms") {
+		t.Error("no end-to-end latency over time")
+	}
+}
+
+// integrate adds up a rate series of res over the observations' intervals
+// (the target_rate series has a point at every observation).
+func integrate(t *testing.T, res *pipebench.Result, name, class string) float64 {
+	t.Helper()
+	var obs []time.Time
+	for _, s := range res.Series {
+		if s.Name == "target_rate" {
+			for _, p := range s.Points {
+				obs = append(obs, p.T)
+			}
+		}
+	}
+	for _, s := range res.Series {
+		if s.Name != name || s.Labels["class"] != class {
+			continue
+		}
+		sum := 0.0
+		for _, p := range s.Points {
+			i := sort.Search(len(obs), func(i int) bool { return !obs[i].Before(p.T) })
+			if i == 0 || i >= len(obs) {
+				t.Fatalf("%s: a point at %v is not an observation's", name, p.T)
+			}
+			sum += p.V * obs[i].Sub(obs[i-1]).Seconds()
+		}
+		return sum
+	}
+	t.Fatalf("no series %s{class=%q}", name, class)
+	return 0
+}
+
+func hasSeries(res *pipebench.Result, name string) bool {
+	for _, s := range res.Series {
+		if s.Name == name && len(s.Points) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Through the embedded relay: the sink fails 70% for a phase, the relay

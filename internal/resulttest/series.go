@@ -2,6 +2,7 @@ package resulttest
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"github.com/pipebench/pipebench"
@@ -70,5 +71,64 @@ func WithSeries(r *pipebench.Result) *pipebench.Result {
 		}
 		r.Series = append(r.Series, s)
 	}
+	return r
+}
+
+// WithFaults gives r (a Pipeline result with WithSeries) what a run in
+// which things went wrong adds: the sink refused items in the second
+// phase (sends refused by the target, sink faults), end-to-end latency
+// over time, a drain after the last phase, and a total column with the
+// latency quantiles and the count of items at each stage (sent, answered
+// ok, accepted and exported by the pipeline, delivered). It returns r.
+func WithFaults(r *pipebench.Result) *pipebench.Result {
+	acc, _ := r.Phases[0].Get("accepted_rate")
+	start := r.Manifest.Started
+	bad := func(s float64) bool { return s >= 60 && s < 120 }
+	gens := []struct {
+		name   string
+		labels map[string]string
+		f      func(sec float64) float64
+	}{
+		{"failed_rate", map[string]string{"class": "refused"}, func(s float64) float64 {
+			if bad(s) {
+				return 0.02 * acc
+			}
+			return 0
+		}},
+		{"failed_rate", map[string]string{"class": "timeout"}, func(float64) float64 { return 0 }},
+		{"faulted_rate", nil, func(s float64) float64 {
+			if bad(s) {
+				return 0.7 * acc
+			}
+			return 0
+		}},
+		{"e2e_p50_ms", nil, func(s float64) float64 { return 210 + 40*math.Max(0, math.Min(s, 150)-60) }},
+		{"e2e_p90_ms", nil, func(s float64) float64 { return 400 + 70*math.Max(0, math.Min(s, 150)-60) }},
+		{"e2e_p99_ms", nil, func(s float64) float64 { return 980 + 110*math.Max(0, math.Min(s, 150)-60) }},
+	}
+	for _, g := range gens {
+		s := pipebench.Series{Name: g.name, Labels: g.labels, Unit: pipebench.UnitPerSecond}
+		if strings.HasSuffix(g.name, "_ms") {
+			s.Unit = pipebench.UnitMillis
+		}
+		for sec := 5.0; sec <= 180; sec += 5 {
+			s.Points = append(s.Points, pipebench.TimeValue{T: start.Add(time.Duration(sec) * time.Second), V: math.Round(g.f(sec)*100) / 100})
+		}
+		r.Series = append(r.Series, s)
+	}
+	last := r.Phases[len(r.Phases)-1].Ended
+	r.Drain = &pipebench.PhaseResult{Name: "drain", Started: last, Ended: last.Add(20 * time.Second),
+		KPIs: []pipebench.KPI{k("delivered", 1200, pipebench.UnitCount)}}
+	sent := acc * 180
+	r.Total = &pipebench.PhaseResult{Name: "total", Started: start, Ended: last.Add(20 * time.Second), KPIs: []pipebench.KPI{
+		k("sent", sent, pipebench.UnitCount), k("accepted", sent-1281, pipebench.UnitCount),
+		k("errors", 1281, pipebench.UnitCount, "class", "refused"),
+		k("receiver_accepted.total", sent-1281, pipebench.UnitCount, "instance", "collector-0"),
+		k("exporter_sent.total", sent-1281-120, pipebench.UnitCount, "instance", "collector-0"),
+		k("delivered", sent-1281-120, pipebench.UnitCount), k("lost", 120, pipebench.UnitCount), k("faulted", 0.7*acc*60, pipebench.UnitCount),
+		k("latency.p50", 0.09, pipebench.UnitMillis), k("latency.p75", 0.2, pipebench.UnitMillis), k("latency.p90", 1.1, pipebench.UnitMillis),
+		k("latency.p95", 3.5, pipebench.UnitMillis), k("latency.p99", 51.9, pipebench.UnitMillis), k("latency.p999", 140, pipebench.UnitMillis), k("latency.max", 320, pipebench.UnitMillis),
+		k("e2e_latency.p50", 1200, pipebench.UnitMillis), k("e2e_latency.p90", 6100, pipebench.UnitMillis), k("e2e_latency.p99", 10300, pipebench.UnitMillis), k("e2e_latency.max", 11800, pipebench.UnitMillis),
+	}}
 	return r
 }

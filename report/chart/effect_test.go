@@ -25,8 +25,8 @@ func TestEffectBacklogOverlaidByCase(t *testing.T) {
 			lines[c.ID] = append(lines[c.ID], l.Name)
 		}
 	}
-	if q := lines["queue"]; len(q) != 2 || q[0] != "10% · effect backlog" || q[1] != "25% · effect backlog" {
-		t.Errorf("queue chart lines %q", q)
+	if q := lines["backlog"]; len(q) != 2 || q[0] != "10% · effect backlog" || q[1] != "25% · effect backlog" {
+		t.Errorf("backlog chart lines %q", q)
 	}
 	if r := lines["rates"]; len(r) != 2 {
 		t.Errorf("rates chart lines %q", r)

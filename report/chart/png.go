@@ -16,17 +16,28 @@ import (
 func (c *Chart) PNG(w io.Writer) error {
 	p := plot.New()
 	p.Title.Text = c.Title
-	p.X.Label.Text = "elapsed"
 	p.Y.Label.Text = c.Unit
 	p.Y.Min = 0
-	p.X.Tick.Marker = elapsedTicks{}
 	p.Y.Tick.Marker = shortTicks{}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
-	_, ymax := c.bounds()
+	xmax, ymax := c.bounds()
 	yticks := niceTicks(ymax, 5)
 	ytop := yticks[len(yticks)-1]
 	p.Y.Max = ytop
+	switch c.X {
+	case XElapsed:
+		p.X.Label.Text = "elapsed"
+		p.X.Tick.Marker = elapsedTicks{}
+	case XPercentile:
+		p.X.Label.Text = "percentile"
+		p.X.Tick.Marker = newFixedTicks(c.xTicks(xmax))
+		p.X.Min, p.X.Max = 0, MaxX
+	case XBars:
+		p.X.Tick.Marker = newFixedTicks(c.xTicks(xmax))
+		p.X.Min, p.X.Max = 0, xmax
+		return c.pngBars(w, p)
+	}
 	for _, m := range c.Marks {
 		l, err := plotter.NewLine(plotter.XYs{{X: m.X, Y: 0}, {X: m.X, Y: ytop}})
 		if err != nil {
@@ -55,12 +66,51 @@ func (c *Chart) PNG(w io.Writer) error {
 		p.Add(l)
 		p.Legend.Add(ln.Name, l)
 	}
+	return save(w, p)
+}
+
+// pngBars draws a bar chart: a group per category, a bar per line.
+func (c *Chart) pngBars(w io.Writer, p *plot.Plot) error {
+	width := vg.Points(300 / float64(len(c.Categories)*len(c.Lines)))
+	for i, ln := range c.Lines {
+		bars, err := plotter.NewBarChart(plotter.Values(ln.Y), width)
+		if err != nil {
+			return err
+		}
+		col, _ := c.style(i)
+		bars.Color = hexColor(col)
+		bars.LineStyle.Width = 0
+		bars.XMin = 0.5
+		bars.Offset = width * vg.Length(float64(i)-float64(len(c.Lines)-1)/2)
+		p.Add(bars)
+		p.Legend.Add(ln.Name, bars)
+	}
+	return save(w, p)
+}
+
+func save(w io.Writer, p *plot.Plot) error {
 	wt, err := p.WriterTo(8*vg.Inch, 3.5*vg.Inch, "png")
 	if err != nil {
 		return err
 	}
 	_, err = wt.WriteTo(w)
 	return err
+}
+
+// fixedTicks are ticks at given positions with given labels.
+type fixedTicks struct {
+	xs     []float64
+	labels []string
+}
+
+func newFixedTicks(xs []float64, labels []string) fixedTicks { return fixedTicks{xs, labels} }
+
+func (t fixedTicks) Ticks(float64, float64) []plot.Tick {
+	out := make([]plot.Tick, len(t.xs))
+	for i := range t.xs {
+		out[i] = plot.Tick{Value: t.xs[i], Label: t.labels[i]}
+	}
+	return out
 }
 
 func hexColor(s string) color.Color {

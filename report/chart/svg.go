@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/pipebench/pipebench"
 )
 
 // Palette is the line colours, chosen to stay apart for colour-blind
@@ -49,17 +51,26 @@ func (c *Chart) style(i int) (string, string) {
 	return Palette[l.Run%len(Palette)], dashes[k%len(dashes)]
 }
 
+// bounds returns the largest x (time) and y of the chart's data.
 func (c *Chart) bounds() (xmax, ymax float64) {
 	for _, l := range c.Lines {
-		for i := range l.X {
-			xmax = math.Max(xmax, l.X[i])
-			if !math.IsNaN(l.Y[i]) && !math.IsInf(l.Y[i], 0) {
-				ymax = math.Max(ymax, l.Y[i])
+		for i, y := range l.Y {
+			if i < len(l.X) {
+				xmax = math.Max(xmax, l.X[i])
+			}
+			if !math.IsNaN(y) && !math.IsInf(y, 0) {
+				ymax = math.Max(ymax, y)
 			}
 		}
 	}
 	for _, m := range c.Marks {
 		xmax = math.Max(xmax, m.X)
+	}
+	switch c.X {
+	case XPercentile:
+		xmax = MaxX
+	case XBars:
+		xmax = float64(len(c.Categories))
 	}
 	if xmax <= 0 {
 		xmax = 1
@@ -95,21 +106,25 @@ func (c *Chart) Height() int {
 }
 
 // SVG writes the chart as a standalone SVG element. The output depends only
-// on the chart, so it can be compared with golden files.
+// on the chart, so it can be compared with golden files. The element
+// carries what a script needs to read values back and to zoom: its plot
+// area and scales as data attributes on the svg, each line's values as
+// data-x and data-y (comma-separated), each mark's position as data-x.
 func (c *Chart) SVG(w io.Writer) error {
 	var b strings.Builder
 	xmax, ymax := c.bounds()
 	yticks := niceTicks(ymax, 5)
 	ytop := yticks[len(yticks)-1]
-	xticks := timeTicks(xmax)
 	pw, ph := float64(Width-left-right), float64(height-top-bottom)
 	sx := func(x float64) float64 { return left + x/xmax*pw }
 	sy := func(y float64) float64 { return top + ph - y/ytop*ph }
 	H := c.Height()
+	kind := [...]string{XElapsed: "time", XPercentile: "percentile", XBars: "bars"}[c.X]
 
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="pb-chart" id="chart-%s" data-points="%d" width="%d" height="%d" viewBox="0 0 %d %d" font-family="system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif" font-size="11">`,
-		esc(c.ID), c.Points(), Width, H, Width, H)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="pb-chart" id="chart-%s" data-points="%d" data-kind="%s" data-unit="%s" data-xmax="%s" data-ytop="%s" data-plot="%d %d %s %s" width="%d" height="%d" viewBox="0 0 %d %d" font-family="system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif" font-size="11">`,
+		esc(c.ID), c.Points(), kind, esc(c.Unit), num(xmax), num(ytop), left, top, f(pw), f(ph), Width, H, Width, H)
 	fmt.Fprintf(&b, `<title>%s</title>`, esc(c.Title))
+	fmt.Fprintf(&b, `<defs><clipPath id="clip-%s"><rect x="%d" y="%d" width="%s" height="%s"/></clipPath></defs>`, esc(c.ID), left, top-2, f(pw), f(ph+4))
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`, Width, H)
 	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="14" font-weight="600" fill="#1f2328">%s</text>`, left, esc(c.Title))
 	fmt.Fprintf(&b, `<text x="%d" y="20" text-anchor="end" fill="#59636e">%s</text>`, Width-right, esc(c.Unit))
@@ -121,26 +136,82 @@ func (c *Chart) SVG(w io.Writer) error {
 		fmt.Fprintf(&b, `<text x="%d" y="%s" text-anchor="end" fill="#59636e">%s</text>`, left-6, f(y+4), Short(t))
 	}
 	// X axis labels.
-	for _, t := range xticks {
+	b.WriteString(`<g class="pb-xaxis">`)
+	xs, xl := c.xTicks(xmax)
+	for i, t := range xs {
 		x := sx(t)
 		fmt.Fprintf(&b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#9ca3af"/>`, f(x), f(x), f(top+ph), f(top+ph+4))
-		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle" fill="#59636e">%s</text>`, f(x), f(top+ph+16), Elapsed(t))
+		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle" fill="#59636e">%s</text>`, f(x), f(top+ph+16), esc(xl[i]))
 	}
+	b.WriteString(`</g>`)
 	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%s" y2="%s" stroke="#9ca3af"/>`, left, Width-right, f(top+ph), f(top+ph))
 
-	// Phase boundaries.
+	// Phase boundaries and the drain.
+	b.WriteString(`<g class="pb-marks">`)
 	for _, m := range c.Marks {
 		x := sx(m.X)
-		fmt.Fprintf(&b, `<g class="pb-phase"><line x1="%s" x2="%s" y1="%d" y2="%s" stroke="#6b7280" stroke-dasharray="3 3"/><text x="%s" y="%d" fill="#374151">%s</text></g>`,
-			f(x), f(x), top, f(top+ph), f(x+4), top+10, esc(m.Label))
+		// A label that would run past the plot goes left of its line.
+		tx, anchor := x+4, "start"
+		if x+4+6.2*float64(len([]rune(m.Label))) > Width-right {
+			tx, anchor = x-4, "end"
+		}
+		fmt.Fprintf(&b, `<g class="pb-phase" data-x="%s"><line x1="%s" x2="%s" y1="%d" y2="%s" stroke="#6b7280" stroke-dasharray="3 3"/><text x="%s" y="%d" text-anchor="%s" fill="#374151">%s</text></g>`,
+			num(m.X), f(x), f(x), top, f(top+ph), f(tx), top+10, anchor, esc(m.Label))
 	}
+	b.WriteString(`</g>`)
 
-	// Lines.
+	fmt.Fprintf(&b, `<g class="pb-lines" clip-path="url(#clip-%s)">`, esc(c.ID))
+	if c.X == XBars {
+		c.bars(&b, sx, sy)
+	} else {
+		c.lines(&b, sx, sy)
+	}
+	b.WriteString(`</g>`)
+
+	// Legend.
+	pos, _ := c.legendLayout()
+	for i, l := range c.Lines {
+		color, dash := c.style(i)
+		x, y := pos[i][0], float64(height)+pos[i][1]*legRow
+		da := ""
+		if dash != "" && c.X != XBars {
+			da = fmt.Sprintf(` stroke-dasharray="%s"`, dash)
+		}
+		fmt.Fprintf(&b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="2.5"%s/><text x="%s" y="%s" fill="#1f2328">%s</text>`,
+			f(x), f(x+22), f(y), f(y), color, da, f(x+28), f(y+4), esc(l.Name))
+	}
+	b.WriteString(`</svg>`)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// xTicks returns the x axis' tick positions and labels.
+func (c *Chart) xTicks(xmax float64) ([]float64, []string) {
+	switch c.X {
+	case XPercentile:
+		return PercentileTicks()
+	case XBars:
+		var xs []float64
+		for i := range c.Categories {
+			xs = append(xs, float64(i)+0.5)
+		}
+		return xs, c.Categories
+	}
+	xs := timeTicks(xmax)
+	labels := make([]string, len(xs))
+	for i, t := range xs {
+		labels[i] = Elapsed(t)
+	}
+	return xs, labels
+}
+
+// lines draws each line as a path, with its values for scripts.
+func (c *Chart) lines(b *strings.Builder, sx, sy func(float64) float64) {
 	for i, l := range c.Lines {
 		color, dash := c.style(i)
 		var d strings.Builder
 		pen := false
-		for j := range l.X {
+		for j := range l.Y {
 			y := l.Y[j]
 			if math.IsNaN(y) || math.IsInf(y, 0) {
 				pen = false
@@ -156,33 +227,65 @@ func (c *Chart) SVG(w io.Writer) error {
 		if dash != "" {
 			da = fmt.Sprintf(` stroke-dasharray="%s"`, dash)
 		}
-		fmt.Fprintf(&b, `<path class="pb-line" data-points="%d" d="%s" fill="none" stroke="%s" stroke-width="1.8" stroke-linejoin="round"%s><title>%s</title></path>`,
-			len(l.X), d.String(), color, da, esc(l.Name))
-		if len(l.X) == 1 { // a lone point draws no line
-			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"/>`, f(sx(l.X[0])), f(sy(l.Y[0])), color)
+		fmt.Fprintf(b, `<path class="pb-line" data-points="%d" data-name="%s" data-x="%s" data-y="%s" d="%s" fill="none" stroke="%s" stroke-width="1.8" stroke-linejoin="round"%s><title>%s</title></path>`,
+			len(l.Y), esc(l.Name), nums(l.X), nums(l.Y), d.String(), color, da, esc(l.Name))
+		if len(l.Y) == 1 || c.X == XPercentile { // a lone point draws no line; percentiles are points
+			for j := range l.Y {
+				if !math.IsNaN(l.Y[j]) && !math.IsInf(l.Y[j], 0) {
+					fmt.Fprintf(b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"/>`, f(sx(l.X[j])), f(sy(l.Y[j])), color)
+				}
+			}
 		}
 	}
+}
 
-	// Legend.
-	pos, _ := c.legendLayout()
+// bars draws a group of bars per category, one bar per run, its value
+// above it (unclipped: it may stand above the axis' top).
+func (c *Chart) bars(b *strings.Builder, sx, sy func(float64) float64) {
+	group := sx(1) - sx(0)
+	bw := group * 0.7 / float64(len(c.Lines))
+	var labels strings.Builder
 	for i, l := range c.Lines {
-		color, dash := c.style(i)
-		x, y := pos[i][0], float64(height)+pos[i][1]*legRow
-		da := ""
-		if dash != "" {
-			da = fmt.Sprintf(` stroke-dasharray="%s"`, dash)
+		color, _ := c.style(i)
+		for k, v := range l.Y {
+			x := sx(float64(k)) + group*0.15 + float64(i)*bw
+			y := sy(v)
+			note := ""
+			if k < len(l.Notes) {
+				note = l.Notes[k]
+			}
+			fmt.Fprintf(b, `<rect class="pb-bar" data-name="%s" data-category="%s" data-y="%s" data-note="%s" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s: %s</title></rect>`,
+				esc(l.Name), esc(c.Categories[k]), num(v), esc(note), f(x), f(y), f(bw*0.92), f(sy(0)-y), color, esc(c.Categories[k]), pipebench.FormatCount(v))
+			fill := "#1f2328"
+			if v > 0 {
+				fill = "#cf222e"
+			}
+			fmt.Fprintf(&labels, `<text class="pb-value" x="%s" y="%s" text-anchor="middle" fill="%s" font-weight="600">%s</text>`, f(x+bw*0.46), f(y-4), fill, pipebench.FormatCount(v))
 		}
-		fmt.Fprintf(&b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="2.5"%s/><text x="%s" y="%s" fill="#1f2328">%s</text>`,
-			f(x), f(x+22), f(y), f(y), color, da, f(x+28), f(y+4), esc(l.Name))
 	}
-	b.WriteString(`</svg>`)
-	_, err := io.WriteString(w, b.String())
-	return err
+	b.WriteString(`</g><g class="pb-values">`)
+	b.WriteString(labels.String())
 }
 
 func esc(s string) string { return html.EscapeString(s) }
 
 func f(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
+
+// num is a value for a script: 6 significant digits.
+func num(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "NaN"
+	}
+	return strconv.FormatFloat(v, 'g', 6, 64)
+}
+
+func nums(vs []float64) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = num(v)
+	}
+	return strings.Join(s, ",")
+}
 
 // niceTicks returns 0 and round steps (1, 2 or 5 times a power of ten)
 // up to at least max.

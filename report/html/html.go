@@ -1,8 +1,12 @@
 // Package html renders Results as one self-contained HTML file that works
 // offline: the summary, the verdict (thresholds, detections, notes), the
-// KPI table and charts over time with the phase boundaries marked. Several
-// runs render as one page with their charts overlaid. Every chart exports
-// as SVG or PNG from the page itself (no network, no CDN).
+// KPI table and the charts of report/chart (over time with every phase and
+// the drain marked, what failed by class, end-to-end latency, the latency
+// distribution, where items were lost). Several runs render as one page
+// with their charts overlaid. A small script embedded in the page shows
+// the values under the pointer, zooms every chart over time to a dragged
+// range, and exports each chart as SVG or PNG (no network, no CDN, no
+// library).
 package html
 
 import (
@@ -74,6 +78,7 @@ type data struct {
 }
 
 type run struct {
+	Index  int // its place on the page, for element ids
 	Label  string
 	R      *pipebench.Result
 	Phases []*pipebench.PhaseResult
@@ -93,7 +98,7 @@ func build(results []*pipebench.Result) (*data, error) {
 	labels := chart.RunLabels(results)
 	for i, r := range results {
 		phases, rows := report.Table(r)
-		d.Runs = append(d.Runs, run{Label: labels[i], R: r, Phases: phases, Rows: rows, Class: string(r.Manifest.Status)})
+		d.Runs = append(d.Runs, run{Index: i, Label: labels[i], R: r, Phases: phases, Rows: rows, Class: string(r.Manifest.Status)})
 	}
 	m := results[0].Manifest
 	d.Title = m.Scenario
@@ -121,8 +126,15 @@ func Figures(results ...*pipebench.Result) ([]figure, error) {
 	return out, nil
 }
 
+// Table renders the KPI table of r alone (an HTML fragment), as the page
+// shows it: for the live dashboard, which replaces it every second.
+func Table(w io.Writer, r *pipebench.Result) error {
+	phases, rows := report.Table(r)
+	return page.ExecuteTemplate(w, "kpis", run{R: r, Phases: phases, Rows: rows})
+}
+
 // Live renders the dashboard's page: the same layout as a report of the
-// partial result, polling path every second for fresh charts.
+// partial result, polling path every second for fresh charts and KPIs.
 func Live(w io.Writer, snapshot *pipebench.Result, path string) error {
 	d, err := build([]*pipebench.Result{snapshot})
 	if err != nil {

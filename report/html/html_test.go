@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +17,10 @@ import (
 	htmlreport "github.com/pipebench/pipebench/report/html"
 )
 
+// run is a three-phase collector run in which the sink refused items in
+// the second phase, with end-to-end latency and a drain.
 func run(version string, accepted float64) *pipebench.Result {
-	return resulttest.WithSeries(resulttest.Pipeline(version, "single", accepted))
+	return resulttest.WithFaults(resulttest.WithSeries(resulttest.Pipeline(version, "single", accepted)))
 }
 
 func render(t *testing.T, results ...*pipebench.Result) []byte {
@@ -57,9 +61,17 @@ func TestEscapes(t *testing.T) {
 	}
 }
 
-// In a real Chromium: the page loads with no console error, every chart has
-// data points and drawn lines, the phase boundaries are marked, and the PNG
-// export produces an image. A screenshot goes with the test output.
+// The charts a reader needs to see what went wrong without reading the
+// table, for a run that had refusals and end-to-end latency.
+var wantCharts = []string{"chart-rates", "chart-failures", "chart-backlog", "chart-queue", "chart-e2e", "chart-latency",
+	"chart-memory", "chart-cpu", "chart-distribution", "chart-e2e-distribution", "chart-lost"}
+
+// In a real Chromium: the page loads with no console error, every chart is
+// there with data points and drawn lines (or bars), every phase and the
+// drain are marked on the charts over time, the values under the pointer
+// show, dragging zooms every chart over time (double-click zooms out), and
+// the PNG export produces an image. A screenshot goes with the test
+// output.
 func TestInChromium(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -76,28 +88,73 @@ func TestInChromium(t *testing.T) {
 			}
 			p := browsertest.Open(t, "file://"+path)
 			type chartInfo struct {
-				ID     string `json:"id"`
-				Points int    `json:"points"`
-				Paths  int    `json:"paths"`
-				Drawn  int    `json:"drawn"`
-				Phases int    `json:"phases"`
+				ID     string   `json:"id"`
+				Kind   string   `json:"kind"`
+				Points int      `json:"points"`
+				Paths  int      `json:"paths"`
+				Drawn  int      `json:"drawn"`
+				Bars   int      `json:"bars"`
+				Phases []string `json:"phases"`
 			}
 			charts := browsertest.Eval[[]chartInfo](t, p, `[...document.querySelectorAll("svg.pb-chart")].map(s => ({
-				id: s.id, points: +s.dataset.points,
+				id: s.id, kind: s.dataset.kind, points: +s.dataset.points,
 				paths: s.querySelectorAll("path.pb-line").length,
 				drawn: [...s.querySelectorAll("path.pb-line")].filter(l => l.getTotalLength() > 0).length,
-				phases: s.querySelectorAll(".pb-phase").length}))`)
-			if len(charts) < 5 {
-				t.Fatalf("%d charts on the page: %+v", len(charts), charts)
-			}
+				bars: [...s.querySelectorAll("rect.pb-bar")].filter(b => b.getBBox().height > 0).length,
+				phases: [...s.querySelectorAll(".pb-phase text")].map(t => t.textContent)}))`)
+			var ids []string
 			for _, ch := range charts {
-				if ch.Points == 0 || ch.Paths == 0 || ch.Drawn == 0 || ch.Phases != 3 {
-					t.Errorf("chart %s: %+v", ch.ID, ch)
+				ids = append(ids, ch.ID)
+				switch {
+				case ch.Points == 0:
+					t.Errorf("chart %s has no data", ch.ID)
+				case ch.Kind == "bars" && ch.Bars == 0, ch.Kind != "bars" && (ch.Paths == 0 || ch.Drawn == 0):
+					t.Errorf("chart %s draws nothing: %+v", ch.ID, ch)
+				case ch.Kind == "time" && strings.Join(ch.Phases, ",") != "sustained,backpressure,recovery,drain":
+					t.Errorf("chart %s marks %q", ch.ID, ch.Phases)
 				}
 				if ch.ID == "chart-rates" && ch.Paths != c.lines {
 					t.Errorf("rates chart draws %d lines, want %d", ch.Paths, c.lines)
 				}
 			}
+			for _, id := range wantCharts {
+				if !slices.Contains(ids, id) {
+					t.Errorf("no %s among %q", id, ids)
+				}
+			}
+
+			// Values on hover: the pointer over the middle of the
+			// failures chart shows the refusals at that time.
+			tip := hover(t, p, "chart-failures", 0.5)
+			if !strings.Contains(tip, "sends refused: 400 spans/s") || !strings.Contains(tip, "sink faults") {
+				t.Errorf("tooltip over the failures chart: %q", tip)
+			}
+			if tip := hover(t, p, "chart-distribution", 0.5); !strings.Contains(tip, "99%") || !strings.Contains(tip, "51.9 ms") {
+				t.Errorf("tooltip over the send latency distribution: %q", tip)
+			}
+			if tip := hover(t, p, "chart-e2e-distribution", 0.5); !strings.Contains(tip, "10.3 s") {
+				t.Errorf("tooltip over the end-to-end latency distribution: %q", tip)
+			}
+			if tip := hover(t, p, "chart-lost", 0.1); !strings.Contains(tip, "sends failed") || !strings.Contains(tip, "1,281 spans") {
+				t.Errorf("tooltip over where items were lost: %q", tip)
+			}
+
+			// Zoom: a drag over the middle half of the rates chart
+			// zooms every chart over time; a double-click zooms out.
+			before := browsertest.Eval[string](t, p, `document.querySelector("#chart-latency .pb-xaxis text").textContent`)
+			drag(t, p, "chart-rates", 0.25, 0.5)
+			zoom := browsertest.Eval[string](t, p, `document.body.dataset.zoom`)
+			after := browsertest.Eval[string](t, p, `document.querySelector("#chart-latency .pb-xaxis text").textContent`)
+			if zoom == "" || after == before {
+				t.Errorf("zoom %q: the latency chart's axis starts at %q, before %q", zoom, after, before)
+			}
+			p.Screenshot(t, "report-"+c.name+"-zoomed.png")
+			browsertest.Eval[bool](t, p, `(() => { const s = document.getElementById("chart-rates"), r = s.getBoundingClientRect();
+				s.dispatchEvent(new MouseEvent("dblclick", {bubbles: true, clientX: r.left + r.width / 2, clientY: r.top + r.height / 3})); return true })()`)
+			if z := browsertest.Eval[string](t, p, `document.body.dataset.zoom`); z != "" {
+				t.Errorf("after a double-click the zoom is %q", z)
+			}
+
 			png := browsertest.Eval[string](t, p, `pbPNG("rates")`)
 			if !strings.HasPrefix(png, "data:image/png;base64,") || len(png) < 5000 {
 				t.Errorf("PNG export: %.60q (%d bytes)", png, len(png))
@@ -112,6 +169,35 @@ func TestInChromium(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hover moves the pointer over chart id at fraction fx of its plot's
+// width, a third down, and returns the tooltip's text.
+func hover(t *testing.T, p *browsertest.Page, id string, fx float64) string {
+	t.Helper()
+	return browsertest.Eval[string](t, p, `(() => {
+		const s = document.getElementById(`+strconv.Quote(id)+`); s.scrollIntoView();
+		const [l, top, w, h] = s.dataset.plot.split(" ").map(Number), m = s.getScreenCTM();
+		const x = m.a * (l + `+strconv.FormatFloat(fx, 'f', -1, 64)+` * w) + m.e, y = m.d * (top + h / 3) + m.f;
+		(document.elementFromPoint(x, y) || s).dispatchEvent(new MouseEvent("mousemove", {bubbles: true, clientX: x, clientY: y}));
+		const tip = document.getElementById("pb-tip");
+		return tip.hidden ? "" : tip.innerText.replace(/\n/g, " | ");
+	})()`)
+}
+
+// drag presses the button at fraction from of chart id's plot width,
+// moves to fraction to and releases it.
+func drag(t *testing.T, p *browsertest.Page, id string, from, to float64) {
+	t.Helper()
+	browsertest.Eval[bool](t, p, `(() => {
+		const s = document.getElementById(`+strconv.Quote(id)+`); s.scrollIntoView();
+		const [l, top, w, h] = s.dataset.plot.split(" ").map(Number), m = s.getScreenCTM();
+		const at = (f) => ({bubbles: true, button: 0, clientX: m.a * (l + f * w) + m.e, clientY: m.d * (top + h / 2) + m.f});
+		s.dispatchEvent(new MouseEvent("mousedown", at(`+strconv.FormatFloat(from, 'f', -1, 64)+`)));
+		document.dispatchEvent(new MouseEvent("mousemove", at(`+strconv.FormatFloat(to, 'f', -1, 64)+`)));
+		document.dispatchEvent(new MouseEvent("mouseup", at(`+strconv.FormatFloat(to, 'f', -1, 64)+`)));
+		return true;
+	})()`)
 }
 
 // BenchmarkWrite renders the page of a three-phase run with 15 series of 36

@@ -1,0 +1,5 @@
+package metricsout
+
+// ParseExposition is parseExposition, for the tests of package
+// metricsout_test.
+var ParseExposition = parseExposition
