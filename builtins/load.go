@@ -38,7 +38,12 @@ func MaybeRunChild() {
 // Scenario reads a scenario from a file, "-" (stdin) or builtin:NAME,
 // strictly, with the plug-ins of reg.
 func Scenario(ref string, reg *pipebench.Registry) (*scenario.Scenario, error) {
-	p := scenario.Params{Registry: reg}
+	return ScenarioWith(ref, scenario.Params{Registry: reg})
+}
+
+// ScenarioWith is Scenario with every parameter of the decoder: the
+// plug-ins and where ${VAR} is looked up.
+func ScenarioWith(ref string, p scenario.Params) (*scenario.Scenario, error) {
 	if name, ok := strings.CutPrefix(ref, Prefix); ok {
 		data, err := fs.ReadFile(examples.FS, name+".yaml")
 		if err != nil {

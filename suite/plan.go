@@ -89,8 +89,12 @@ func (s *Suite) Plans(p PlanParams) ([]pipebench.Plan, error) {
 // @label:KEY.
 const LabelValue = "@label:"
 
+// InfoValue is the prefix of a column showing a label of an info series
+// (@info:SERIES:LABEL, like @info:nats_server_info:version).
+const InfoValue = "@info:"
+
 // CheckTable refuses a table column whose run value ("@...") is not one
-// of values (nor @label:KEY), pointing at it; KPI names are not checked,
+// of values (nor @label:KEY, @info:SERIES:LABEL), pointing at it; KPI names are not checked,
 // as a KPI may come from any observer. nil values: no check.
 func (s *Suite) CheckTable(values []string) error {
 	if s.Table == nil || values == nil {
@@ -101,11 +105,11 @@ func (s *Suite) CheckTable(values []string) error {
 		known[v] = true
 	}
 	for i, c := range s.Table.Columns {
-		if strings.HasPrefix(c.Value, "@") && !known[c.Value] && !strings.HasPrefix(c.Value, LabelValue) {
+		if strings.HasPrefix(c.Value, "@") && !known[c.Value] && !strings.HasPrefix(c.Value, LabelValue) && !strings.HasPrefix(c.Value, InfoValue) {
 			names := append([]string(nil), values...)
 			sort.Strings(names)
 			return pipebench.UsageError(fmt.Sprintf("%s:%d:%d: table.columns[%d].value: unknown run value %q", s.File, c.Line, c.Col, i, c.Value),
-				"a run value is one of "+strings.Join(names, ", ")+" or "+LabelValue+"KEY; anything without @ is a KPI name", nil)
+				"a run value is one of "+strings.Join(names, ", ")+", "+LabelValue+"KEY or "+InfoValue+"SERIES:LABEL; anything without @ is a KPI name", nil)
 		}
 	}
 	return nil

@@ -41,7 +41,7 @@ func Schema() ([]byte, error) {
 		"properties": map[string]any{
 			"title": str("the column's heading"),
 			"value": map[string]any{"type": []any{"string", "number", "boolean"}, "pattern": `^$|\S`,
-				"description": `a KPI of the run (sent_rate, latency.p99, a pipeline KPI) or one of the run's own values: "@case", "@version", "@duration", "@failure", "@crashed", "@label:NAME"`},
+				"description": `a KPI of the run (sent_rate, latency.p99, a pipeline KPI) or one of the run's own values: "@case", "@version", "@duration", "@failure", "@crashed", "@label:NAME", "@info:SERIES:LABEL" (a label of an info series, like @info:nats_server_info:version)`},
 			"phase": str("takes the KPI from the phase of that name (the run's total with rows: run, each case's phase with rows: version, when not given)"),
 			"agg": map[string]any{"enum": []any{"", "sum", "max", "instances"},
 				"description": "reduces a KPI with several instances: sum, max, or instances (how many)"},

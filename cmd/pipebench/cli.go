@@ -31,21 +31,25 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	reg    *pipebench.Registry
+	// env looks up the ${VAR} of scenarios; nil: the process's
+	// environment. Tests give their own, so that they can run in parallel.
+	env func(string) (string, bool)
 }
 
 // runCLI runs the command line and returns the process exit code.
 func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return executeWith(ctx, nil, args, stdout, stderr)
+	return executeWith(ctx, nil, nil, args, stdout, stderr)
 }
 
-// executeWith is runCLI with the context of a second signal (see signals).
-func executeWith(ctx, cut context.Context, args []string, stdout, stderr io.Writer) int {
+// executeWith is runCLI with the context of a second signal (see signals)
+// and where scenarios' ${VAR} are looked up (nil: the environment).
+func executeWith(ctx, cut context.Context, env func(string) (string, bool), args []string, stdout, stderr io.Writer) int {
 	reg, err := builtins.Registry()
 	if err != nil {
 		fmt.Fprintf(stderr, "pipebench: %v\n", err)
 		return pipebench.ExitFailure
 	}
-	a := &app{ctx: ctx, cut: cut, stdout: stdout, stderr: stderr, reg: reg}
+	a := &app{ctx: ctx, cut: cut, stdout: stdout, stderr: stderr, reg: reg, env: env}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -127,7 +127,7 @@ func TestSuiteInvalidCaseMarkedAndLeftOut(t *testing.T) {
 	}
 	for _, bad := range []string{"NaN", "Inf", "-Inf", "-0.5", "1e999"} {
 		_, errOut, code := cli(t, "gate", "--suite", "paced-suite", "--baseline", "1.0.0", "--store", db, "--tolerance", bad)
-		if code != pipebench.ExitUsage || !strings.Contains(errOut, `"--tolerance" flag`) {
+		if code != pipebench.ExitUsage || !strings.Contains(errOut, `--tolerance "`+bad+`" is not a valid value`) {
 			t.Errorf("--tolerance %s: exit %d\n%s", bad, code, errOut)
 		}
 	}

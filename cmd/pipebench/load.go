@@ -14,13 +14,17 @@ const defaultScenario = builtins.DefaultScenario
 
 // loadScenario reads a scenario from a file, "-" (stdin), or "builtin:NAME".
 func (a *app) loadScenario(ref string) (*scenario.Scenario, error) {
-	return builtins.Scenario(ref, a.reg)
+	return builtins.ScenarioWith(ref, a.params())
 }
+
+// params are the decoder's: the registry, and ${VAR} looked up in a.env
+// (the process's environment when nil).
+func (a *app) params() scenario.Params { return scenario.Params{Registry: a.reg, Env: a.env} }
 
 // loadScenarioBytes parses a scenario held in memory; file names it in
 // messages.
 func (a *app) loadScenarioBytes(file string, data []byte) (*scenario.Scenario, error) {
-	return builtins.ScenarioBytes(file, data, a.reg)
+	return scenario.Parse(file, data, a.params())
 }
 
 // compile turns a scenario into its Plan, then applies --sut-version and

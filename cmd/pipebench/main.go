@@ -17,7 +17,7 @@ func main() {
 	builtins.MaybeRunChild()
 
 	ctx, cut, release := signals(os.Stderr)
-	code := executeWith(ctx, cut, os.Args[1:], os.Stdout, os.Stderr)
+	code := executeWith(ctx, cut, nil, os.Args[1:], os.Stdout, os.Stderr)
 	release()
 	os.Exit(code)
 }

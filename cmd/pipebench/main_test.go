@@ -19,6 +19,21 @@ func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), code
 }
 
+// cliEnv is cli with the scenarios' ${VAR} looked up in env first, then in
+// the environment: for tests that run in parallel (t.Setenv cannot).
+func cliEnv(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	lookup := func(k string) (string, bool) {
+		if v, ok := env[k]; ok {
+			return v, true
+		}
+		return os.LookupEnv(k)
+	}
+	var out, errb bytes.Buffer
+	code = executeWith(context.Background(), nil, lookup, args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
 // The README's first command: `pipebench run` with no argument runs the
 // built-in quickstart against an embedded pipeline, end to end.
 func TestQuickstartRunsWithNoArguments(t *testing.T) {

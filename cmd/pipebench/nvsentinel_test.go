@@ -58,9 +58,8 @@ func TestBuiltinNVSentinelSustainedSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs four cases")
 	}
-	t.Setenv("PIPEBENCH_TEST_KUBE_BIN", "")
-	t.Setenv("PIPEBENCH_KUBECONFIG", "")
-	stdout, stderr, code := cli(t, "suite", "run", "builtin:nvsentinel-sustained", "--duration", "1s", "-q", "--no-store")
+	t.Parallel()
+	stdout, stderr, code := cliEnv(t, noAPIServer, "suite", "run", "builtin:nvsentinel-sustained", "--duration", "1s", "-q", "--no-store")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -107,9 +106,8 @@ func TestBuiltinNVSentinelBurstSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs five cases")
 	}
-	t.Setenv("PIPEBENCH_TEST_KUBE_BIN", "")
-	t.Setenv("PIPEBENCH_KUBECONFIG", "")
-	stdout, stderr, code := cli(t, "suite", "run", "builtin:nvsentinel-burst", "--duration", "2s", "-q", "--no-store")
+	t.Parallel()
+	stdout, stderr, code := cliEnv(t, noAPIServer, "suite", "run", "builtin:nvsentinel-burst", "--duration", "2s", "-q", "--no-store")
 	if code != 0 && code != 98 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -160,9 +158,8 @@ func TestBuiltinNVSentinelBlastSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three blasts (about 30 s)")
 	}
-	t.Setenv("PIPEBENCH_TEST_KUBE_BIN", "")
-	t.Setenv("PIPEBENCH_KUBECONFIG", "")
-	stdout, stderr, code := cli(t, "suite", "run", "builtin:nvsentinel-blast", "-q", "--no-store")
+	t.Parallel()
+	stdout, stderr, code := cliEnv(t, noAPIServer, "suite", "run", "builtin:nvsentinel-blast", "-q", "--no-store")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -215,3 +212,8 @@ func TestBuiltinNVSentinelBlastSuite(t *testing.T) {
 		t.Errorf("the stage breakdown lacks the quarantine stage:\n%s", stdout)
 	}
 }
+
+// noAPIServer runs the nvsentinel scenarios without an API server (their
+// ${PIPEBENCH_TEST_KUBE_BIN} and ${PIPEBENCH_KUBECONFIG} empty), whatever
+// the environment says; the suites then run side by side.
+var noAPIServer = map[string]string{"PIPEBENCH_TEST_KUBE_BIN": "", "PIPEBENCH_KUBECONFIG": ""}

@@ -31,7 +31,7 @@ func TestHelperCLI(t *testing.T) {
 	// its own command line.
 	os.Args = append([]string{"pipebench"}, strings.Split(args, "\x1f")...)
 	ctx, cut, release := signals(os.Stderr)
-	code := executeWith(ctx, cut, os.Args[1:], os.Stdout, os.Stderr)
+	code := executeWith(ctx, cut, nil, os.Args[1:], os.Stdout, os.Stderr)
 	release()
 	os.Exit(code)
 }

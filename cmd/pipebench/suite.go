@@ -77,7 +77,7 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 			f.durationSet = cmd.Flags().Changed("duration")
 			if f.kubeconfig != "" {
 				// Scenarios read it as ${PIPEBENCH_KUBECONFIG} (the nvsentinel ones).
-				os.Setenv("PIPEBENCH_KUBECONFIG", f.kubeconfig)
+				a.env = withVar(a.env, "PIPEBENCH_KUBECONFIG", f.kubeconfig)
 			}
 			return a.runSuite(args[0], f)
 		},
@@ -403,4 +403,18 @@ func (a *app) selectSuite(ref, suiteRef, scenario string) ([]*pipebench.Result, 
 		return nil, pipebench.UsageError(fmt.Sprintf("the history has no runs of suite %q", name), "run it first: pipebench suite run SUITE, or check --store", nil)
 	}
 	return runs, nil
+}
+
+// withVar returns env (the process's environment when nil) with name set
+// to value.
+func withVar(env func(string) (string, bool), name, value string) func(string) (string, bool) {
+	if env == nil {
+		env = os.LookupEnv
+	}
+	return func(k string) (string, bool) {
+		if k == name {
+			return value, true
+		}
+		return env(k)
+	}
 }

@@ -110,7 +110,7 @@ func TestSuiteStoppedHalfwayKeepsFinishedCases(t *testing.T) {
 	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- executeWith(ctx, nil, []string{"suite", "run", file, "-q", "--store", db}, &stdout, &stderr)
+		done <- executeWith(ctx, nil, nil, []string{"suite", "run", file, "-q", "--store", db}, &stdout, &stderr)
 	}()
 	stderr.waitFor(t, "case 2/2: Second Case (")
 	stop()

@@ -21,7 +21,7 @@ const (
 
 // The targets a chaos event may name besides a node (nats-N) or the proxy.
 const (
-	TargetConsumerLeader = "consumer-leader" // the node leading the stream's consumer, found when the event fires
+	TargetConsumerLeader = "consumer-leader" // the node leading the stream's consumer, found when the event fires (a replicated stream's leadership moved off it first)
 	TargetStreamLeader   = "stream-leader"   // the node leading the stream
 )
 

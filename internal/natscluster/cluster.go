@@ -93,7 +93,19 @@ type Node struct {
 
 // Start starts every node and waits until each serves clients and its
 // monitoring; with several, until the cluster has a JetStream meta leader.
+// A node that found one of its ports taken in the meantime (another
+// process got it between choosing and listening) makes it start again on
+// new ports, up to three times.
 func Start(ctx context.Context, p Params) (*Cluster, error) {
+	for try := 1; ; try++ {
+		c, err := startOnce(ctx, p)
+		if err == nil || try == 3 || !errors.Is(err, childproc.ErrExited) || !strings.Contains(err.Error(), "address already in use") {
+			return c, err
+		}
+	}
+}
+
+func startOnce(ctx context.Context, p Params) (*Cluster, error) {
 	if p.Nodes < 1 {
 		return nil, fmt.Errorf("natscluster: %d nodes", p.Nodes)
 	}

@@ -12,7 +12,9 @@ import (
 // Resolver returns the resolver of chaos targets for the cluster: a node by
 // name, or the node leading stream (stream-leader) or its first consumer
 // (consumer-leader) when the event fires; names in others (the proxy) are
-// looked up there.
+// looked up there. A consumer's node that also leads a replicated stream
+// hands the stream's leadership to another node first, so that the event
+// hits the consumer alone.
 func (c *Cluster) Resolver(stream string, others map[string]Victim) Resolver {
 	return func(ctx context.Context, target string) (Victim, error) {
 		if v, ok := others[target]; ok {
@@ -44,7 +46,7 @@ func (c *Cluster) leader(ctx context.Context, stream string, consumer bool) (str
 	if err != nil {
 		return "", err
 	}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second) // a stepdown's election included
 	defer cancel()
 	st, err := j.Stream(cctx, stream)
 	if err != nil {
@@ -63,13 +65,38 @@ func (c *Cluster) leader(ctx context.Context, stream string, consumer bool) (str
 	lister := st.ListConsumers(cctx)
 	for ci := range lister.Info() {
 		if ci.Cluster != nil && ci.Cluster.Leader != "" {
-			return ci.Cluster.Leader, nil
+			return ci.Cluster.Leader, moveStreamFrom(cctx, nc, st, ci.Cluster.Leader)
 		}
 	}
 	if err := lister.Err(); err != nil {
 		return "", err
 	}
 	return "", fmt.Errorf("stream %s has no consumer with a leader", stream)
+}
+
+// moveStreamFrom asks the stream's leader to step down when it is node,
+// and waits (bounded by ctx) until another node leads it: a consumer's
+// node that also leads its stream would, hung or killed, stop the stream
+// accepting too, and the event is about the consumer (F3: JetStream
+// accepts but dispatches nothing). A stream of one replica stays.
+func moveStreamFrom(ctx context.Context, nc *nats.Conn, st js.Stream, node string) error {
+	info, err := st.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.Cluster == nil || info.Cluster.Leader != node || len(info.Cluster.Replicas) == 0 {
+		return nil
+	}
+	if _, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN."+info.Config.Name, nil); err != nil {
+		return fmt.Errorf("move stream %s's leadership off %s: %w", info.Config.Name, node, err)
+	}
+	for ctx.Err() == nil {
+		if info, err := st.Info(ctx); err == nil && info.Cluster != nil && info.Cluster.Leader != "" && info.Cluster.Leader != node {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("stream %s: still led by %s after a stepdown: %w", info.Config.Name, node, ctx.Err())
 }
 
 // CreateStream connects to url and creates (or updates) the stream,

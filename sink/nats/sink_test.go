@@ -303,16 +303,18 @@ func TestConfigErrors(t *testing.T) {
 }
 
 // The slow subscriber's rate_limit counts the events a message carries,
-// request_rate_limit the messages: 10 messages of 50 events take about a
-// second at 500 events/s (not 20 ms, as if each were one), and about half a
-// second at 20 messages/s.
+// request_rate_limit the messages, each a token bucket holding a second's
+// worth (rate_limit_burst), full at the start: 30 messages of 50 events
+// take about 2 s at 500 events/s (the first 500 events at once, the other
+// 1,000 paced; not 60 ms, as if each message were one event), and about
+// half a second at 20 messages/s (20 at once, 10 paced).
 func TestRateLimitsPaceItemsAndMessages(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		p        pipebench.FaultPolicy
 		min, max time.Duration
 	}{
-		{"items", pipebench.FaultPolicy{RateLimit: 500}, 850 * time.Millisecond, 10 * time.Second},
+		{"items", pipebench.FaultPolicy{RateLimit: 500}, 1800 * time.Millisecond, 10 * time.Second},
 		{"messages", pipebench.FaultPolicy{RequestRateLimit: 20}, 420 * time.Millisecond, 10 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -323,10 +325,10 @@ func TestRateLimitsPaceItemsAndMessages(t *testing.T) {
 			s := startSink(t, cfg, rec)
 			s.SetFaults(c.p, time.Now())
 			start := time.Now()
-			f.publishBatches(t, 1, 10, 50)
-			waitFor(t, "500 arrivals", 20*time.Second, func() bool { return rec.distinct() == 500 })
+			f.publishBatches(t, 1, 30, 50)
+			waitFor(t, "1,500 arrivals", 20*time.Second, func() bool { return rec.distinct() == 1500 })
 			if took := time.Since(start); took < c.min || took > c.max {
-				t.Errorf("10 messages of 50 events took %v, want %v..%v", took, c.min, c.max)
+				t.Errorf("30 messages of 50 events took %v, want %v..%v", took, c.min, c.max)
 			}
 		})
 	}

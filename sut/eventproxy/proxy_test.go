@@ -490,7 +490,7 @@ func TestSeparateConfigErrors(t *testing.T) {
 	c.MaxStore, c.Stream.Replicas = 1<<20, 4
 	c.Chaos = []natscluster.Chaos{{Action: natscluster.ActionRestart, Target: "nats-3"}}
 	err = c.Validate()
-	for _, want := range []string{"nats.max_store_per_node:", "max_store: is the embedded server's", "stream.replicas: 4 is outside 1..3", `target "nats-3"`} {
+	for _, want := range []string{"nats.max_store_per_node:", "max_store: is the embedded server's", "stream: replicas 4 is more than the 3 node(s)", `target "nats-3"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("no %q in: %v", want, err)
 		}

@@ -141,7 +141,7 @@ func TestConfigErrors(t *testing.T) {
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
-	for _, key := range []string{"nodes:", "max_store:", "stream.name:", "stream.subjects:", "stream.discard:", "stream.replicas:", "stream.storage:", "start_timeout:"} {
+	for _, key := range []string{"nodes:", "max_store:", "stream.name:", "stream.subjects:", "stream.discard:", "stream: replicas 3 is more than the 0 node(s)", "stream.storage:", "start_timeout:"} {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("no %s line in:\n%v", key, err)
 		}
