@@ -197,7 +197,12 @@ func (s *asyncSend) done(started time.Time, out pipebench.Outcome) {
 	r, i, count := s.r, s.i, s.count
 	ended := time.Now()
 	r.rec.Live(i).InFlightBytes.Add(-s.size)
-	r.rec.Record(i, pipebench.Sample{Scheduled: s.at, Started: s.started, Ended: ended, Count: count, Bytes: len(s.b.Body), Outcome: out})
+	if out.Class != pipebench.ClassOK && r.sendsCancelled.Load() {
+		// Ended by the stopped run's cancellation, not by the target: no
+		// outcome, so it counts as abandoned (sent, never answered).
+	} else {
+		r.rec.Record(i, pipebench.Sample{Scheduled: s.at, Started: s.started, Ended: ended, Count: count, Bytes: len(s.b.Body), Outcome: out})
+	}
 	if out.Class == pipebench.ClassOK {
 		if r.c.sink != nil { // nothing to match arrivals against otherwise
 			r.arr.Accept(s.seq, count)

@@ -150,22 +150,26 @@ type run struct {
 	series   *seriesSet
 	seriesMu sync.Mutex
 
-	phaseMu   sync.Mutex // guards phaseT0, phaseEnd and faultedAt for checkpoints
-	started   time.Time
-	id        string        // the run's id, minted once at its start
-	nextSeq   atomic.Uint64 // the next sequence number; written by the executor, read by checkpoints
-	phaseIdx  atomic.Int32  // current phase, -1 before, len(phases) while draining
-	phaseT0   []time.Time
-	phaseEnd  []time.Time
-	faultedAt []uint64
-	pacers    []*schedule.Pacer
-	loadStart time.Time
-	draining  atomic.Bool
-	acceptedN atomic.Uint64
-	lastQueue atomic.Value // float64
-	ostate    *obsState
-	obsErrors atomic.Uint64
-	obsRounds atomic.Uint64 // observations completed
+	phaseMu sync.Mutex // guards phaseT0, phaseEnd and faultedAt for checkpoints
+	started time.Time
+	id      string        // the run's id, minted once at its start
+	nextSeq atomic.Uint64 // the next sequence number; written by the executor, read by checkpoints
+	// sendsCancelled is set when a stopped run cancels its sends in
+	// flight: what they end with is the cancellation, not the target's
+	// answer, so they stay sent without an outcome (abandoned).
+	sendsCancelled atomic.Bool
+	phaseIdx       atomic.Int32 // current phase, -1 before, len(phases) while draining
+	phaseT0        []time.Time
+	phaseEnd       []time.Time
+	faultedAt      []uint64
+	pacers         []*schedule.Pacer
+	loadStart      time.Time
+	draining       atomic.Bool
+	acceptedN      atomic.Uint64
+	lastQueue      atomic.Value // float64
+	ostate         *obsState
+	obsErrors      atomic.Uint64
+	obsRounds      atomic.Uint64 // observations completed
 	// sutExits describe the system under test's processes that ended
 	// during the run.
 	sutExits []string
@@ -413,11 +417,13 @@ func (r *run) load(ctx context.Context) (aborted bool) {
 		select {
 		case <-done:
 		case <-r.cut():
-			// Cut short: cancelled sends still get a moment to return
-			// and be counted, but no more.
+			// Cut short: cancelled sends still get a moment to return,
+			// but no more.
+			r.sendsCancelled.Store(true)
 			cancelSends()
 			waitAtMost(done, time.Second)
 		case <-time.After(r.p.AbortGrace):
+			r.sendsCancelled.Store(true)
 			cancelSends()
 			select {
 			case <-done:

@@ -40,6 +40,7 @@ func TestQuickstartRunsWithNoArguments(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the full quickstart")
 	}
+	t.Parallel() // beside the other long runs that leave the machine's CPU mostly idle
 	out := filepath.Join(t.TempDir(), "result.json")
 	stdout, stderr, code := cli(t, "run", "--quiet", "--out", out)
 	if code != 0 {

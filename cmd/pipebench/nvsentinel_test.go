@@ -48,7 +48,8 @@ func number(t *testing.T, row []string, i int) float64 {
 	return v
 }
 
-// The built-in sustained suite at 1 s a case, without an API server (the
+// The built-in sustained suite at 3 s a case (two store readings at least
+// in each, with the other suites running beside it), without an API server (the
 // API server's path is tested in sut/healthevents, where one starts once):
 // a baseline row and one row per test (Light, Medium, Heavy) in the
 // reference's shape, labelled with the duration that ran; the API server's
@@ -59,7 +60,7 @@ func TestBuiltinNVSentinelSustainedSuite(t *testing.T) {
 		t.Skip("runs four cases")
 	}
 	t.Parallel()
-	stdout, stderr, code := cliEnv(t, noAPIServer, "suite", "run", "builtin:nvsentinel-sustained", "--duration", "1s", "-q", "--no-store")
+	stdout, stderr, code := cliEnv(t, noAPIServer, "suite", "run", "builtin:nvsentinel-sustained", "--duration", "3s", "-q", "--no-store")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -75,7 +76,7 @@ func TestBuiltinNVSentinelSustainedSuite(t *testing.T) {
 	for i, want := range []struct {
 		test string
 		rate float64
-	}{{"Light load (30 events/s) 1s", 30}, {"Medium load (100 events/s) 1s", 100}, {"Heavy load (500 events/s) 1s", 500}} {
+	}{{"Light load (30 events/s) 3s", 30}, {"Medium load (100 events/s) 3s", 100}, {"Heavy load (500 events/s) 3s", 500}} {
 		r := rows[i+2]
 		if r[0] != want.test || r[12] != "fresh for this case" {
 			t.Errorf("row %v, want %s, fresh", r, want.test)
@@ -83,8 +84,8 @@ func TestBuiltinNVSentinelSustainedSuite(t *testing.T) {
 		if !strings.HasPrefix(r[2], "no API server (set PIPEBENCH_TEST_KUBE_BIN") || r[3] != "no API server" {
 			t.Errorf("%s: the API server's columns %q, %q do not say why they are empty", want.test, r[2], r[3])
 		}
-		if stored := number(t, r, 8); stored != want.rate {
-			t.Errorf("%s: %g events stored, want %g", want.test, stored, want.rate)
+		if stored := number(t, r, 8); stored != 3*want.rate {
+			t.Errorf("%s: %g events stored, want %g", want.test, stored, 3*want.rate)
 		}
 		if mem := number(t, r, 9); mem < 5 || mem > 4000 {
 			t.Errorf("%s: store memory %g MB", want.test, mem)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipebench/pipebench/report/markdown"
+
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/runner"
@@ -48,12 +50,13 @@ func runBuiltin(t *testing.T, name string, dur, interval, drain time.Duration, e
 // failure types.
 var failureTypes = []string{"storage_full_node", "storage_full_all", "dispatch_stalled", "shortfall", "node_restart"}
 
-// detected returns which failure types a run's detections name.
+// detected returns which failure types the suite table's Failure type
+// column names for a run (a shortfall after a crash is the crash's).
 func detected(res *pipebench.Result) []string {
 	var out []string
-	for _, d := range res.Detections {
-		if slices.Contains(failureTypes, d.Detector) && !slices.Contains(out, d.Detector) {
-			out = append(out, d.Detector)
+	for _, d := range markdown.FailingDetectors(res) {
+		if slices.Contains(failureTypes, d) {
+			out = append(out, d)
 		}
 	}
 	return out

@@ -137,25 +137,46 @@ func runValue(r *pipebench.Result, name string) string {
 
 // failures names the detections of a run, first detected first, each once.
 func failures(r *pipebench.Result) string {
-	ds := append([]pipebench.Detection(nil), r.Detections...)
-	sort.SliceStable(ds, func(i, j int) bool { return ds[i].Began.Before(ds[j].Began) })
-	present := map[string]bool{}
-	for _, d := range ds {
-		present[d.Detector] = true
-	}
 	seen := map[string]bool{}
 	var names []string
-	for _, d := range ds {
-		if !failing[d.Detector] || slices.ContainsFunc(subsumed[d.Detector], func(by string) bool { return present[by] }) {
-			continue
-		}
-		n := FailureName(d.Detector)
+	for _, d := range FailingDetectors(r) {
+		n := FailureName(d)
 		if !seen[n] {
 			seen[n] = true
 			names = append(names, n)
 		}
 	}
 	return strings.Join(names, "; ")
+}
+
+// FailingDetectors are the detectors a Failure type column names for a
+// run, first detected first, each once: the failures (crashes and the
+// generator short of its target), without those another names better
+// (subsumed) and without a shortfall that began after a crash (the
+// generator held back by a system that stopped answering: the crash's
+// consequence, not F4).
+func FailingDetectors(r *pipebench.Result) []string {
+	ds := append([]pipebench.Detection(nil), r.Detections...)
+	sort.SliceStable(ds, func(i, j int) bool { return ds[i].Began.Before(ds[j].Began) })
+	present := map[string]bool{}
+	var crashed time.Time // the first crash other than a stall of delivery
+	for _, d := range ds {
+		present[d.Detector] = true
+		if crashes[d.Detector] && d.Detector != "stall" && crashed.IsZero() {
+			crashed = d.Began
+		}
+	}
+	var out []string
+	for _, d := range ds {
+		if !failing[d.Detector] || slices.Contains(out, d.Detector) || slices.ContainsFunc(subsumed[d.Detector], func(by string) bool { return present[by] }) {
+			continue
+		}
+		if d.Detector == "shortfall" && !crashed.IsZero() && !d.Began.Before(crashed) {
+			continue
+		}
+		out = append(out, d.Detector)
+	}
+	return out
 }
 
 // humanDuration writes a run's length as the reference tables do: "5 h",
