@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"time"
 )
 
@@ -333,6 +334,25 @@ func (p Plan) Scale(total time.Duration) (Plan, error) {
 		}
 	}
 	return out, nil
+}
+
+// FilePaths is the optional ability of a component's configuration whose
+// keys name files (a collector's config_file, .proto files): the scenario
+// decoder calls RelativeTo with the folder of the scenario file, before
+// Validate, so that a relative path is read from beside the scenario, not
+// from wherever pipebench was started. It is not called for scenarios
+// without a folder (built-ins, stdin).
+type FilePaths interface {
+	RelativeTo(dir string)
+}
+
+// InDir returns path joined to dir when it is relative (and not empty);
+// an absolute path or an empty one as it is. For FilePaths.
+func InDir(dir, path string) string {
+	if path == "" || dir == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, path)
 }
 
 // TimeScaler is the optional ability of a component's configuration to keep

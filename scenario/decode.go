@@ -373,6 +373,9 @@ func (d *decoder) plugin(n ast.Node, path, typeKey string, required bool, common
 	if len(d.errs) > before {
 		return c, false
 	}
+	if fp, ok := cfg.(pipebench.FilePaths); ok && d.p.Dir != "" {
+		fp.RelativeTo(d.p.Dir)
+	}
 	if v, ok := cfg.(interface{ Validate() error }); ok {
 		d.report(v.Validate(), n, path)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/kpi"
@@ -57,6 +58,10 @@ type Params struct {
 	Registry *pipebench.Registry
 	// Env looks up ${VAR}; nil means os.LookupEnv.
 	Env func(string) (string, bool)
+	// Dir is the folder relative file paths in plug-in settings are read
+	// from (pipebench.FilePaths); Load sets it to the scenario file's.
+	// Empty: the working directory.
+	Dir string
 	// ParseThreshold parses a threshold expression, once, into the form
 	// the Plan carries; nil means kpi.ParseThreshold.
 	ParseThreshold func(expr string) (pipebench.Threshold, error)
@@ -87,6 +92,9 @@ func Load(path string, p Params) (*Scenario, error) {
 				"give the path of a scenario YAML file, or builtin:NAME (pipebench run --list)", nil)
 		}
 		return nil, pipebench.UsageError(fmt.Sprintf("cannot read scenario %s", path), "", err)
+	}
+	if p.Dir == "" {
+		p.Dir = filepath.Dir(path)
 	}
 	return Parse(path, data, p)
 }

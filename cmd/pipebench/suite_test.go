@@ -194,6 +194,9 @@ func TestBuiltinKymaTracesSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs four collector cases (about a minute)")
 	}
+	// 4,000 spans/s in batches of 200: the cases mostly wait for their
+	// collectors to start and drain, so they run beside the other long ones.
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "h.db")
 	stdout, stderr, code := cli(t, "suite", "run", "builtin:kyma-traces", "--duration", "3s", "-q", "--store", db)
 	if code != 0 {

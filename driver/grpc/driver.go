@@ -141,6 +141,21 @@ func (c *Config) check() (protoreflect.MethodDescriptor, error) {
 	return md, errors.Join(errs...)
 }
 
+var _ pipebench.FilePaths = (*Config)(nil)
+
+// RelativeTo reads relative proto_files and import_paths from dir (the
+// scenario's folder).
+func (c *Config) RelativeTo(dir string) {
+	for i, f := range c.ProtoFiles {
+		if len(c.ImportPaths) == 0 { // found from the current directory otherwise
+			c.ProtoFiles[i] = pipebench.InDir(dir, f)
+		}
+	}
+	for i, p := range c.ImportPaths {
+		c.ImportPaths[i] = pipebench.InDir(dir, p)
+	}
+}
+
 func defaultConfig() *Config {
 	return &Config{Timeout: pipebench.Duration(5 * time.Second), Connections: 1}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
+	"github.com/pipebench/pipebench/internal/testutil"
 	natsobs "github.com/pipebench/pipebench/observer/nats"
 	"github.com/pipebench/pipebench/payload"
 	natssink "github.com/pipebench/pipebench/sink/nats"
@@ -136,13 +137,7 @@ func (p *pipeline) point(t *testing.T, name string) float64 {
 
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Eventually(t, timeout, cond, "timed out waiting for %s", what)
 }
 
 // 200 connections publish 6,000 events (batches of 3, each event its own

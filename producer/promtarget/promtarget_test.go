@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipebench/pipebench/internal/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -593,12 +594,6 @@ func TestConcurrentScrapes(t *testing.T) {
 // whole answer a moment before the counter moves.
 func waitScrapes(t *testing.T, tg *Target, i int, n uint64) Stats {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		s := tg.Stats()[i]
-		if s.Scrapes+s.Errors >= n || time.Now().After(deadline) {
-			return s
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Poll(5*time.Second, func() bool { s := tg.Stats()[i]; return s.Scrapes+s.Errors >= n })
+	return tg.Stats()[i]
 }

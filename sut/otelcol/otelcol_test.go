@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
+	"github.com/pipebench/pipebench/internal/testutil"
 	procobs "github.com/pipebench/pipebench/observer/process"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
@@ -41,12 +42,7 @@ func (a *arrivals) count() (int, int) {
 }
 
 func waitFor(t *testing.T, d time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return false
+	return testutil.Poll(d, cond)
 }
 
 // Spans sent to the real collector arrive at the real OTLP sink, every one,

@@ -102,7 +102,11 @@ type Config struct {
 	// otlphttp or prometheusremotewrite (default: exporter).
 	GatewayExporter string `yaml:"gateway_exporter" json:"gateway_exporter,omitempty"`
 	// ConfigFile runs your own collector YAML instead of the generated
-	// one; it must receive OTLP gRPC on ${env:PIPEBENCH_OTLP_GRPC} (and
+	// one (a relative path is read from the scenario file's folder;
+	// ${env:VAR} and ${VAR} are expanded; components: the otlp,
+	// prometheus and filelog receivers, the batch and memory_limiter
+	// processors, the otlp, otlphttp and prometheusremotewrite exporters,
+	// file_storage); it must receive OTLP gRPC on ${env:PIPEBENCH_OTLP_GRPC} (and
 	// OTLP/HTTP on ${env:PIPEBENCH_OTLP_HTTP}, if drivers send HTTP),
 	// export to ${env:PIPEBENCH_SINK} (host:port for the otlp exporter, a
 	// URL for otlphttp, as the exporter setting picks) and serve metrics
@@ -591,6 +595,11 @@ func (c *Collector) start(ctx context.Context, r *replica) error {
 	}
 	return nil
 }
+
+var _ pipebench.FilePaths = (*Config)(nil)
+
+// RelativeTo reads a relative config_file from dir (the scenario's folder).
+func (c *Config) RelativeTo(dir string) { c.ConfigFile = pipebench.InDir(dir, c.ConfigFile) }
 
 // usesStorage tells whether the collector runs the file_storage extension.
 func (c *Collector) usesStorage() bool {

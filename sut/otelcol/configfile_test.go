@@ -1,0 +1,102 @@
+package otelcol_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/runner"
+	"github.com/pipebench/pipebench/scenario"
+)
+
+// userCollector is a collector configuration as its users write one: the
+// ports through ${env:VAR} and ${VAR} (the collector's own distributions
+// read both), a memory_limiter first in the pipeline, then batch.
+const userCollector = `receivers:
+  otlp:
+    protocols:
+      grpc: {endpoint: "${env:PIPEBENCH_OTLP_GRPC}"}
+processors:
+  memory_limiter: {check_interval: 1s, limit_mib: 200, spike_limit_mib: 50}
+  batch: {}
+exporters:
+  otlp:
+    endpoint: "${PIPEBENCH_SINK}"
+    tls: {insecure: true}
+service:
+  telemetry:
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus: {host: 127.0.0.1, port: "${env:PIPEBENCH_METRICS_PORT}"}
+  pipelines:
+    traces: {receivers: [otlp], processors: [memory_limiter, batch], exporters: [otlp]}
+`
+
+// A scenario in a folder of its own runs the user's collector YAML beside
+// it (config_file relative to the scenario file, from another working
+// directory): every span delivered, counted by the collector too.
+func TestConfigFileBesideTheScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a collector")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "collector.yaml"), []byte(userCollector), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scen := filepath.Join(dir, "own.yaml")
+	text := `name: own-collector
+sut: {type: otelcol, config_file: collector.yaml}
+target: {driver: otlp}
+workload: {generator: otlp-traces, batch: 50}
+sink: {type: otlp}
+observers: [{type: prometheus, preset: otelcol}]
+interval: 500ms
+drain: 10s
+phases:
+  - {name: load, duration: 3s, rate: 1000/s}
+`
+	if err := os.WriteFile(scen, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := builtins.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := builtins.Scenario(scen, reg) // the working directory is the package's, not dir
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := scenario.Compile(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Manifest.Status != pipebench.StatusCompleted {
+		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	sent, _ := res.Total.Get("sent")
+	delivered, _ := res.Total.Get("delivered")
+	var accepted float64 // over the collector's instances
+	for _, k := range res.Total.KPIs {
+		if k.Name == "receiver_accepted.total" {
+			accepted += k.Value
+		}
+	}
+	if sent != 3000 || delivered != sent {
+		t.Errorf("sent %v, delivered %v", sent, delivered)
+	}
+	if accepted != sent {
+		t.Errorf("the collector's own receiver counted %v accepted spans, pipebench sent %v", accepted, sent)
+	}
+}
