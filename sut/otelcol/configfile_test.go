@@ -4,11 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/internal/childproc"
 	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/scenario"
 )
@@ -98,5 +101,95 @@ phases:
 	}
 	if accepted != sent {
 		t.Errorf("the collector's own receiver counted %v accepted spans, pipebench sent %v", accepted, sent)
+	}
+}
+
+// command runs the user's own collector binary (here the test collector of
+// tools/otelcol-prom, built by .ci/run) on the user's configuration, with
+// pipebench's ports in its environment: its own receiver counts every span
+// pipebench sent, read through the same observer as the embedded one
+// (metrics: that collector's only exporter is Prometheus's).
+func TestCommandRunsTheUsersCollector(t *testing.T) {
+	bin := os.Getenv("PIPEBENCH_TEST_OTELCOL_PROM")
+	if bin == "" {
+		t.Skip("set PIPEBENCH_TEST_OTELCOL_PROM to a collector binary (tools/otelcol-prom/build.sh DIR)")
+	}
+	port, err := childproc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	col := `receivers:
+  otlp:
+    protocols:
+      grpc: {endpoint: "${env:PIPEBENCH_OTLP_GRPC}"}
+exporters:
+  prometheus: {endpoint: "127.0.0.1:` + strconv.Itoa(port) + `"}
+service:
+  telemetry:
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus: {host: 127.0.0.1, port: "${env:PIPEBENCH_METRICS_PORT}"}
+  pipelines:
+    metrics: {receivers: [otlp], exporters: [prometheus]}
+`
+	if err := os.WriteFile(filepath.Join(dir, "collector.yaml"), []byte(col), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scen := filepath.Join(dir, "own.yaml")
+	text := `name: own-binary
+sut: {type: otelcol, signal: metrics, command: ` + bin + `, config_file: collector.yaml}
+target: {driver: otlp}
+workload: {generator: otlp-metrics, batch: 50}
+observers: [{type: prometheus, preset: otelcol}]
+interval: 500ms
+drain: 3s
+phases:
+  - {name: load, duration: 2s, rate: 1000/s}
+`
+	if err := os.WriteFile(scen, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := builtins.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := builtins.Scenario(scen, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := scenario.Compile(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Manifest.Status != pipebench.StatusCompleted {
+		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	sent, _ := res.Total.Get("sent")
+	var accepted float64
+	for _, k := range res.Total.KPIs {
+		if k.Name == "receiver_accepted.total" {
+			accepted += k.Value
+		}
+	}
+	if sent != 2000 || accepted != sent {
+		t.Errorf("pipebench sent %v points, the user's collector accepted %v", sent, accepted)
+	}
+	// Without config_file, or naming no program, it says so before running.
+	for _, bad := range []string{"command: " + bin, "command: ./no-such-collector, config_file: collector.yaml"} {
+		if err := os.WriteFile(scen, []byte(strings.Replace(text, "command: "+bin+", config_file: collector.yaml", bad, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := builtins.Scenario(scen, reg); err == nil || !strings.Contains(err.Error(), "sut.command:") {
+			t.Errorf("%s: %v", bad, err)
+		}
 	}
 }

@@ -112,6 +112,12 @@ type Config struct {
 	// URL for otlphttp, as the exporter setting picks) and serve metrics
 	// on ${env:PIPEBENCH_METRICS_PORT}.
 	ConfigFile string `yaml:"config_file" json:"config_file,omitempty"`
+	// Command runs this collector binary instead of the embedded one
+	// (otelcol-contrib, your own distribution), as COMMAND --config
+	// CONFIG_FILE with the same ports in its environment and the same
+	// observers; it needs config_file. A relative path with a slash is read
+	// from the scenario file's folder; a bare name is looked up in PATH.
+	Command string `yaml:"command" json:"command,omitempty"`
 	// StartTimeout bounds the wait for the collector to come up.
 	StartTimeout pipebench.Duration `yaml:"start_timeout" json:"start_timeout"`
 	// Replicas is the number of collector processes, each with its own
@@ -338,6 +344,14 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("config_file: cannot read %s", c.ConfigFile))
 		}
 	}
+	if c.Command != "" {
+		if c.ConfigFile == "" {
+			errs = append(errs, fmt.Errorf("command: runs your collector with your configuration: give config_file too"))
+		}
+		if _, err := exec.LookPath(c.Command); err != nil {
+			errs = append(errs, fmt.Errorf("command: %s is not an executable file (a path, or a name found in PATH)", c.Command))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -363,8 +377,8 @@ func Factory() pipebench.Factory[pipebench.SUT] {
 	return pipebench.NewFactory("otelcol", "a real OpenTelemetry Collector "+CollectorVersion+" as a child process: a gateway (otlp -> batch -> otlp/otlphttp exporter with queue and retry), a metric agent (prometheus receiver) or a log agent (filelog receiver, file_storage)",
 		defaultConfig, func(c *Config, env pipebench.Env) (pipebench.SUT, error) {
 			sink, err := sinkEndpoint(c.sinkExporter(), env)
-			if err != nil {
-				return nil, err
+			if err != nil && c.ConfigFile == "" {
+				return nil, err // your own configuration may export elsewhere
 			}
 			dir := env.Dir
 			if dir == "" {
@@ -578,6 +592,9 @@ func (c *Collector) start(ctx context.Context, r *replica) error {
 		return fmt.Errorf("find the pipebench binary to run the collector: %w", err)
 	}
 	cmd := exec.Command(exe)
+	if c.cfg.Command != "" {
+		cmd = exec.Command(c.cfg.Command, "--config", path)
+	}
 	cmd.Env = append(os.Environ(), ChildEnv+"="+path,
 		"PIPEBENCH_OTLP_GRPC=127.0.0.1:"+strconv.Itoa(r.grpcPort), "PIPEBENCH_OTLP_HTTP=127.0.0.1:"+strconv.Itoa(r.httpPort),
 		"PIPEBENCH_SINK="+c.sink, "PIPEBENCH_METRICS_PORT="+strconv.Itoa(r.metricsP))
@@ -598,8 +615,14 @@ func (c *Collector) start(ctx context.Context, r *replica) error {
 
 var _ pipebench.FilePaths = (*Config)(nil)
 
-// RelativeTo reads a relative config_file from dir (the scenario's folder).
-func (c *Config) RelativeTo(dir string) { c.ConfigFile = pipebench.InDir(dir, c.ConfigFile) }
+// RelativeTo reads a relative config_file from dir (the scenario's folder),
+// and a relative command with a slash in it (a bare name is PATH's).
+func (c *Config) RelativeTo(dir string) {
+	c.ConfigFile = pipebench.InDir(dir, c.ConfigFile)
+	if strings.ContainsRune(c.Command, filepath.Separator) {
+		c.Command = pipebench.InDir(dir, c.Command)
+	}
+}
 
 // usesStorage tells whether the collector runs the file_storage extension.
 func (c *Collector) usesStorage() bool {
