@@ -67,27 +67,7 @@ phases:
 	if err := os.WriteFile(scen, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := builtins.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := builtins.Scenario(scen, reg) // the working directory is the package's, not dir
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Manifest.Status != pipebench.StatusCompleted {
-		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
-	}
+	res := runFile(t, scen) // the working directory is the package's, not dir
 	sent, _ := res.Total.Get("sent")
 	delivered, _ := res.Total.Get("delivered")
 	var accepted float64 // over the collector's instances
@@ -152,6 +132,36 @@ phases:
 	if err := os.WriteFile(scen, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	res := runFile(t, scen)
+	sent, _ := res.Total.Get("sent")
+	var accepted float64
+	for _, k := range res.Total.KPIs {
+		if k.Name == "receiver_accepted.total" {
+			accepted += k.Value
+		}
+	}
+	if sent != 2000 || accepted != sent {
+		t.Errorf("pipebench sent %v points, the user's collector accepted %v", sent, accepted)
+	}
+	// Without config_file, or naming no program, it says so before running.
+	reg, err := builtins.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"command: " + bin, "command: ./no-such-collector, config_file: collector.yaml"} {
+		if err := os.WriteFile(scen, []byte(strings.Replace(text, "command: "+bin+", config_file: collector.yaml", bad, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := builtins.Scenario(scen, reg); err == nil || !strings.Contains(err.Error(), "sut.command:") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
+
+// runFile runs the scenario file scen with every built-in plug-in and
+// returns its Result, which must be COMPLETED.
+func runFile(t *testing.T, scen string) *pipebench.Result {
+	t.Helper()
 	reg, err := builtins.Registry()
 	if err != nil {
 		t.Fatal(err)
@@ -173,23 +183,5 @@ phases:
 	if res.Manifest.Status != pipebench.StatusCompleted {
 		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
 	}
-	sent, _ := res.Total.Get("sent")
-	var accepted float64
-	for _, k := range res.Total.KPIs {
-		if k.Name == "receiver_accepted.total" {
-			accepted += k.Value
-		}
-	}
-	if sent != 2000 || accepted != sent {
-		t.Errorf("pipebench sent %v points, the user's collector accepted %v", sent, accepted)
-	}
-	// Without config_file, or naming no program, it says so before running.
-	for _, bad := range []string{"command: " + bin, "command: ./no-such-collector, config_file: collector.yaml"} {
-		if err := os.WriteFile(scen, []byte(strings.Replace(text, "command: "+bin+", config_file: collector.yaml", bad, 1)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := builtins.Scenario(scen, reg); err == nil || !strings.Contains(err.Error(), "sut.command:") {
-			t.Errorf("%s: %v", bad, err)
-		}
-	}
+	return res
 }
