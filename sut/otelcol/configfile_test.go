@@ -18,13 +18,16 @@ import (
 
 // userCollector is a collector configuration as its users write one: the
 // ports through ${env:VAR} and ${VAR} (the collector's own distributions
-// read both), a memory_limiter first in the pipeline, then batch.
+// read both), a memory_limiter first in the pipeline, a resource
+// attribute set, then batch.
 const userCollector = `receivers:
   otlp:
     protocols:
       grpc: {endpoint: "${env:PIPEBENCH_OTLP_GRPC}"}
 processors:
   memory_limiter: {check_interval: 1s, limit_mib: 200, spike_limit_mib: 50}
+  resource:
+    attributes: [{key: deployment.environment, value: loadtest, action: upsert}]
   batch: {}
 exporters:
   otlp:
@@ -38,7 +41,7 @@ service:
             exporter:
               prometheus: {host: 127.0.0.1, port: "${env:PIPEBENCH_METRICS_PORT}"}
   pipelines:
-    traces: {receivers: [otlp], processors: [memory_limiter, batch], exporters: [otlp]}
+    traces: {receivers: [otlp], processors: [memory_limiter, resource, batch], exporters: [otlp]}
 `
 
 // A scenario in a folder of its own runs the user's collector YAML beside

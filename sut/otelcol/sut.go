@@ -104,8 +104,8 @@ type Config struct {
 	// ConfigFile runs your own collector YAML instead of the generated
 	// one (a relative path is read from the scenario file's folder;
 	// ${env:VAR} and ${VAR} are expanded; components: the otlp,
-	// prometheus and filelog receivers, the batch and memory_limiter
-	// processors, the otlp, otlphttp and prometheusremotewrite exporters,
+	// prometheus and filelog receivers, the batch, memory_limiter and
+	// resource processors, the otlp, otlphttp and prometheusremotewrite exporters,
 	// file_storage); it must receive OTLP gRPC on ${env:PIPEBENCH_OTLP_GRPC} (and
 	// OTLP/HTTP on ${env:PIPEBENCH_OTLP_HTTP}, if drivers send HTTP),
 	// export to ${env:PIPEBENCH_SINK} (host:port for the otlp exporter, a
