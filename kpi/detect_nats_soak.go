@@ -60,7 +60,9 @@ const dropMinPoints = 5
 // observations into a before and an after that fits them best as two
 // levels (least squares), reported when the after level is at most 70% of
 // the before level, both last at least dropMinPoints observations, and at
-// least 80% of the observations after lie below the midpoint. It sets on
+// least 80% of the observations after lie below the midpoint, and, where
+// the plan's target rate is known, the rate fell against the target (a
+// phase planned at a lower rate is no drop). It sets on
 // the total rate_before_drop, rate_after_drop and time_before_drop (from
 // the load's start) and returns a rate_drop detection.
 func rateDrop(r *pipebench.Result, byName map[string][]pipebench.Series, phase func(time.Time) string) []pipebench.Detection {
@@ -106,6 +108,20 @@ func rateDrop(r *pipebench.Result, byName map[string][]pipebench.Series, phase f
 	}
 	if float64(below) < 0.8*float64(n-bestK) {
 		return nil
+	}
+	// A drop the plan asked for (a phase at a lower rate) is no drop:
+	// the rate must have fallen against the target, not with it.
+	if _, target := summedRate(byName, from, to, "target_rate"); len(target) > 0 {
+		mean := func(ps []pipebench.TimeValue) float64 {
+			sum := 0.0
+			for _, p := range ps {
+				sum += valueAt(target, p.T)
+			}
+			return sum / float64(len(ps))
+		}
+		if tb, ta := mean(pts[:bestK]), mean(pts[bestK:]); tb > 0 && ta > 0 && after/ta > 0.7*before/tb {
+			return nil
+		}
 	}
 	at := pts[bestK].T
 	upFor := at.Sub(from)

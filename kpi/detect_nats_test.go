@@ -180,6 +180,26 @@ func TestRateDrop(t *testing.T) {
 	if ds := natsFind(DetectNATS(flat, NATSDetectOptions{}), "rate_drop"); len(ds) != 0 {
 		t.Errorf("drop on a steady rate: %+v", ds)
 	}
+	// The same fall when the plan asked for it (a phase at 70/s after one
+	// at 290/s, as the quickstart's recovery phase) is no drop; the same
+	// fall against a steady target is one.
+	for _, c := range []struct {
+		after float64
+		want  int
+	}{{72, 0}, {290, 1}} {
+		target := []float64{0}
+		for i := 0; i < 30; i++ {
+			target = append(target, 290)
+		}
+		for i := 0; i < 20; i++ {
+			target = append(target, c.after)
+		}
+		planned := &pipebench.Result{Series: []pipebench.Series{r.Series[0], natsSeries("target_rate", nil, target...)},
+			Phases: r.Phases, Total: &pipebench.PhaseResult{Name: "total"}}
+		if ds := natsFind(DetectNATS(planned, NATSDetectOptions{}), "rate_drop"); len(ds) != c.want {
+			t.Errorf("target %v/s after 30 s: %d drops, want %d", c.after, len(ds), c.want)
+		}
+	}
 }
 
 // The generator's accepted rate runs ahead of the consumer's ack rate from
