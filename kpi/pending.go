@@ -2,6 +2,7 @@ package kpi
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pipebench/pipebench"
@@ -69,6 +70,47 @@ func applyPending(total *pipebench.PhaseResult, phases []pipebench.PhaseResult, 
 	}
 	total.Set(pipebench.KPI{Name: "held_at_end", Value: held, Unit: pipebench.UnitCount})
 	attributePending(total, phases, held)
+	pipelinePending(total, phases, series, until)
+}
+
+// pipelinePending applies the rule to each pipeline the sink told apart
+// (pipeline_lost{pipeline=P}): what the exporter of that pipeline still
+// queued when the drain ended (per_exporter_queue_size{exporter=".../P"},
+// summed over instances) is pipeline_pending_at_end{pipeline=P}, taken off
+// its pipeline_lost in the total and in the phases from the last back.
+func pipelinePending(total *pipebench.PhaseResult, phases []pipebench.PhaseResult, series []pipebench.Series, until time.Time) {
+	for _, k := range total.All("pipeline_lost") {
+		p := k.Labels["pipeline"]
+		if p == "" || k.Value <= 0 {
+			continue
+		}
+		var mine []pipebench.Series
+		for _, s := range series {
+			if s.Name == "per_exporter_queue_size" && strings.HasSuffix(s.Labels["exporter"], "/"+p) {
+				s.Name = "exporter_queue_size" // read as a holder series of its own
+				mine = append(mine, s)
+			}
+		}
+		held, ok := HeldAtEnd(mine, until)
+		if !ok || held <= 0 {
+			continue
+		}
+		lbl := map[string]string{"pipeline": p}
+		pending := min(k.Value, held)
+		total.Set(pipebench.KPI{Name: "pipeline_lost", Labels: lbl, Value: k.Value - pending, Unit: k.Unit})
+		total.Set(pipebench.KPI{Name: "pipeline_pending_at_end", Labels: lbl, Value: pending, Unit: pipebench.UnitCount})
+		left := pending
+		for i := len(phases) - 1; i >= 0 && left > 0; i-- {
+			pl, ok := phases[i].Get("pipeline_lost", "pipeline", p)
+			if !ok || pl <= 0 {
+				continue
+			}
+			n := min(pl, left)
+			left -= n
+			phases[i].Set(pipebench.KPI{Name: "pipeline_lost", Labels: lbl, Value: pl - n, Unit: k.Unit})
+			phases[i].Set(pipebench.KPI{Name: "pipeline_pending_at_end", Labels: lbl, Value: n, Unit: pipebench.UnitCount})
+		}
+	}
 }
 
 // attributePending moves min(lost, held) of the total's lost, and of the

@@ -122,3 +122,44 @@ func TestMergePending(t *testing.T) {
 		t.Errorf("merged phases: lost %v, %v; pending %v", l0, l1, p1)
 	}
 }
+
+// A collector of several pipelines: what each pipeline's exporter still
+// queued when the drain ended is that pipeline's pending, off its own
+// lost (the total's and the phases', from the last back); a pipeline that
+// lost nothing is left alone.
+func TestPipelinePending(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	q := func(exporter, instance string, v float64) pipebench.Series {
+		return holder("per_exporter_queue_size", map[string]string{"exporter": exporter, "instance": instance}, pipebench.TimeValue{T: at(9), V: v})
+	}
+	ss := []pipebench.Series{
+		holder("exporter_queue_size", map[string]string{"instance": "collector-0"}, pipebench.TimeValue{T: at(9), V: 30}),
+		q("otlp/p1", "collector-0", 2), q("otlp/p2", "collector-0", 20), q("otlp/p2", "collector-1", 8),
+	}
+	lost := func(name string, p1, p2, total float64) pipebench.PhaseResult {
+		ph := phaseLost(name, total)
+		ph.Set(pipebench.KPI{Name: "pipeline_lost", Labels: map[string]string{"pipeline": "p1"}, Value: p1})
+		ph.Set(pipebench.KPI{Name: "pipeline_lost", Labels: map[string]string{"pipeline": "p2"}, Value: p2})
+		return ph
+	}
+	phases := []pipebench.PhaseResult{lost("a", 0, 2790, 2790), lost("b", 0, 10, 10)}
+	total := lost("total", 0, 2800, 2800)
+	applyPending(&total, phases, ss, at(9))
+	get := func(ph *pipebench.PhaseResult, name, p string) float64 { v, _ := ph.Get(name, "pipeline", p); return v }
+	if l, p := get(&total, "pipeline_lost", "p2"), get(&total, "pipeline_pending_at_end", "p2"); l != 2772 || p != 28 {
+		t.Errorf("p2: lost %v pending %v, want 2,772 and 28 (its exporter's queues)", l, p)
+	}
+	if _, ok := total.Get("pipeline_pending_at_end", "pipeline", "p1"); ok || get(&total, "pipeline_lost", "p1") != 0 {
+		t.Error("p1 lost nothing, yet it has a pending count")
+	}
+	if l, _ := total.Get("lost"); l != 2770 {
+		t.Errorf("total lost %v, want 2,770 (30 held in all)", l)
+	}
+	if l, p := get(&phases[1], "pipeline_lost", "p2"), get(&phases[1], "pipeline_pending_at_end", "p2"); l != 0 || p != 10 {
+		t.Errorf("last phase: lost %v pending %v, want 0 and 10", l, p)
+	}
+	if l, p := get(&phases[0], "pipeline_lost", "p2"), get(&phases[0], "pipeline_pending_at_end", "p2"); l != 2772 || p != 18 {
+		t.Errorf("first phase: lost %v pending %v, want 2,772 and 18", l, p)
+	}
+}
