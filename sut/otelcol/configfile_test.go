@@ -16,6 +16,17 @@ import (
 	"github.com/pipebench/pipebench/scenario"
 )
 
+// selfMetrics is the collector's own metrics, served where pipebench's
+// observer reads them, and the start of the service section.
+const selfMetrics = `service:
+  telemetry:
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus: {host: 127.0.0.1, port: "${env:PIPEBENCH_METRICS_PORT}"}
+`
+
 // userCollector is a collector configuration as its users write one: the
 // ports through ${env:VAR} and ${VAR} (the collector's own distributions
 // read both), a memory_limiter first in the pipeline, a resource
@@ -33,14 +44,7 @@ exporters:
   otlp:
     endpoint: "${PIPEBENCH_SINK}"
     tls: {insecure: true}
-service:
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus: {host: 127.0.0.1, port: "${env:PIPEBENCH_METRICS_PORT}"}
-  pipelines:
+` + selfMetrics + `  pipelines:
     traces: {receivers: [otlp], processors: [memory_limiter, resource, batch], exporters: [otlp]}
 `
 
@@ -73,12 +77,7 @@ phases:
 	res := runFile(t, scen) // the working directory is the package's, not dir
 	sent, _ := res.Total.Get("sent")
 	delivered, _ := res.Total.Get("delivered")
-	var accepted float64 // over the collector's instances
-	for _, k := range res.Total.KPIs {
-		if k.Name == "receiver_accepted.total" {
-			accepted += k.Value
-		}
-	}
+	accepted := acceptedTotal(res)
 	if sent != 3000 || delivered != sent {
 		t.Errorf("sent %v, delivered %v", sent, delivered)
 	}
@@ -108,14 +107,7 @@ func TestCommandRunsTheUsersCollector(t *testing.T) {
       grpc: {endpoint: "${env:PIPEBENCH_OTLP_GRPC}"}
 exporters:
   prometheus: {endpoint: "127.0.0.1:` + strconv.Itoa(port) + `"}
-service:
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus: {host: 127.0.0.1, port: "${env:PIPEBENCH_METRICS_PORT}"}
-  pipelines:
+` + selfMetrics + `  pipelines:
     metrics: {receivers: [otlp], exporters: [prometheus]}
 `
 	if err := os.WriteFile(filepath.Join(dir, "collector.yaml"), []byte(col), 0o600); err != nil {
@@ -137,12 +129,7 @@ phases:
 	}
 	res := runFile(t, scen)
 	sent, _ := res.Total.Get("sent")
-	var accepted float64
-	for _, k := range res.Total.KPIs {
-		if k.Name == "receiver_accepted.total" {
-			accepted += k.Value
-		}
-	}
+	accepted := acceptedTotal(res)
 	if sent != 2000 || accepted != sent {
 		t.Errorf("pipebench sent %v points, the user's collector accepted %v", sent, accepted)
 	}
@@ -187,4 +174,14 @@ func runFile(t *testing.T, scen string) *pipebench.Result {
 		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
 	}
 	return res
+}
+
+// acceptedTotal is what the collector's own receiver counted, summed over
+// its instances.
+func acceptedTotal(res *pipebench.Result) float64 {
+	var n float64
+	for _, k := range res.Total.All("receiver_accepted.total") {
+		n += k.Value
+	}
+	return n
 }
