@@ -16,6 +16,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
+	"github.com/pipebench/pipebench/internal/cliflag"
 	"github.com/pipebench/pipebench/report"
 )
 
@@ -64,7 +65,7 @@ func executeWith(ctx, cut context.Context, env func(string) (string, bool), args
 	}
 	printError(stderr, err)
 	code := pipebench.ExitCode(err)
-	if code == pipebench.ExitFailure && isUsage(err) {
+	if code == pipebench.ExitFailure && cliflag.IsUsage(err) {
 		code = pipebench.ExitUsage
 	}
 	return code
@@ -74,20 +75,6 @@ func executeWith(ctx, cut context.Context, env func(string) (string, bool), args
 type silentExit struct{ code int }
 
 func (s *silentExit) Error() string { return fmt.Sprintf("exit %d", s.code) }
-
-// isUsage recognises cobra's own usage errors (unknown flag, wrong number
-// of arguments, unknown command).
-func asErr(err error, target **pipebench.Error) bool { return errors.As(err, target) }
-
-func isUsage(err error) bool {
-	msg := err.Error()
-	for _, s := range []string{"unknown flag", "unknown command", "unknown shorthand", "accepts ", "requires ", "invalid argument", "flag needs an argument"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
-}
 
 // printError writes err for a person: the message, then a hint if it has
 // one. A URL's password in it is replaced by xxxxx.
@@ -125,7 +112,7 @@ Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.SetFlagErrorFunc(flagError)
+	root.SetFlagErrorFunc(cliflag.Error)
 	root.SuggestionsMinimumDistance = 2
 	root.AddCommand(a.runCommand(), a.limitCommand(), a.mergeCommand(), a.validateCommand(), a.planCommand(), a.sinkCommand(), a.producersCommand(),
 		a.schemaCommand(), a.reportCommand(), a.suiteCommand())
@@ -207,54 +194,4 @@ func liveFlagsOn(fl *pflag.FlagSet, f *liveFlags, what string) {
 	fl.StringVar(&f.otlpMetrics, "otlp-metrics", "", "push the same metrics as OTLP over gRPC to this collector every interval, like 127.0.0.1:4317 or http://collector:4317")
 	fl.DurationVar(&f.linger, "metrics-linger", 0, "after the "+what+", keep /metrics up until it was scraped once more (the final values) or this long passed")
 	fl.Lookup("dashboard").NoOptDefVal = "127.0.0.1:0"
-}
-
-// flagError turns pflag's messages into pipebench's: an unknown flag with
-// the nearest one of the command, a value that does not parse with what
-// to write instead.
-func flagError(cmd *cobra.Command, err error) error {
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
-		var names []string
-		cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-		hint := "see pipebench " + cmd.Name() + " --help"
-		if m := pipebench.Suggest(name, names); m != "" {
-			return pipebench.UsageError(fmt.Sprintf("unknown flag --%s (did you mean --%s?)", name, m), hint, nil)
-		}
-		return pipebench.UsageError("unknown flag --"+name, hint, nil)
-	}
-	// invalid argument "30" for "--duration" flag: time: missing unit in duration "30"
-	var value, flag string
-	if n, _ := fmt.Sscanf(msg, "invalid argument %q for %q flag", &value, &flag); n == 2 {
-		name := strings.TrimLeft(strings.SplitN(flag, ",", 2)[len(strings.SplitN(flag, ",", 2))-1], " -")
-		hint := "see pipebench " + cmd.Name() + " --help"
-		if f := cmd.Flags().Lookup(name); f != nil {
-			switch f.Value.Type() {
-			case "duration":
-				hint = "write a number with a unit: 30s, 5m, 1h30m"
-			case "int", "uint64":
-				hint = "write a whole number"
-			case "float64":
-				hint = "write a number, like 0.05"
-			case "bool":
-				hint = "write true or false, or the flag alone"
-			}
-		}
-		return pipebench.UsageError(fmt.Sprintf("--%s %q is not a valid %s", name, value, typeWord(cmd, name)), hint, nil)
-	}
-	return pipebench.UsageError(msg, "see pipebench "+cmd.Name()+" --help", nil)
-}
-
-func typeWord(cmd *cobra.Command, name string) string {
-	if f := cmd.Flags().Lookup(name); f != nil {
-		switch f.Value.Type() {
-		case "duration":
-			return "duration"
-		case "int", "uint64":
-			return "whole number"
-		case "float64":
-			return "number"
-		}
-	}
-	return "value"
 }

@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
-	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -33,30 +31,9 @@ func diffFlagsOn(cmd *cobra.Command, f *diffFlags, tolerance float64, toleranceD
 }
 
 // options are the comparison's options: the KPIs the runs' table shows
-// (see judged) and the flags.
+// (see compare.Judged) and the flags.
 func (f *diffFlags) options(runs []*pipebench.Result, table markdown.Options) compare.Options {
-	return compare.Options{Measures: judged(runs, table, f.suite != ""), Tolerance: f.tolerance, Confidence: f.confidence, MaxCV: f.maxCV}
-}
-
-// judged are the KPIs compare and gate judge: those the table of the runs
-// shows (a suite's own table: a blast suite's time to complete, peak queue
-// and completion rate), and for runs outside a suite compare.DefaultKPIs
-// too.
-func judged(runs []*pipebench.Result, table markdown.Options, suite bool) []compare.Measure {
-	var ms []compare.Measure
-	if !suite {
-		ms = compare.Measures(compare.DefaultKPIs...)
-	}
-	reduce := map[markdown.Agg]compare.Reduce{markdown.AggValue: compare.ReduceValue, markdown.AggSum: compare.ReduceSum,
-		markdown.AggMax: compare.ReduceMax, markdown.AggInstances: compare.ReduceMax}
-	for _, s := range markdown.ShownKPIs(runs, table) {
-		phase := s.Phase
-		if phase == markdown.TotalRow {
-			phase = compare.Total
-		}
-		ms = append(ms, compare.Measure{KPI: s.KPI, Phase: phase, Reduce: reduce[s.Agg]})
-	}
-	return ms
+	return compare.Options{Measures: compare.Judged(runs, table, f.suite != ""), Tolerance: f.tolerance, Confidence: f.confidence, MaxCV: f.maxCV}
 }
 
 // diffRuns reads the runs compare and gate work on (a suite's, or every
@@ -78,7 +55,7 @@ func (a *app) diffRuns(f *diffFlags) ([]*pipebench.Result, markdown.Options, err
 func (a *app) suiteTable(ref string) markdown.Options {
 	if fi, err := os.Stat(ref); strings.HasPrefix(ref, "builtin:") || err == nil && !fi.IsDir() {
 		if s, err := a.loadSuite(ref); err == nil {
-			return tableOptions(s.Table)
+			return s.TableOptions()
 		}
 	}
 	return markdown.Options{}
@@ -136,11 +113,7 @@ are struck out in the table and left out of the verdicts, with the reason.`,
 // compareOne prints the table of one scenario's (or suite's) runs and the
 // verdicts of its candidate version against its baseline.
 func (a *app) compareOne(runs []*pipebench.Result, table markdown.Options, f *diffFlags) error {
-	g := markdown.Build(runs, table)
-	if table.Layout == markdown.LayoutRuns {
-		g = markdown.BuildRuns(versionOrder(runs), table)
-	}
-	if err := markdown.Render(a.stdout, g); err != nil {
+	if err := markdown.Render(a.stdout, markdown.Table(runs, table)); err != nil {
 		return err
 	}
 	base, cand := compare.PickVersions(runs, f.baseline, f.candidate)
@@ -153,8 +126,7 @@ func (a *app) compareOne(runs []*pipebench.Result, table markdown.Options, f *di
 	if err != nil {
 		return err
 	}
-	a.printReport(base, cand, rep)
-	return nil
+	return rep.Write(a.stdout, base, cand)
 }
 
 func (a *app) gateCommand() *cobra.Command {
@@ -187,19 +159,11 @@ left on a side, the gate exits 98.`,
 			if err != nil {
 				return err
 			}
-			a.printReport(base, cand, rep)
-			if len(rep.Verdicts) == 0 {
-				if rep.Usable[0] == 0 || rep.Usable[1] == 0 {
-					return &pipebench.Error{Code: pipebench.ExitInvalid,
-						Msg:  fmt.Sprintf("no valid runs to gate: baseline %q has %d of %d, candidate %q has %d of %d", base, rep.Usable[0], len(b), cand, rep.Usable[1], len(c)),
-						Hint: "the runs left out are listed above with their reasons; run the scenario again so that it is valid"}
-				}
-				return pipebench.UsageError(fmt.Sprintf("no runs to gate: %q and %q share no scenario and case", base, cand),
-					"run the candidate's scenario with the baseline version too, or check --scenario", nil)
+			if err := rep.Write(a.stdout, base, cand); err != nil {
+				return err
 			}
-			if bad := rep.Regressions(); len(bad) > 0 {
-				fmt.Fprintf(a.stderr, "gate: %d KPI(s) regressed: their whole %s interval lies beyond ±%s\n", len(bad), compare.Percent(f.confidence), compare.Percent(f.tolerance))
-				return &silentExit{code: pipebench.ExitThresholds}
+			if err := rep.Gate(base, cand, len(b), len(c)); err != nil {
+				return err
 			}
 			if u := rep.Undecided(); u != "" {
 				fmt.Fprintf(a.stdout, "gate: passed, but not every KPI was decided: %s (see above)\n", u)
@@ -212,31 +176,4 @@ left on a side, the gate exits 98.`,
 	diffFlagsOn(cmd, &f, 0.10, "relative change allowed: a KPI fails the gate only when its whole interval lies beyond it (0.10 = ±10%)")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "version to hold the candidate to (required)")
 	return cmd
-}
-
-// printReport prints the verdicts, regressions first, each change with its
-// interval, then the notes (runs left out, erratic KPIs, too few runs).
-func (a *app) printReport(base, cand string, rep *compare.Report) {
-	fmt.Fprintf(a.stdout, "\n%s against %s: %s\n", cand, base, rep.Describe())
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "CASE\tPHASE\tKPI\tBASELINE\tCANDIDATE\tCHANGE\t%s INTERVAL\tVERDICT\n", compare.Percent(rep.Options.Confidence))
-	vs := append([]compare.Verdict(nil), rep.Verdicts...)
-	sort.SliceStable(vs, func(i, j int) bool {
-		return vs[i].Judgement == compare.Regressed && vs[j].Judgement != compare.Regressed
-	})
-	scenarios := map[string]bool{}
-	for _, v := range vs {
-		scenarios[v.Scenario] = true
-	}
-	for _, v := range vs {
-		if len(scenarios) > 1 {
-			v.Case = v.Scenario + ": " + v.Case
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Case, v.Phase, v.KPI, compare.FormatValue(v.Baseline), compare.FormatValue(v.Candidate),
-			v.FormatChange(), v.FormatInterval(), v.Text())
-	}
-	tw.Flush()
-	for _, n := range rep.Notes() {
-		fmt.Fprintln(a.stdout, "note: "+n)
-	}
 }

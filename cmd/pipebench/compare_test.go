@@ -238,7 +238,7 @@ phases:
 // are its table's, each from the blast phase.
 func TestJudgedKPIsOfABuiltinSuite(t *testing.T) {
 	a := &app{}
-	ms := judged(nil, a.suiteTable("builtin:nvsentinel-blast"), true)
+	ms := compare.Judged(nil, a.suiteTable("builtin:nvsentinel-blast"), true)
 	got := map[string]string{}
 	for _, m := range ms {
 		got[m.KPI] = m.Phase
@@ -251,7 +251,7 @@ func TestJudgedKPIsOfABuiltinSuite(t *testing.T) {
 	if _, ok := got["latency.p99"]; ok {
 		t.Errorf("p99 judged: %+v", ms)
 	}
-	plain := judged(nil, a.suiteTable("nope"), false)
+	plain := compare.Judged(nil, a.suiteTable("nope"), false)
 	if len(plain) != len(compare.DefaultKPIs)+len(markdown.Generic) {
 		t.Errorf("outside a suite: the defaults and the generic table's: %+v", plain)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -16,7 +17,7 @@ func (a *app) openStore(ref string) (pipebench.Store, error) {
 	s, err := store.Open(a.ctx, ref)
 	if err != nil {
 		var pe *pipebench.Error
-		if asErr(err, &pe) {
+		if errors.As(err, &pe) {
 			return nil, err
 		}
 		return nil, pipebench.UsageError("cannot open the results history", "check --store (a SQLite file path)", err)

@@ -3,18 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/unixsock"
-	"github.com/pipebench/pipebench/kpi"
+	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/scenario"
-	httpsink "github.com/pipebench/pipebench/sink/http"
-	otlpsink "github.com/pipebench/pipebench/sink/otlp"
-	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 )
 
 type sinkFlags struct {
@@ -73,98 +68,21 @@ func (a *app) sink(f sinkFlags, listenSet bool) error {
 	if err != nil {
 		return err
 	}
-	arr := kpi.NewArrivals(1, nil)
-	arr.StartPhase(0, 0)
-	var shutdown func(context.Context) error
-	var extra func() string
-	if f.rw != "" && (f.otlpGRPC != "" || f.otlpHTTP != "") {
-		return pipebench.UsageError("--remote-write and --otlp-grpc/--otlp-http are different sinks", "give one of them", nil)
+	sk, err := builtins.ServeSink(a.ctx, builtins.SinkServe{Listen: f.listen, ListenSet: listenSet, Path: f.path,
+		OTLPGRPC: f.otlpGRPC, OTLPHTTP: f.otlpHTTP, RemoteWrite: f.rw, Faults: pol, Seed: f.seed})
+	if err != nil {
+		return err
 	}
-	if f.rw != "" {
-		if listenSet || f.path != "/" {
-			return pipebench.UsageError("--listen and --path are for the HTTP sink", "give either --listen (HTTP sink) or --remote-write (remote-write sink)", nil)
-		}
-		cfg := promrwsink.DefaultConfig()
-		cfg.Listen = f.rw
-		if err := cfg.Validate(); err != nil {
-			return pipebench.UsageError(fmt.Sprintf("--remote-write %q is not an address", f.rw), "write host:port, like --remote-write 127.0.0.1:9201", nil)
-		}
-		s := promrwsink.New(*cfg)
-		s.SetFaults(pol, time.Now())
-		if err := s.Start(a.ctx, arr); err != nil {
-			return pipebench.UsageError("cannot start the remote-write sink", "choose a free address with --remote-write", err)
-		}
-		fmt.Fprintf(a.stdout, "sink listening: remote write on %s (metrics at %s); Ctrl-C to stop\n", s.Endpoint(), s.MetricsURL())
-		shutdown = s.Shutdown
-		extra = func() string {
-			st := s.Stats()
-			return fmt.Sprintf("  series %d  samples %d (served %d, scrape report %d, stale %d)", st.Series, st.Samples, st.Other, st.Report, st.Stale)
-		}
-	} else if f.otlpGRPC != "" || f.otlpHTTP != "" {
-		if listenSet || f.path != "/" {
-			return pipebench.UsageError("--listen and --path are for the HTTP sink", "give either --listen (HTTP sink) or --otlp-grpc/--otlp-http (OTLP sink)", nil)
-		}
-		for _, fl := range []struct{ name, addr, port string }{{"--otlp-grpc", f.otlpGRPC, "4317"}, {"--otlp-http", f.otlpHTTP, "4318"}} {
-			if err := unixsock.Check(fl.addr); fl.addr != "" && err != nil {
-				return pipebench.UsageError(fmt.Sprintf("%s %q is not an address", fl.name, fl.addr), fmt.Sprintf("write host:port, like %s 127.0.0.1:%s, or a Unix socket, unix:///path/to.sock", fl.name, fl.port), nil)
-			}
-		}
-		cfg := otlpsink.Config{GRPCListen: f.otlpGRPC, HTTPListen: f.otlpHTTP}
-		if err := cfg.Validate(); err != nil {
-			return pipebench.UsageError("the OTLP sink's addresses are not valid", "write host:port, like --otlp-grpc 127.0.0.1:4317", err)
-		}
-		s := otlpsink.New(cfg, f.seed)
-		s.SetFaults(pol, time.Now())
-		if err := s.Start(a.ctx, arr); err != nil {
-			return pipebench.UsageError("cannot start the OTLP sink", "choose free addresses with --otlp-grpc and --otlp-http", err)
-		}
-		var where []string
-		if g := s.GRPCEndpoint(); g != "" {
-			where = append(where, "OTLP/gRPC on "+g)
-		}
-		if h := s.HTTPEndpoint(); h != "" {
-			if _, ok := unixsock.Path(h); ok {
-				where = append(where, "OTLP/HTTP on the socket "+h+": POST /v1/{traces,metrics,logs} (GET /metrics)")
-			} else {
-				where = append(where, "OTLP/HTTP on "+h+"/v1/{traces,metrics,logs} (metrics at "+h+"/metrics)")
-			}
-		}
-		fmt.Fprintf(a.stdout, "sink listening: %s; Ctrl-C to stop\n", strings.Join(where, ", "))
-		shutdown = s.Shutdown
-	} else {
-		s, err := httpsink.New(httpsink.Params{Listen: f.listen, Path: f.path, Faults: pol, Seed: f.seed, Arrivals: arr})
-		if err != nil {
-			return pipebench.UsageError("cannot start the sink", "check --listen", err)
-		}
-		if err := unixsock.Check(f.listen); err != nil {
-			return pipebench.UsageError("--listen "+err.Error(), "write host:port, like --listen 127.0.0.1:9000, or a Unix socket, --listen unix:///path/to.sock", nil)
-		}
-		if err := s.Start(a.ctx, arr); err != nil {
-			return pipebench.UsageError(fmt.Sprintf("cannot listen on %s", f.listen), "choose a free address with --listen", err)
-		}
-		if _, ok := unixsock.Path(s.Endpoint()); ok {
-			fmt.Fprintf(a.stdout, "sink listening on the socket %s: POST %s (GET /metrics); Ctrl-C to stop\n", s.Endpoint(), f.path)
-		} else {
-			fmt.Fprintf(a.stdout, "sink listening on %s (metrics at %s/metrics); Ctrl-C to stop\n", s.Endpoint(), strings.TrimSuffix(s.Endpoint(), strings.TrimPrefix(f.path, "/")))
-		}
-		shutdown = s.Shutdown
-	}
+	fmt.Fprintf(a.stdout, "sink listening on %s; Ctrl-C to stop\n", sk.Where)
 	t := time.NewTicker(f.every)
 	defer t.Stop()
 	var last uint64
 	lastAt := time.Now()
 	print := func() {
-		d := arr.Delivered()
-		faulted, unmatched := arr.Totals()
-		st := arr.Stats(0, ^uint64(0))
-		rate := float64(d-last) / time.Since(lastAt).Seconds()
-		last, lastAt = d, time.Now()
-		more := ""
-		if extra != nil {
-			more = extra()
-		}
-		fmt.Fprintf(a.stdout, "delivered %d (%.0f/s)  faulted %d  unmatched %d  duplicates %d  reordered %d%s\n",
-			d, rate, faulted, unmatched, st.Duplicates, st.Reordered, more)
+		var line string
+		line, last = sk.Counts(last, time.Since(lastAt))
+		lastAt = time.Now()
+		fmt.Fprintln(a.stdout, line)
 	}
 	for {
 		select {
@@ -172,7 +90,7 @@ func (a *app) sink(f sinkFlags, listenSet bool) error {
 			print()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			return shutdown(ctx)
+			return sk.Shutdown(ctx)
 		case <-t.C:
 			print()
 		}

@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +15,6 @@ import (
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/store"
 	"github.com/pipebench/pipebench/suite"
 )
 
@@ -173,7 +169,7 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 	if err != nil {
 		return err
 	}
-	outs, err := caseFiles(f.outDir, plans)
+	outs, err := suite.CaseFiles(f.outDir, plans)
 	if err != nil {
 		return err
 	}
@@ -240,133 +236,18 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 		for _, p := range plans {
 			names = append(names, p.Scenario)
 		}
-		hist, err := a.suiteHistory(f.store, s.Name, names)
+		hist, err := suite.ReadHistory(a.ctx, f.store, s.Name, names)
 		if err != nil {
 			printError(a.stderr, fmt.Errorf("read the suite's earlier runs: %w", err))
 		} else {
 			table = hist
 		}
 	}
-	if err := a.printSuiteTable(s, plans, table); err != nil {
+	if err := s.WriteTable(a.stdout, plans, table); err != nil {
 		printError(a.stderr, err)
 		code = max(code, pipebench.ExitFailure)
 	}
 	return &silentExit{code: code}
-}
-
-// caseFiles names each case's Result file in dir ("" when dir is ""),
-// making dir if needed (readable by its owner only, as the Results are).
-func caseFiles(dir string, plans []pipebench.Plan) ([]string, error) {
-	out := make([]string, len(plans))
-	if dir == "" {
-		return out, nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, pipebench.UsageError(fmt.Sprintf("cannot make the --out folder %s", dir), "give a folder that can be created and written to", err)
-	}
-	for i, p := range plans {
-		out[i] = filepath.Join(dir, fmt.Sprintf("%02d-%s.json", i+1, slug(p.Case)))
-	}
-	return out, nil
-}
-
-// slug makes a case name a file name: lower case, runs of anything but
-// letters and digits turned into one dash.
-func slug(s string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(s) {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			b.WriteRune(r)
-			dash = false
-		} else if !dash && b.Len() > 0 {
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	out := strings.TrimSuffix(b.String(), "-")
-	if out == "" {
-		return "case"
-	}
-	return out
-}
-
-// printSuiteTable prints the table of a suite's runs: by default versions
-// × cases, column groups in the suite's case order; or the shape the
-// suite's table: asks for.
-func (a *app) printSuiteTable(s *suite.Suite, plans []pipebench.Plan, runs []*pipebench.Result) error {
-	runs = suite.Order(suite.Finished(runs), plans)
-	if len(runs) == 0 {
-		fmt.Fprintf(a.stdout, "suite %s: no finished case to show\n", s.Name)
-		return nil
-	}
-	fmt.Fprintf(a.stdout, "\n## %s\n\n", s.Name)
-	o := tableOptions(s.Table)
-	o.Status = statusOptions(s)
-	var err error
-	if o.Layout == markdown.LayoutRuns {
-		err = markdown.Render(a.stdout, markdown.BuildRuns(versionOrder(runs), o))
-	} else {
-		err = markdown.Render(a.stdout, markdown.Build(runs, o))
-	}
-	// The stage breakdown of this version's latest run of each case, if any.
-	for _, r := range suite.Latest(runs, plans[0].Version) {
-		if err == nil {
-			err = markdown.RenderStagesAfter(a.stdout, r)
-		}
-	}
-	return err
-}
-
-// tableOptions turns a suite's table into the markdown options.
-func tableOptions(t *suite.Table) markdown.Options {
-	var o markdown.Options
-	if t == nil {
-		return o
-	}
-	if t.Rows == suite.RowsRun {
-		o.Layout = markdown.LayoutRuns
-	}
-	for _, c := range t.Columns {
-		o.Columns = append(o.Columns, markdown.Column{Header: c.Title, KPI: c.Value, Phase: c.Phase, Agg: markdown.Agg(c.Agg), Unit: c.Unit, Missing: c.Missing})
-	}
-	return o
-}
-
-// statusOptions turns a suite's status rules into the markdown options.
-func statusOptions(s *suite.Suite) *markdown.Status {
-	if s.Status == nil {
-		return nil
-	}
-	st := &markdown.Status{Baseline: s.Baseline(), KPI: s.Status.KPI, Phase: s.Status.Phase, Otherwise: s.Status.Otherwise, Invalid: s.Status.Invalid}
-	for _, r := range s.Status.Rules {
-		st.Rules = append(st.Rules, markdown.StatusRule{Word: r.Word, Above: r.Above})
-	}
-	return st
-}
-
-// versionOrder orders runs (already in case order) by version, keeping the
-// case order within a version: the rows of a rows: run table.
-func versionOrder(runs []*pipebench.Result) []*pipebench.Result {
-	out := append([]*pipebench.Result(nil), runs...)
-	sort.SliceStable(out, func(i, j int) bool {
-		vi, vj := out[i].Manifest.Version, out[j].Manifest.Version
-		return vi != vj && markdown.VersionLess(vi, vj)
-	})
-	return out
-}
-
-// suiteHistory reads the runs of a suite from the history (suite.History).
-func (a *app) suiteHistory(ref, name string, scenarios []string) ([]*pipebench.Result, error) {
-	// Read even after Ctrl-C: the table of what was kept is still due.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), time.Minute)
-	defer cancel()
-	st, err := store.Open(ctx, ref)
-	if err != nil {
-		return nil, pipebench.UsageError("cannot open the results history", "check --store (a SQLite file path)", err)
-	}
-	defer st.Close()
-	return suite.History(ctx, st, name, scenarios)
 }
 
 // suiteName turns compare's and gate's --suite into the suite's name: a
@@ -395,7 +276,7 @@ func (a *app) selectSuite(ref, suiteRef, scenario string) ([]*pipebench.Result, 
 	if scenario != "" {
 		scenarios = []string{scenario}
 	}
-	runs, err := a.suiteHistory(ref, name, scenarios)
+	runs, err := suite.ReadHistory(a.ctx, ref, name, scenarios)
 	if err != nil {
 		return nil, err
 	}

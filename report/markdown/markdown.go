@@ -243,6 +243,22 @@ func BuildPhases(r *pipebench.Result, o Options) *Grid {
 	return g
 }
 
+// Table builds the table of runs (already in the order their column groups
+// or rows should take) in o's layout: a row per version (Build), or with
+// LayoutRuns a row per run (BuildRuns), versions in order and the order of
+// runs kept within a version.
+func Table(runs []*pipebench.Result, o Options) *Grid {
+	if o.Layout != LayoutRuns {
+		return Build(runs, o)
+	}
+	byVersion := append([]*pipebench.Result(nil), runs...)
+	sort.SliceStable(byVersion, func(i, j int) bool {
+		vi, vj := byVersion[i].Manifest.Version, byVersion[j].Manifest.Version
+		return vi != vj && VersionLess(vi, vj)
+	})
+	return BuildRuns(byVersion, o)
+}
+
 // BuildRuns makes the one-row-per-run table, rows in the order given, the
 // latest run kept when several share a version and a case. The first column
 // labels the rows; values come from each run's total row unless a column
