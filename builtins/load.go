@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/pipebench/pipebench"
@@ -139,4 +140,42 @@ func prefixed(names []string) []string {
 		out[i] = Prefix + n
 	}
 	return out
+}
+
+// Described is a built-in scenario or suite with the first line of its
+// description.
+type Described struct{ Name, Description string }
+
+// DescribeScenarios lists the built-in scenarios (builtin:NAME, sorted)
+// with the first line of each one's description, read with reg.
+func DescribeScenarios(reg *pipebench.Registry) []Described {
+	var out []Described
+	for _, n := range ScenarioNames() {
+		d := Described{Name: n}
+		if sc, err := Scenario(n, reg); err == nil {
+			d.Description = firstLine(sc.Description)
+		}
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// DescribeSuites lists the built-in suites (builtin:NAME) with the first
+// line of each one's description.
+func DescribeSuites() []Described {
+	var out []Described
+	for _, n := range SuiteNames() {
+		d := Described{Name: n}
+		if s, err := Suite(n); err == nil {
+			d.Description = firstLine(s.Description)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
 }

@@ -26,6 +26,10 @@ type LiveOptions struct {
 	OTLPMetrics string
 	// Log is told where each view is served.
 	Log io.Writer
+	// Progress, if set, shows each run's progress as it goes (see
+	// progress): redrawn in place on a terminal, else a line every few
+	// seconds.
+	Progress io.Writer
 }
 
 // Live is what LiveOptions started, for one run or a suite's runs in turn.
@@ -37,12 +41,17 @@ type Live struct {
 	metricsSrv *metricsout.Server
 	pusher     *metricsout.Pusher
 	linger     time.Duration
+	progressTo io.Writer
+	progress   *progress
 }
 
 // StartLive starts what o asks for, for a first run of plan; on an error
 // it stops what it had started.
 func StartLive(ctx context.Context, o LiveOptions, plan pipebench.Plan) (*Live, error) {
-	l := &Live{linger: o.Linger}
+	l := &Live{linger: o.Linger, progressTo: o.Progress}
+	if o.Progress != nil {
+		l.progress = newProgress(o.Progress, plan)
+	}
 	log := o.Log
 	if log == nil {
 		log = io.Discard
@@ -78,6 +87,9 @@ func (l *Live) Next(plan pipebench.Plan) {
 	if l == nil {
 		return
 	}
+	if l.progressTo != nil {
+		l.progress = newProgress(l.progressTo, plan)
+	}
 	if l.metrics != nil {
 		l.metrics.Begin(plan)
 	}
@@ -91,6 +103,7 @@ func (l *Live) Update(p runner.Progress) {
 	if l == nil {
 		return
 	}
+	l.progress.update(p)
 	if l.dash != nil {
 		l.dash.Update(p)
 	}
@@ -104,6 +117,7 @@ func (l *Live) Finish(res *pipebench.Result) {
 	if l == nil {
 		return
 	}
+	l.progress.done()
 	if l.metrics != nil {
 		l.metrics.Finish(res)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -326,4 +327,48 @@ func ParseAffinity(data []byte) (*corev1.Affinity, error) {
 		return nil, pipebench.UsageError("--affinity: not a pod's affinity", "give nodeAffinity, podAffinity or podAntiAffinity, as in a pod's spec.affinity", err)
 	}
 	return &a, nil
+}
+
+// PodFlags are the pods' settings as the command line gives them, each
+// named in errors by its flag.
+type PodFlags struct {
+	Requests, Limits map[string]string // --requests, --limits: cpu=500m,memory=256Mi
+	NodeSelector     map[string]string // --node-selector
+	Tolerations      []string          // --toleration: KEY[=VALUE][:EFFECT]
+	AffinityFile     string            // --affinity: a file holding the pods' affinity
+	PatchFile        string            // --pod-patch: a file holding a strategic merge patch
+}
+
+// Apply reads the flags (and the files they name) into ps.
+func (f PodFlags) Apply(ps *PodSettings) error {
+	var err error
+	if ps.Requests, err = ParseResources("--requests", f.Requests); err != nil {
+		return err
+	}
+	if ps.Limits, err = ParseResources("--limits", f.Limits); err != nil {
+		return err
+	}
+	ps.NodeSelector = f.NodeSelector
+	for _, t := range f.Tolerations {
+		tol, err := ParseToleration(t)
+		if err != nil {
+			return err
+		}
+		ps.Tolerations = append(ps.Tolerations, tol)
+	}
+	if f.AffinityFile != "" {
+		data, err := os.ReadFile(f.AffinityFile)
+		if err != nil {
+			return pipebench.UsageError("cannot read --affinity", "", err)
+		}
+		if ps.Affinity, err = ParseAffinity(data); err != nil {
+			return err
+		}
+	}
+	if f.PatchFile != "" {
+		if ps.Patch, err = os.ReadFile(f.PatchFile); err != nil {
+			return pipebench.UsageError("cannot read --pod-patch", "", err)
+		}
+	}
+	return nil
 }

@@ -478,3 +478,34 @@ func slope(series []pipebench.Series, name string, mid, to time.Time) (float64, 
 	}
 	return (n*sxy - sx*sy) / den, len(byT)
 }
+
+// Line says for a person how a finished probe went: its rate (with burst,
+// its burst's length at that rate), its verdict, the bracket so far and
+// the budget left.
+func (pr Probe) Line(br Bracket, burst bool) string {
+	what := pipebench.FormatCount(float64(pr.Rate)) + "/s"
+	if burst {
+		what = pipebench.FormatDuration(pr.Duration) + " at " + what
+	}
+	verdict := "stable"
+	if !pr.Stable {
+		verdict = "unstable: " + pr.Why
+	}
+	line := fmt.Sprintf("probe %s: %s", what, verdict)
+	if br.Stable > 0 || br.Unstable > 0 {
+		f := func(v float64) string {
+			if v == 0 {
+				return "?"
+			}
+			if burst {
+				return pipebench.FormatDuration(time.Duration(v * float64(time.Second)).Round(10 * time.Millisecond))
+			}
+			return pipebench.FormatCount(v)
+		}
+		line += fmt.Sprintf("  [bracket %s .. %s]", f(br.Stable), f(br.Unstable))
+	}
+	if br.Left >= 0 {
+		line += "  budget left " + pipebench.FormatDuration(br.Left.Round(time.Second))
+	}
+	return line
+}

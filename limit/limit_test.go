@@ -231,3 +231,26 @@ phases:
 		t.Errorf("status %s, reasons %v", res.Manifest.Status, res.Manifest.Reasons)
 	}
 }
+
+// A probe's line: rate or burst, verdict, bracket so far ("?" for a side
+// not found yet), budget left (none without a budget).
+func TestProbeLine(t *testing.T) {
+	pr := limit.Probe{Rate: 4000, Duration: 1500 * time.Millisecond, Why: "loss 2.0%"}
+	for _, c := range []struct {
+		br    limit.Bracket
+		burst bool
+		want  string
+	}{
+		{limit.Bracket{Left: -1}, false, "probe 4,000/s: unstable: loss 2.0%"},
+		{limit.Bracket{Stable: 2000, Left: 90 * time.Second}, false, "probe 4,000/s: unstable: loss 2.0%  [bracket 2,000 .. ?]  budget left 1m30s"},
+		{limit.Bracket{Stable: 1.2, Unstable: 1.5, Left: -1}, true, "probe 1.5s at 4,000/s: unstable: loss 2.0%  [bracket 1.2s .. 1.5s]"},
+	} {
+		if got := pr.Line(c.br, c.burst); got != c.want {
+			t.Errorf("got  %q\nwant %q", got, c.want)
+		}
+	}
+	pr.Stable = true
+	if got := pr.Line(limit.Bracket{Left: -1}, false); got != "probe 4,000/s: stable" {
+		t.Errorf("stable: %q", got)
+	}
+}

@@ -59,3 +59,21 @@ func Check(ctx context.Context, ref string) error {
 	}
 	return nil
 }
+
+// ReadAll reads every run in st (of scenario, when it is not ""), whole,
+// oldest first.
+func ReadAll(ctx context.Context, st pipebench.Store, scenario string) ([]*pipebench.Result, error) {
+	runs, err := st.Runs(ctx, pipebench.RunFilter{Scenario: scenario})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*pipebench.Result, 0, len(runs))
+	for i := len(runs) - 1; i >= 0; i-- {
+		r, err := st.Run(ctx, runs[i].ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -183,8 +183,14 @@ type liveFlags struct {
 	otlpMetrics string
 }
 
-func (f liveFlags) options(log io.Writer) execute.LiveOptions {
-	return execute.LiveOptions{Dashboard: f.dashboard, MetricsAddr: f.metricsAddr, Linger: f.linger, OTLPMetrics: f.otlpMetrics, Log: log}
+// options are the live views of the flags, told to log where they are
+// served, with the progress display on log when progress is true.
+func (f liveFlags) options(log io.Writer, progress bool) execute.LiveOptions {
+	o := execute.LiveOptions{Dashboard: f.dashboard, MetricsAddr: f.metricsAddr, Linger: f.linger, OTLPMetrics: f.otlpMetrics, Log: log}
+	if progress {
+		o.Progress = log
+	}
+	return o
 }
 
 // liveFlagsOn declares the flags of f on a command.

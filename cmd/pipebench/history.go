@@ -105,17 +105,5 @@ func (a *app) loadAll(ref, scenario string) ([]*pipebench.Result, error) {
 		return nil, err
 	}
 	defer s.Close()
-	runs, err := s.Runs(a.ctx, pipebench.RunFilter{Scenario: scenario})
-	if err != nil {
-		return nil, err
-	}
-	var out []*pipebench.Result
-	for i := len(runs) - 1; i >= 0; i-- {
-		r, err := s.Run(a.ctx, runs[i].ID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return store.ReadAll(a.ctx, s, scenario)
 }

@@ -18,17 +18,14 @@ import (
 
 // k8sFlags are the flags of k8s run, k8s manifests and k8s collect.
 type k8sFlags struct {
-	setup                   k8s.Setup
-	nodes                   []string
-	kubeconfig              string
-	readyTimeout, lead      time.Duration
-	out, format, store      string
-	noStore, keep           bool
-	requests, limits        map[string]string
-	nodeSelector            map[string]string
-	tolerations             []string
-	affinityFile, patchFile string
-	kustomize               string
+	setup              k8s.Setup
+	nodes              []string
+	kubeconfig         string
+	readyTimeout, lead time.Duration
+	out, format, store string
+	noStore, keep      bool
+	pods               k8s.PodFlags
+	kustomize          string
 }
 
 // keep says where the merged Result goes.
@@ -85,12 +82,12 @@ func k8sCommonFlags(cmd *cobra.Command, f *k8sFlags) {
 	fl.StringSliceVar(&s.EnvFromSecret, "env-from-secret", nil, "Secret whose keys become the pods' environment, for the scenario's ${VAR} credentials (repeatable)")
 	fl.BoolVar(&s.SinkPerShard, "sink-per-shard", false, "run the scenario's sink inside each shard's pod instead of one in-cluster sink (Job and Service)")
 	fl.BoolVar(&s.SUTPerShard, "sut-per-shard", false, "run the scenario's embedded system under test inside each shard's pod instead of once, in a pod of its own (Job and headless Service)")
-	fl.StringToStringVar(&f.requests, "requests", nil, "the shards' resource requests, like cpu=500m,memory=256Mi (default: sized from the plan's rate and connections; 0 leaves one out)")
-	fl.StringToStringVar(&f.limits, "limits", nil, "the shards' resource limits (default: twice the requests; 0 leaves one out)")
-	fl.StringToStringVar(&f.nodeSelector, "node-selector", nil, "put every pod on nodes with these labels, like pool=load")
-	fl.StringArrayVar(&f.tolerations, "toleration", nil, "tolerate a taint: KEY[=VALUE][:EFFECT] (repeatable)")
-	fl.StringVar(&f.affinityFile, "affinity", "", "file holding the pods' affinity (YAML: nodeAffinity, podAntiAffinity, ...)")
-	fl.StringVar(&f.patchFile, "pod-patch", "", "file holding a strategic merge patch of every pod template (YAML: metadata, spec), for what the flags do not cover")
+	fl.StringToStringVar(&f.pods.Requests, "requests", nil, "the shards' resource requests, like cpu=500m,memory=256Mi (default: sized from the plan's rate and connections; 0 leaves one out)")
+	fl.StringToStringVar(&f.pods.Limits, "limits", nil, "the shards' resource limits (default: twice the requests; 0 leaves one out)")
+	fl.StringToStringVar(&f.pods.NodeSelector, "node-selector", nil, "put every pod on nodes with these labels, like pool=load")
+	fl.StringArrayVar(&f.pods.Tolerations, "toleration", nil, "tolerate a taint: KEY[=VALUE][:EFFECT] (repeatable)")
+	fl.StringVar(&f.pods.AffinityFile, "affinity", "", "file holding the pods' affinity (YAML: nodeAffinity, podAntiAffinity, ...)")
+	fl.StringVar(&f.pods.PatchFile, "pod-patch", "", "file holding a strategic merge patch of every pod template (YAML: metadata, spec), for what the flags do not cover")
 	fl.IntVar(&s.Pods.MetricsPort, "metrics-port", 9464, "each shard serves the run's metrics on this port, with prometheus.io/scrape annotations (0: none)")
 	fl.DurationVar(&s.Pods.MetricsLinger, "metrics-linger", 0, "each shard, its run over, waits this long at most for a last scrape of its final metrics before it reports its Result")
 	fl.BoolVar(&s.PodMonitor, "pod-monitor", false, "add a Prometheus Operator PodMonitor of the shards' metrics")
@@ -103,34 +100,8 @@ func (a *app) k8sPrepare(cmd *cobra.Command, ref string, f *k8sFlags) (*k8s.Prep
 	s := f.setup
 	s.ShardsSet = cmd.Flags().Changed("shards")
 	s.Wait = f.readyTimeout + f.lead
-	var err error
-	if s.Pods.Requests, err = k8s.ParseResources("--requests", f.requests); err != nil {
+	if err := f.pods.Apply(&s.Pods); err != nil {
 		return nil, err
-	}
-	if s.Pods.Limits, err = k8s.ParseResources("--limits", f.limits); err != nil {
-		return nil, err
-	}
-	s.Pods.NodeSelector = f.nodeSelector
-	for _, t := range f.tolerations {
-		tol, err := k8s.ParseToleration(t)
-		if err != nil {
-			return nil, err
-		}
-		s.Pods.Tolerations = append(s.Pods.Tolerations, tol)
-	}
-	if f.affinityFile != "" {
-		data, err := os.ReadFile(f.affinityFile)
-		if err != nil {
-			return nil, pipebench.UsageError("cannot read --affinity", "", err)
-		}
-		if s.Pods.Affinity, err = k8s.ParseAffinity(data); err != nil {
-			return nil, err
-		}
-	}
-	if f.patchFile != "" {
-		if s.Pods.Patch, err = os.ReadFile(f.patchFile); err != nil {
-			return nil, pipebench.UsageError("cannot read --pod-patch", "", err)
-		}
 	}
 	data, file, err := builtins.ScenarioSource(ref)
 	if err != nil {

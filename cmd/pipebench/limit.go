@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +10,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/limit"
+	"github.com/pipebench/pipebench/scenario"
 )
 
 type limitFlags struct {
@@ -62,37 +62,26 @@ history like any run, so compare lines up the limits of two versions.`,
 	return cmd
 }
 
-func parseRateFlag(name, v string) (pipebench.Rate, error) {
-	if v == "" {
-		return 0, nil
-	}
-	r, err := pipebench.ParseRate(v)
-	if err != nil || r <= 0 {
-		return 0, pipebench.UsageError(fmt.Sprintf("--%s %q is not a rate above 0", name, v), "write it like 2000/s", err)
-	}
-	return r, nil
-}
-
 func (a *app) limit(ref string, f limitFlags) error {
 	rep, err := a.reporter(f.format)
 	if err != nil {
 		return err
 	}
 	p := limit.Params{Probe: f.probe, Budget: f.budget, Precision: f.precision, Tolerance: f.tol}
-	if p.Start, err = parseRateFlag("start", f.start); err != nil {
+	if p.Start, err = scenario.RateFlag("start", f.start); err != nil {
 		return err
 	}
-	if p.Max, err = parseRateFlag("max", f.max); err != nil {
+	if p.Max, err = scenario.RateFlag("max", f.max); err != nil {
 		return err
 	}
-	if p.Burst, err = parseRateFlag("burst", f.burst); err != nil {
+	if p.Burst, err = scenario.RateFlag("burst", f.burst); err != nil {
 		return err
 	}
 	sc, err := a.loadScenario(ref)
 	if err != nil {
 		return err
 	}
-	if p.Plan, err = compile(sc, 0, false, f.sutVersion); err != nil {
+	if p.Plan, err = scenario.CompileWith(sc, scenario.Overrides{Version: f.sutVersion}, time.Now()); err != nil {
 		return err
 	}
 	if err := p.Validate(); err != nil {
@@ -118,7 +107,7 @@ func (a *app) limit(ref string, f limitFlags) error {
 		}
 		fmt.Fprintf(a.stderr, "pipebench %s: limit of %s: %s, probes of %s, precision ±%.0f%%, budget %s\n",
 			version, p.Plan.Scenario, what, pipebench.FormatDuration(f.probe), f.precision*100, pipebench.FormatDuration(f.budget))
-		p.Progress = func(pr limit.Probe, br limit.Bracket) { printProbe(a.stderr, pr, br, p.Burst > 0) }
+		p.Progress = func(pr limit.Probe, br limit.Bracket) { fmt.Fprintln(a.stderr, pr.Line(br, p.Burst > 0)) }
 	}
 	started := time.Now()
 	ans, searchErr := limit.Search(a.ctx, p)
@@ -131,34 +120,4 @@ func (a *app) limit(ref string, f limitFlags) error {
 		printError(a.stderr, searchErr)
 	}
 	return &silentExit{code: out.Code}
-}
-
-// printProbe writes one line per finished probe: its rate (or burst), its
-// verdict, the bracket so far and the budget left.
-func printProbe(w io.Writer, pr limit.Probe, br limit.Bracket, burst bool) {
-	what := pipebench.FormatCount(float64(pr.Rate)) + "/s"
-	if burst {
-		what = pipebench.FormatDuration(pr.Duration) + " at " + what
-	}
-	verdict := "stable"
-	if !pr.Stable {
-		verdict = "unstable: " + pr.Why
-	}
-	line := fmt.Sprintf("probe %s: %s", what, verdict)
-	if br.Stable > 0 || br.Unstable > 0 {
-		f := func(v float64) string {
-			if v == 0 {
-				return "?"
-			}
-			if burst {
-				return pipebench.FormatDuration(time.Duration(v * float64(time.Second)).Round(10 * time.Millisecond))
-			}
-			return pipebench.FormatCount(v)
-		}
-		line += fmt.Sprintf("  [bracket %s .. %s]", f(br.Stable), f(br.Unstable))
-	}
-	if br.Left >= 0 {
-		line += "  budget left " + pipebench.FormatDuration(br.Left.Round(time.Second))
-	}
-	fmt.Fprintln(w, line)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/execute"
 )
 
 func main() {
@@ -16,7 +17,7 @@ func main() {
 	// child processes of this same binary.
 	builtins.MaybeRunChild()
 
-	ctx, cut, release := signals(os.Stderr)
+	ctx, cut, release := execute.Signals(os.Stderr)
 	code := executeWith(ctx, cut, nil, os.Args[1:], os.Stdout, os.Stderr)
 	release()
 	os.Exit(code)

@@ -56,11 +56,8 @@ func (a *app) planCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			plan, err := compile(sc, total, cmd.Flags().Changed("duration"), "")
+			plan, err := scenario.CompileWith(sc, scenario.Overrides{Duration: total, DurationSet: cmd.Flags().Changed("duration"), Rate: rate}, time.Now())
 			if err != nil {
-				return err
-			}
-			if plan, err = overrideRate(plan, rate); err != nil {
 				return err
 			}
 			if asJSON {

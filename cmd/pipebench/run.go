@@ -2,18 +2,16 @@ package main
 
 import (
 	"fmt"
-	"io/fs"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/examples"
+	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/report"
-	"github.com/pipebench/pipebench/runner"
+	"github.com/pipebench/pipebench/scenario"
 )
 
 type runFlags struct {
@@ -75,23 +73,10 @@ func (a *app) runCommand() *cobra.Command {
 }
 
 func (a *app) listBuiltins() error {
-	names := examples.Names()
-	sort.Strings(names)
-	for _, n := range names {
-		desc := ""
-		if data, err := fs.ReadFile(examples.FS, n+".yaml"); err == nil {
-			if sc, err := a.loadScenarioBytes(n, data); err == nil {
-				desc = sc.Description
-			}
-		}
-		fmt.Fprintf(a.stdout, "builtin:%-32s %s\n", n, firstLine(desc))
+	for _, d := range builtins.DescribeScenarios(a.reg) {
+		fmt.Fprintf(a.stdout, "%-40s %s\n", d.Name, d.Description)
 	}
 	return nil
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }
 
 func (a *app) run(ref string, f runFlags) error {
@@ -103,14 +88,9 @@ func (a *app) run(ref string, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	plan, err := compile(sc, f.duration, f.durationSet, f.sutVersion)
+	plan, err := scenario.CompileWith(sc, scenario.Overrides{Version: f.sutVersion, Duration: f.duration, DurationSet: f.durationSet,
+		Rate: f.rate, Shard: f.shard, StartAt: f.startAt}, time.Now())
 	if err != nil {
-		return err
-	}
-	if plan, err = overrideRate(plan, f.rate); err != nil {
-		return err
-	}
-	if plan, err = shardPlan(plan, f.shard, f.startAt, time.Now()); err != nil {
 		return err
 	}
 	p := a.execParams(f.verbose, execute.Keep{Out: f.out, Store: f.store, NoStore: f.noStore, Quiet: f.quiet})
@@ -118,22 +98,16 @@ func (a *app) run(ref string, f runFlags) error {
 	if err := p.Validate(a.ctx); err != nil {
 		return err
 	}
-	var prog *progress
 	if !f.quiet {
-		prog = newProgress(a.stderr, plan)
 		fmt.Fprintf(a.stderr, "pipebench %s: %s (%d phases, %s of load, %s items)\n", version, plan.Scenario,
 			len(plan.Phases), pipebench.FormatDuration(plan.Duration()), report.Group(float64(plan.Items())))
 	}
-	lv, err := execute.StartLive(a.ctx, f.live.options(a.stderr), plan)
+	lv, err := execute.StartLive(a.ctx, f.live.options(a.stderr, !f.quiet), plan)
 	if err != nil {
 		return err
 	}
-	p.Progress = func(pr runner.Progress) {
-		prog.update(pr)
-		lv.Update(pr)
-	}
+	p.Progress = lv.Update
 	p.Show = func(res *pipebench.Result) error {
-		prog.done()
 		lv.Finish(res)
 		return rep.Report(a.stdout, res)
 	}

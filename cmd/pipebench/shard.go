@@ -1,55 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/kpi"
 )
-
-// shardPlan applies --shard I/N and --start-at to a plan.
-func shardPlan(plan pipebench.Plan, shard, startAt string, now time.Time) (pipebench.Plan, error) {
-	if shard != "" {
-		is, ns, ok := strings.Cut(shard, "/")
-		i, err1 := strconv.Atoi(strings.TrimSpace(is))
-		n, err2 := strconv.Atoi(strings.TrimSpace(ns))
-		if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
-			return plan, pipebench.UsageError(fmt.Sprintf("--shard %q is not I/N with 1 <= I <= N", shard), "write it like 2/4: the second of four shards", nil)
-		}
-		sliced, err := plan.Slice(i-1, n)
-		if err != nil {
-			return plan, pipebench.UsageError("--shard "+shard, "", err)
-		}
-		plan = sliced
-	}
-	if startAt != "" {
-		var at time.Time
-		if rel, ok := strings.CutPrefix(startAt, "+"); ok {
-			d, err := pipebench.ParseDuration(rel)
-			if err != nil {
-				return plan, pipebench.UsageError(fmt.Sprintf("--start-at %q", startAt), "write +30s, or a moment like 2026-11-24T10:00:00Z", err)
-			}
-			at = now.Add(d.D())
-		} else {
-			t, err := time.Parse(time.RFC3339Nano, startAt)
-			if err != nil {
-				return plan, pipebench.UsageError(fmt.Sprintf("--start-at %q is not a moment", startAt), "write it like 2026-11-24T10:00:00Z, or +30s", nil)
-			}
-			at = t
-		}
-		if at.Before(now.Add(-time.Second)) {
-			return plan, pipebench.UsageError(fmt.Sprintf("--start-at %s is in the past", at.Format(time.RFC3339)), "give a moment still to come", nil)
-		}
-		plan.StartAt = at.UTC()
-	}
-	return plan, nil
-}
 
 func (a *app) mergeCommand() *cobra.Command {
 	var out, format, store string

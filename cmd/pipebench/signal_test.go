@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/store"
 	"github.com/pipebench/pipebench/store/storetest"
@@ -30,7 +31,7 @@ func TestHelperCLI(t *testing.T) {
 	// The child handles signals as main does, and its manifest records
 	// its own command line.
 	os.Args = append([]string{"pipebench"}, strings.Split(args, "\x1f")...)
-	ctx, cut, release := signals(os.Stderr)
+	ctx, cut, release := execute.Signals(os.Stderr)
 	code := executeWith(ctx, cut, nil, os.Args[1:], os.Stdout, os.Stderr)
 	release()
 	os.Exit(code)
@@ -41,7 +42,7 @@ func TestHelperCLI(t *testing.T) {
 // the history, names it and prints the table: Ctrl-C (SIGINT), SIGTERM,
 // SIGHUP (the terminal went away) and SIGPIPE (the output's reader quit).
 func TestStopSignalsKeepPartialResult(t *testing.T) {
-	for _, sig := range stopSignals {
+	for _, sig := range execute.StopSignals {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -205,8 +206,8 @@ phases:
 	case <-time.After(40 * time.Second):
 		t.Fatalf("the run did not end within 40s of the second SIGINT\nstderr:\n%s", stderr.String())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != ExitCut {
-		t.Errorf("exit %d, want %d\nstderr:\n%s", code, ExitCut, stderr.String())
+	if code := cmd.ProcessState.ExitCode(); code != pipebench.ExitCut {
+		t.Errorf("exit %d, want %d\nstderr:\n%s", code, pipebench.ExitCut, stderr.String())
 	}
 	res := readJSONResult(t, out)
 	if res.Manifest.Status != pipebench.StatusAborted {

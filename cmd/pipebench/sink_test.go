@@ -113,7 +113,7 @@ func TestSinkOTLPServesUntilStopped(t *testing.T) {
 	if code := c.stop(t); code != 0 {
 		t.Errorf("exit %d: %s", code, c.errb.String())
 	}
-	if !strings.Contains(c.out.String(), "OTLP/HTTP on http://"+addr) {
+	if !strings.Contains(c.out.String(), "http://"+addr+"/v1/{traces,metrics,logs} for OTLP/HTTP") {
 		t.Errorf("banner: %s", c.out.String())
 	}
 }

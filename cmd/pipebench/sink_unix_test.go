@@ -53,7 +53,7 @@ func TestSinkOnUnixSocket(t *testing.T) {
 	if code := c.stop(t); code != 0 {
 		t.Errorf("exit %d: %s", code, c.errb.String())
 	}
-	if !strings.Contains(c.out.String(), "OTLP/HTTP on the socket unix://"+sock) {
+	if !strings.Contains(c.out.String(), "the socket unix://"+sock+" for OTLP/HTTP") {
 		t.Errorf("banner: %s", c.out.String())
 	}
 

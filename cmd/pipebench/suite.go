@@ -11,10 +11,9 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
-	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/report/markdown"
-	"github.com/pipebench/pipebench/runner"
+	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/suite"
 )
 
@@ -96,12 +95,8 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 		Short: "List the built-in suites",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, n := range examples.SuiteNames() {
-				desc := ""
-				if s, err := a.loadSuite("builtin:" + n); err == nil {
-					desc = s.Description
-				}
-				fmt.Fprintf(a.stdout, "builtin:%-20s %s\n", n, firstLine(desc))
+			for _, d := range builtins.DescribeSuites() {
+				fmt.Fprintf(a.stdout, "%-28s %s\n", d.Name, d.Description)
 			}
 			return nil
 		},
@@ -151,11 +146,7 @@ func (a *app) planSuite(ref string, f suiteFlags) (*suite.Suite, []pipebench.Pla
 			if err != nil {
 				return pipebench.Plan{}, err
 			}
-			plan, err := compile(sc, total, scale, version)
-			if err != nil {
-				return plan, err
-			}
-			return overrideRate(plan, f.rate)
+			return scenario.CompileWith(sc, scenario.Overrides{Version: version, Duration: total, DurationSet: scale, Rate: f.rate}, time.Now())
 		}})
 	return s, plans, err
 }
@@ -187,7 +178,7 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 		p.Registry = keeper.Wrap(a.reg)
 	}
 	suite.LabelLifetime(s, plans)
-	lv, err := execute.StartLive(a.ctx, f.live.options(a.stderr), plans[0])
+	lv, err := execute.StartLive(a.ctx, f.live.options(a.stderr, !f.quiet), plans[0])
 	if err != nil {
 		return err
 	}
@@ -201,17 +192,9 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 			lv.Next(plan)
 		}
 		fmt.Fprintf(a.stderr, "\ncase %d/%d: %s (%s, %s)\n", i+1, len(plans), plan.Case, plan.Scenario, pipebench.FormatDuration(plan.Duration()))
-		var prog *progress
-		if !f.quiet {
-			prog = newProgress(a.stderr, plan)
-		}
 		p.Keep.Out = outs[i]
-		p.Progress = func(pr runner.Progress) {
-			prog.update(pr)
-			lv.Update(pr)
-		}
+		p.Progress = lv.Update
 		p.Show = func(res *pipebench.Result) error {
-			prog.done()
 			lv.Finish(res)
 			fmt.Fprintf(a.stderr, "case %d/%d: %s: %s\n", i+1, len(plans), plan.Case, res.Manifest.Status)
 			return nil

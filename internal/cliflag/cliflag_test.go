@@ -1,8 +1,14 @@
 package cliflag
 
 import (
+	"errors"
+
+	"github.com/spf13/cobra"
+
 	"strings"
 	"testing"
+
+	"github.com/pipebench/pipebench"
 )
 
 func TestFloatRefusesWhatNoCommandCanUse(t *testing.T) {
@@ -40,5 +46,32 @@ func TestFloatRefusesWhatNoCommandCanUse(t *testing.T) {
 	ratio := NonNegative(&r, 0).AtMost(1)
 	if ratio.Set("1") != nil || ratio.Set("1.01") == nil {
 		t.Errorf("at most 1: %v", r)
+	}
+}
+
+// pflag's messages become usage errors that say what to write.
+func TestError(t *testing.T) {
+	cmd := &cobra.Command{Use: "run"}
+	cmd.Flags().Duration("duration", 0, "")
+	cmd.Flags().Int("shards", 1, "")
+	cmd.Flags().String("format", "", "")
+	for _, c := range []struct{ args, msg, hint string }{
+		{"--formt=md", "unknown flag --formt (did you mean --format?)", "see pipebench run --help"},
+		{"--zzz", "unknown flag --zzz", "see pipebench run --help"},
+		{"--duration=30", `--duration "30" is not a valid duration`, "write a number with a unit: 30s, 5m, 1h30m"},
+		{"--shards=two", `--shards "two" is not a valid whole number`, "write a whole number"},
+	} {
+		perr := cmd.ParseFlags([]string{c.args})
+		if perr == nil {
+			t.Fatalf("%s parsed", c.args)
+		}
+		if !IsUsage(perr) {
+			t.Errorf("%s: %v not seen as usage", c.args, perr)
+		}
+		err := Error(cmd, perr)
+		var pe *pipebench.Error
+		if !errors.As(err, &pe) || pe.Code != pipebench.ExitUsage || pe.Msg != c.msg || pe.Hint != c.hint {
+			t.Errorf("%s: %#v", c.args, err)
+		}
 	}
 }

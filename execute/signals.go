@@ -1,4 +1,4 @@
-package main
+package execute
 
 import (
 	"context"
@@ -11,26 +11,23 @@ import (
 	"github.com/pipebench/pipebench"
 )
 
-// ExitCut is the exit code of a run cut short by a second signal.
-const ExitCut = pipebench.ExitCut
-
-// stopSignals end a run the way Ctrl-C does: stop the load, drain, keep
+// StopSignals end a run the way Ctrl-C does: stop the load, drain, keep
 // the Result. SIGHUP (the terminal went away) and SIGPIPE (the output was
 // piped into a program that has quit, like head) too: without them the
 // measured Result would be lost with the process. After a SIGPIPE, writes
 // to the closed pipe fail with EPIPE instead of killing the process.
-var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
+var StopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
 
-// signals returns a context done at the first stop signal (stop the load,
+// Signals returns a context done at the first stop signal (stop the load,
 // drain, write the result), one done at the second (abandon the drain and
 // in-flight sends, still write the result) and a function that stops
 // listening. A third signal ends the process at once. Each step is
 // announced on w, on a line of its own.
-func signals(w io.Writer) (stopCtx, cut context.Context, release func()) {
+func Signals(w io.Writer) (stopCtx, cut context.Context, release func()) {
 	stopCtx, stop := context.WithCancel(context.Background())
 	cut, cutNow := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, stopSignals...)
+	signal.Notify(sigs, StopSignals...)
 	quit := make(chan struct{})
 	piped := false
 	next := func() (os.Signal, bool) {
@@ -57,16 +54,16 @@ func signals(w io.Writer) (stopCtx, cut context.Context, release func()) {
 			return
 		}
 		stop()
-		fmt.Fprintf(w, "\npipebench: %s: stopping: waiting for the sends in flight and the drain (Ctrl-C again to cut them short)\n", name(s))
+		fmt.Fprintf(w, "\npipebench: %s: stopping: waiting for the sends in flight and the drain (Ctrl-C again to cut them short)\n", signalName(s))
 		if s, ok = next(); !ok {
 			return
 		}
 		cutNow()
-		fmt.Fprintf(w, "\npipebench: %s: cut short: writing what was measured (Ctrl-C again to quit without it)\n", name(s))
+		fmt.Fprintf(w, "\npipebench: %s: cut short: writing what was measured (Ctrl-C again to quit without it)\n", signalName(s))
 		if _, ok = next(); !ok {
 			return
 		}
-		os.Exit(ExitCut)
+		os.Exit(pipebench.ExitCut)
 	}()
 	return stopCtx, cut, func() {
 		close(quit)
@@ -76,8 +73,8 @@ func signals(w io.Writer) (stopCtx, cut context.Context, release func()) {
 	}
 }
 
-// name says which signal came, as a person knows it.
-func name(s os.Signal) string {
+// signalName says which signal came, as a person knows it.
+func signalName(s os.Signal) string {
 	switch s {
 	case os.Interrupt:
 		return "interrupt"
