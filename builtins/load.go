@@ -7,10 +7,12 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/internal/docstore"
+	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/suite"
 	"github.com/pipebench/pipebench/sut/eventproxy"
@@ -178,4 +180,30 @@ func DescribeSuites() []Described {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
+}
+
+// SuitePlans loads the suite ref (a file or builtin:NAME) and compiles
+// every scenario it names with p (the registry, ${VAR} lookups), each
+// overridden by o: o.Version and o.Duration over the suite's and its
+// entries', o.Rate on every plan (o.Shard and o.StartAt are not for
+// suites). note, if set, is told what planning decided that a person
+// should know.
+func SuitePlans(ref string, p scenario.Params, o scenario.Overrides, note func(string)) (*suite.Suite, []pipebench.Plan, error) {
+	s, err := Suite(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	values := make([]string, 0, len(markdown.Values))
+	for v := range markdown.Values {
+		values = append(values, v)
+	}
+	plans, err := s.Plans(suite.PlanParams{Version: o.Version, Duration: o.Duration, DurationSet: o.DurationSet, Values: values, Note: note,
+		Compile: func(ref string, total time.Duration, scale bool, version string) (pipebench.Plan, error) {
+			sc, err := ScenarioWith(ref, p)
+			if err != nil {
+				return pipebench.Plan{}, err
+			}
+			return scenario.CompileWith(sc, scenario.Overrides{Version: version, Duration: total, DurationSet: scale, Rate: o.Rate}, time.Now())
+		}})
+	return s, plans, err
 }

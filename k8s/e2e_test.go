@@ -28,9 +28,9 @@ import (
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/internal/kubetest"
+	"github.com/pipebench/pipebench/internal/sinktest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/kpi"
-	httpsink "github.com/pipebench/pipebench/sink/http"
 )
 
 // envTestPod tells this test binary, started by the simulated kubelet as
@@ -265,22 +265,6 @@ func total(t *testing.T, res *pipebench.Result, name string) float64 {
 	return v
 }
 
-// A sink in this test process, for scenarios whose shards send to it
-// directly.
-func testSink(t testing.TB) (*httpsink.Sink, *kpi.Arrivals) {
-	arr := kpi.NewArrivals(1, nil)
-	arr.StartPhase(0, 1)
-	sink, err := httpsink.New(httpsink.Params{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Start(context.Background(), arr); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sink.Shutdown(context.Background()) })
-	return sink, arr
-}
-
 // The launcher against a real kube-apiserver with the real Job,
 // DaemonSet, TTL-after-finished and garbage-collector controllers
 // (kube-controller-manager). No kubelet or scheduler runs here:
@@ -485,7 +469,7 @@ thresholds: ["errors == 0", "lost == 0"]
 		} {
 			// A sink each: it counts unique sequence numbers, and every
 			// run's start at 0.
-			sink, arr := testSink(t)
+			sink, arr := sinktest.HTTP(t)
 			scen := fmt.Sprintf(`
 name: k8s-per-node
 target: {driver: http, url: %q, connections: 2}
@@ -510,7 +494,7 @@ phases:
 	t.Run("node-selector", func(t *testing.T) {
 		t.Parallel()
 		ns := "selector"
-		sink, _ := testSink(t)
+		sink, _ := sinktest.HTTP(t)
 		scen := fmt.Sprintf(`
 name: k8s-selector
 target: {driver: http, url: %q}
@@ -646,7 +630,7 @@ phases:
 		t.Parallel()
 		ns := "deadline"
 		e.namespace(t, ns)
-		sink, _ := testSink(t)
+		sink, _ := sinktest.HTTP(t)
 		scen := fmt.Sprintf(`
 name: k8s-deadline
 target: {driver: http, url: %q}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/pipebench/pipebench/internal/promtest"
+	"github.com/pipebench/pipebench/internal/sinktest"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
@@ -68,43 +69,13 @@ func discover(ctx context.Context, e *e2e, ns, file string) {
 // annotated pods of ns; it skips the test when the binary is absent.
 func startPrometheus(t *testing.T, e *e2e, ns string) string {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Skip("prometheus is not installed (apt-get install prometheus): skipping the scrape of the shards' metrics")
-	}
 	dir := t.TempDir()
 	targets := filepath.Join(dir, "targets.json")
 	os.WriteFile(targets, []byte("[]"), 0o600)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(fmt.Sprintf(promConfig, targets)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	go discover(ctx, e, ns, targets)
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
-	logs := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); cmd.Wait() })
-	base := "http://" + addr
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		resp, err := http.Get(base + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, "prometheus did not become ready:\n%s", logs)
-	return base
+	return promtest.Prometheus(t, fmt.Sprintf(promConfig, targets), "the scrape of the shards' metrics")
 }
 
 // promValue runs an instant query whose answer is one number.
@@ -135,7 +106,7 @@ func TestShardMetricsScraped(t *testing.T) {
 	e := startE2E(t)
 	ns := "metrics"
 	base := startPrometheus(t, e, ns)
-	sink, _ := testSink(t)
+	sink, _ := sinktest.HTTP(t)
 	scen := fmt.Sprintf(`
 name: k8s-metrics
 target: {driver: http, url: %q}

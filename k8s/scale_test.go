@@ -31,6 +31,7 @@ import (
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/internal/kubetest"
+	"github.com/pipebench/pipebench/internal/sinktest"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/runner"
 )
@@ -187,7 +188,7 @@ func BenchmarkPerNode(b *testing.B) {
 	sample := envInt("PIPEBENCH_BENCH_SAMPLE", 4)
 	c := kubetest.Start(b, kubetest.Options{Controllers: []string{"daemonset", "garbagecollector"}, ControllerQPS: 100})
 	ctx := context.Background()
-	sink, arr := testSink(b)
+	sink, arr := sinktest.HTTP(b)
 	ns, name := "scale", "scale-run"
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)

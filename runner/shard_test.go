@@ -8,25 +8,16 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/sinktest"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/runner"
-	httpsink "github.com/pipebench/pipebench/sink/http"
 )
 
 // Four shards of one plan, run as concurrent generators from a shared
 // start against one real sink: merged, their Result counts exactly what
 // the sink received, and the plan's items.
 func TestShardsMergeToWhatTheSinkReceived(t *testing.T) {
-	arr := kpi.NewArrivals(1, nil)
-	arr.StartPhase(0, 1)
-	sink, err := httpsink.New(httpsink.Params{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Start(context.Background(), arr); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Shutdown(context.Background())
+	sink, arr := sinktest.HTTP(t)
 	reg := registry(t)
 	_, plan := parse(t, reg, fmt.Sprintf(`
 name: sharded

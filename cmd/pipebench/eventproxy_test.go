@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,15 +15,17 @@ func runResult(t *testing.T, args ...string) pipebench.Result {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	data, err := os.ReadFile(out)
+	return readResult(t, out)
+}
+
+// readResult reads the Result file path, failing the test when it cannot.
+func readResult(t *testing.T, path string) pipebench.Result {
+	t.Helper()
+	res, err := pipebench.ReadResult(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res pipebench.Result
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return *res
 }
 
 func total(t *testing.T, res pipebench.Result, name string, labels ...string) float64 {

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/pipebench/pipebench"
 )
 
 // The built-in health-events scenario runs end to end: gRPC over a Unix
@@ -22,14 +18,7 @@ func TestHealthEventsBuiltinRuns(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res pipebench.Result
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readResult(t, out)
 	seen := map[string]bool{}
 	for _, s := range res.Series {
 		seen[s.Name] = true
@@ -55,14 +44,7 @@ func TestHealthEventsBlastTimeToEffect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res pipebench.Result
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readResult(t, out)
 	ph := &res.Phases[0]
 	ttc, _ := ph.Get("time_to_complete")
 	rate, _ := ph.Get("completion_rate")

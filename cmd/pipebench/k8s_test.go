@@ -16,10 +16,9 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/kubetest"
+	"github.com/pipebench/pipebench/internal/sinktest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/k8s"
-	"github.com/pipebench/pipebench/kpi"
-	httpsink "github.com/pipebench/pipebench/sink/http"
 )
 
 // `pipebench k8s run` as a user runs it (flags, the launch, the merged
@@ -49,21 +48,6 @@ func TestK8sLauncher(t *testing.T) {
 		cmd.Env = append(env, "PIPEBENCH_HELPER_ARGS="+strings.Join(argv[1:], "\x1f"))
 		return cmd
 	})
-	// Each run gets its own sink: the sink counts unique sequence numbers,
-	// and every run's start at 0.
-	newSink := func(t *testing.T) (*httpsink.Sink, *kpi.Arrivals) {
-		arr := kpi.NewArrivals(1, nil)
-		arr.StartPhase(0, 1)
-		sink, err := httpsink.New(httpsink.Params{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sink.Start(context.Background(), arr); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { sink.Shutdown(context.Background()) })
-		return sink, arr
-	}
 	dir := t.TempDir()
 	ctx := context.Background()
 	namespace := func(t *testing.T, name string) {
@@ -155,7 +139,7 @@ func TestK8sLauncher(t *testing.T) {
 	t.Run("job", func(t *testing.T) {
 		ns := "job"
 		namespace(t, ns)
-		sink, arr := newSink(t)
+		sink, arr := sinktest.HTTP(t)
 		_ = arr
 		scen := writeScenario(t, t.TempDir(), fmt.Sprintf(`
 name: k8s-sharded

@@ -51,14 +51,7 @@ func TestQuickstartRunsWithNoArguments(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res pipebench.Result
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readResult(t, out)
 	if res.Manifest.Status != pipebench.StatusPassed || res.Total == nil {
 		t.Fatalf("status %s reasons %v", res.Manifest.Status, res.Manifest.Reasons)
 	}
@@ -151,14 +144,7 @@ phases:
 	if !strings.Contains(stderr, "probe 400/s: stable") || !strings.Contains(stdout, "sustainable rate") {
 		t.Errorf("probes or answer missing:\n%s\n%s", stderr, stdout)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res pipebench.Result
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readResult(t, out)
 	if v, ok := res.Total.Get("sustainable_rate"); !ok || v < 700 || v > 1300 {
 		t.Errorf("sustainable_rate %v (%v), want about 1,000/s", v, ok)
 	}

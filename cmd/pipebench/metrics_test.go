@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/promtest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/metricsout"
 )
@@ -25,34 +24,8 @@ import (
 // base URL. It skips the test when the binary is absent.
 func startPrometheus(t *testing.T, target string) string {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Skip("prometheus is not installed (apt-get install prometheus): skipping the test that scrapes --metrics-addr with a real Prometheus")
-	}
-	dir := t.TempDir()
 	cfg := fmt.Sprintf("global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\nscrape_configs:\n  - job_name: pipebench\n    static_configs:\n      - targets: [%q]\n", target)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); cmd.Wait() })
-	base := "http://" + addr
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		resp, err := http.Get(base + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, "prometheus did not become ready:\n%s", &logs)
+	base := promtest.Prometheus(t, cfg, "the test that scrapes --metrics-addr with a real Prometheus")
 	// Service discovery hands new targets to the scrape loop only every
 	// few seconds: wait until the target is known, so that the run is
 	// scraped from its start.
@@ -76,7 +49,7 @@ func startPrometheus(t *testing.T, target string) string {
 			}
 		}
 		return false
-	}, "prometheus never took %s as a target:\n%s", target, &logs)
+	}, "prometheus never took %s as a target", target)
 	return base
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -9,8 +8,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/kpi"
-	httpsink "github.com/pipebench/pipebench/sink/http"
+	"github.com/pipebench/pipebench/internal/sinktest"
 )
 
 // Four shards as separate pipebench processes against one real sink, from
@@ -21,16 +19,7 @@ func TestShardProcessesMergeExactly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs four pipebench processes")
 	}
-	arr := kpi.NewArrivals(1, nil)
-	arr.StartPhase(0, 1)
-	sink, err := httpsink.New(httpsink.Params{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Start(context.Background(), arr); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Shutdown(context.Background())
+	sink, arr := sinktest.HTTP(t)
 	dir := t.TempDir()
 	scen := writeScenario(t, dir, fmt.Sprintf(`
 name: sharded-cli

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
@@ -93,14 +91,7 @@ phases:
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res pipebench.Result
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readResult(t, out)
 	sent, _ := res.Total.Get("accepted")
 	del, _ := res.Total.Get("delivered")
 	lost, _ := res.Total.Get("lost")

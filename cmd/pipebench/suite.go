@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
-	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/suite"
 )
@@ -129,26 +127,10 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 func (a *app) loadSuite(ref string) (*suite.Suite, error) { return builtins.Suite(ref) }
 
 // planSuite loads a suite and compiles every scenario it names (see
-// suite.Plans).
+// builtins.SuitePlans).
 func (a *app) planSuite(ref string, f suiteFlags) (*suite.Suite, []pipebench.Plan, error) {
-	s, err := a.loadSuite(ref)
-	if err != nil {
-		return nil, nil, err
-	}
-	values := make([]string, 0, len(markdown.Values))
-	for v := range markdown.Values {
-		values = append(values, v)
-	}
-	plans, err := s.Plans(suite.PlanParams{Version: f.sutVersion, Duration: f.duration, DurationSet: f.durationSet, Values: values,
-		Note: func(note string) { fmt.Fprintln(a.stderr, note) },
-		Compile: func(ref string, total time.Duration, scale bool, version string) (pipebench.Plan, error) {
-			sc, err := a.loadScenario(ref)
-			if err != nil {
-				return pipebench.Plan{}, err
-			}
-			return scenario.CompileWith(sc, scenario.Overrides{Version: version, Duration: total, DurationSet: scale, Rate: f.rate}, time.Now())
-		}})
-	return s, plans, err
+	return builtins.SuitePlans(ref, a.params(), scenario.Overrides{Version: f.sutVersion, Duration: f.duration, DurationSet: f.durationSet, Rate: f.rate},
+		func(note string) { fmt.Fprintln(a.stderr, note) })
 }
 
 // runSuite runs a suite's plans in turn, each kept as a run is (its file
@@ -171,65 +153,12 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 	}
 	fmt.Fprintf(a.stderr, "pipebench %s: suite %s, %d case(s), %s, version %q\n", version, s.Name, len(plans),
 		suite.LoadSummary(plans), plans[0].Version)
-	if s.SUT == suite.SUTKeep {
-		// One system under test for every case.
-		keeper := suite.NewKeeper()
-		defer keeper.Close(context.Background())
-		p.Registry = keeper.Wrap(a.reg)
-	}
-	suite.LabelLifetime(s, plans)
 	lv, err := execute.StartLive(a.ctx, f.live.options(a.stderr, !f.quiet), plans[0])
 	if err != nil {
 		return err
 	}
-	var mine []*pipebench.Result
-	code := pipebench.ExitOK
-	for i, plan := range plans {
-		if a.ctx.Err() != nil {
-			break
-		}
-		if i > 0 {
-			lv.Next(plan)
-		}
-		fmt.Fprintf(a.stderr, "\ncase %d/%d: %s (%s, %s)\n", i+1, len(plans), plan.Case, plan.Scenario, pipebench.FormatDuration(plan.Duration()))
-		p.Keep.Out = outs[i]
-		p.Progress = lv.Update
-		p.Show = func(res *pipebench.Result) error {
-			lv.Finish(res)
-			fmt.Fprintf(a.stderr, "case %d/%d: %s: %s\n", i+1, len(plans), plan.Case, res.Manifest.Status)
-			return nil
-		}
-		out := execute.Run(a.ctx, plan, p)
-		if out.Result != nil {
-			mine = append(mine, out.Result)
-		}
-		if out.Err != nil {
-			printError(a.stderr, fmt.Errorf("case %s: %w", plan.Case, out.Err))
-		}
-		code = max(code, out.Code)
-	}
-	lv.Close(a.cut, a.stderr)
-	if done := len(suite.Finished(mine)); a.ctx.Err() != nil && done < len(plans) {
-		fmt.Fprintf(a.stderr, "\nsuite %s stopped: %d of %d case(s) finished and kept\n", s.Name, done, len(plans))
-		code = max(code, pipebench.ExitFailure)
-	}
-	table := suite.Finished(mine)
-	if !f.noStore {
-		var names []string
-		for _, p := range plans {
-			names = append(names, p.Scenario)
-		}
-		hist, err := suite.ReadHistory(a.ctx, f.store, s.Name, names)
-		if err != nil {
-			printError(a.stderr, fmt.Errorf("read the suite's earlier runs: %w", err))
-		} else {
-			table = hist
-		}
-	}
-	if err := s.WriteTable(a.stdout, plans, table); err != nil {
-		printError(a.stderr, err)
-		code = max(code, pipebench.ExitFailure)
-	}
+	_, code := s.Run(a.ctx, plans, suite.RunParams{Exec: p, Outs: outs, Live: lv, Cut: a.cut, Log: a.stderr, Table: a.stdout,
+		Problem: func(err error) { printError(a.stderr, err) }})
 	return &silentExit{code: code}
 }
 

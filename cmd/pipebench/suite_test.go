@@ -187,44 +187,6 @@ func TestBuiltinSuitesValidate(t *testing.T) {
 	}
 }
 
-// The built-in kyma-traces suite end to end, each case scaled to 3 s
-// against the embedded collector: one row, the reference's four column
-// groups in its order. About a minute here.
-func TestBuiltinKymaTracesSuite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs four collector cases (about a minute)")
-	}
-	// 4,000 spans/s in batches of 200: the cases mostly wait for their
-	// collectors to start and drain, so they run beside the other long ones.
-	t.Parallel()
-	db := filepath.Join(t.TempDir(), "h.db")
-	stdout, stderr, code := cli(t, "suite", "run", "builtin:kyma-traces", "--duration", "3s", "-q", "--store", db)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	header := ""
-	for _, l := range strings.Split(stdout, "\n") {
-		if strings.HasPrefix(l, "| Version/Test |") {
-			header = l
-		}
-	}
-	want := []string{"Single Pipeline |", "Multi Pipeline |", "Single Pipeline Backpressure |", "Multi Pipeline Backpressure |"}
-	at := 0
-	for _, w := range want {
-		i := strings.Index(header[at:], w)
-		if i < 0 {
-			t.Fatalf("header lacks %q after column %d:\n%s", w, at, stdout)
-		}
-		at += i + len(w)
-	}
-	// One row for the one version. Which columns show depends on whether
-	// the collector's own counters were scraped twice within a 0.75 s
-	// case (the reference's columns) or not (pipebench's own).
-	if strings.Count(stdout, "| otelcol-0.162.0 |") != 1 {
-		t.Errorf("table:\n%s", stdout)
-	}
-}
-
 // A suite asking for a row per run prints its columns, run values beside
 // KPIs; --out keeps each case's Result in its own file; --metrics-addr
 // serves across the cases.

@@ -11,6 +11,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/examples"
+	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/scenario"
@@ -171,5 +172,44 @@ func TestKymaMetricsMultiScaled(t *testing.T) {
 	}
 	if f, _ := res.Total.Get("faulted"); f == 0 {
 		t.Error("the sink faulted nothing")
+	}
+}
+
+// The built-in kyma-traces suite end to end, each case scaled to 3 s
+// against the embedded collector, as `pipebench suite run` runs it: one
+// row, the reference's four column groups in its order. About a minute
+// here.
+func TestBuiltinKymaTracesSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs four collector cases (about a minute)")
+	}
+	// 4,000 spans/s in batches of 200: the cases mostly wait for their
+	// collectors to start and drain, so they run beside the other long ones.
+	t.Parallel()
+	o := suitetest.Run(t, "builtin:kyma-traces", nil, scenario.Overrides{Duration: 3 * time.Second, DurationSet: true})
+	stdout, stderr, code := o.Table, o.Log, o.Code
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	header := ""
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "| Version/Test |") {
+			header = l
+		}
+	}
+	want := []string{"Single Pipeline |", "Multi Pipeline |", "Single Pipeline Backpressure |", "Multi Pipeline Backpressure |"}
+	at := 0
+	for _, w := range want {
+		i := strings.Index(header[at:], w)
+		if i < 0 {
+			t.Fatalf("header lacks %q after column %d:\n%s", w, at, stdout)
+		}
+		at += i + len(w)
+	}
+	// One row for the one version. Which columns show depends on whether
+	// the collector's own counters were scraped twice within a 0.75 s
+	// case (the reference's columns) or not (pipebench's own).
+	if strings.Count(stdout, "| otelcol-0.162.0 |") != 1 {
+		t.Errorf("table:\n%s", stdout)
 	}
 }

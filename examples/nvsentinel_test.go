@@ -1,52 +1,17 @@
-package main
+package examples_test
 
 import (
-	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench/internal/suitetest"
+	"github.com/pipebench/pipebench/scenario"
 )
 
-// suiteTable returns the rows of the markdown table under "## NAME" in
-// out, each as its cells, the header first.
-func suiteTable(t *testing.T, out, name string) [][]string {
-	t.Helper()
-	_, rest, ok := strings.Cut(out, "## "+name+"\n")
-	if !ok {
-		t.Fatalf("no table %s in:\n%s", name, out)
-	}
-	var rows [][]string
-	for _, l := range strings.Split(rest, "\n") {
-		l = strings.TrimSpace(l)
-		if l == "" && len(rows) > 0 {
-			break
-		}
-		if !strings.HasPrefix(l, "|") || strings.HasPrefix(l, "| ---") || strings.HasPrefix(l, "| :--") {
-			continue
-		}
-		cells := strings.Split(strings.Trim(l, "|"), "|")
-		for i := range cells {
-			cells[i] = strings.TrimSpace(cells[i])
-		}
-		rows = append(rows, cells)
-	}
-	return rows
-}
-
-func checkHeader(t *testing.T, rows [][]string, want ...string) {
-	t.Helper()
-	if len(rows) == 0 || strings.Join(rows[0], "|") != strings.Join(want, "|") {
-		t.Fatalf("header %v, want %v", rows, want)
-	}
-}
-
-func number(t *testing.T, row []string, i int) float64 {
-	t.Helper()
-	v, err := strconv.ParseFloat(strings.ReplaceAll(strings.Fields(row[i] + " x")[0], ",", ""), 64)
-	if err != nil {
-		t.Errorf("row %q: column %d is %q, not a number", row[0], i, row[i])
-	}
-	return v
-}
+// The built-in reference suites of the nvsentinel report, run as
+// `pipebench suite run` runs them (internal/suitetest), their tables
+// checked against what the report's tables mean.
 
 // The built-in sustained suite at 3 s a case (two store readings at least
 // in each, with the other suites running beside it), without an API server (the
@@ -60,17 +25,18 @@ func TestBuiltinNVSentinelSustainedSuite(t *testing.T) {
 		t.Skip("runs four cases")
 	}
 	t.Parallel()
-	stdout, stderr, code := cliEnv(t, noAPIServer, "suite", "run", "builtin:nvsentinel-sustained", "--duration", "3s", "-q", "--no-store")
+	o := suitetest.Run(t, "builtin:nvsentinel-sustained", suitetest.NoAPIServer, scenario.Overrides{Duration: 3 * time.Second, DurationSet: true})
+	stdout, stderr, code := o.Table, o.Log, o.Code
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	rows := suiteTable(t, stdout, "nvsentinel-sustained")
-	checkHeader(t, rows, "Test", "Ran", "Request Rate (req/s)", "P50 Latency (ms)", "P75 Latency (ms)", "P95 Latency (ms)", "P99 Latency (ms)",
+	rows := suitetest.Rows(t, stdout, "nvsentinel-sustained")
+	suitetest.CheckHeader(t, rows, "Test", "Ran", "Request Rate (req/s)", "P50 Latency (ms)", "P75 Latency (ms)", "P95 Latency (ms)", "P99 Latency (ms)",
 		"Insert Rate (ops/min)", "Total Events", "Memory (MB)", "Connections", "Performance", "System under test")
 	if len(rows) != 5 {
 		t.Fatalf("%d rows, want 4:\n%s", len(rows)-1, stdout)
 	}
-	if r := rows[1]; r[0] != "Baseline (no load)" || r[11] != "Baseline" || number(t, r, 8) != 0 {
+	if r := rows[1]; r[0] != "Baseline (no load)" || r[11] != "Baseline" || suitetest.Number(t, r, 8) != 0 {
 		t.Errorf("baseline row %v", r)
 	}
 	for i, want := range []struct {
@@ -84,14 +50,14 @@ func TestBuiltinNVSentinelSustainedSuite(t *testing.T) {
 		if !strings.HasPrefix(r[2], "no API server (set PIPEBENCH_TEST_KUBE_BIN") || r[3] != "no API server" {
 			t.Errorf("%s: the API server's columns %q, %q do not say why they are empty", want.test, r[2], r[3])
 		}
-		if stored := number(t, r, 8); stored != 3*want.rate {
+		if stored := suitetest.Number(t, r, 8); stored != 3*want.rate {
 			t.Errorf("%s: %g events stored, want %g", want.test, stored, 3*want.rate)
 		}
-		if mem := number(t, r, 9); mem < 5 || mem > 4000 {
+		if mem := suitetest.Number(t, r, 9); mem < 5 || mem > 4000 {
 			t.Errorf("%s: store memory %g MB", want.test, mem)
 		}
-		number(t, r, 7)  // inserts per minute
-		number(t, r, 10) // connections
+		suitetest.Number(t, r, 7)  // inserts per minute
+		suitetest.Number(t, r, 10) // connections
 		if !strings.HasPrefix(r[11], "no apiserver_latency_seconds.p75") {
 			t.Errorf("%s: status %q without an API server to compare", want.test, r[11])
 		}
@@ -108,15 +74,16 @@ func TestBuiltinNVSentinelBurstSuite(t *testing.T) {
 		t.Skip("runs five cases")
 	}
 	t.Parallel()
-	stdout, stderr, code := cliEnv(t, noAPIServer, "suite", "run", "builtin:nvsentinel-burst", "--duration", "2s", "-q", "--no-store")
+	o := suitetest.Run(t, "builtin:nvsentinel-burst", suitetest.NoAPIServer, scenario.Overrides{Duration: 2 * time.Second, DurationSet: true})
+	stdout, stderr, code := o.Table, o.Log, o.Code
 	if code != 0 && code != 98 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stderr, "runs once") {
 		t.Errorf("no word of the cases run once:\n%s", stderr)
 	}
-	rows := suiteTable(t, stdout, "nvsentinel-burst")
-	checkHeader(t, rows, "Test", "Duration", "Request Rate (req/s)", "P50 Latency (ms)", "P75 Latency (ms)", "P95 Latency (ms)", "P99 Latency (ms)",
+	rows := suitetest.Rows(t, stdout, "nvsentinel-burst")
+	suitetest.CheckHeader(t, rows, "Test", "Duration", "Request Rate (req/s)", "P50 Latency (ms)", "P75 Latency (ms)", "P95 Latency (ms)", "P99 Latency (ms)",
 		"Insert Rate (ops/min)", "Memory (MB)", "Connections", "Refused (/s)", "System Status", "System under test")
 	want := []string{"Baseline (no load)", "Moderate Burst (1,500 events/s) 2s", "High Burst (3,000 events/s) 2s",
 		"Extreme Burst (4,200 events/s) 2s", "Extended Extreme Burst (4,200 events/s) 2s"}
@@ -126,8 +93,11 @@ func TestBuiltinNVSentinelBurstSuite(t *testing.T) {
 	for i, w := range want {
 		r := rows[i+1]
 		// The load ran 2 s, or longer when the machine was too busy to
-		// keep the schedule (and the case is invalid).
-		if ran := number(t, r, 1); r[0] != w || ran < 2 || (ran > 4 && !strings.HasPrefix(r[11], "Test invalid")) {
+		// keep the schedule (and the case is invalid: its cells struck
+		// out, its label marked INVALID[^N]).
+		invalid := strings.HasPrefix(r[11], "Test invalid")
+		label, _, _ := strings.Cut(r[0], " INVALID[")
+		if label != w || !invalid && (suitetest.Number(t, r, 1) < 2 || suitetest.Number(t, r, 1) > 4) {
 			t.Errorf("row %v, want %s for 2 s", r, w)
 		}
 		kept := "kept running from case 1 (Baseline (no load))"
@@ -137,12 +107,12 @@ func TestBuiltinNVSentinelBurstSuite(t *testing.T) {
 		if r[12] != kept {
 			t.Errorf("%s: system under test %q, want %q", w, r[12], kept)
 		}
-		if strings.HasPrefix(r[11], "Test invalid") {
+		if invalid {
 			t.Logf("%s was invalid here (the machine is busy): %v", w, r)
 			continue
 		}
 		if i > 0 {
-			number(t, r, 8) // memory
+			suitetest.Number(t, r, 8) // memory
 		}
 	}
 }
@@ -160,12 +130,13 @@ func TestBuiltinNVSentinelBlastSuite(t *testing.T) {
 		t.Skip("runs three blasts (about 30 s)")
 	}
 	t.Parallel()
-	stdout, stderr, code := cliEnv(t, noAPIServer, "suite", "run", "builtin:nvsentinel-blast", "-q", "--no-store")
+	o := suitetest.Run(t, "builtin:nvsentinel-blast", suitetest.NoAPIServer, scenario.Overrides{})
+	stdout, stderr, code := o.Table, o.Log, o.Code
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	rows := suiteTable(t, stdout, "nvsentinel-blast")
-	checkHeader(t, rows, "Scale", "Nodes", "Time to Complete (s)", "Peak Queue", "Avg Rate (/s)", "Send-to-effect P50 (ms)", "Send-to-effect P90 (ms)",
+	rows := suitetest.Rows(t, stdout, "nvsentinel-blast")
+	suitetest.CheckHeader(t, rows, "Scale", "Nodes", "Time to Complete (s)", "Peak Queue", "Avg Rate (/s)", "Send-to-effect P50 (ms)", "Send-to-effect P90 (ms)",
 		"Send-to-effect P99 (ms)", "Handling P50 (ms)", "Handling P90 (ms)", "Handling P99 (ms)", "Peak Backlog (Prometheus)", "Status")
 	if len(rows) != 4 {
 		t.Fatalf("%d rows, want 3:\n%s", len(rows)-1, stdout)
@@ -175,7 +146,7 @@ func TestBuiltinNVSentinelBlastSuite(t *testing.T) {
 		nodes float64
 	}{{"10%", 150}, {"25%", 375}, {"50%", 750}} {
 		r := rows[i+1]
-		if r[0] != want.scale || number(t, r, 1) != want.nodes || r[12] != "completed" {
+		if r[0] != want.scale || suitetest.Number(t, r, 1) != want.nodes || r[12] != "completed" {
 			t.Errorf("row %v, want %s of %g nodes, completed", r, want.scale, want.nodes)
 		}
 		ideal := want.nodes / 50
@@ -183,24 +154,24 @@ func TestBuiltinNVSentinelBlastSuite(t *testing.T) {
 		// event (a store update, a cordon): never faster than the pace,
 		// slower on a machine too busy to do the work in 20 ms; the time
 		// to complete is the count at the rate it managed.
-		avg := number(t, r, 4)
+		avg := suitetest.Number(t, r, 4)
 		if avg < 0.4*50 || avg > 52 {
 			t.Errorf("%s: average rate %g/s, want at most 50/s and not far below", want.scale, avg)
 		}
-		if ttc := number(t, r, 2); ttc < ideal*0.95 || ttc > want.nodes/avg*1.2+2 {
+		if ttc := suitetest.Number(t, r, 2); ttc < ideal*0.95 || ttc > want.nodes/avg*1.2+2 {
 			t.Errorf("%s: time to complete %g s at %g/s, want about %g s", want.scale, ttc, avg, want.nodes/avg)
 		}
-		if peak := number(t, r, 3); peak < 0.6*want.nodes || peak > want.nodes {
+		if peak := suitetest.Number(t, r, 3); peak < 0.6*want.nodes || peak > want.nodes {
 			t.Errorf("%s: peak queue %g, want near %g", want.scale, peak, want.nodes)
 		}
 		// Events waited in the queue for up to the whole blast: the p99
 		// near the time to complete, the p50 about half of it.
-		p50, p99 := number(t, r, 5), number(t, r, 7)
+		p50, p99 := suitetest.Number(t, r, 5), suitetest.Number(t, r, 7)
 		if p99 < 0.7*ideal*1000 || p50 > 0.75*p99 {
 			t.Errorf("%s: effect p50 %g ms, p99 %g ms; the blast took about %g s", want.scale, p50, p99, ideal)
 		}
 		// The handling is one event's work, without its wait.
-		if h50 := number(t, r, 8); h50 <= 0 || h50 >= p50 {
+		if h50 := suitetest.Number(t, r, 8); h50 <= 0 || h50 >= p50 {
 			t.Errorf("%s: handling p50 %g ms, send-to-effect p50 %g ms", want.scale, h50, p50)
 		}
 	}
@@ -213,8 +184,3 @@ func TestBuiltinNVSentinelBlastSuite(t *testing.T) {
 		t.Errorf("the stage breakdown lacks the quarantine stage:\n%s", stdout)
 	}
 }
-
-// noAPIServer runs the nvsentinel scenarios without an API server (their
-// ${PIPEBENCH_TEST_KUBE_BIN} and ${PIPEBENCH_KUBECONFIG} empty), whatever
-// the environment says; the suites then run side by side.
-var noAPIServer = map[string]string{"PIPEBENCH_TEST_KUBE_BIN": "", "PIPEBENCH_KUBECONFIG": ""}

@@ -1,0 +1,15 @@
+package examples_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/pipebench/pipebench/builtins"
+)
+
+func TestMain(m *testing.M) {
+	// The test binary is also the embedded services' child processes
+	// (the health-event service's document store, collectors).
+	builtins.MaybeRunChild()
+	os.Exit(m.Run())
+}
