@@ -35,32 +35,20 @@ func pipelineRows(phases []*pipebench.PhaseResult) []Row {
 	sort.Slice(names, func(i, j int) bool { return pipelineLess(names[i], names[j]) })
 	var out []Row
 	for _, name := range names {
-		for _, sp := range []struct {
-			label string
-			cell  func(p *pipebench.PhaseResult) (string, bool)
-		}{
-			{"delivered/s", pipelineKPI("pipeline_delivered_rate", name)},
-			{"delivered", pipelineKPI("pipeline_delivered", name)},
-			{"lost", pipelineKPI("pipeline_lost", name)},
-			{"duplicates", pipelineKPI("pipeline_duplicates", name)},
-			{"faulted by sink", pipelineKPI("pipeline_faulted", name)},
-			{"e2e p50", pipelineKPI("pipeline_e2e_latency.p50", name)},
-			{"e2e p99", pipelineKPI("pipeline_e2e_latency.p99", name)},
-			{"exporter sent/s", exporterKPI("per_exporter_sent_rate", name)},
-			{"exporter failed/s", exporterKPI("per_exporter_failed_rate", name)},
-			{"exporter queue max", exporterKPI("per_exporter_queue_size.max", name)},
+		for _, sp := range []spec{
+			{label: "delivered/s", cell: pipelineKPI("pipeline_delivered_rate", name)},
+			{label: "delivered", cell: pipelineKPI("pipeline_delivered", name)},
+			{label: "lost", cell: pipelineKPI("pipeline_lost", name)},
+			{label: "duplicates", cell: pipelineKPI("pipeline_duplicates", name)},
+			{label: "faulted by sink", cell: pipelineKPI("pipeline_faulted", name)},
+			{label: "e2e p50", cell: pipelineKPI("pipeline_e2e_latency.p50", name)},
+			{label: "e2e p99", cell: pipelineKPI("pipeline_e2e_latency.p99", name)},
+			{label: "exporter sent/s", cell: exporterKPI("per_exporter_sent_rate", name)},
+			{label: "exporter failed/s", cell: exporterKPI("per_exporter_failed_rate", name)},
+			{label: "exporter queue max", cell: exporterKPI("per_exporter_queue_size.max", name)},
 		} {
-			cells := make([]string, len(phases))
-			any := false
-			for i, p := range phases {
-				if v, ok := sp.cell(p); ok {
-					cells[i], any = v, true
-				} else {
-					cells[i] = "-"
-				}
-			}
-			if any {
-				out = append(out, Row{Group: "pipeline " + name, Label: sp.label, Cells: cells})
+			if row, ok := sp.row("pipeline "+name, phases); ok {
+				out = append(out, row)
 			}
 		}
 	}

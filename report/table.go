@@ -29,17 +29,8 @@ func Table(r *pipebench.Result) ([]*pipebench.PhaseResult, []Row) {
 	phases := Phases(r)
 	var out []Row
 	for _, sp := range specs(r.Manifest.Item) {
-		cells := make([]string, len(phases))
-		any := false
-		for i, p := range phases {
-			if v, ok := sp.cell(p); ok {
-				cells[i], any = v, true
-			} else {
-				cells[i] = "-"
-			}
-		}
-		if any {
-			out = append(out, Row{Group: sp.group, Label: sp.label, Cells: cells})
+		if row, ok := sp.row(sp.group, phases); ok {
+			out = append(out, row)
 		}
 	}
 	out = append(out, pipelineRows(phases)...)
@@ -213,4 +204,19 @@ func specs(item string) []spec {
 		{"blast", "peak backlog", kpi("peak_backlog"), "peak_backlog"},
 		{"blast", "completion rate", kpi("completion_rate"), "completion_rate"},
 	}
+}
+
+// row is the spec's row over phases, in group, each cell "-" where a
+// phase has no value; false when no phase has one.
+func (sp spec) row(group string, phases []*pipebench.PhaseResult) (Row, bool) {
+	cells := make([]string, len(phases))
+	any := false
+	for i, p := range phases {
+		if v, ok := sp.cell(p); ok {
+			cells[i], any = v, true
+		} else {
+			cells[i] = "-"
+		}
+	}
+	return Row{Group: group, Label: sp.label, Cells: cells}, any
 }
