@@ -96,24 +96,6 @@ func testPod(args []string) int {
 	return 0
 }
 
-// syncBuffer is a log the launcher writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // e2e is a control plane with the Job, DaemonSet, TTL and garbage
 // collector controllers, and two simulated nodes: node-a (pool=load) and
 // node-b (pool=sut, tainted dedicated=sut:NoSchedule, as a platform keeps
@@ -194,11 +176,11 @@ func (e *e2e) launcher(log io.Writer) Launch {
 
 // launch runs scen as k8s run does, in namespace ns, and merges what it
 // collected.
-func (e *e2e) launch(t *testing.T, ctx context.Context, ns, scen string, s Setup) (*pipebench.Result, *Collected, *syncBuffer, error) {
+func (e *e2e) launch(t *testing.T, ctx context.Context, ns, scen string, s Setup) (*pipebench.Result, *Collected, *testutil.Buffer, error) {
 	t.Helper()
 	e.namespace(t, ns)
 	o := e.prepare(t, ns, scen, s)
-	log := &syncBuffer{}
+	log := &testutil.Buffer{}
 	col, err := e.launcher(log).Run(ctx, o)
 	t.Logf("launcher:\n%s", log)
 	if err != nil {
@@ -406,8 +388,8 @@ thresholds: ["errors == 0", "lost == 0"]
 			t.Fatal(err)
 		}
 		applyYAML(t, e.c.Client, manifests.String())
-		collect := func(keep bool) (*pipebench.Result, *syncBuffer) {
-			log := &syncBuffer{}
+		collect := func(keep bool) (*pipebench.Result, *testutil.Buffer) {
+			log := &testutil.Buffer{}
 			l := e.launcher(log)
 			l.Keep = keep
 			col, err := l.Collect(context.Background(), ns, o.Name)
@@ -601,7 +583,7 @@ phases:
 		ns := "interrupt"
 		e.namespace(t, ns)
 		o := e.prepare(t, ns, scen, Setup{Shards: 2})
-		log := &syncBuffer{}
+		log := &testutil.Buffer{}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {

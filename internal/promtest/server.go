@@ -2,14 +2,12 @@
 package promtest
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +39,7 @@ func Prometheus(t testing.TB, config, why string, args ...string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--config.file=" + file, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=" + addr, "--log.level=warn"}, args...)...)
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -58,22 +56,4 @@ func Prometheus(t testing.TB, config, why string, args ...string) string {
 		return resp.StatusCode == http.StatusOK
 	}, "prometheus did not become ready:\n%s", logs)
 	return base
-}
-
-// syncBuffer is a bytes.Buffer the child's output and the test can share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
