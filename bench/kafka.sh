@@ -8,6 +8,7 @@
 #   bench/kafka.sh                     # REPS=2 pairs of 1,000,000 records of 1 KiB
 #   REPS=3 MSGS=2000000 SIZE=512 bench/kafka.sh
 #   REPS=0 RATE=20000 bench/kafka.sh   # the checks alone
+#   REPS=0 BASELINE=/path/to/old/pipebench bench/kafka.sh   # each check with the old binary, then this tree's
 #
 # Broker: one Apache Kafka (KRaft) from the jars in $PIPEBENCH_KAFKA_LIBS
 # (or .cache/kafka-libs; .ci/run fetches them), 512 MiB heap, its data in a
@@ -153,9 +154,9 @@ phase() { jq -r --arg n "$2" '[.phases[] | select(.name == "hold" or .name == "l
 # taskset and timeout).
 leaf() { local q=$1 c; while c=$(pgrep -P "$q" | head -1) && [ -n "$c" ]; do q=$c; done; echo "$q"; }
 check() {
-	local name=$1 out=$WORK/$1.json scenario=${2:-kafka-e2e}
+	local name=$1 out=$WORK/$1.json scenario=${2:-kafka-e2e} pb=${CHECK_PB:-$PB}
 	/usr/bin/time -f '%U %S %M %e' -o "$WORK/$name.time" taskset -c 0 timeout 600 \
-		"$PB" run "$HERE/$scenario.yaml" --no-store --quiet --out "$out" >"$WORK/$name.log" 2>&1 &
+		"$pb" run "$HERE/$scenario.yaml" --no-store --quiet --out "$out" >"$WORK/$name.log" 2>&1 &
 	local job=$! anon=0 file=0 conns=0 a f c q i=0
 	while kill -0 "$job" 2>/dev/null; do
 		q=$(leaf "$job")
@@ -181,14 +182,25 @@ check() {
 echo
 echo "us/rec: the generator's CPU per record produced (rate and conns: the consumer's included); anon, file: the peaks of the RSS's parts"
 printf '%-7s %8s %10s %7s %9s %9s %5s %8s %8s %6s %6s %7s %5s %7s %9s %8s %8s %5s\n' check target/s achieved/s ratio accepted delivered lost e2e-p50 e2e-p99 conns broker CPU-s cores us/rec peak-RSS anon file load
-topic e2e
-PIPEBENCH_TOPIC=e2e PIPEBENCH_GROUP=e2e PIPEBENCH_RATE=$RATE PIPEBENCH_SIZE=$SIZE_E2E PIPEBENCH_BATCH=$((RATE / 1000 > 1 ? RATE / 1000 : 1)) check rate
-topic ratep
-PIPEBENCH_TOPIC=ratep PIPEBENCH_RATE=$RATE PIPEBENCH_DURATION=20s PIPEBENCH_SIZE=$SIZE_E2E PIPEBENCH_BATCH=$((RATE / 1000 > 1 ? RATE / 1000 : 1)) check rate-p kafka-rate
-topic conns
-PIPEBENCH_TOPIC=conns PIPEBENCH_GROUP=conns PIPEBENCH_RATE=1000 PIPEBENCH_SIZE=256 PIPEBENCH_BATCH=1 PIPEBENCH_CONNECTIONS=$CONNS check conns
+# both NAME ARGS...: the check with BASELINE's binary first (NAME-base),
+# then with this tree's, each on a topic of its own.
+both() {
+	local name=$1
+	shift
+	if [ -n "${BASELINE:-}" ]; then
+		topic "$PIPEBENCH_TOPIC-base"
+		PIPEBENCH_TOPIC=$PIPEBENCH_TOPIC-base PIPEBENCH_GROUP=$PIPEBENCH_GROUP-base CHECK_PB=$BASELINE check "$name-base" "$@"
+	fi
+	topic "$PIPEBENCH_TOPIC"
+	check "$name" "$@"
+}
+BATCH_E2E=$((RATE / 1000 > 1 ? RATE / 1000 : 1))
+export PIPEBENCH_DURATION=20s
+PIPEBENCH_TOPIC=e2e PIPEBENCH_GROUP=e2e PIPEBENCH_RATE=$RATE PIPEBENCH_SIZE=$SIZE_E2E PIPEBENCH_BATCH=$BATCH_E2E PIPEBENCH_CONNECTIONS=1 both rate
+PIPEBENCH_TOPIC=ratep PIPEBENCH_GROUP=- PIPEBENCH_RATE=$RATE PIPEBENCH_SIZE=$SIZE_E2E PIPEBENCH_BATCH=$BATCH_E2E PIPEBENCH_CONNECTIONS=1 both rate-p kafka-rate
+PIPEBENCH_TOPIC=conns PIPEBENCH_GROUP=conns PIPEBENCH_RATE=1000 PIPEBENCH_SIZE=256 PIPEBENCH_BATCH=1 PIPEBENCH_CONNECTIONS=$CONNS both conns
 # The same producers without the consumer: the driver's own footprint;
 # then one producer: the footprint of the rest.
-PIPEBENCH_TOPIC=conns PIPEBENCH_RATE=1000 PIPEBENCH_DURATION=20s PIPEBENCH_SIZE=256 PIPEBENCH_BATCH=1 PIPEBENCH_CONNECTIONS=$CONNS check conns-p kafka-rate
-PIPEBENCH_TOPIC=conns PIPEBENCH_RATE=1000 PIPEBENCH_DURATION=20s PIPEBENCH_SIZE=256 PIPEBENCH_BATCH=1 PIPEBENCH_CONNECTIONS=1 check conns-1 kafka-rate
+PIPEBENCH_TOPIC=connsp PIPEBENCH_GROUP=- PIPEBENCH_RATE=1000 PIPEBENCH_SIZE=256 PIPEBENCH_BATCH=1 PIPEBENCH_CONNECTIONS=$CONNS both conns-p kafka-rate
+PIPEBENCH_TOPIC=conns1 PIPEBENCH_GROUP=- PIPEBENCH_RATE=1000 PIPEBENCH_SIZE=256 PIPEBENCH_BATCH=1 PIPEBENCH_CONNECTIONS=1 both conns-1 kafka-rate
 echo "machine load average $(cut -d' ' -f1-3 /proc/loadavg) at the end (logs and results in $WORK)"

@@ -210,7 +210,10 @@ func (d *Driver) Start(ctx context.Context) error {
 // produce connection to every broker with an empty produce request (acks
 // 1 or all; with acks 0 the broker answers none, and the first send opens
 // it). Otherwise the first send of each producer would wait for all three,
-// which with many producers is the first seconds of the run.
+// which with many producers is the first seconds of the run. The
+// producer then holds three connections: to the bootstrap broker, to the
+// broker as its metadata names it, and the produce connection; franz-go
+// closes the first two once idle for 20 s (its ConnIdleTimeout).
 func (d *Driver) warm(ctx context.Context, cl *kgo.Client) error {
 	wctx, cancel := context.WithTimeout(ctx, min(d.cfg.Timeout.D(), 10*time.Second))
 	defer cancel()
