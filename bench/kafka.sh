@@ -44,7 +44,8 @@
 # Memory: peak RSS (/usr/bin/time), and its two parts at their peaks
 # (sampled from /proc every 0.2 s): anonymous (what the run allocated)
 # and file (the executable's pages mapped in: the same whatever the run
-# does, as conns-1 shows).
+# does, as conns-1 shows); live, the most heap the Go collector found in
+# use after a cycle (GODEBUG=gctrace=1).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -155,7 +156,7 @@ phase() { jq -r --arg n "$2" '[.phases[] | select(.name == "hold" or .name == "l
 leaf() { local q=$1 c; while c=$(pgrep -P "$q" | head -1) && [ -n "$c" ]; do q=$c; done; echo "$q"; }
 check() {
 	local name=$1 out=$WORK/$1.json scenario=${2:-kafka-e2e} pb=${CHECK_PB:-$PB}
-	/usr/bin/time -f '%U %S %M %e' -o "$WORK/$name.time" taskset -c 0 timeout 600 \
+	GODEBUG=gctrace=1 /usr/bin/time -f '%U %S %M %e' -o "$WORK/$name.time" taskset -c 0 timeout 600 \
 		"$pb" run "$HERE/$scenario.yaml" --no-store --quiet --out "$out" >"$WORK/$name.log" 2>&1 &
 	local job=$! anon=0 file=0 conns=0 a f c q i=0
 	while kill -0 "$job" 2>/dev/null; do
@@ -172,16 +173,18 @@ check() {
 	wait "$job" || true
 	[ -s "$out" ] || { echo "$name: no result, see $WORK/$name.log" >&2; return; }
 	read -r user sys rss wall < <(tail -1 "$WORK/$name.time")
-	local consumed=$(kpi "$out" delivered)
-	[ "$consumed" = - ] && consumed=0
+	# The live heap: the most the collector found still in use after a
+	# cycle (gctrace's "before->after->live MB").
+	local live
+	live=$(sed -n 's/^gc .*->\([0-9]*\) MB, .*/\1/p' "$WORK/$name.log" | sort -n | tail -1)
 	awk -v n="$name" -v t="$(phase "$out" target_rate)" -v a="$(phase "$out" sent_rate)" -v s="$(kpi "$out" accepted)" -v d="$(kpi "$out" delivered)" \
 		-v l="$(kpi "$out" lost)" -v p50="$(kpi "$out" e2e_latency.p50)" -v p99="$(kpi "$out" e2e_latency.p99)" -v c="$(kpi "$out" connections_open.max)" \
-		-v b="$conns" -v u="$user" -v y="$sys" -v w="$wall" -v m="$rss" -v an="$anon" -v fi="$file" -v la="$(cut -d' ' -f1 /proc/loadavg)" \
-		'BEGIN {printf "%-7s %8.0f %10.1f %7.4f %9d %9s %5s %8s %8s %6d %6d %7.2f %5.2f %7.2f %6d MB %5d MB %5d MB %5.1f\n", n, t, a, a / t, s, d, l, p50, p99, c, b, u + y, (u + y) / w, (u + y) * 1e6 / s, m / 1024, an / 1024, fi / 1024, la}'
+		-v b="$conns" -v u="$user" -v y="$sys" -v w="$wall" -v m="$rss" -v an="$anon" -v fi="$file" -v lh="${live:-0}" -v la="$(cut -d' ' -f1 /proc/loadavg)" \
+		'BEGIN {printf "%-7s %8.0f %10.1f %7.4f %9d %9s %5s %8s %8s %6d %6d %7.2f %5.2f %7.2f %6d MB %5d MB %5d MB %5d MB %5.1f\n", n, t, a, a / t, s, d, l, p50, p99, c, b, u + y, (u + y) / w, (u + y) * 1e6 / s, m / 1024, an / 1024, fi / 1024, lh, la}'
 }
 echo
-echo "us/rec: the generator's CPU per record produced (rate and conns: the consumer's included); anon, file: the peaks of the RSS's parts"
-printf '%-7s %8s %10s %7s %9s %9s %5s %8s %8s %6s %6s %7s %5s %7s %9s %8s %8s %5s\n' check target/s achieved/s ratio accepted delivered lost e2e-p50 e2e-p99 conns broker CPU-s cores us/rec peak-RSS anon file load
+echo "us/rec: the generator's CPU per record produced (rate and conns: the consumer's included); anon, file: the peaks of the RSS's parts; live: the most heap in use after a GC cycle"
+printf '%-7s %8s %10s %7s %9s %9s %5s %8s %8s %6s %6s %7s %5s %7s %9s %8s %8s %8s %5s\n' check target/s achieved/s ratio accepted delivered lost e2e-p50 e2e-p99 conns broker CPU-s cores us/rec peak-RSS anon file live load
 # both NAME ARGS...: the check with BASELINE's binary first (NAME-base),
 # then with this tree's, each on a topic of its own.
 both() {
