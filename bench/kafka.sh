@@ -8,9 +8,10 @@
 #   bench/kafka.sh                     # REPS=2 pairs of 1,000,000 records of 1 KiB
 #   REPS=3 MSGS=2000000 SIZE=512 bench/kafka.sh
 #   REPS=0 RATE=20000 bench/kafka.sh   # the checks alone
+#   REPS=0 BASELINE=/path/to/old/pipebench bench/kafka.sh   # each check with the old binary, then this tree's
 #
 # Broker: one Apache Kafka (KRaft) from the jars in $PIPEBENCH_KAFKA_LIBS
-# (or .cache/kafka-libs; .ci/run fetches them), 1 GiB heap, its data in a
+# (or .cache/kafka-libs; .ci/run fetches them), 512 MiB heap, its data in a
 # scratch folder, on 127.0.0.1, pinned to CPU 1; every generator pinned to
 # CPU 0. The topic has 16 partitions.
 #   peer:      ProducerPerformance --num-records MSGS --record-size SIZE
@@ -26,13 +27,25 @@
 # log-end offsets' growth over the generator's wall time, start-up
 # included), MB/s of record values by the tool's rate, the generator's
 # CPU-seconds and peak RSS.
-# Checks (pipebench alone, bench/kafka-e2e.yaml, a consumer group reading
-# every record back):
-#   rate:  RATE (50,000/s) of SIZE_E2E (1 KiB) for 20 s: achieved/target,
-#          produced = consumed, end-to-end latency over every record, CPU.
-#   conns: 1,000 producers (each its own client and connections) at
-#          1,000/s for 20 s: peak RSS; conns-p the same without the
-#          consumer (bench/kafka-rate.yaml), the producers' own footprint.
+# Checks (pipebench alone; each line with the load average at its end):
+#   rate:    RATE (50,000/s) of SIZE_E2E (1 KiB) for 20 s, bench/kafka-e2e.yaml
+#            (a consumer group reads every record back): achieved/target,
+#            produced = consumed, end-to-end latency over every record,
+#            CPU-s, cores and CPU per record produced and consumed.
+#   rate-p:  the same rate without the consumer (bench/kafka-rate.yaml):
+#            the generator's own CPU (cores, and us per record, the figure
+#            least affected by other load on the machine).
+#   conns:   CONNS (1,000) producers (each its own client and connections)
+#            at 1,000/s for 20 s, with the consumer; conns-p the same
+#            without it, the producers' own footprint; conns-1 one
+#            producer, the same run's footprint without the producers.
+#            broker-conns is the most connections to the broker's port the
+#            kernel held at once during the run (ss, sampled every 0.5 s).
+# Memory: peak RSS (/usr/bin/time), and its two parts at their peaks
+# (sampled from /proc every 0.2 s): anonymous (what the run allocated)
+# and file (the executable's pages mapped in: the same whatever the run
+# does, as conns-1 shows); live, the most heap the Go collector found in
+# use after a cycle (GODEBUG=gctrace=1).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -82,7 +95,7 @@ group.initial.rebalance.delay.ms=0
 EOF
 printf 'status = error\nappender.console.type = Console\nappender.console.name = STDOUT\nappender.console.layout.type = PatternLayout\nappender.console.layout.pattern = [%%d] %%p %%m (%%c)%%n\nrootLogger.level = warn\nrootLogger.appenderRef.stdout.ref = STDOUT\n' >"$WORK/log4j2.properties"
 tool kafka.tools.StorageTool format -t "$(tool kafka.tools.StorageTool random-uuid)" -c "$WORK/server.properties" >"$WORK/format.log" 2>&1
-taskset -c 1 "$JAVA" -Xmx1g -Xms1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Dlog4j2.configurationFile="$WORK/log4j2.properties" \
+taskset -c 1 timeout 3600 "$JAVA" -Xmx512m -Xms512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Dlog4j2.configurationFile="$WORK/log4j2.properties" \
 	-cp "$CP" kafka.Kafka "$WORK/server.properties" >"$WORK/broker.log" 2>&1 &
 BROKER=$!
 trap 'kill $BROKER 2>/dev/null; wait $BROKER 2>/dev/null || true; rm -rf "$WORK/data"' EXIT
@@ -92,7 +105,7 @@ offsets() { tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$BOOT
 topic bench
 
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"
-printf '%-16s %12s %12s %8s %10s %9s\n' run tool-msgs/s broker-msgs/s MB/s gen-CPU-s peak-RSS
+printf '%-16s %12s %12s %8s %10s %7s %9s %5s\n' run tool-msgs/s broker-msgs/s MB/s gen-CPU-s us/rec peak-RSS load
 RESULTS=$WORK/results
 : >"$RESULTS"
 # measure NAME -- CMD...: runs CMD pinned to CPU 0, prints its line; the
@@ -118,8 +131,8 @@ measure() {
 	*) rate=$(grep -o '[0-9.]* records/sec' "$WORK/$name.out" | tail -1 | cut -d' ' -f1) ;;
 	esac
 	read -r user sys rss wall < <(tail -1 "$WORK/$name.time")
-	awk -v n="$name" -v r="$rate" -v s="$((after - before))" -v u="$user" -v y="$sys" -v m="$rss" -v w="$wall" -v z="$SIZE" \
-		'BEGIN {printf "%-16s %12.0f %12.0f %8.1f %10.2f %6d MB\n", n, r, s / w, r * z / 1048576, u + y, m / 1024}'
+	awk -v n="$name" -v r="$rate" -v s="$((after - before))" -v u="$user" -v y="$sys" -v m="$rss" -v w="$wall" -v z="$SIZE" -v k="$MSGS" -v la="$(cut -d' ' -f1 /proc/loadavg)" \
+		'BEGIN {printf "%-16s %12.0f %12.0f %8.1f %10.2f %7.2f %6d MB %5.1f\n", n, r, s / w, r * z / 1048576, u + y, (u + y) * 1e6 / k, m / 1024, la}'
 	echo "${name%-r*} $rate" >>"$RESULTS"
 }
 
@@ -138,23 +151,59 @@ median() { grep "^$1 " "$RESULTS" | awk '{print $2}' | sort -g | awk '{a[NR] = $
 
 kpi() { jq -r --arg n "$2" '[.total.kpis[] | select(.name == $n) | .value] | first // "-"' "$1"; }
 phase() { jq -r --arg n "$2" '[.phases[] | select(.name == "hold" or .name == "load") | .kpis[] | select(.name == $n) | .value] | first // "-"' "$1"; }
+# leaf PID: the deepest first descendant (the pipebench under time,
+# taskset and timeout).
+leaf() { local q=$1 c; while c=$(pgrep -P "$q" | head -1) && [ -n "$c" ]; do q=$c; done; echo "$q"; }
 check() {
-	local name=$1 out=$WORK/$1.json scenario=${2:-kafka-e2e}
-	/usr/bin/time -f '%U %S %M %e' -o "$WORK/$name.time" taskset -c 0 timeout 600 \
-		"$PB" run "$HERE/$scenario.yaml" --no-store --quiet --out "$out" >"$WORK/$name.log" 2>&1 || true
+	local name=$1 out=$WORK/$1.json scenario=${2:-kafka-e2e} pb=${CHECK_PB:-$PB}
+	GODEBUG=gctrace=1 /usr/bin/time -f '%U %S %M %e' -o "$WORK/$name.time" taskset -c 0 timeout 600 \
+		"$pb" run "$HERE/$scenario.yaml" --no-store --quiet --out "$out" >"$WORK/$name.log" 2>&1 &
+	local job=$! anon=0 file=0 conns=0 a f c q i=0
+	while kill -0 "$job" 2>/dev/null; do
+		q=$(leaf "$job")
+		read -r a f < <(awk '/^RssAnon:/ {a = $2} /^RssFile:/ {f = $2} END {print a + 0, f + 0}' "/proc/$q/status" 2>/dev/null || echo 0 0)
+		[ "${a:-0}" -gt "$anon" ] && anon=$a
+		[ "${f:-0}" -gt "$file" ] && file=$f
+		if [ $((i++ % 3)) = 0 ]; then
+			c=$(ss -tnH state established "( dport = :$PORT )" 2>/dev/null | wc -l)
+			[ "$c" -gt "$conns" ] && conns=$c
+		fi
+		sleep 0.2
+	done
+	wait "$job" || true
 	[ -s "$out" ] || { echo "$name: no result, see $WORK/$name.log" >&2; return; }
 	read -r user sys rss wall < <(tail -1 "$WORK/$name.time")
+	# The live heap: the most the collector found still in use after a
+	# cycle (gctrace's "before->after->live MB").
+	local live
+	live=$(sed -n 's/^gc .*->\([0-9]*\) MB, .*/\1/p' "$WORK/$name.log" | sort -n | tail -1)
 	awk -v n="$name" -v t="$(phase "$out" target_rate)" -v a="$(phase "$out" sent_rate)" -v s="$(kpi "$out" accepted)" -v d="$(kpi "$out" delivered)" \
 		-v l="$(kpi "$out" lost)" -v p50="$(kpi "$out" e2e_latency.p50)" -v p99="$(kpi "$out" e2e_latency.p99)" -v c="$(kpi "$out" connections_open.max)" \
-		-v u="$user" -v y="$sys" -v w="$wall" -v m="$rss" \
-		'BEGIN {printf "%-6s %9.0f %11.1f %9.4f %10d %10d %5d %8.1f %8.1f %6d %8.2f %6.2f %6d MB\n", n, t, a, a / t, s, d, l, p50, p99, c, u + y, (u + y) / w, m / 1024}'
+		-v b="$conns" -v u="$user" -v y="$sys" -v w="$wall" -v m="$rss" -v an="$anon" -v fi="$file" -v lh="${live:-0}" -v la="$(cut -d' ' -f1 /proc/loadavg)" \
+		'BEGIN {printf "%-7s %8.0f %10.1f %7.4f %9d %9s %5s %8s %8s %6d %6d %7.2f %5.2f %7.2f %6d MB %5d MB %5d MB %5d MB %5.1f\n", n, t, a, a / t, s, d, l, p50, p99, c, b, u + y, (u + y) / w, (u + y) * 1e6 / s, m / 1024, an / 1024, fi / 1024, lh, la}'
 }
 echo
-printf '%-6s %9s %11s %9s %10s %10s %5s %8s %8s %6s %8s %6s %9s\n' check target/s achieved/s ratio accepted delivered lost e2e-p50 e2e-p99 conns CPU-s cores peak-RSS
-topic e2e
-PIPEBENCH_TOPIC=e2e PIPEBENCH_GROUP=e2e PIPEBENCH_RATE=$RATE PIPEBENCH_SIZE=$SIZE_E2E PIPEBENCH_BATCH=$((RATE / 1000 > 1 ? RATE / 1000 : 1)) check rate
-topic conns
-PIPEBENCH_TOPIC=conns PIPEBENCH_GROUP=conns PIPEBENCH_RATE=1000 PIPEBENCH_SIZE=256 PIPEBENCH_BATCH=1 PIPEBENCH_CONNECTIONS=$CONNS check conns
-# The same producers without the consumer: the driver's own footprint.
-PIPEBENCH_TOPIC=conns PIPEBENCH_RATE=1000 PIPEBENCH_DURATION=20s PIPEBENCH_SIZE=256 PIPEBENCH_BATCH=1 PIPEBENCH_CONNECTIONS=$CONNS check conns-p kafka-rate
+echo "us/rec: the generator's CPU per record produced (rate and conns: the consumer's included); anon, file: the peaks of the RSS's parts; live: the most heap in use after a GC cycle"
+printf '%-7s %8s %10s %7s %9s %9s %5s %8s %8s %6s %6s %7s %5s %7s %9s %8s %8s %8s %5s\n' check target/s achieved/s ratio accepted delivered lost e2e-p50 e2e-p99 conns broker CPU-s cores us/rec peak-RSS anon file live load
+# both NAME ARGS...: the check with BASELINE's binary first (NAME-base),
+# then with this tree's, each on a topic of its own.
+both() {
+	local name=$1
+	shift
+	if [ -n "${BASELINE:-}" ]; then
+		topic "$PIPEBENCH_TOPIC-base"
+		PIPEBENCH_TOPIC=$PIPEBENCH_TOPIC-base PIPEBENCH_GROUP=$PIPEBENCH_GROUP-base CHECK_PB=$BASELINE check "$name-base" "$@"
+	fi
+	topic "$PIPEBENCH_TOPIC"
+	check "$name" "$@"
+}
+BATCH_E2E=$((RATE / 1000 > 1 ? RATE / 1000 : 1))
+export PIPEBENCH_DURATION=20s
+PIPEBENCH_TOPIC=e2e PIPEBENCH_GROUP=e2e PIPEBENCH_RATE=$RATE PIPEBENCH_SIZE=$SIZE_E2E PIPEBENCH_BATCH=$BATCH_E2E PIPEBENCH_CONNECTIONS=1 both rate
+PIPEBENCH_TOPIC=ratep PIPEBENCH_GROUP=- PIPEBENCH_RATE=$RATE PIPEBENCH_SIZE=$SIZE_E2E PIPEBENCH_BATCH=$BATCH_E2E PIPEBENCH_CONNECTIONS=1 both rate-p kafka-rate
+PIPEBENCH_TOPIC=conns PIPEBENCH_GROUP=conns PIPEBENCH_RATE=1000 PIPEBENCH_SIZE=256 PIPEBENCH_BATCH=1 PIPEBENCH_CONNECTIONS=$CONNS both conns
+# The same producers without the consumer: the driver's own footprint;
+# then one producer: the footprint of the rest.
+PIPEBENCH_TOPIC=connsp PIPEBENCH_GROUP=- PIPEBENCH_RATE=1000 PIPEBENCH_SIZE=256 PIPEBENCH_BATCH=1 PIPEBENCH_CONNECTIONS=$CONNS both conns-p kafka-rate
+PIPEBENCH_TOPIC=conns1 PIPEBENCH_GROUP=- PIPEBENCH_RATE=1000 PIPEBENCH_SIZE=256 PIPEBENCH_BATCH=1 PIPEBENCH_CONNECTIONS=1 both conns-1 kafka-rate
 echo "machine load average $(cut -d' ' -f1-3 /proc/loadavg) at the end (logs and results in $WORK)"

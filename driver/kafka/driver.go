@@ -36,6 +36,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/fdlimit"
@@ -121,6 +122,7 @@ func (d *Driver) opts(h *hooks) ([]kgo.Opt, error) {
 		kgo.ProduceRequestTimeout(min(d.cfg.Timeout.D(), 30*time.Second)),
 		kgo.DialTimeout(min(d.cfg.Timeout.D(), 5*time.Second)),
 		kgo.WithHooks(h),
+		kgo.RetryBackoffFn(retryBackoff),
 	)
 	if d.cfg.Retries >= 0 {
 		opts = append(opts, kgo.RecordRetries(d.cfg.Retries))
@@ -138,6 +140,8 @@ func (d *Driver) opts(h *hooks) ([]kgo.Opt, error) {
 	}
 	if d.cfg.Keys == KeysRoundRobin {
 		opts = append(opts, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	} else {
+		opts = append(opts, kgo.RecordPartitioner(uniformBytes{}))
 	}
 	return opts, nil
 }
@@ -200,14 +204,39 @@ func (d *Driver) Start(ctx context.Context) error {
 	return nil
 }
 
-// warm asks for the topic's metadata through cl (which opens a connection
-// to a broker, then the producer's to the partitions' leaders on the first
-// send).
+// warm makes cl ready to produce before the first send, as a producer held
+// open for the run is: it asks for the topic's metadata (a connection to a
+// broker), the producer ID of an idempotent producer, and opens the
+// produce connection to every broker with an empty produce request (acks
+// 1 or all; with acks 0 the broker answers none, and the first send opens
+// it). Otherwise the first send of each producer would wait for all three,
+// which with many producers is the first seconds of the run. The
+// producer then holds three connections: to the bootstrap broker, to the
+// broker as its metadata names it, and the produce connection; franz-go
+// closes the first two once idle for 20 s (its ConnIdleTimeout).
 func (d *Driver) warm(ctx context.Context, cl *kgo.Client) error {
 	wctx, cancel := context.WithTimeout(ctx, min(d.cfg.Timeout.D(), 10*time.Second))
 	defer cancel()
 	cl.ForceMetadataRefresh()
-	return cl.Ping(wctx)
+	if err := cl.Ping(wctx); err != nil {
+		return err
+	}
+	if d.cfg.Idempotent {
+		if _, _, err := cl.ProducerID(wctx); err != nil {
+			return err
+		}
+	}
+	if d.cfg.Acks == "0" {
+		return nil
+	}
+	for _, b := range cl.DiscoveredBrokers() {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 5000
+		if _, err := b.Request(wctx, req); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // takesConnections reports whether a bootstrap broker accepts a TCP
@@ -602,18 +631,25 @@ func splitItems(body []byte, want int, out [][]byte) [][]byte {
 }
 
 // stringEnd returns the index of the quote that ends the JSON string whose
-// contents start at from in b, or -1.
+// contents start at from in b, or -1: the first quote after an even number
+// of backslashes (an odd number escapes it). Quotes are found with
+// IndexByte, which is vectorised: most of an event's bytes are its
+// padding string.
 func stringEnd(b []byte, from int) int {
 	for i := from; i < len(b); {
-		k := bytes.IndexAny(b[i:], "\"\\")
+		k := bytes.IndexByte(b[i:], '"')
 		if k < 0 {
 			return -1
 		}
-		i += k
-		if b[i] == '"' {
-			return i
+		q := i + k
+		esc := 0
+		for j := q - 1; j >= from && b[j] == '\\'; j-- {
+			esc++
 		}
-		i += 2 // an escape and the character it escapes
+		if esc%2 == 0 {
+			return q
+		}
+		i = q + 1
 	}
 	return -1
 }

@@ -3,6 +3,8 @@ package kafkadriver
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -388,9 +390,24 @@ func TestConnections(t *testing.T) {
 	topic := b.Topic(t, "conns", 2, 1, nil)
 	cfg := config(b.Bootstrap(), topic)
 	cfg.Connections = 40
+	before := established(t, b.Bootstrap())
 	d := newDriver(t, cfg)
 	if n := d.OpenConnections(); n != 40 {
 		t.Fatalf("%d producers connected, want 40", n)
+	}
+	// The kernel's count of the connections to the broker agrees with
+	// the producers' own: each holds its produce connection (opened at
+	// Start) and the one its metadata came from.
+	var held int64
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		held = 0
+		for _, p := range d.clients {
+			held += p.hooks.open.Load()
+		}
+		return int64(established(t, b.Bootstrap())-before) == held
+	}, "the kernel's count of connections to the broker matches the producers'")
+	if held < 2*40 {
+		t.Fatalf("40 producers hold %d connections, want at least 2 each", held)
 	}
 	g := newGen(t, nil)
 	for i := 0; i < 80; i++ {
@@ -451,7 +468,48 @@ func TestSplitItems(t *testing.T) {
 	if v := fieldValue([]byte(`{"n":12,"t":"a\"b"}`), []byte(`"t":`)); string(v) != `a\"b` {
 		t.Errorf("field t: %q", v)
 	}
+	// A quote after an even number of backslashes ends the string.
+	if v := fieldValue([]byte(`{"t":"a\\","u":"\\\"b"}`), []byte(`"t":`)); string(v) != `a\\` {
+		t.Errorf("field t: %q", v)
+	}
+	if v := fieldValue([]byte(`{"t":"a\\","u":"\\\"b\\\\"}`), []byte(`"u":`)); string(v) != `\\\"b\\\\` {
+		t.Errorf("field u: %q", v)
+	}
+	if got := splitItems([]byte(`["\\",{"a":"\\\\\"]"}]`), 2, nil); len(got) != 2 || string(got[1]) != `{"a":"\\\\\"]"}` {
+		t.Errorf("split %q", got)
+	}
 	if v := fieldValue([]byte(`{"n":12,"t":"x"}`), []byte(`"n":`)); string(v) != "12" {
 		t.Errorf("field n: %q", v)
 	}
+}
+
+// established counts the TCP connections in state ESTABLISHED to addr
+// (host:port) in the kernel's socket table (/proc/net/tcp and tcp6), as
+// `ss -tn state established dst addr` would.
+func established(t *testing.T, addr string) int {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(":%04X", p)
+	n := 0
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			fs := strings.Fields(line)
+			// local, remote, state: 01 is ESTABLISHED.
+			if len(fs) > 3 && strings.HasSuffix(fs[2], want) && fs[3] == "01" {
+				n++
+			}
+		}
+	}
+	return n
 }
