@@ -149,8 +149,8 @@ func TestKymaMetricAgentScaled(t *testing.T) {
 
 // The metric gateway's multi-pipeline backpressure case, scaled: the sink
 // fails 70% of every pipeline's exports, each pipeline accounts for every
-// point (delivered or lost when the drain ended), and every point arrived
-// at least once.
+// point (delivered or lost when the drain ended), and nearly every point
+// arrived at least once.
 func TestKymaMetricsMultiScaled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two collectors")
@@ -159,8 +159,11 @@ func TestKymaMetricsMultiScaled(t *testing.T) {
 	// intervals) without arrivals: about 10 s instead of 30.
 	res := runScaled(t, "kyma-metrics-multi-backpressure", 2*time.Second,
 		"  replicas: 2", "  retry_on_failure: {enabled: true, initial_interval: 500ms, max_interval: 1s, max_elapsed_time: 3s}\n  replicas: 2", "interval: 2s", "interval: 500ms")
+	// A point every pipeline's retries gave up on (each fails 70% of its
+	// tries, about 5 in its 3 s) is lost: a few in a thousand, more on a
+	// machine too busy to retry as often; the rest arrived.
 	sent, _ := res.Total.Get("sent")
-	if d, _ := res.Total.Get("delivered"); sent == 0 || d != sent {
+	if d, _ := res.Total.Get("delivered"); sent == 0 || d > sent || d < 0.97*sent {
 		t.Errorf("delivered %v of %v", d, sent)
 	}
 	for _, p := range []string{"p1", "p2", "p3"} {
