@@ -29,6 +29,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
+# shellcheck source=lib/nginx.sh
+. "$HERE/lib/nginx.sh"
 REPS=${REPS:-3}
 DURATION=${DURATION:-10s}
 STEP_DURATION=${STEP_DURATION:-5s}
@@ -41,51 +43,17 @@ if [ -z "$WRK" ] || [ -z "$NGINX" ]; then
 	echo "skip: wrk and nginx are needed (PATH, or WRK=... NGINX=...); apt-get install wrk nginx" >&2
 	exit 0
 fi
-cpu1=(taskset -c 1)
-cpu0=(taskset -c 0)
-if ! taskset -c 1 true 2>/dev/null; then
-	echo "note: no CPU 1 here: nothing is pinned, figures mix generator and server" >&2
-	cpu1=() cpu0=()
-fi
-
+pin_cpus
 W=$(mktemp -d)
-mkdir -p "$W/nginx/logs" "$W/nginx/tmp" "$W/bin"
-cat >"$W/nginx/nginx.conf" <<EOF
-daemon on;
-worker_processes 1;
-worker_rlimit_nofile 19000;
-pid $W/nginx/nginx.pid;
-error_log $W/nginx/logs/error.log warn;
-events { worker_connections 16384; multi_accept on; }
-http {
-  access_log off;
-  client_body_temp_path $W/nginx/tmp/body;
-  proxy_temp_path $W/nginx/tmp/proxy;
-  fastcgi_temp_path $W/nginx/tmp/fastcgi;
-  uwsgi_temp_path $W/nginx/tmp/uwsgi;
-  scgi_temp_path $W/nginx/tmp/scgi;
-  keepalive_requests 1000000;
-  keepalive_timeout 75s;
-  server {
-    listen 127.0.0.1:$PORT reuseport backlog=4096;
-    default_type text/plain;
-    location / { return 200 'ok'; }
-  }
-}
-EOF
+mkdir -p "$W/bin"
+trap 'nginx_stop "$W"; rm -rf "$W"' EXIT
+nginx_start "$W" "$PORT"
 cat >"$W/post.lua" <<'EOF'
 wrk.method = "POST"
 wrk.body = string.rep("x", 64)
 wrk.headers["Content-Type"] = "application/octet-stream"
 EOF
-stop() {
-	[ -f "$W/nginx/nginx.pid" ] && "$NGINX" -c "$W/nginx/nginx.conf" -p "$W/nginx/" -s quit 2>/dev/null || true
-	rm -rf "$W"
-}
-trap stop EXIT
-"${cpu1[@]}" "$NGINX" -c "$W/nginx/nginx.conf" -p "$W/nginx/"
 URL=http://127.0.0.1:$PORT/
-for _ in $(seq 50); do curl -sf -o /dev/null "$URL" && break; sleep 0.1; done
 
 (cd "$ROOT" && go build -o "$W/bin/pipebench" ./cmd/pipebench)
 builds=(pipebench)
@@ -108,7 +76,7 @@ pb_run() {
 	[ "$pipeline" -gt 0 ] && conns=32
 	rm -f "$W/r.json"
 	PIPEBENCH_URL=$URL PIPEBENCH_RATE=$rate PIPEBENCH_PIPELINE=$pipeline PIPEBENCH_CONNS=$conns PIPEBENCH_DURATION=$dur \
-		/usr/bin/time -f '%U %S' -o "$W/time" "${cpu0[@]}" timeout 120 "$W/bin/$bin" run "$HERE/http-open.yaml" \
+		/usr/bin/time -f '%U %S %w %M' -o "$W/time" "${cpu0[@]}" timeout 120 "$W/bin/$bin" run "$HERE/http-open.yaml" \
 		--no-store --quiet -o "$W/r.json" >"$W/pb.out" 2>&1 || true
 	if [ ! -s "$W/r.json" ]; then
 		echo "0 0 0 0 no 0 0 0"
@@ -125,7 +93,6 @@ pb_run() {
 		   (if v("sent") > 0 then ($vcs | tonumber) / v("sent") else 0 end), ($rss | tonumber) / 1024]
 		| "\(.[0] | floor) \(.[1]) \(.[2]) \(.[3]) \(.[4]) \(.[5] * 10 | floor / 10) \(.[6] * 1000 | floor / 1000) \(.[7] | floor)"' "$W/r.json"
 }
-median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
 echo "machine: $(nproc) CPUs, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s\n' round run target/s sent/s p50-ms p99-ms CPU-s µs/req held sleeps/req RSS-MB
