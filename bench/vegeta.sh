@@ -27,7 +27,7 @@
 # weighs about 240 MB on disk, of which the kernel maps most at start).
 # A run holds its rate when it sent at least 99% of it and every answer
 # was a success. vegeta, k6 and nginx from PATH or $VEGETA, $K6, $NGINX
-# (/tmp/peers/bin is looked in too); the script skips (exit 0) when vegeta
+# ; the script skips (exit 0) when vegeta
 # or nginx is absent. Every run is bounded (`timeout`).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -39,7 +39,7 @@ RATES=${RATES:-20000 40000}
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-256}
 PORT=${PORT:-18092}
-find_tool() { command -v "$1" 2>/dev/null || { [ -x "/tmp/peers/bin/$1" ] && echo "/tmp/peers/bin/$1"; } || true; }
+find_tool() { command -v "$1" 2>/dev/null || true; }
 VEGETA=${VEGETA:-$(find_tool vegeta)}
 K6=${K6:-$(find_tool k6)}
 NGINX=${NGINX:-$(command -v nginx || true)}
