@@ -66,7 +66,7 @@ timed() {
 	while kill -0 "$pid" 2>/dev/null; do
 		a=$(for p in $(pgrep -P "$pid"; for c in $(pgrep -P "$pid"); do pgrep -P "$c"; done); do
 			awk '/^RssAnon:/ {print $2}' "/proc/$p/status" 2>/dev/null
-		done | sort -n | tail -n 1)
+		done | sort -n | tail -n 1) || true # a process may end between pgrep and the read
 		[ -n "$a" ] && [ "$a" -gt "$anon" ] && anon=$a
 		sleep 0.1
 	done
