@@ -131,7 +131,7 @@ for rate in $RATES; do
 	for g in "${gens[@]}"; do
 		col() { awk -v g="$g" -v r="$rate" -v c="$1" '$1 == g && $2 == r {print $c}' "$W/all" | median; }
 		h=$(awk -v g="$g" -v r="$rate" '$1 == g && $2 == r && $10 == "yes"' "$W/all" | wc -l)
-		printf 'RESULT %-15s %6s/s: sent %7.0f/s, %6.1f CPU-µs a request, peak RSS %4d MB (anonymous %3d MB), held %d of %d\n' \
+		printf 'RESULT %-15s %6s/s: sent %7.0f/s, %6.1f CPU-µs a request, peak RSS %4.0f MB (anonymous %3.0f MB), held %d of %d\n' \
 			"$g" "$rate" "$(col 3)" "$(col 6)" "$(col 8)" "$(col 9)" "$h" "$REPS"
 	done
 done
