@@ -2,7 +2,7 @@
 # Every peer comparison in bench/ in one pass, and one table of them:
 # for each, the peer's figure and pipebench's, their ratio, the CPU each
 # spent per item and each one's peak RSS, with the machine's load when the
-# comparison began.
+# comparison began and when it ended.
 #
 #   bench/all.sh                    # each comparison with its own defaults (an hour or more)
 #   SHORT=1 bench/all.sh            # one round each, short runs (about 10 minutes)
@@ -51,6 +51,7 @@ for part in $PARTS; do
 	echo "=== $part ${extra[*]} (load $(cut -d' ' -f1-3 /proc/loadavg))"
 	load >"$OUT/$part.load"
 	env "${extra[@]}" timeout 7200 "$HERE/$part.sh" 2>&1 | tee "$OUT/$part.log"
+	echo "$(cat "$OUT/$part.load")-$(load)" >"$OUT/$part.load"
 done
 
 # Rows: comparison|peer|peer figure|pipebench figure|unit|peer CPU-µs an item|pipebench CPU-µs an item|peer RSS MB|pipebench RSS MB|load
@@ -124,7 +125,7 @@ rows() {
 }
 
 echo
-echo "summary ($(date -u '+%Y-%m-%d %H:%M UTC'); load at each comparison's start, 1-minute average, $(nproc) CPUs; logs in $OUT)"
+echo "summary ($(date -u '+%Y-%m-%d %H:%M UTC'); load: 1-minute average at each comparison's start and end, $(nproc) CPUs; logs in $OUT)"
 {
 	echo "comparison|peer|peer|pipebench|ratio|peer CPU-µs/item|pipebench CPU-µs/item|CPU ratio|peer RSS MB|pipebench RSS MB|load"
 	for part in $PARTS; do
