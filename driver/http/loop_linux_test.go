@@ -23,29 +23,11 @@ import (
 // whole: the server counts every byte.
 func TestLoopLargeBodiesArriveWhole(t *testing.T) {
 	var got atomic.Int64
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	d, stop := startLoopDriver(t, func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
 		got.Add(n)
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
-	c := defaultConfig()
-	c.Connections = 2
-	d, err := New(*c, "http://"+ln.Addr().String()+"/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !d.h1.evented {
-		t.Skip("no event loops here")
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(context.Background())
+	}, func(c *Config) { c.Connections = 2 })
+	defer stop()
 	const sends, size = 6, 8 << 20
 	body := make([]byte, size)
 	outs := make(chan pipebench.Outcome, sends)
@@ -120,27 +102,10 @@ func TestLoopResendsOnceOnAConnectionClosedMeanwhile(t *testing.T) {
 func TestLoopPacedSendsReadAnswersAtTheirWakeUps(t *testing.T) {
 	for _, stamp := range []bool{true, false} {
 		var received atomic.Int64
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, stop := startLoopDriver(t, func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
 			received.Add(1)
-		})}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go srv.Serve(ln)
-		c := defaultConfig()
-		c.Connections, c.KernelTimestamps = 4, stamp
-		d, err := New(*c, "http://"+ln.Addr().String()+"/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !d.h1.evented {
-			t.Skip("no event loops here")
-		}
-		if err := d.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		}, func(c *Config) { c.Connections, c.KernelTimestamps = 4, stamp })
 		const sends = 100
 		type answer struct {
 			o      pipebench.Outcome
@@ -185,6 +150,36 @@ func TestLoopPacedSendsReadAnswersAtTheirWakeUps(t *testing.T) {
 			}
 		}
 		t.Logf("kernel timestamps %v: %d of %d answers read by the next send, %d stamped", stamp, bySend, sends, stamped)
+		stop()
+	}
+}
+
+// startLoopDriver starts a server with handler on loopback and a started
+// driver aimed at it, set by config; it skips the test where there are no
+// event loops. stop shuts both down.
+func startLoopDriver(t *testing.T, handler http.HandlerFunc, config func(*Config)) (d *Driver, stop func()) {
+	t.Helper()
+	srv := &http.Server{Handler: handler}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	c := defaultConfig()
+	config(c)
+	if d, err = New(*c, "http://"+ln.Addr().String()+"/"); err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	if !d.h1.evented {
+		srv.Close()
+		t.Skip("no event loops here")
+	}
+	if err := d.Start(context.Background()); err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	return d, func() {
 		d.Shutdown(context.Background())
 		srv.Close()
 	}
