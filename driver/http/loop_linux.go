@@ -38,8 +38,10 @@ import (
 // reads, without waiting, the answers that arrived since its previous
 // wake-up (one epoll_pwait with no timeout, at most once every pollEvery),
 // and the loops do not wait on their sockets: an answer wakes nobody. A
-// loop waits on its sockets again (through the runtime's poller) only once
-// no send came for readGrace. Each wake-up of a thread costs a context
+// loop waits on its sockets again (through the runtime's poller) once no
+// send came for readGrace, and while sends come further apart than that
+// (below about 1,000 wake-ups a second, where deferring would add read lag
+// for little). Each wake-up of a thread costs a context
 // switch, more than the reads; with the answers read at the pacer's
 // wake-ups, a request costs about one wake-up less. This holds only while
 // every connection of the loop has the kernel's receive timestamps: an
@@ -60,9 +62,9 @@ type evloop struct {
 	// timestamps, so its reads are never deferred.
 	unstamped atomic.Bool
 	// polled is when a sender last read the loop's answers (nanoseconds
-	// since epoch).
-	polled atomic.Int64
-	conns  []*h1Conn // this loop's connections
+	// since epoch), gap the time between that read and the one before.
+	polled, gap atomic.Int64
+	conns       []*h1Conn // this loop's connections
 
 	// mu is held by whoever reads ep: the loop or a sender.
 	mu     sync.Mutex
@@ -196,6 +198,7 @@ func (p *h1Pool) pollLoops() {
 		if t-l.polled.Load() < int64(pollEvery) || !l.mu.TryLock() {
 			continue
 		}
+		l.gap.Store(t - l.polled.Load())
 		l.polled.Store(t)
 		if !l.closed {
 			l.poll()
@@ -554,10 +557,11 @@ func (l *evloop) poll() int {
 
 // wait waits for l's connections to have events, or for the next check
 // of deadlines at scan: while senders read l's answers (they did so less
-// than readGrace ago) it sleeps until readGrace after their last read
-// instead. It returns false when the pool closed.
+// than readGrace ago, and the read before came less than readGrace before
+// that one: a sender will be back soon) it sleeps until readGrace after
+// their last read instead. It returns false when the pool closed.
 func (l *evloop) wait(scan time.Time) bool {
-	if !l.unstamped.Load() {
+	if !l.unstamped.Load() && l.gap.Load() <= int64(readGrace) {
 		if d := time.Duration(l.polled.Load()+int64(readGrace)) - time.Since(epoch); d > 0 {
 			time.Sleep(min(d, max(time.Until(scan), 0)))
 			return true
