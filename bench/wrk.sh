@@ -20,13 +20,17 @@
 # pipelined, each build) at rising fractions of the median wrk figure,
 # STEP_DURATION (default 5 s) each, interleaved step by step, and prints the
 # highest that held. Also printed: CPU-µs a request (user+sys of the
-# generator's process / requests), the figure least moved by a busy machine.
+# generator's process / requests), the figure least moved by a busy machine;
+# sleeps a request (the generator's voluntary context switches / requests:
+# each is a thread that waited and was woken); the generator's peak RSS.
 # wrk and nginx come from PATH or from $WRK and $NGINX; the script skips
 # (exit 0) with a message when either is absent. Every run is bounded
 # (`timeout`).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
+# shellcheck source=lib/nginx.sh
+. "$HERE/lib/nginx.sh"
 REPS=${REPS:-3}
 DURATION=${DURATION:-10s}
 STEP_DURATION=${STEP_DURATION:-5s}
@@ -39,51 +43,17 @@ if [ -z "$WRK" ] || [ -z "$NGINX" ]; then
 	echo "skip: wrk and nginx are needed (PATH, or WRK=... NGINX=...); apt-get install wrk nginx" >&2
 	exit 0
 fi
-cpu1=(taskset -c 1)
-cpu0=(taskset -c 0)
-if ! taskset -c 1 true 2>/dev/null; then
-	echo "note: no CPU 1 here: nothing is pinned, figures mix generator and server" >&2
-	cpu1=() cpu0=()
-fi
-
+pin_cpus
 W=$(mktemp -d)
-mkdir -p "$W/nginx/logs" "$W/nginx/tmp" "$W/bin"
-cat >"$W/nginx/nginx.conf" <<EOF
-daemon on;
-worker_processes 1;
-worker_rlimit_nofile 19000;
-pid $W/nginx/nginx.pid;
-error_log $W/nginx/logs/error.log warn;
-events { worker_connections 16384; multi_accept on; }
-http {
-  access_log off;
-  client_body_temp_path $W/nginx/tmp/body;
-  proxy_temp_path $W/nginx/tmp/proxy;
-  fastcgi_temp_path $W/nginx/tmp/fastcgi;
-  uwsgi_temp_path $W/nginx/tmp/uwsgi;
-  scgi_temp_path $W/nginx/tmp/scgi;
-  keepalive_requests 1000000;
-  keepalive_timeout 75s;
-  server {
-    listen 127.0.0.1:$PORT reuseport backlog=4096;
-    default_type text/plain;
-    location / { return 200 'ok'; }
-  }
-}
-EOF
+mkdir -p "$W/bin"
+trap 'nginx_stop "$W"; rm -rf "$W"' EXIT
+nginx_start "$W" "$PORT"
 cat >"$W/post.lua" <<'EOF'
 wrk.method = "POST"
 wrk.body = string.rep("x", 64)
 wrk.headers["Content-Type"] = "application/octet-stream"
 EOF
-stop() {
-	[ -f "$W/nginx/nginx.pid" ] && "$NGINX" -c "$W/nginx/nginx.conf" -p "$W/nginx/" -s quit 2>/dev/null || true
-	rm -rf "$W"
-}
-trap stop EXIT
-"${cpu1[@]}" "$NGINX" -c "$W/nginx/nginx.conf" -p "$W/nginx/"
 URL=http://127.0.0.1:$PORT/
-for _ in $(seq 50); do curl -sf -o /dev/null "$URL" && break; sleep 0.1; done
 
 (cd "$ROOT" && go build -o "$W/bin/pipebench" ./cmd/pipebench)
 builds=(pipebench)
@@ -94,65 +64,69 @@ if [ -n "${BASE:-}" ]; then
 	builds+=(pipebench-base)
 fi
 
-wrk_run() { # -> "req/s CPU-s µs-per-request"
-	/usr/bin/time -f '%U %S' -o "$W/time" "${cpu0[@]}" timeout 60 "$WRK" -t1 -c64 -d"$DURATION" -s "$W/post.lua" "$URL" >"$W/wrk.out" 2>&1
-	read -r user sys < <(tail -n 1 "$W/time")
-	awk -v c="$(echo "$user + $sys" | bc)" '/requests in/ {n = $1} /^Requests\/sec:/ {r = $2}
-		END {printf "%.0f %.2f %.1f\n", r, c, (n > 0 ? c / n * 1e6 : 0)}' "$W/wrk.out"
+wrk_run() { # -> "req/s CPU-s µs-per-request sleeps-per-request peak-RSS-MB"
+	/usr/bin/time -f '%U %S %w %M' -o "$W/time" "${cpu0[@]}" timeout 60 "$WRK" -t1 -c64 -d"$DURATION" -s "$W/post.lua" "$URL" >"$W/wrk.out" 2>&1
+	read -r user sys vcs rss < <(tail -n 1 "$W/time")
+	awk -v c="$(echo "$user + $sys" | bc)" -v w="$vcs" -v m="$rss" '/requests in/ {n = $1} /^Requests\/sec:/ {r = $2}
+		END {printf "%.0f %.2f %.1f %.3f %.0f\n", r, c, (n > 0 ? c / n * 1e6 : 0), (n > 0 ? w / n : 0), m / 1024}' "$W/wrk.out"
 }
-# pb_run BIN RATE PIPELINE DURATION -> "sent/s p50 p99 cpu-s held"
+# pb_run BIN RATE PIPELINE DURATION -> "sent/s p50 p99 cpu-s held µs-per-request sleeps-per-request peak-RSS-MB"
 pb_run() {
 	local bin=$1 rate=$2 pipeline=$3 dur=$4 conns=64
 	[ "$pipeline" -gt 0 ] && conns=32
 	rm -f "$W/r.json"
 	PIPEBENCH_URL=$URL PIPEBENCH_RATE=$rate PIPEBENCH_PIPELINE=$pipeline PIPEBENCH_CONNS=$conns PIPEBENCH_DURATION=$dur \
-		/usr/bin/time -f '%U %S' -o "$W/time" "${cpu0[@]}" timeout 120 "$W/bin/$bin" run "$HERE/http-open.yaml" \
+		/usr/bin/time -f '%U %S %w %M' -o "$W/time" "${cpu0[@]}" timeout 120 "$W/bin/$bin" run "$HERE/http-open.yaml" \
 		--no-store --quiet -o "$W/r.json" >"$W/pb.out" 2>&1 || true
 	if [ ! -s "$W/r.json" ]; then
-		echo "0 0 0 0 no 0"
+		echo "0 0 0 0 no 0 0 0"
 		return
 	fi
-	read -r user sys < <(tail -n 1 "$W/time")
-	jq -r --arg rate "$rate" --arg cpu "$(echo "$user + $sys" | bc)" '
+	read -r user sys vcs rss < <(tail -n 1 "$W/time")
+	jq -r --arg rate "$rate" --arg cpu "$(echo "$user + $sys" | bc)" --arg vcs "$vcs" --arg rss "$rss" '
 		.phases[0].kpis as $k
 		| def v(n): ([$k[] | select(.name == n) | .value] | add // 0);
 		([$k[] | select(.name == "errors") | .value] | add // 0) as $errs
 		| [v("sent_rate"), v("latency.p50"), v("latency.p99"), ($cpu | tonumber),
 		   (if v("sent_rate") >= 0.99 * ($rate | tonumber) and v("dropped") == 0 and $errs == 0 then "yes" else "no" end),
-		   (if v("sent") > 0 then ($cpu | tonumber) / v("sent") * 1e6 else 0 end)]
-		| "\(.[0] | floor) \(.[1]) \(.[2]) \(.[3]) \(.[4]) \(.[5] * 10 | floor / 10)"' "$W/r.json"
+		   (if v("sent") > 0 then ($cpu | tonumber) / v("sent") * 1e6 else 0 end),
+		   (if v("sent") > 0 then ($vcs | tonumber) / v("sent") else 0 end), ($rss | tonumber) / 1024]
+		| "\(.[0] | floor) \(.[1]) \(.[2]) \(.[3]) \(.[4]) \(.[5] * 10 | floor / 10) \(.[6] * 1000 | floor / 1000) \(.[7] | floor)"' "$W/r.json"
 }
-median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
 echo "machine: $(nproc) CPUs, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s\n' round run target/s sent/s p50-ms p99-ms CPU-s µs/req held
+printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s\n' round run target/s sent/s p50-ms p99-ms CPU-s µs/req held sleeps/req RSS-MB
 : >"$W/wrk.all"
 for rep in $(seq "$REPS"); do
-	read -r w wcpu wus < <(wrk_run)
+	read -r w wcpu wus wsl wrss < <(wrk_run)
 	echo "$w" >>"$W/wrk.all"
 	echo "$wus" >>"$W/wrkus.all"
-	printf '%-5s %-30s %9s %9s %9s %9s %7s %8s\n' "$rep" "wrk -t1 -c64 (closed)" max "$w" - - "$wcpu" "$wus"
+	echo "$wsl" >>"$W/wrksl.all"
+	echo "$wrss" >>"$W/wrkrss.all"
+	printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s\n' "$rep" "wrk -t1 -c64 (closed)" max "$w" - - "$wcpu" "$wus" - "$wsl" "$wrss"
 	for b in "${builds[@]}"; do
 		for pl in 0 100; do
 			f=$FRACTION
 			[ "$pl" -gt 0 ] && f=1.0
 			rate=$(awk -v w="$w" -v f="$f" 'BEGIN {printf "%d", w * f}')
-			read -r sent p50 p99 cpu held us < <(pb_run "$b" "$rate" "$pl" "$DURATION")
-			echo "$b $pl $sent $rate $held $us" >>"$W/pb.all"
-			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s\n' "$rep" "$b pipeline $pl (${f}x)" "$rate" "$sent" "$p50" "$p99" "$cpu" "$us" "$held"
+			read -r sent p50 p99 cpu held us sl rss < <(pb_run "$b" "$rate" "$pl" "$DURATION")
+			echo "$b $pl $sent $rate $held $us $sl $rss" >>"$W/pb.all"
+			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s\n' "$rep" "$b pipeline $pl (${f}x)" "$rate" "$sent" "$p50" "$p99" "$cpu" "$us" "$held" "$sl" "$rss"
 		done
 	done
 done
 wm=$(median <"$W/wrk.all")
 echo
-echo "wrk median: $wm req/s, $(median <"$W/wrkus.all") CPU-µs a request (its process only: softirq work may be charged elsewhere)"
+echo "wrk median: $wm req/s, $(median <"$W/wrkus.all") CPU-µs a request (its process only: softirq work may be charged elsewhere), $(median <"$W/wrksl.all") sleeps a request, peak RSS $(median <"$W/wrkrss.all") MB"
 for b in "${builds[@]}"; do
 	for pl in 0 100; do
 		s=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $3}' "$W/pb.all" | median)
 		u=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $6}' "$W/pb.all" | median)
 		h=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p && $5 == "yes"' "$W/pb.all" | wc -l)
-		awk -v b="$b" -v p="$pl" -v s="$s" -v w="$wm" -v h="$h" -v n="$REPS" -v u="$u" \
-			'BEGIN {printf "%-16s pipeline %-3s median sent %7.0f/s = %.2fx wrk; %.1f CPU-µs a request; held its rate in %d of %d rounds\n", b, p, s, s / w, u, h, n}'
+		sl=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $7}' "$W/pb.all" | median)
+		rss=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $8}' "$W/pb.all" | median)
+		awk -v b="$b" -v p="$pl" -v s="$s" -v w="$wm" -v h="$h" -v n="$REPS" -v u="$u" -v sl="$sl" -v rss="$rss" \
+			'BEGIN {printf "%-16s pipeline %-3s median sent %7.0f/s = %.2fx wrk; %.1f CPU-µs a request; %.3f sleeps a request; peak RSS %d MB; held its rate in %d of %d rounds\n", b, p, s, s / w, u, sl, rss, h, n}'
 	done
 done
 
@@ -167,7 +141,7 @@ for f in 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0 1.2 1.4; do
 	for pl in 0 100; do
 		for b in "${builds[@]}"; do
 			[ "${live[$b/$pl]}" = 1 ] || continue
-			read -r sent p50 p99 cpu held us < <(pb_run "$b" "$rate" "$pl" "$STEP_DURATION")
+			read -r sent p50 p99 cpu held us _ _ < <(pb_run "$b" "$rate" "$pl" "$STEP_DURATION")
 			printf '  %-16s pipeline %-3s %4sx %8s/s: sent %8s/s p99 %9s ms %6s CPU-µs/req held %s\n' "$b" "$pl" "$f" "$rate" "$sent" "$p99" "$us" "$held"
 			if [ "$held" = yes ]; then best[$b/$pl]=$rate; else live[$b/$pl]=0; fi
 		done

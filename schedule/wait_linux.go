@@ -142,7 +142,9 @@ func (w *timerfdWaiter) end() {
 // arm sets the timer to fire once, d from now.
 func (w *timerfdWaiter) arm(d time.Duration) bool {
 	spec := [4]int64{0, 0, int64(d / time.Second), int64(d % time.Second)} // interval, then value
-	_, _, errno := syscall.Syscall6(syscall.SYS_TIMERFD_SETTIME, w.fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	// A raw system call: it never blocks, and a non-raw one wakes the
+	// runtime's monitor thread (sysmon) when it sleeps, at every wait.
+	_, _, errno := syscall.RawSyscall6(syscall.SYS_TIMERFD_SETTIME, w.fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
 	return errno == 0
 }
 
@@ -179,9 +181,11 @@ func (w *timerfdWaiter) wait(ctx context.Context, t time.Time) bool {
 			return w.sleep.wait(ctx, t)
 		}
 		// Parks until the timer fired (the read then returns its count).
+		// The read is raw for the same reason as arm's (the descriptor is
+		// non-blocking).
 		w.raw.Read(func(fd uintptr) bool {
-			_, err := syscall.Read(int(fd), buf[:])
-			return err != syscall.EAGAIN
+			_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+			return e != syscall.EAGAIN
 		})
 		if over := time.Since(target); over > 0 && sleep < sleepChunk {
 			w.g.observe(over)

@@ -40,8 +40,9 @@ type Config struct {
 	// (SO_TIMESTAMPNS), rather than when the generator read it: the time
 	// an answer waits for a busy generator is reported apart (read_lag).
 	// HTTP/1.1 over plain TCP on Linux; pipelined, an answer is timed by
-	// the read that completed it (its last packet's arrival). True by
-	// default.
+	// the read that completed it (its last packet's arrival). With them,
+	// unpipelined, the open model's answers are read at the pacer's
+	// wake-ups (loop_linux.go), not each as it arrives. True by default.
 	KernelTimestamps bool `yaml:"kernel_timestamps" json:"kernel_timestamps"`
 }
 

@@ -297,7 +297,7 @@ func (d *Driver) sendAsync(ctx context.Context, b *pipebench.Batch, done func(ti
 	case ctx.Err() != nil:
 		done(time.Now(), cancelled(ctx))
 	case d.h1 != nil && d.h1.evented:
-		d.h1.sendAsync(ctx, b, done)
+		d.h1.sendAsync(ctx, b, done, true)
 	case d.pipe != nil:
 		d.pipe.sendAsync(ctx, b, done)
 	default:

@@ -114,7 +114,8 @@ func readable(t *testing.T, raw syscall.RawConn) bool {
 // write and the send's return, pipelined or not; with kernel_timestamps
 // off, it does not.
 // (The kernel may stamp nothing for a moment after the first socket of
-// the machine asks: the sends go on until one is stamped.)
+// the machine asks: it turns stamping on from a work queue, which a busy
+// machine runs late. The sends go on until one is stamped, for up to 10 s.)
 func TestSendReportsWhenTheAnswerArrived(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
@@ -133,7 +134,8 @@ func TestSendReportsWhenTheAnswerArrived(t *testing.T) {
 			t.Fatal(err)
 		}
 		stamped := 0
-		for i := 0; i < 1000 && (i < 3 || (stamp && stamped == 0)); i++ {
+		until := time.Now().Add(10 * time.Second)
+		for i := 0; i < 3 || (stamp && stamped == 0 && time.Now().Before(until)); i++ {
 			o := d.Send(context.Background(), &pipebench.Batch{Body: []byte("{}"), Count: 1})
 			ended := time.Now()
 			if o.Class != pipebench.ClassOK {
@@ -150,7 +152,7 @@ func TestSendReportsWhenTheAnswerArrived(t *testing.T) {
 			}
 		}
 		if stamp && stamped == 0 {
-			t.Errorf("pipeline %d: no answer of 1,000 was stamped", tc.pipeline)
+			t.Errorf("pipeline %d: no answer was stamped in 10 s", tc.pipeline)
 		}
 		d.Shutdown(context.Background())
 	}

@@ -41,6 +41,7 @@ type h1Pool struct {
 	// (from waitHead).
 	evented   bool
 	loops     []*evloop
+	ready     atomic.Pointer[[]*evloop] // loops, once they run
 	loopsOnce sync.Once
 	loopsErr  error
 	mu        sync.Mutex

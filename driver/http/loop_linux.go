@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -31,20 +32,46 @@ import (
 // request but those two system calls: no goroutine is woken for it, no
 // timer set (a loop checks its connections' deadlines every eighth of the
 // timeout), nothing allocated.
+//
+// Reads follow the pacer: while sends come (the open model's pacer hands
+// them over at every wake-up), the goroutine that hands one over first
+// reads, without waiting, the answers that arrived since its previous
+// wake-up (one epoll_pwait with no timeout, at most once every pollEvery),
+// and the loops do not wait on their sockets: an answer wakes nobody. A
+// loop waits on its sockets again (through the runtime's poller) once no
+// send came for readGrace, and while sends come further apart than that
+// (below about 1,000 wake-ups a second, where deferring would add read lag
+// for little). Each wake-up of a thread costs a context
+// switch, more than the reads; with the answers read at the pacer's
+// wake-ups, a request costs about one wake-up less. This holds only while
+// every connection of the loop has the kernel's receive timestamps: an
+// answer read later is still timed when it arrived (the delay is its
+// read lag, reported apart); without them reads are never deferred.
 
 // canLoop: connections run on event loops here.
 const canLoop = true
 
 // evloop waits for and reads the answers of its connections.
 type evloop struct {
-	p      *h1Pool
-	ep     int      // the epoll set
-	f      *os.File // ep, watched by the runtime's poller: the loop parks like a network read
-	raw    syscall.RawConn
-	conns  []*h1Conn // this loop's connections
-	buf    []byte    // where every read goes: the connections own no read buffer
+	p    *h1Pool
+	ep   int      // the epoll set of the connections
+	gate int      // an epoll set holding ep, armed once (EPOLLONESHOT) before each wait
+	f    *os.File // gate, watched by the runtime's poller: the loop parks like a network read
+	raw  syscall.RawConn
+	// unstamped: a connection of this loop has no kernel receive
+	// timestamps, so its reads are never deferred.
+	unstamped atomic.Bool
+	// polled is when a sender last read the loop's answers (nanoseconds
+	// since epoch), gap the time between that read and the one before.
+	polled, gap atomic.Int64
+	conns       []*h1Conn // this loop's connections
+
+	// mu is held by whoever reads ep: the loop or a sender.
+	mu     sync.Mutex
+	closed bool
+	buf    []byte // where every read goes: the connections own no read buffer
 	events []syscall.EpollEvent
-	scan   time.Time // the next check of deadlines
+	scan   time.Time // the next check of deadlines (the loop's own)
 	done   []finished
 }
 
@@ -64,6 +91,20 @@ const loopEvents = 256
 // is read in several reads.
 const loopBuffer = 64 << 10
 
+// pollEvery is how often at most a sender reads a loop's answers: the
+// pacer hands over the sends due at one wake-up within microseconds, and
+// only the first of them reads.
+const pollEvery = 50 * time.Microsecond
+
+// readGrace is how long after a sender last read its answers a loop waits
+// on its sockets again: past the pacer's interval between wake-ups at
+// 1,000 sends a second and above (below, answers are read at once). It
+// bounds the read lag deferring adds.
+const readGrace = time.Millisecond
+
+// epoch is the origin of evloop.polled.
+var epoch = time.Now()
+
 // ensureLoops makes the pool's event loops once, when the first
 // connection opens.
 func (p *h1Pool) ensureLoops() error {
@@ -76,20 +117,8 @@ func (p *h1Pool) ensureLoops() error {
 func (p *h1Pool) startLoops() error {
 	n := min(runtime.GOMAXPROCS(0), len(p.conns))
 	for i := 0; i < n; i++ {
-		ep, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+		l, err := p.newLoop(min(loopEvents, len(p.conns)/n+1))
 		if err != nil {
-			p.closeLoops()
-			return os.NewSyscallError("epoll_create1", err)
-		}
-		if err := syscall.SetNonblock(ep, true); err != nil {
-			syscall.Close(ep)
-			p.closeLoops()
-			return os.NewSyscallError("fcntl", err)
-		}
-		l := &evloop{p: p, ep: ep, f: os.NewFile(uintptr(ep), "http-driver-epoll"), buf: make([]byte, loopBuffer),
-			events: make([]syscall.EpollEvent, min(loopEvents, len(p.conns)/n+1))}
-		if l.raw, err = l.f.SyscallConn(); err != nil {
-			l.f.Close()
 			p.closeLoops()
 			return err
 		}
@@ -99,16 +128,83 @@ func (p *h1Pool) startLoops() error {
 		c.lp = p.loops[i%n]
 		c.lp.conns = append(c.lp.conns, c)
 	}
+	loops := p.loops
+	p.ready.Store(&loops)
 	for _, l := range p.loops {
 		go l.run()
 	}
 	return nil
 }
 
+// newLoop makes a loop's two epoll sets: ep for its connections, and the
+// gate that holds ep and that the runtime's poller watches.
+func (p *h1Pool) newLoop(events int) (*evloop, error) {
+	ep, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	gate, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err == nil {
+		err = syscall.SetNonblock(gate, true)
+		if err == nil {
+			ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLONESHOT, Fd: int32(ep)}
+			err = syscall.EpollCtl(gate, syscall.EPOLL_CTL_ADD, ep, &ev)
+		}
+		if err != nil {
+			syscall.Close(gate)
+		}
+	}
+	if err != nil {
+		syscall.Close(ep)
+		return nil, os.NewSyscallError("epoll", err)
+	}
+	l := &evloop{p: p, ep: ep, gate: gate, f: os.NewFile(uintptr(gate), "http-driver-epoll"), buf: make([]byte, loopBuffer),
+		events: make([]syscall.EpollEvent, events)}
+	if !p.stamp {
+		l.unstamped.Store(true)
+	}
+	if l.raw, err = l.f.SyscallConn(); err != nil {
+		l.f.Close()
+		syscall.Close(ep)
+		return nil, err
+	}
+	return l, nil
+}
+
 // closeLoops ends the loops.
 func (p *h1Pool) closeLoops() {
 	for _, l := range p.loops {
-		l.f.Close()
+		l.mu.Lock()
+		if !l.closed {
+			l.closed = true
+			syscall.Close(l.ep)
+			l.f.Close()
+		}
+		l.mu.Unlock()
+	}
+}
+
+// pollLoops reads, without waiting, the answers that came on the loops
+// since the last read, unless a sender did so less than pollEvery ago or
+// the loop is reading. It is called by the sender before it takes a
+// connection: the answers read free theirs.
+func (p *h1Pool) pollLoops() {
+	loops := p.ready.Load()
+	if loops == nil {
+		return
+	}
+	t := int64(time.Since(epoch))
+	for _, l := range *loops {
+		if t-l.polled.Load() < int64(pollEvery) || !l.mu.TryLock() {
+			continue
+		}
+		l.gap.Store(t - l.polled.Load())
+		l.polled.Store(t)
+		if !l.closed {
+			l.poll()
+			l.deliver()
+		}
+		l.mu.Unlock()
 	}
 }
 
@@ -146,6 +242,9 @@ func (p *h1Pool) attach(c *h1Conn, netc net.Conn, fresh bool) error {
 		return derr
 	}
 	stamped := p.stamp && stampFD(fd)
+	if !stamped {
+		c.lp.unstamped.Store(true)
+	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | epollET, Fd: c.index}
 	if err := syscall.EpollCtl(c.lp.ep, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		syscall.Close(fd)
@@ -173,9 +272,15 @@ func stampFD(fd int) bool {
 }
 
 // sendAsync hands b over: written now on the connection idle longest, or
-// queued until one is free.
-func (p *h1Pool) sendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
+// queued until one is free. The pacer's sends (paced) first read the
+// answers that came since its last wake-up (pollLoops); a sender that waits
+// for its answer (send) does not, or the loops would defer the reads it
+// waits for.
+func (p *h1Pool) sendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome), paced bool) {
 	j := h1Job{ctx: ctx, b: b, done: done}
+	if paced {
+		p.pollLoops()
+	}
 	p.mu.Lock()
 	if p.freeN == 0 {
 		j.at = time.Now()
@@ -203,7 +308,7 @@ func (p *h1Pool) queue(j h1Job) {
 // send is Send: sendAsync, waiting for the outcome.
 func (p *h1Pool) send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
 	w := waiters.Get().(*waiter)
-	p.sendAsync(ctx, b, w.fn)
+	p.sendAsync(ctx, b, w.fn, false)
 	out := <-w.ch
 	waiters.Put(w)
 	return out
@@ -404,37 +509,77 @@ func (p *h1Pool) report(c *h1Conn, j h1Job, started time.Time, out pipebench.Out
 
 // run reads the answers of l's connections until the pool closes.
 func (l *evloop) run() {
-	p := l.p
-	step := min(max(p.timeout/8, time.Millisecond), time.Second)
+	step := min(max(l.p.timeout/8, time.Millisecond), time.Second)
+	l.mu.Lock()
 	l.scan = time.Now().Add(step)
+	l.mu.Unlock()
 	l.f.SetReadDeadline(l.scan)
 	for {
-		n := 0
-		err := l.raw.Read(func(fd uintptr) bool {
-			r, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
-			if e != 0 {
-				return false // EINTR: again
-			}
-			n = int(r)
-			return n > 0
-		})
-		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			return // the pool closed
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return
 		}
-		now := time.Now()
-		for _, ev := range l.events[:n] {
-			l.handle(p.conns[ev.Fd], ev.Events, now)
-		}
-		if !now.Before(l.scan) {
+		n := l.poll()
+		if now := time.Now(); !now.Before(l.scan) {
 			l.expire(now)
 			l.scan = now.Add(step)
 			l.f.SetReadDeadline(l.scan)
 		}
 		l.deliver()
+		scan := l.scan
+		l.mu.Unlock()
 		if n > 0 {
 			runtime.Gosched() // the pacer, between two batches
+			continue
+		}
+		if !l.wait(scan) {
+			return
 		}
 	}
+}
+
+// poll reads what came on l's connections since the last poll, without
+// waiting; the answers read wait in l.done for deliver. l.mu is held. It
+// returns how many connections had events.
+func (l *evloop) poll() int {
+	r, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.ep), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
+	if e != 0 {
+		return 0
+	}
+	n := int(r)
+	now := time.Now()
+	for _, ev := range l.events[:n] {
+		l.handle(l.p.conns[ev.Fd], ev.Events, now)
+	}
+	return n
+}
+
+// wait waits for l's connections to have events, or for the next check
+// of deadlines at scan: while senders read l's answers (they did so less
+// than readGrace ago, and the read before came less than readGrace before
+// that one: a sender will be back soon) it sleeps until readGrace after
+// their last read instead. It returns false when the pool closed.
+func (l *evloop) wait(scan time.Time) bool {
+	if !l.unstamped.Load() && l.gap.Load() <= int64(readGrace) {
+		if d := time.Duration(l.polled.Load()+int64(readGrace)) - time.Since(epoch); d > 0 {
+			time.Sleep(min(d, max(time.Until(scan), 0)))
+			return true
+		}
+	}
+	var cerr error
+	if err := l.raw.Control(func(gate uintptr) {
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLONESHOT, Fd: int32(l.ep)}
+		cerr = syscall.EpollCtl(int(gate), syscall.EPOLL_CTL_MOD, l.ep, &ev)
+	}); err != nil || cerr != nil {
+		return false // the pool closed
+	}
+	var got [1]syscall.EpollEvent
+	err := l.raw.Read(func(fd uintptr) bool {
+		r, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&got[0])), 1, 0, 0, 0)
+		return e == 0 && r > 0 // EINTR: again
+	})
+	return err == nil || errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // handle reads what came on c (and writes the rest of its request when

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 // A body far larger than a socket's send buffer goes out in several writes
@@ -22,29 +23,11 @@ import (
 // whole: the server counts every byte.
 func TestLoopLargeBodiesArriveWhole(t *testing.T) {
 	var got atomic.Int64
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	d, stop := startLoopDriver(t, func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
 		got.Add(n)
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
-	c := defaultConfig()
-	c.Connections = 2
-	d, err := New(*c, "http://"+ln.Addr().String()+"/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !d.h1.evented {
-		t.Skip("no event loops here")
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(context.Background())
+	}, func(c *Config) { c.Connections = 2 })
+	defer stop()
 	const sends, size = 6, 8 << 20
 	body := make([]byte, size)
 	outs := make(chan pipebench.Outcome, sends)
@@ -108,5 +91,96 @@ func TestLoopResendsOnceOnAConnectionClosedMeanwhile(t *testing.T) {
 	}
 	if n := answered.Load(); n != sends {
 		t.Errorf("the server answered %d requests, want %d", n, sends)
+	}
+}
+
+// The pacer's sends read the answers that came since the previous one
+// (the loops do not wait on their sockets meanwhile) and, once no send
+// comes, the loops read the rest: every send is answered, each timed when
+// its answer reached the machine, whichever goroutine read it. With
+// kernel_timestamps off the reads are never deferred: the same holds.
+func TestLoopPacedSendsReadAnswersAtTheirWakeUps(t *testing.T) {
+	for _, stamp := range []bool{true, false} {
+		var received atomic.Int64
+		d, stop := startLoopDriver(t, func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			received.Add(1)
+		}, func(c *Config) { c.Connections, c.KernelTimestamps = 4, stamp })
+		const sends = 100
+		type answer struct {
+			o      pipebench.Outcome
+			ended  time.Time
+			bySend bool
+		}
+		outs := make(chan answer, sends)
+		var sending atomic.Bool
+		batches := make([]pipebench.Batch, sends)
+		for i := range batches {
+			batches[i] = pipebench.Batch{Body: []byte("{}"), Count: 1}
+			sending.Store(true)
+			d.sendAsync(context.Background(), &batches[i], func(_ time.Time, o pipebench.Outcome) {
+				outs <- answer{o, time.Now(), sending.Load()}
+			})
+			sending.Store(false)
+			// The next send comes once the server has this one: its answer
+			// is on its way, for the next send (or the loop) to read.
+			testutil.Eventually(t, 10*time.Second, func() bool { return received.Load() > int64(i) }, "the server received %d of %d requests", received.Load(), i+1)
+		}
+		bySend, stamped := 0, 0
+		for i := 0; i < sends; i++ {
+			select {
+			case a := <-outs:
+				if a.o.Class != pipebench.ClassOK {
+					t.Fatalf("stamp %v, send: %+v", stamp, a.o)
+				}
+				if a.bySend {
+					bySend++
+				}
+				if a.o.Answered.IsZero() {
+					continue
+				}
+				stamped++
+				if !stamp {
+					t.Errorf("kernel_timestamps off, but answered is set")
+				} else if a.o.Answered.Before(a.o.Written) || a.o.Answered.After(a.ended) {
+					t.Errorf("answered %v after the write, %v before it was reported; want within", a.o.Answered.Sub(a.o.Written), a.ended.Sub(a.o.Answered))
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("stamp %v: %d of %d sends answered in 30 s", stamp, i, sends)
+			}
+		}
+		t.Logf("kernel timestamps %v: %d of %d answers read by the next send, %d stamped", stamp, bySend, sends, stamped)
+		stop()
+	}
+}
+
+// startLoopDriver starts a server with handler on loopback and a started
+// driver aimed at it, set by config; it skips the test where there are no
+// event loops. stop shuts both down.
+func startLoopDriver(t *testing.T, handler http.HandlerFunc, config func(*Config)) (d *Driver, stop func()) {
+	t.Helper()
+	srv := &http.Server{Handler: handler}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	c := defaultConfig()
+	config(c)
+	if d, err = New(*c, "http://"+ln.Addr().String()+"/"); err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	if !d.h1.evented {
+		srv.Close()
+		t.Skip("no event loops here")
+	}
+	if err := d.Start(context.Background()); err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	return d, func() {
+		d.Shutdown(context.Background())
+		srv.Close()
 	}
 }

@@ -23,7 +23,7 @@ func (p *h1Pool) admit(*h1Conn)                        { panic("event loops are 
 func (p *h1Pool) closeLoopConns()                      {}
 func (c *h1Conn) openLoop() bool                       { return false }
 
-func (p *h1Pool) sendAsync(context.Context, *pipebench.Batch, func(time.Time, pipebench.Outcome)) {
+func (p *h1Pool) sendAsync(context.Context, *pipebench.Batch, func(time.Time, pipebench.Outcome), bool) {
 	panic("event loops are Linux only")
 }
 
