@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipebench/pipebench/internal/suitetest"
 )
 
 // The chef reference's cap and drains at 2% of its scale (as --duration
@@ -20,7 +22,7 @@ func TestChefCapAndDrain(t *testing.T) {
 		t.Skip("a 35 s run through nats-server")
 	}
 	f := 0.02
-	res := runBuiltin(t, "chef-drain", time.Duration(f*1640*float64(time.Second)), 500*time.Millisecond, 5*time.Second)
+	res := suitetest.RunBuiltin(t, "chef-drain", time.Duration(f*1640*float64(time.Second)), 500*time.Millisecond, 5*time.Second)
 	byPhase := map[string]map[string]float64{}
 	for _, p := range res.Phases {
 		m := map[string]float64{}
@@ -67,7 +69,7 @@ func TestChefCapacity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 20 s run with 3,000 connections through nats-server")
 	}
-	res := runBuiltin(t, "chef-capacity", 20*time.Second, 500*time.Millisecond, 10*time.Second)
+	res := suitetest.RunBuiltin(t, "chef-capacity", 20*time.Second, 500*time.Millisecond, 10*time.Second)
 	get := func(name string) float64 { v, _ := res.Total.Get(name); return v }
 	t.Logf("connections %v, buffering began at %v s, sent %v, delivered %v, pending %v; summary:\n%s",
 		get("connections_open.max"), get("buffering_began"), get("sent"), get("delivered"), get("pending_at_end"), strings.Join(res.Summary, "\n"))

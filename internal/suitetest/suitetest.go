@@ -1,6 +1,7 @@
-// Package suitetest runs suites in tests the way `pipebench suite run`
-// does (builtins.SuitePlans, then suite.Run through execute), and reads
-// back the table it prints.
+// Package suitetest runs built-in suites and scenarios in tests: a suite
+// the way `pipebench suite run` does (builtins.SuitePlans, then suite.Run
+// through execute), its table read back; a scenario scaled down
+// (RunBuiltin).
 package suitetest
 
 import (
@@ -11,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
+	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/suite"
 )
@@ -99,4 +102,52 @@ func Number(t *testing.T, row []string, i int) float64 {
 		t.Errorf("row %q: column %d is %q, not a number", row[0], i, row[i])
 	}
 	return v
+}
+
+// RunBuiltin runs builtin:name scaled to dur, observed every interval,
+// with a drain of at most drain, within 3*dur plus a minute; edit, when
+// set, changes the plan first. A run the machine was too loaded to judge
+// skips the test (SkipIfOverloaded).
+func RunBuiltin(t *testing.T, name string, dur, interval, drain time.Duration, edit ...func(*pipebench.Plan)) *pipebench.Result {
+	t.Helper()
+	reg, err := builtins.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := builtins.Scenario("builtin:"+name, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := scenario.Compile(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan, err = plan.Scale(dur); err != nil {
+		t.Fatal(err)
+	}
+	plan.Interval, plan.Drain = pipebench.Duration(interval), pipebench.Duration(drain)
+	for _, e := range edit {
+		e(&plan)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*dur+time.Minute)
+	defer cancel()
+	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	SkipIfOverloaded(t, res)
+	return res
+}
+
+// SkipIfOverloaded skips a test whose run pipebench itself found invalid
+// because the generator fell behind its schedule or its reading: the
+// machine was too loaded for the numbers to say anything of the system,
+// and the test cannot judge them.
+func SkipIfOverloaded(t *testing.T, res *pipebench.Result) {
+	t.Helper()
+	for _, r := range res.Manifest.Reasons {
+		if strings.Contains(r, "fell behind its schedule") || strings.Contains(r, "for the generator to read them") {
+			t.Skipf("the machine was too loaded to judge this run: %s", r)
+		}
+	}
 }

@@ -1,50 +1,20 @@
-package natse2e
+// Package eventinge2e runs the eventing reference's cases end to end: the
+// event proxy in front of a three-node JetStream cluster, each failure
+// type provoked and detected by name.
+package eventinge2e
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/report/markdown"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
-	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/sut/eventproxy"
 )
-
-// runBuiltin runs builtin:name scaled to dur, observed every interval,
-// with a drain of at most drain; edit, when set, changes the plan first.
-func runBuiltin(t *testing.T, name string, dur, interval, drain time.Duration, edit ...func(*pipebench.Plan)) *pipebench.Result {
-	t.Helper()
-	reg := registry(t)
-	sc, err := builtins.Scenario("builtin:"+name, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if plan, err = plan.Scale(dur); err != nil {
-		t.Fatal(err)
-	}
-	plan.Interval, plan.Drain = pipebench.Duration(interval), pipebench.Duration(drain)
-	for _, e := range edit {
-		e(&plan)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*dur+time.Minute)
-	defer cancel()
-	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	skipIfOverloaded(t, res)
-	return res
-}
 
 // failureTypes are the detectors that name the eventing reference's
 // failure types.
@@ -93,7 +63,7 @@ func TestEventingFailureTypes(t *testing.T) {
 		{"kyma-eventing-drop", 20 * time.Second, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res := runBuiltin(t, c.name, c.dur, 500*time.Millisecond, 3*time.Second, halfStorage)
+			res := suitetest.RunBuiltin(t, c.name, c.dur, 500*time.Millisecond, 3*time.Second, halfStorage)
 			got := detected(res)
 			var msgs []string
 			for _, d := range res.Detections {
