@@ -1,6 +1,7 @@
 package kpi
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -96,46 +97,49 @@ func pipelinePending(total *pipebench.PhaseResult, phases []pipebench.PhaseResul
 			continue
 		}
 		lbl := map[string]string{"pipeline": p}
-		pending := min(k.Value, held)
-		total.Set(pipebench.KPI{Name: "pipeline_lost", Labels: lbl, Value: k.Value - pending, Unit: k.Unit})
-		total.Set(pipebench.KPI{Name: "pipeline_pending_at_end", Labels: lbl, Value: pending, Unit: pipebench.UnitCount})
-		left := pending
-		for i := len(phases) - 1; i >= 0 && left > 0; i-- {
-			pl, ok := phases[i].Get("pipeline_lost", "pipeline", p)
-			if !ok || pl <= 0 {
-				continue
-			}
-			n := min(pl, left)
-			left -= n
-			phases[i].Set(pipebench.KPI{Name: "pipeline_lost", Labels: lbl, Value: pl - n, Unit: k.Unit})
-			phases[i].Set(pipebench.KPI{Name: "pipeline_pending_at_end", Labels: lbl, Value: n, Unit: pipebench.UnitCount})
-		}
+		total.Set(pipebench.KPI{Name: "pipeline_held_at_end", Labels: lbl, Value: held, Unit: pipebench.UnitCount})
+		movePending(total, phases, "pipeline_lost", "pipeline_pending_at_end", lbl, held)
 	}
 }
 
 // attributePending moves min(lost, held) of the total's lost, and of the
 // phases' from the last back, to pending_at_end.
 func attributePending(total *pipebench.PhaseResult, phases []pipebench.PhaseResult, held float64) {
-	lost, _ := total.Get("lost")
-	pending := min(lost, held)
-	total.Set(pipebench.KPI{Name: "lost", Value: lost - pending, Unit: pipebench.UnitCount})
-	total.Set(pipebench.KPI{Name: "pending_at_end", Value: pending, Unit: pipebench.UnitCount})
-	left := pending
+	movePending(total, phases, "lost", "pending_at_end", nil, held)
+}
+
+// movePending moves min(lost, held) of the total's KPI lost (with labels
+// lbl), and of the phases' from the last back, to their KPI pending.
+func movePending(total *pipebench.PhaseResult, phases []pipebench.PhaseResult, lost, pending string, lbl map[string]string, held float64) {
+	get := func(p *pipebench.PhaseResult) (float64, bool) {
+		for _, k := range p.All(lost) {
+			if maps.Equal(k.Labels, lbl) {
+				return k.Value, true
+			}
+		}
+		return 0, false
+	}
+	l, _ := get(total)
+	moved := min(l, held)
+	total.Set(pipebench.KPI{Name: lost, Labels: lbl, Value: l - moved, Unit: pipebench.UnitCount})
+	total.Set(pipebench.KPI{Name: pending, Labels: lbl, Value: moved, Unit: pipebench.UnitCount})
+	left := moved
 	for i := len(phases) - 1; i >= 0 && left > 0; i-- {
-		pl, ok := phases[i].Get("lost")
+		pl, ok := get(&phases[i])
 		if !ok || pl <= 0 {
 			continue
 		}
-		p := min(pl, left)
-		left -= p
-		phases[i].Set(pipebench.KPI{Name: "lost", Value: pl - p, Unit: pipebench.UnitCount})
-		phases[i].Set(pipebench.KPI{Name: "pending_at_end", Value: p, Unit: pipebench.UnitCount})
+		n := min(pl, left)
+		left -= n
+		phases[i].Set(pipebench.KPI{Name: lost, Labels: lbl, Value: pl - n, Unit: pipebench.UnitCount})
+		phases[i].Set(pipebench.KPI{Name: pending, Labels: lbl, Value: n, Unit: pipebench.UnitCount})
 	}
 }
 
-// mergePending applies the rule to a merged Result: each shard took what
-// the pipeline held off its own lost, but the pipeline is one, so the
-// merged lost is every shard's lost and pending added back, less what the
+// mergePending applies the rule to a merged Result (and each pipeline's
+// to its pipeline_lost): each shard took what the pipeline held off its
+// own lost, but the pipeline is one, so the merged lost is every shard's
+// lost and pending added back, less what the
 // pipeline held (shard 1's reading) once.
 func mergePending(shards []*pipebench.Result, merged *pipebench.Result) {
 	if merged.Total == nil || len(shards) == 0 || shards[0].Total == nil {
@@ -176,4 +180,42 @@ func mergePending(shards []*pipebench.Result, merged *pipebench.Result) {
 	unpend(merged.Total, totals)
 	merged.Total.Set(pipebench.KPI{Name: "held_at_end", Value: held, Unit: pipebench.UnitCount})
 	attributePending(merged.Total, merged.Phases, held)
+	// The same for each pipeline the sink told apart: its exporter held
+	// its queue once.
+	for _, k := range shards[0].Total.All("pipeline_held_at_end") {
+		lbl := k.Labels
+		raw := func(parts []*pipebench.PhaseResult) float64 {
+			var n float64
+			for _, s := range parts {
+				for _, name := range []string{"pipeline_lost", "pipeline_pending_at_end"} {
+					for _, v := range s.All(name) {
+						if maps.Equal(v.Labels, lbl) {
+							n += v.Value
+						}
+					}
+				}
+			}
+			return n
+		}
+		regain := func(p *pipebench.PhaseResult, parts []*pipebench.PhaseResult) {
+			p.KPIs = slices.DeleteFunc(p.KPIs, func(v pipebench.KPI) bool {
+				return v.Name == "pipeline_pending_at_end" && maps.Equal(v.Labels, lbl)
+			})
+			if n := raw(parts); n > 0 {
+				p.Set(pipebench.KPI{Name: "pipeline_lost", Labels: lbl, Value: n, Unit: pipebench.UnitCount})
+			}
+		}
+		for i := range merged.Phases {
+			var parts []*pipebench.PhaseResult
+			for _, s := range shards {
+				if i < len(s.Phases) {
+					parts = append(parts, &s.Phases[i])
+				}
+			}
+			regain(&merged.Phases[i], parts)
+		}
+		regain(merged.Total, totals)
+		merged.Total.Set(k)
+		movePending(merged.Total, merged.Phases, "pipeline_lost", "pipeline_pending_at_end", lbl, k.Value)
+	}
 }

@@ -163,3 +163,66 @@ func TestPipelinePending(t *testing.T) {
 		t.Errorf("first phase: lost %v pending %v, want 2,772 and 18", l, p)
 	}
 }
+
+// Shards of one run through one collector of several pipelines: each
+// shard took its share of a pipeline's queue off that pipeline's lost;
+// merged, the queue counts once, off the pipeline's merged lost (and from
+// the last phase back), and a pipeline whose exporter held nothing keeps
+// its lost.
+func TestMergePipelinePending(t *testing.T) {
+	lbl := func(p string) map[string]string { return map[string]string{"pipeline": p} }
+	shard := func(p2Lost, p2Pending []float64, p3Lost float64) *pipebench.Result {
+		r := &pipebench.Result{}
+		var tl, tp float64
+		for i := range p2Lost {
+			ph := phaseLost("p", p2Lost[i])
+			ph.Set(pipebench.KPI{Name: "pipeline_lost", Labels: lbl("p2"), Value: p2Lost[i]})
+			if p2Pending[i] > 0 {
+				ph.Set(pipebench.KPI{Name: "pipeline_pending_at_end", Labels: lbl("p2"), Value: p2Pending[i]})
+				ph.Set(pipebench.KPI{Name: "pending_at_end", Value: p2Pending[i]})
+			}
+			r.Phases = append(r.Phases, ph)
+			tl, tp = tl+p2Lost[i], tp+p2Pending[i]
+		}
+		tot := phaseLost("total", tl)
+		tot.Set(pipebench.KPI{Name: "pipeline_lost", Labels: lbl("p2"), Value: tl})
+		tot.Set(pipebench.KPI{Name: "pipeline_pending_at_end", Labels: lbl("p2"), Value: tp})
+		tot.Set(pipebench.KPI{Name: "pipeline_lost", Labels: lbl("p3"), Value: p3Lost})
+		tot.Set(pipebench.KPI{Name: "pending_at_end", Value: tp})
+		tot.Set(pipebench.KPI{Name: "held_at_end", Value: 50})
+		tot.Set(pipebench.KPI{Name: "pipeline_held_at_end", Labels: lbl("p2"), Value: 50})
+		r.Total = &tot
+		return r
+	}
+	// p2's exporter held 50 at the end; each shard's raw p2 lost was
+	// 5 + 50 and 0 + 40 (the rest of its lost in the first phase).
+	a := shard([]float64{5, 0}, []float64{0, 50}, 7)
+	b := shard([]float64{0, 0}, []float64{0, 40}, 3)
+	mergedPhase := func(name string, p2 float64) pipebench.PhaseResult {
+		ph := phaseLost(name, p2)
+		ph.Set(pipebench.KPI{Name: "pipeline_lost", Labels: lbl("p2"), Value: p2})
+		ph.Set(pipebench.KPI{Name: "pipeline_pending_at_end", Labels: lbl("p2"), Value: 90}) // summed by the merge: twice the queue
+		return ph
+	}
+	merged := &pipebench.Result{Phases: []pipebench.PhaseResult{mergedPhase("p", 5), mergedPhase("p", 0)}}
+	tot := mergedPhase("total", 5)
+	tot.Set(pipebench.KPI{Name: "pipeline_lost", Labels: lbl("p3"), Value: 10})
+	merged.Total = &tot
+	mergePending([]*pipebench.Result{a, b}, merged)
+	get := func(ph *pipebench.PhaseResult, name, p string) float64 { v, _ := ph.Get(name, "pipeline", p); return v }
+	if l, p := get(merged.Total, "pipeline_lost", "p2"), get(merged.Total, "pipeline_pending_at_end", "p2"); l != 45 || p != 50 {
+		t.Errorf("p2: lost %v pending %v, want 45 (5 + 90 - 50) and 50 (its queue, once)", l, p)
+	}
+	if l, p := get(&merged.Phases[1], "pipeline_lost", "p2"), get(&merged.Phases[1], "pipeline_pending_at_end", "p2"); l != 40 || p != 50 {
+		t.Errorf("last phase: lost %v pending %v, want 40 and 50", l, p)
+	}
+	if l, p := get(&merged.Phases[0], "pipeline_lost", "p2"), get(&merged.Phases[0], "pipeline_pending_at_end", "p2"); l != 5 || p != 0 {
+		t.Errorf("first phase: lost %v pending %v, want 5 and none", l, p)
+	}
+	if l := get(merged.Total, "pipeline_lost", "p3"); l != 10 {
+		t.Errorf("p3 held nothing: lost %v, want 10", l)
+	}
+	if h := get(merged.Total, "pipeline_held_at_end", "p2"); h != 50 {
+		t.Errorf("p2's held %v, want 50", h)
+	}
+}
