@@ -71,12 +71,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	s := startServer(t)
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	j, _ := js.New(nc)
+	nc, j := natstest.JetStream(t, s.ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := j.CreateStream(ctx, js.StreamConfig{Name: "EVENTS", Subjects: []string{"events.>"}}); err != nil {
