@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -43,3 +44,15 @@ type Lazy func() string
 
 // String calls l.
 func (l Lazy) String() string { return l() }
+
+// Start calls start and fails the test when it returns an error; when the
+// test ends (after its deferred calls), stop is called. Both get a
+// background context. For a component with Start and Shutdown methods:
+// testutil.Start(t, sut.Start, sut.Shutdown).
+func Start(tb testing.TB, start, stop func(context.Context) error) {
+	tb.Helper()
+	if err := start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { stop(context.Background()) })
+}

@@ -13,12 +13,11 @@ import (
 	"time"
 
 	js "github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/natscluster"
 	"github.com/pipebench/pipebench/internal/natstest"
+	"github.com/pipebench/pipebench/internal/promtest"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
@@ -64,16 +63,7 @@ func post(t *testing.T, url, ct string, hdr map[string]string, body string) int 
 // refused counter by reason.
 func scrape(t *testing.T, p *Proxy) (map[string]float64, map[string]float64) {
 	t.Helper()
-	resp, err := http.Get(p.Instances()[0].MetricsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := promtest.Families(t, p.Instances()[0].MetricsURL)
 	sum, refused := map[string]float64{}, map[string]float64{}
 	for name, f := range fams {
 		for _, m := range f.Metric {
