@@ -108,30 +108,39 @@ func bytesField(b []byte) ([]byte, int) {
 // no reference to b and allocates nothing per series.
 func Decode(b []byte, seq func(seq uint64, sentMillis int64)) (Counts, error) {
 	var c Counts
-	for len(b) > 0 {
-		num, typ, n := tag(b)
+	err := eachBytes(b, 1, "timeseries", func(ts []byte) error { return decodeSeries(ts, &c, seq) })
+	return c, err
+}
+
+// eachBytes calls fn, in order, with the value of every field of msg
+// numbered num and of the bytes wire type, and skips the other fields.
+// what names the field in the error of a value cut short; fn's error
+// stops the walk and is returned.
+func eachBytes(msg []byte, num protowire.Number, what string, fn func([]byte) error) error {
+	for len(msg) > 0 {
+		fnum, typ, n := tag(msg)
 		if n < 0 {
-			return c, fmt.Errorf("%w: %v", ErrMalformed, protowire.ParseError(n))
+			return fmt.Errorf("%w: %v", ErrMalformed, protowire.ParseError(n))
 		}
-		b = b[n:]
-		if num == 1 && typ == protowire.BytesType {
-			ts, n := bytesField(b)
+		msg = msg[n:]
+		if fnum == num && typ == protowire.BytesType {
+			v, n := bytesField(msg)
 			if n < 0 {
-				return c, fmt.Errorf("%w: timeseries: %v", ErrMalformed, protowire.ParseError(n))
+				return fmt.Errorf("%w: %s: %v", ErrMalformed, what, protowire.ParseError(n))
 			}
-			b = b[n:]
-			if err := decodeSeries(ts, &c, seq); err != nil {
-				return c, err
+			msg = msg[n:]
+			if err := fn(v); err != nil {
+				return err
 			}
 			continue
 		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
+		n = protowire.ConsumeFieldValue(fnum, typ, msg)
 		if n < 0 {
-			return c, fmt.Errorf("%w: field %d: %v", ErrMalformed, num, protowire.ParseError(n))
+			return fmt.Errorf("%w: field %d: %v", ErrMalformed, fnum, protowire.ParseError(n))
 		}
-		b = b[n:]
+		msg = msg[n:]
 	}
-	return c, nil
+	return nil
 }
 
 // decodeSeries reads one TimeSeries: labels first (to know the series'
