@@ -170,12 +170,7 @@ func decodeSeries(b []byte, c *Counts, seq func(uint64, int64)) error {
 			if err != nil {
 				return err
 			}
-			switch {
-			case string(name) == SeqLabel && string(value) == "seq":
-				carrier = true
-			case string(name) == "__name__" && reportNames[string(value)]:
-				report = true
-			}
+			markSeries(name, value, &carrier, &report)
 			continue
 		}
 		n = protowire.ConsumeFieldValue(num, typ, rest)
@@ -189,6 +184,18 @@ func decodeSeries(b []byte, c *Counts, seq func(uint64, int64)) error {
 		return nil
 	}
 	return countSamples(b[from:], 2, 4, carrier, report, c, seq)
+}
+
+// markSeries sets carrier when the label name=value marks a series that
+// carries sequence numbers, and report when it names one of the series a
+// scraper adds of its own (up, scrape_*).
+func markSeries(name, value []byte, carrier, report *bool) {
+	switch {
+	case string(name) == SeqLabel && string(value) == "seq":
+		*carrier = true
+	case string(name) == "__name__" && reportNames[string(value)]:
+		*report = true
+	}
 }
 
 // countSamples counts the samples of one series' fields b: sampleField
@@ -319,14 +326,7 @@ func (e *Encoder) Series(labels []Label, values []float64, millis []int64) {
 		s = protowire.AppendTag(s, 2, protowire.BytesType)
 		s = protowire.AppendString(s, l.Value)
 	}
-	for i, v := range values {
-		s = protowire.AppendTag(s, 2, protowire.BytesType)
-		s = protowire.AppendVarint(s, uint64(1+8+1+protowire.SizeVarint(uint64(millis[i]))))
-		s = protowire.AppendTag(s, 1, protowire.Fixed64Type)
-		s = protowire.AppendFixed64(s, math.Float64bits(v))
-		s = protowire.AppendTag(s, 2, protowire.VarintType)
-		s = protowire.AppendVarint(s, uint64(millis[i]))
-	}
+	s = appendSamples(s, values, millis)
 	e.series = s
 	e.buf = protowire.AppendTag(e.buf, 1, protowire.BytesType)
 	e.buf = protowire.AppendBytes(e.buf, s)

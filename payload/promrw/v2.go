@@ -131,13 +131,7 @@ func (d *V2Decoder) series(b []byte, c *Counts, seq func(uint64, int64)) error {
 		if int(ni) >= len(d.syms) || int(vi) >= len(d.syms) {
 			return fmt.Errorf("%w: label reference %d or %d outside the %d symbols", ErrMalformed, ni, vi, len(d.syms))
 		}
-		name, value := d.syms[ni], d.syms[vi]
-		switch {
-		case string(name) == SeqLabel && string(value) == "seq":
-			carrier = true
-		case string(name) == "__name__" && reportNames[string(value)]:
-			report = true
-		}
+		markSeries(d.syms[ni], d.syms[vi], &carrier, &report)
 	}
 	if from < 0 {
 		return nil
