@@ -5,6 +5,7 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -55,4 +56,20 @@ func Start(tb testing.TB, start, stop func(context.Context) error) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { stop(context.Background()) })
+}
+
+// ErrorText is the message of err and of each error it wraps in turn
+// (through Unwrap() error), one a line: what a test searches for the
+// problems a Validate joined, whatever wraps them. "" for nil.
+func ErrorText(err error) string {
+	var b strings.Builder
+	for e := err; e != nil; {
+		b.WriteString(e.Error() + "\n")
+		u, ok := e.(interface{ Unwrap() error })
+		if !ok {
+			break
+		}
+		e = u.Unwrap()
+	}
+	return b.String()
 }

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -84,5 +85,16 @@ func TestStart(t *testing.T) {
 	})
 	if got := fmt.Sprint(order); got != "[start deferred stop]" {
 		t.Errorf("order %s", got)
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	inner := errors.New("timeout: must be more than 0")
+	err := fmt.Errorf("effect: %w", inner)
+	if got := ErrorText(err); got != "effect: timeout: must be more than 0\ntimeout: must be more than 0\n" {
+		t.Errorf("%q", got)
+	}
+	if ErrorText(nil) != "" {
+		t.Error("nil")
 	}
 }
