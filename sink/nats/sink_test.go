@@ -46,6 +46,16 @@ type fixture struct {
 	g  pipebench.Generator
 }
 
+// sink starts a sink of the default configuration consuming from the
+// fixture's server, recording in the Arrivals returned.
+func (f *fixture) sink(t *testing.T) (*Sink, *testutil.Arrivals) {
+	t.Helper()
+	cfg := *DefaultConfig()
+	cfg.URL = f.s.ClientURL()
+	rec := &testutil.Arrivals{}
+	return startSink(t, cfg, rec), rec
+}
+
 func newFixture(t *testing.T) *fixture {
 	s := startServer(t)
 	nc, j := natstest.JetStream(t, s.ClientURL())
@@ -124,10 +134,7 @@ func startSink(t *testing.T, cfg Config, rec pipebench.Arrivals) *Sink {
 // consumer's backlog on the server is empty.
 func TestConsumerDeliversEverything(t *testing.T) {
 	f := newFixture(t)
-	cfg := *DefaultConfig()
-	cfg.URL = f.s.ClientURL()
-	rec := &testutil.Arrivals{}
-	s := startSink(t, cfg, rec)
+	s, rec := f.sink(t)
 	f.publish(t, 1, 3000)
 	waitFor(t, "3000 arrivals", 30*time.Second, func() bool { return rec.Distinct() == 3000 })
 	waitFor(t, "every ack", 10*time.Second, func() bool { i := f.consumer(t); return i.NumAckPending == 0 && i.NumPending == 0 })
@@ -141,10 +148,7 @@ func TestConsumerDeliversEverything(t *testing.T) {
 // server, and delivers everything once resumed.
 func TestPauseAndResume(t *testing.T) {
 	f := newFixture(t)
-	cfg := *DefaultConfig()
-	cfg.URL = f.s.ClientURL()
-	rec := &testutil.Arrivals{}
-	s := startSink(t, cfg, rec)
+	s, rec := f.sink(t)
 	f.publish(t, 1, 500)
 	waitFor(t, "the first 500", 20*time.Second, func() bool { return rec.Distinct() == 500 })
 	if err := s.Pause(context.Background()); err != nil {
@@ -174,10 +178,7 @@ func TestPauseAndResume(t *testing.T) {
 // and resume it after.
 func TestOutageWindowPauses(t *testing.T) {
 	f := newFixture(t)
-	cfg := *DefaultConfig()
-	cfg.URL = f.s.ClientURL()
-	rec := &testutil.Arrivals{}
-	s := startSink(t, cfg, rec)
+	s, rec := f.sink(t)
 	s.SetFaults(pipebench.FaultPolicy{Outages: []pipebench.Window{{Start: 0, Duration: pipebench.Duration(time.Second)}}}, time.Now())
 	waitFor(t, "the pause", 5*time.Second, func() bool { return f.consumer(t).Paused })
 	f.publish(t, 1, 200)
@@ -286,10 +287,7 @@ func TestRateLimitsPaceItemsAndMessages(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
-			cfg := *DefaultConfig()
-			cfg.URL = f.s.ClientURL()
-			rec := &testutil.Arrivals{}
-			s := startSink(t, cfg, rec)
+			s, rec := f.sink(t)
 			s.SetFaults(c.p, time.Now())
 			start := time.Now()
 			f.publishBatches(t, 1, 30, 50)
