@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 )
 
@@ -259,4 +260,22 @@ type Env struct {
 	Dir string
 	// Logger receives the component's diagnostics; never nil.
 	Logger *slog.Logger
+}
+
+// ScratchDir is e.Dir, or the system's temporary directory when there is
+// none (a component made outside a run, as in a test).
+func (e Env) ScratchDir() string {
+	if e.Dir == "" {
+		return os.TempDir()
+	}
+	return e.Dir
+}
+
+// Log is e.Logger, or a logger that discards everything when there is
+// none (a component made outside a run, as in a test).
+func (e Env) Log() *slog.Logger {
+	if e.Logger == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return e.Logger
 }

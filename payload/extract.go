@@ -93,3 +93,27 @@ func fromHeaders(seqS, sentS string, count int, fn func(uint64, time.Time)) (int
 	}
 	return count, 0, nil
 }
+
+// ItemCount is the number of items a message says it carries in its
+// HeaderCount header (looked up with header); 1 when the header is
+// missing or not a positive number.
+func ItemCount(header func(name string) string) int {
+	n, err := strconv.Atoi(header(HeaderCount))
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// Tally is Extract for a consumer that accounts for every item of a
+// message: the content type is the Content-Type header, and when the body
+// cannot be read, all the ItemCount items the message announces count as
+// unmatched. It returns the items in all and the unmatched ones among
+// them.
+func Tally(header func(name string) string, body []byte, fn func(seq uint64, sent time.Time)) (items, unmatched int) {
+	matched, unmatched, err := Extract(header, header("Content-Type"), body, fn)
+	if err != nil {
+		unmatched = ItemCount(header)
+	}
+	return matched + unmatched, unmatched
+}

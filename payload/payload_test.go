@@ -167,3 +167,24 @@ func BenchmarkExtractHeader(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "items/s")
 }
+
+// A message whose body cannot be read counts all the items its header
+// announces as unmatched; a readable one counts what it carries.
+func TestTallyAndItemCount(t *testing.T) {
+	hdr := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if n := ItemCount(hdr(nil)); n != 1 {
+		t.Errorf("no header: %d items, want 1", n)
+	}
+	if n := ItemCount(hdr(map[string]string{HeaderCount: "-3"})); n != 1 {
+		t.Errorf("a negative count: %d items, want 1", n)
+	}
+	items, unmatched := Tally(hdr(map[string]string{HeaderCount: "4", "Content-Type": "application/json"}), []byte("{not json"), func(uint64, time.Time) { t.Error("an item of an unreadable body") })
+	if items != 4 || unmatched != 4 {
+		t.Errorf("unreadable body: %d items, %d unmatched; want 4 and 4", items, unmatched)
+	}
+	var seqs []uint64
+	items, unmatched = Tally(hdr(map[string]string{"Content-Type": "application/json"}), []byte(`[{"pbseq":"7","pbsent":"1"},{"x":1}]`), func(s uint64, _ time.Time) { seqs = append(seqs, s) })
+	if items != 2 || unmatched != 1 || len(seqs) != 1 || seqs[0] != 7 {
+		t.Errorf("a batch of two, one numbered: %d items, %d unmatched, seqs %v", items, unmatched, seqs)
+	}
+}

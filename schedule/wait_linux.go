@@ -23,15 +23,14 @@ const sleepChunk = 20 * time.Millisecond
 type preciseWaiter struct {
 	slack   uintptr
 	slackOK bool
-	g       margin
-	last    time.Time // the previous wait's target
+	p       pacing
 }
 
 // newPreciseWaiter is the timerfd waiter (falling back on the sleeper
 // where a timerfd cannot be made).
-func newPreciseWaiter() waiter { return &timerfdWaiter{g: margin{m: SpinMin}} }
+func newPreciseWaiter() waiter { return &timerfdWaiter{p: pacing{g: margin{m: SpinMin}}} }
 
-func newSleepWaiter() waiter { return &preciseWaiter{g: margin{m: SpinMin}} }
+func newSleepWaiter() waiter { return &preciseWaiter{p: pacing{g: margin{m: SpinMin}}} }
 
 func (w *preciseWaiter) begin() {
 	runtime.LockOSThread()
@@ -51,41 +50,64 @@ func (w *preciseWaiter) end() {
 }
 
 func (w *preciseWaiter) wait(ctx context.Context, t time.Time) bool {
-	// Spin at most an eighth of the time since the last wake-up, so the
-	// spin never takes more than an eighth of a core.
+	ok, _, _ := w.p.sleepUntil(ctx, t, func(d time.Duration) bool {
+		ts := syscall.NsecToTimespec(int64(d))
+		syscall.Nanosleep(&ts, nil) // EINTR: the loop sleeps again
+		return true
+	})
+	return ok
+}
+
+// pacing is what a waiter keeps from one wait to the next: the spin
+// margin it learnt and the previous wait's target.
+type pacing struct {
+	g    margin
+	last time.Time
+}
+
+// sleepUntil waits until t. The target is first moved to at least
+// MinWake after the previous one (above 1/MinWake sends a second, each
+// wake-up starts several), and the spin capped at an eighth of the time
+// since it (so the spin never takes more than an eighth of a core). Then
+// it sleeps with sleep, a chunk of at most sleepChunk at a time, until the
+// spin margin before t, learning the margin from how late the shorter
+// sleeps end, and spins out the rest. It returns false when ctx ends
+// first. When sleep returns false (it could not sleep), sleepUntil returns
+// at once with fell true and the target as moved, for the caller to wait
+// for it otherwise.
+func (p *pacing) sleepUntil(ctx context.Context, t time.Time, sleep func(time.Duration) bool) (ok, fell bool, target time.Time) {
 	spinCap := SpinMax
-	if !w.last.IsZero() {
-		// At most one wake-up per MinWake: above 1/MinWake sends a
-		// second, each wake-up starts several.
-		if early := w.last.Add(MinWake); t.Before(early) {
+	if !p.last.IsZero() {
+		if early := p.last.Add(MinWake); t.Before(early) {
 			t = early
 		}
-		spinCap = min(spinCap, t.Sub(w.last)/8)
+		spinCap = min(spinCap, t.Sub(p.last)/8)
 	}
-	w.last = t
+	p.last = t
 	for {
 		if ctx.Err() != nil {
-			return false
+			return false, false, t
 		}
 		d := time.Until(t)
 		if d <= 0 {
-			return true
+			return true, false, t
 		}
-		m := min(w.g.get(), spinCap)
+		m := min(p.g.get(), spinCap)
 		if d <= m {
 			break
 		}
-		sleep := min(d-m, sleepChunk)
-		ts := syscall.NsecToTimespec(int64(sleep))
-		target := time.Now().Add(sleep)
-		syscall.Nanosleep(&ts, nil) // EINTR: the loop sleeps again
-		if over := time.Since(target); over > 0 && sleep < sleepChunk {
-			w.g.observe(over)
+		chunk := min(d-m, sleepChunk)
+		end := time.Now().Add(chunk)
+		if !sleep(chunk) {
+			return false, true, t
+		}
+		if over := time.Since(end); over > 0 && chunk < sleepChunk {
+			p.g.observe(over)
 		}
 	}
 	for time.Now().Before(t) {
 	}
-	return ctx.Err() == nil
+	return ctx.Err() == nil, false, t
 }
 
 // Linux timerfd constants.
@@ -109,9 +131,8 @@ type timerfdWaiter struct {
 	f     *os.File
 	raw   syscall.RawConn
 	fd    uintptr
-	g     margin
-	last  time.Time // the previous wait's target
-	sleep waiter    // when no timerfd could be made
+	p     pacing
+	sleep waiter // when no timerfd could be made
 }
 
 func (w *timerfdWaiter) begin() {
@@ -152,33 +173,10 @@ func (w *timerfdWaiter) wait(ctx context.Context, t time.Time) bool {
 	if w.sleep != nil {
 		return w.sleep.wait(ctx, t)
 	}
-	spinCap := SpinMax
-	if !w.last.IsZero() {
-		if early := w.last.Add(MinWake); t.Before(early) {
-			t = early
-		}
-		spinCap = min(spinCap, t.Sub(w.last)/8)
-	}
-	w.last = t
 	var buf [8]byte
-	for {
-		if ctx.Err() != nil {
+	ok, fell, t := w.p.sleepUntil(ctx, t, func(d time.Duration) bool {
+		if !w.arm(d) {
 			return false
-		}
-		d := time.Until(t)
-		if d <= 0 {
-			return true
-		}
-		m := min(w.g.get(), spinCap)
-		if d <= m {
-			break
-		}
-		sleep := min(d-m, sleepChunk)
-		target := time.Now().Add(sleep)
-		if !w.arm(sleep) {
-			w.sleep = newSleepWaiter()
-			w.sleep.begin()
-			return w.sleep.wait(ctx, t)
 		}
 		// Parks until the timer fired (the read then returns its count).
 		// The read is raw for the same reason as arm's (the descriptor is
@@ -187,11 +185,12 @@ func (w *timerfdWaiter) wait(ctx context.Context, t time.Time) bool {
 			_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
 			return e != syscall.EAGAIN
 		})
-		if over := time.Since(target); over > 0 && sleep < sleepChunk {
-			w.g.observe(over)
-		}
+		return true
+	})
+	if fell {
+		w.sleep = newSleepWaiter()
+		w.sleep.begin()
+		return w.sleep.wait(ctx, t)
 	}
-	for time.Now().Before(t) {
-	}
-	return ctx.Err() == nil
+	return ok
 }

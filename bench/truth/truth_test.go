@@ -23,10 +23,9 @@ import (
 
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/payload"
-	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/schedule"
 )
 
@@ -321,32 +320,14 @@ func drive(tb testing.TB, drv pipebench.Driver, rate float64, d time.Duration, c
 
 // runWhole runs the whole runner against s at rate for d.
 func runWhole(tb testing.TB, s *server, rate float64, d time.Duration, conns int) measured {
-	reg := pipebench.NewRegistry()
-	if err := reg.Generators.Register(payload.EventFactory()); err != nil {
-		tb.Fatal(err)
-	}
-	if err := reg.Drivers.Register(httpdriver.Factory()); err != nil {
-		tb.Fatal(err)
-	}
-	yaml := fmt.Sprintf(`
+	reg := scenariotest.Registry(tb, payload.EventFactory(), httpdriver.Factory())
+	res := scenariotest.Run(tb, reg, "truth.yaml", fmt.Sprintf(`
 name: truth
 target: {driver: http, url: "http://%s/", connections: %d}
 workload: {generator: event, size: 64}
 phases:
   - {name: hold, duration: %s, rate: %s/s}
-`, s.addr, conns, d, strconv.FormatFloat(rate, 'f', -1, 64))
-	sc, err := scenario.Parse("truth.yaml", []byte(yaml), scenario.Params{Registry: reg})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		tb.Fatal(err)
-	}
+`, s.addr, conns, d, strconv.FormatFloat(rate, 'f', -1, 64)))
 	p := &res.Phases[0]
 	get := func(name string, labels ...string) float64 { v, _ := p.Get(name, labels...); return v }
 	h := func(name string) *hdrhistogram.Histogram {

@@ -305,16 +305,7 @@ func (w *work) nameBytes(k []byte, hist bool) []byte {
 // until the work goes back to the pool.
 func (w *work) encode(md pmetric.Metrics) ([]byte, int) {
 	w.reset()
-	rms := md.ResourceMetrics()
-	for i := 0; i < rms.Len(); i++ {
-		sms := rms.At(i).ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			ms := sms.At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				w.metric(ms.At(k))
-			}
-		}
-	}
+	otlpgen.EachMetric(md, w.metric)
 	return w.compress()
 }
 

@@ -69,3 +69,21 @@ func (b *Buckets) Points(at time.Time) []pipebench.Point {
 	}
 	return append(pts, pipebench.Point{Name: Name, Labels: map[string]string{"le": "+Inf"}, Kind: pipebench.KindCounter, At: at, Value: float64(total)})
 }
+
+// UnixTime reads a Unix time whose unit is guessed from its size:
+// nanoseconds from 1e17, microseconds from 1e14, milliseconds from 1e11,
+// else seconds (their fraction kept). A time of 0 or less is no time.
+func UnixTime(f float64) (time.Time, bool) {
+	switch {
+	case f <= 0:
+		return time.Time{}, false
+	case f >= 1e17:
+		return time.Unix(0, int64(f)), true
+	case f >= 1e14:
+		return time.UnixMicro(int64(f)), true
+	case f >= 1e11:
+		return time.UnixMilli(int64(f)), true
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)), true
+}

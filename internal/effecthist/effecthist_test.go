@@ -31,3 +31,22 @@ func TestPointsAreCumulative(t *testing.T) {
 		t.Errorf("point %+v", pts[1])
 	}
 }
+
+// Each unit is told by the number's size, seconds keep their fraction,
+// and 0 or less is no time.
+func TestUnixTime(t *testing.T) {
+	want := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, f := range []float64{float64(want.UnixNano()), float64(want.UnixMicro()), float64(want.UnixMilli()), float64(want.Unix())} {
+		if got, ok := UnixTime(f); !ok || !got.Equal(want) {
+			t.Errorf("UnixTime(%g) = %v, %v; want %v", f, got, ok, want)
+		}
+	}
+	if got, ok := UnixTime(1.5); !ok || got.UnixNano() != 1_500_000_000 {
+		t.Errorf("1.5 s: %v", got)
+	}
+	for _, f := range []float64{0, -1} {
+		if _, ok := UnixTime(f); ok {
+			t.Errorf("UnixTime(%g) is a time", f)
+		}
+	}
+}

@@ -18,9 +18,7 @@ package natscluster
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -99,7 +97,7 @@ type Node struct {
 func Start(ctx context.Context, p Params) (*Cluster, error) {
 	for try := 1; ; try++ {
 		c, err := startOnce(ctx, p)
-		if err == nil || try == 3 || !errors.Is(err, childproc.ErrExited) || !strings.Contains(err.Error(), "address already in use") {
+		if err == nil || try == 3 || !childproc.PortTaken(err) {
 			return c, err
 		}
 	}
@@ -191,9 +189,8 @@ func startOnce(ctx context.Context, p Params) (*Cluster, error) {
 
 // start starts the node's process from its spec.
 func (nd *Node) start() error {
-	raw, _ := json.Marshal(nd.spec)
 	path := filepath.Join(nd.c.base, nd.spec.Name+".json")
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
+	if err := childproc.WriteSpec(path, nd.spec); err != nil {
 		return err
 	}
 	cmd := exec.Command(nd.c.exe)
@@ -214,18 +211,8 @@ func (nd *Node) start() error {
 // ready reports whether the node takes client connections and answers
 // its monitoring.
 func (nd *Node) ready() bool {
-	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(nd.spec.Port), 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	cl := http.Client{Timeout: time.Second}
-	resp, err := cl.Get(nd.MonitorURL() + "/varz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return childproc.Listening("127.0.0.1:"+strconv.Itoa(nd.spec.Port)) &&
+		childproc.Answers(nd.MonitorURL()+"/varz", http.StatusOK, time.Second)
 }
 
 // waitMetaLeader waits until some node reports a JetStream meta leader.
@@ -368,7 +355,7 @@ func (nd *Node) Restart(ctx context.Context, timeout time.Duration) error {
 		nd.down, nd.leaving = false, false // a process runs from here on
 		nd.mu.Unlock()
 		err = proc.WaitReady(ctx, timeout, nd.ready)
-		if err == nil || !errors.Is(err, childproc.ErrExited) || !strings.Contains(err.Error(), "address already in use") {
+		if err == nil || !childproc.PortTaken(err) {
 			return err
 		}
 		nd.mu.Lock()

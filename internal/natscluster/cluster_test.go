@@ -14,6 +14,7 @@ import (
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/natstest"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
@@ -56,17 +57,6 @@ func varz(t *testing.T, c *Cluster, node string) (v struct {
 	return v, json.NewDecoder(resp.Body).Decode(&v) == nil
 }
 
-func jetStream(t *testing.T, url string) (*nats.Conn, js.JetStream) {
-	t.Helper()
-	nc, err := nats.Connect(url, nats.Timeout(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	j, _ := js.New(nc)
-	return nc, j
-}
-
 // Three nodes, each its own process with its own storage limit and tags;
 // one is killed (the replicated stream still takes publishes), started
 // again on the same storage (a new start time, the stream caught up), and
@@ -98,7 +88,7 @@ func TestKillRestartFreeze(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	_, j := jetStream(t, c.ClientURL())
+	_, j := natstest.JetStream(t, c.ClientURL(), nats.Timeout(2*time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := CreateStream(ctx, c.ClientURL(), js.StreamConfig{Name: "EVENTS", Subjects: []string{"events.>"}, Replicas: 3}, time.Now().Add(30*time.Second)); err != nil {

@@ -1,7 +1,6 @@
 package natscluster
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/pipebench/pipebench/internal/childproc"
 )
 
 // ChildEnv names the environment variable that makes a pipebench process one
@@ -87,26 +88,12 @@ func (n NodeSpec) Options() (*server.Options, error) {
 // The main of a binary that starts clusters (cmd/pipebench through
 // builtins.MaybeRunChild, and test binaries from TestMain) calls it first
 // thing. In the child it is the main, so it exits the process.
-func MaybeRunChild() {
-	path := os.Getenv(ChildEnv)
-	if path == "" {
-		return
-	}
-	if err := runNode(path); err != nil {
-		fmt.Fprintf(os.Stderr, "embedded nats-server: %v\n", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+func MaybeRunChild() { childproc.RunIfChild(ChildEnv, "embedded nats-server", runNode) }
 
 func runNode(path string) error {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
 	var spec NodeSpec
-	if err := json.Unmarshal(raw, &spec); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err := childproc.ReadSpec(path, &spec); err != nil {
+		return err
 	}
 	opts, err := spec.Options()
 	if err != nil {

@@ -7,14 +7,9 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	natsdriver "github.com/pipebench/pipebench/driver/nats"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/limit"
-	natsobs "github.com/pipebench/pipebench/observer/nats"
-	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
-	natssink "github.com/pipebench/pipebench/sink/nats"
-	"github.com/pipebench/pipebench/sut/jetstream"
 )
 
 // The limit search against the embedded JetStream with a slow consumer
@@ -24,19 +19,8 @@ func TestLimitWithASlowConsumer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a limit search of several probes through nats-server")
 	}
-	reg := pipebench.NewRegistry()
-	for _, err := range []error{
-		reg.Generators.Register(payload.EventFactory()),
-		reg.Drivers.Register(natsdriver.Factory()),
-		reg.Sinks.Register(natssink.Factory()),
-		reg.SUTs.Register(jetstream.Factory()),
-		reg.Observers.Register(natsobs.Factory()),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	sc, err := scenario.Parse("slow-consumer.yaml", []byte(`
+	reg := natsRegistry(t)
+	plan := scenariotest.Plan(t, reg, "slow-consumer.yaml", `
 name: slow-consumer
 sut: {type: jetstream}
 target: {driver: nats, mode: jetstream-async, connections: 4}
@@ -46,14 +30,7 @@ observers: [{type: nats}]
 drain: 3s
 phases:
   - {name: load, duration: 3s, rate: 200/s, faults: {rate_limit: 400/s, rate_limit_burst: 50ms}}
-`), scenario.Params{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	var lines []string
 	ans, err := limit.Search(context.Background(), limit.Params{
 		Plan: plan, Start: 250, Probe: 3 * time.Second, Precision: 0.1, Tolerance: 0.01, Budget: 3 * time.Minute,

@@ -16,12 +16,8 @@ import (
 
 	"github.com/pipebench/pipebench"
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
-	natsobs "github.com/pipebench/pipebench/observer/nats"
-	"github.com/pipebench/pipebench/payload"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
-	natssink "github.com/pipebench/pipebench/sink/nats"
-	"github.com/pipebench/pipebench/sut/jetstream"
 )
 
 // soakParams are the soak's length, connections and rate: 20 s, 500
@@ -90,20 +86,9 @@ func TestSoak(t *testing.T) {
 		t.Skip("a 20 s soak through nats-server")
 	}
 	dur, conns, rate := soakParams()
-	reg := pipebench.NewRegistry()
-	for _, err := range []error{
-		reg.Generators.Register(payload.EventFactory()),
-		reg.Drivers.Register(natsdriver.Factory()),
-		reg.Sinks.Register(natssink.Factory()),
-		reg.SUTs.Register(jetstream.Factory()),
-		reg.Observers.Register(natsobs.Factory()),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	reg := natsRegistry(t)
 	batch := max(1, rate/1000)
-	sc, err := scenario.Parse("soak.yaml", []byte(fmt.Sprintf(`
+	plan := scenariotest.Plan(t, reg, "soak.yaml", fmt.Sprintf(`
 name: soak
 sut: {type: jetstream, stream: {name: EVENTS, subjects: ["events.>"], max_bytes: 268435456, discard: old}}
 target: {driver: nats, mode: %s, connections: %d, subject: "events.{conn}", connect_concurrency: 64}
@@ -114,14 +99,7 @@ interval: 5s
 drain: 20s
 phases:
   - {name: soak, duration: %s, rate: %d/s}
-`, soakMode, conns, batch, pipebench.Duration(dur), rate)), scenario.Params{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
+`, soakMode, conns, batch, pipebench.Duration(dur), rate))
 
 	every := min(max(dur/12, 2*time.Second), time.Minute)
 	profile := os.Getenv("PIPEBENCH_SOAK_HEAPPROFILE")

@@ -1,4 +1,3 @@
-// Package promtest runs and reads Prometheus for tests.
 package promtest
 
 import (

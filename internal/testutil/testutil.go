@@ -3,7 +3,9 @@
 package testutil
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,3 +45,31 @@ type Lazy func() string
 
 // String calls l.
 func (l Lazy) String() string { return l() }
+
+// Start calls start and fails the test when it returns an error; when the
+// test ends (after its deferred calls), stop is called. Both get a
+// background context. For a component with Start and Shutdown methods:
+// testutil.Start(t, sut.Start, sut.Shutdown).
+func Start(tb testing.TB, start, stop func(context.Context) error) {
+	tb.Helper()
+	if err := start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { stop(context.Background()) })
+}
+
+// ErrorText is the message of err and of each error it wraps in turn
+// (through Unwrap() error), one a line: what a test searches for the
+// problems a Validate joined, whatever wraps them. "" for nil.
+func ErrorText(err error) string {
+	var b strings.Builder
+	for e := err; e != nil; {
+		b.WriteString(e.Error() + "\n")
+		u, ok := e.(interface{ Unwrap() error })
+		if !ok {
+			break
+		}
+		e = u.Unwrap()
+	}
+	return b.String()
+}

@@ -431,17 +431,7 @@ func timeOf(v any) (time.Time, bool) {
 	default:
 		return time.Time{}, false
 	}
-	switch {
-	case f <= 0:
-		return time.Time{}, false
-	case f >= 1e17:
-		return time.Unix(0, int64(f)), true
-	case f >= 1e14:
-		return time.UnixMicro(int64(f)), true
-	case f >= 1e11:
-		return time.UnixMilli(int64(f)), true
-	}
-	return time.Unix(0, int64(f*1e9)), true
+	return effecthist.UnixTime(f)
 }
 
 var _ io.Closer = (*Observer)(nil)

@@ -12,11 +12,11 @@ import (
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
 	"github.com/pipebench/pipebench/internal/kubetest"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	effectkube "github.com/pipebench/pipebench/observer/effect-kube"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 	httpsink "github.com/pipebench/pipebench/sink/http"
 )
 
@@ -35,18 +35,8 @@ func TestRunnerClosesTheWatch(t *testing.T) {
 	if watchRunning() {
 		t.Fatal("a watch runs before the run")
 	}
-	reg := pipebench.NewRegistry()
-	for _, err := range []error{
-		reg.Generators.Register(payload.EventFactory()),
-		reg.Drivers.Register(httpdriver.Factory()),
-		reg.Sinks.Register(httpsink.Factory()),
-		reg.Observers.Register(effectkube.Factory()),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	sc, err := scenario.Parse("close.yaml", []byte(fmt.Sprintf(`
+	reg := scenariotest.Registry(t, payload.EventFactory(), httpdriver.Factory(), httpsink.Factory(), effectkube.Factory())
+	plan := scenariotest.Plan(t, reg, "close.yaml", fmt.Sprintf(`
 name: close
 target: {driver: http}
 sink: {type: http}
@@ -55,14 +45,7 @@ observers:
   - {type: effect-kube, kubeconfig: %q}
 phases:
   - {name: a, duration: 600ms, rate: 50/s}
-`, c.Kubeconfig)), scenario.Params{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
+`, c.Kubeconfig))
 	var during atomic.Bool
 	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg, Progress: func(runner.Progress) {
 		if watchRunning() {

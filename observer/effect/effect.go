@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -427,19 +426,10 @@ func timeOf(v any) (time.Time, bool) {
 		}
 	}
 	f, ok := number(v)
-	if !ok || f <= 0 {
+	if !ok {
 		return time.Time{}, false
 	}
-	switch {
-	case f >= 1e17:
-		return time.Unix(0, int64(f)), true
-	case f >= 1e14:
-		return time.UnixMicro(int64(f)), true
-	case f >= 1e11:
-		return time.UnixMilli(int64(f)), true
-	}
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9)), true
+	return effecthist.UnixTime(f)
 }
 
 // Close drops the idle keep-alive connections the observer's polls left

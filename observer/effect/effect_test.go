@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/sut/healthevents"
 )
@@ -122,18 +123,10 @@ func TestBadConfiguration(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	var msg strings.Builder
-	for e := err; e != nil; {
-		msg.WriteString(e.Error() + "\n")
-		u, ok := e.(interface{ Unwrap() error })
-		if !ok {
-			break
-		}
-		e = u.Unwrap()
-	}
+	msg := testutil.ErrorText(err)
 	for _, want := range []string{"url:", "timeout:", "cursor_param:", "seq:", "sent:"} {
-		if !strings.Contains(msg.String(), want) {
-			t.Errorf("error lacks %q:\n%s", want, msg.String())
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
 		}
 	}
 	if _, err := Factory().New(&Config{URL: "/effects", Timeout: 1, Seq: "seq", Sent: "sent"}, pipebench.Env{}); err == nil || !strings.Contains(err.Error(), "is a path") {

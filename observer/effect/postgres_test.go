@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/store/storetest"
 )
 
@@ -101,7 +102,7 @@ func TestPostgresEffects(t *testing.T) {
 
 func TestPostgresBadConfigAndSecret(t *testing.T) {
 	_, err := PostgresFactory().New(&PostgresConfig{URL: "mysql://x"}, pipebench.Env{})
-	if err == nil || !strings.Contains(errChain(err), "url:") || !strings.Contains(errChain(err), "query:") {
+	if err == nil || !strings.Contains(testutil.ErrorText(err), "url:") || !strings.Contains(testutil.ErrorText(err), "query:") {
 		t.Errorf("bad config: %v", err)
 	}
 	// A refused connection names no password.
@@ -113,17 +114,4 @@ func TestPostgresBadConfigAndSecret(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "hunter2secret") {
 		t.Errorf("connection error %v", err)
 	}
-}
-
-func errChain(err error) string {
-	var b strings.Builder
-	for e := err; e != nil; {
-		b.WriteString(e.Error() + "\n")
-		u, ok := e.(interface{ Unwrap() error })
-		if !ok {
-			break
-		}
-		e = u.Unwrap()
-	}
-	return b.String()
 }

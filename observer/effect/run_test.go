@@ -18,14 +18,12 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/pipebench/pipebench"
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/internal/protoschema"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/observer/effect"
 	"github.com/pipebench/pipebench/payload"
-	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 )
 
 // quarantine is the test's own gRPC server on a Unix socket: it queues
@@ -161,17 +159,8 @@ func TestBlastEffectsThroughRunner(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "q.sock")
 	q, effectsURL := startQuarantine(t, sock, rate)
 
-	reg := pipebench.NewRegistry()
-	for _, err := range []error{
-		reg.Generators.Register(payload.MessageFactory()),
-		reg.Drivers.Register(grpcdriver.Factory()),
-		reg.Observers.Register(effect.Factory()),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	yaml := fmt.Sprintf(`
+	reg := scenariotest.Registry(t, payload.MessageFactory(), grpcdriver.Factory(), effect.Factory())
+	res := scenariotest.Run(t, reg, "effect-blast.yaml", fmt.Sprintf(`
 name: effect-blast
 target: {driver: grpc, endpoint: "unix://%s", method: pipebench.healthevents.v1.HealthEventService/Report, proto_files: [../../examples/healthevents.proto]}
 workload:
@@ -183,19 +172,7 @@ interval: %s
 drain: 20s
 phases:
   - {name: blast, blast: {count: %d, workers: 20}, duration: 30s}
-`, sock, effectsURL, poll, n)
-	sc, err := scenario.Parse("effect-blast.yaml", []byte(yaml), scenario.Params{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+`, sock, effectsURL, poll, n))
 	ph := &res.Phases[0]
 	q.mu.Lock()
 	applied, appliedT, peak := append([]qevent(nil), q.applied...), append([]time.Time(nil), q.appliedT...), q.peak

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
@@ -56,12 +55,7 @@ func value(t *testing.T, pts []pipebench.Point, name string, labels ...string) f
 // consumer's backlog and ack pending, and the server's connections.
 func TestObserve(t *testing.T) {
 	s := startServer(t)
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	j, _ := js.New(nc)
+	_, j := natstest.JetStream(t, s.ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := j.CreateStream(ctx, js.StreamConfig{Name: "S", Subjects: []string{"e.>"}, MaxBytes: 1 << 20}); err != nil {
@@ -186,12 +180,7 @@ func TestCluster(t *testing.T) {
 	if err := natscluster.CreateStream(ctx, c.ClientURL(), js.StreamConfig{Name: "S", Subjects: []string{"e.>"}, Replicas: 3, MaxMsgs: 1000}, time.Now().Add(30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(c.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	j, _ := js.New(nc)
+	_, j := natstest.JetStream(t, c.ClientURL())
 	// A new cluster may still be moving its leaders: each request gets
 	// a few seconds and is tried again, within the test's bound (a
 	// publish with its message ID, so that one stored before its answer

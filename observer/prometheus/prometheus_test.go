@@ -26,6 +26,21 @@ func serve(t *testing.T, reg *prometheus.Registry) string {
 	return "http://" + ln.Addr().String() + "/metrics"
 }
 
+// observeOnce makes the observer of cfg and returns its first points; an
+// error of either fails the test.
+func observeOnce(t *testing.T, cfg Config) []pipebench.Point {
+	t.Helper()
+	o, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := o.Observe(context.Background(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pts
+}
+
 func TestMappingsSumSeriesAndKeepKinds(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	acc := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "otelcol_receiver_accepted_spans"}, []string{"receiver", "transport"})
@@ -38,15 +53,8 @@ func TestMappingsSumSeriesAndKeepKinds(t *testing.T) {
 	queue.WithLabelValues("otlp/b").Set(5)
 	rss.Set(64 << 20)
 	url := serve(t, reg)
-	o, err := New(Config{URL: url, Preset: "otelcol", Timeout: pipebench.Duration(time.Second),
-		Metrics: []Mapping{{KPI: "grpc_only", Metric: "otelcol_receiver_accepted_spans", Labels: map[string]string{"transport": "grpc"}}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := o.Observe(context.Background(), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pts := observeOnce(t, Config{URL: url, Preset: "otelcol", Timeout: pipebench.Duration(time.Second),
+		Metrics: []Mapping{{KPI: "grpc_only", Metric: "otelcol_receiver_accepted_spans", Labels: map[string]string{"transport": "grpc"}}}})
 	got := map[string]pipebench.Point{}
 	for _, p := range pts {
 		got[p.Name] = p
@@ -106,14 +114,7 @@ func TestOtelcolPresetSplitsByExporter(t *testing.T) {
 			sent.WithLabelValues(e).Add(float64(100 * (i + 1)))
 			queue.WithLabelValues(e).Set(float64(i))
 		}
-		o, err := New(Config{URL: serve(t, reg), Preset: "otelcol", Timeout: pipebench.Duration(time.Second)}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pts, err := o.Observe(context.Background(), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
+		pts := observeOnce(t, Config{URL: serve(t, reg), Preset: "otelcol", Timeout: pipebench.Duration(time.Second)})
 		got := map[string]pipebench.Point{}
 		for _, p := range pts {
 			got[pipebench.KeyOf(p.Name, map[string]string{"exporter": p.Labels["exporter"]})] = p

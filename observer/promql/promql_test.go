@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 // startPrometheus starts Debian's prometheus on 127.0.0.1 with a temporary
@@ -175,18 +176,10 @@ func TestBadConfiguration(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	var msg strings.Builder
-	for e := err; e != nil; {
-		msg.WriteString(e.Error() + "\n")
-		u, ok := e.(interface{ Unwrap() error })
-		if !ok {
-			break
-		}
-		e = u.Unwrap()
-	}
+	msg := testutil.ErrorText(err)
 	for _, want := range []string{"url:", "timeout:", "step:", `name "1x"`, "query is empty", `kind "summary"`} {
-		if !strings.Contains(msg.String(), want) {
-			t.Errorf("error lacks %q:\n%s", want, msg.String())
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
 		}
 	}
 }

@@ -144,7 +144,7 @@ func startServer(ctx context.Context, cfg StartConfig, instances []pipebench.Ins
 			return s, nil
 		}
 		childproc.Stop(context.Background(), s.proc)
-		if attempt >= 2 || !errors.Is(err, childproc.ErrExited) || !strings.Contains(err.Error(), "address already in use") {
+		if attempt >= 2 || !childproc.PortTaken(err) {
 			return nil, fmt.Errorf("promql: start: %w", err)
 		}
 	}

@@ -3,12 +3,14 @@ package otlpgen
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/pipebench/pipebench"
 )
@@ -141,4 +143,29 @@ func BenchmarkSignalsNext(b *testing.B) {
 		body, _ := plogotlp.NewExportRequestFromLogs(l.Build(uint64(i*n+1), n, time.Now())).MarshalProto()
 		return len(body)
 	})
+}
+
+// A metric whose name is not bytes on the wire: ScanMetrics, which does
+// not read names, counts its point; WalkMetricPoints, which does, says
+// the name is of the wrong type.
+func TestMetricNameOfTheWrongType(t *testing.T) {
+	msg := func(num protowire.Number, inner ...[]byte) []byte {
+		var b []byte
+		for _, in := range inner {
+			b = append(b, in...)
+		}
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), b)
+	}
+	name := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 7)
+	metric := append(name, msg(5, msg(1))...) // a gauge of one empty point
+	body := msg(1, msg(2, msg(2, metric)))
+	var s Scan
+	if err := ScanMetrics(body, &s); err != nil || s.Items != 1 {
+		t.Errorf("ScanMetrics: %v, %d items; want the one point", err, s.Items)
+	}
+	var w PointWalk
+	err := w.WalkMetricPoints(body, func(*MetricPoint) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "Name") {
+		t.Errorf("WalkMetricPoints: %v, want an error naming Name", err)
+	}
 }

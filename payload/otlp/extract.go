@@ -39,45 +39,52 @@ func ExtractTraces(td ptrace.Traces, fn func(seq uint64, sent time.Time)) (items
 
 // ExtractMetrics does the same for every data point.
 func ExtractMetrics(md pmetric.Metrics, fn func(seq uint64, sent time.Time)) (items, unmatched int) {
+	EachMetric(md, func(m pmetric.Metric) {
+		switch m.Type() {
+		case pmetric.MetricTypeGauge:
+			dps := m.Gauge().DataPoints()
+			for d := 0; d < dps.Len(); d++ {
+				items++
+				visit(dps.At(d).Attributes(), fn, &unmatched)
+			}
+		case pmetric.MetricTypeSum:
+			dps := m.Sum().DataPoints()
+			for d := 0; d < dps.Len(); d++ {
+				items++
+				visit(dps.At(d).Attributes(), fn, &unmatched)
+			}
+		case pmetric.MetricTypeHistogram:
+			dps := m.Histogram().DataPoints()
+			for d := 0; d < dps.Len(); d++ {
+				items++
+				visit(dps.At(d).Attributes(), fn, &unmatched)
+			}
+		case pmetric.MetricTypeExponentialHistogram:
+			n := m.ExponentialHistogram().DataPoints().Len()
+			items += n
+			unmatched += n
+		case pmetric.MetricTypeSummary:
+			n := m.Summary().DataPoints().Len()
+			items += n
+			unmatched += n
+		}
+	})
+	return items, unmatched
+}
+
+// EachMetric calls fn with every metric of md, resource by resource and
+// scope by scope, in order.
+func EachMetric(md pmetric.Metrics, fn func(pmetric.Metric)) {
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		sms := rms.At(i).ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
 			ms := sms.At(j).Metrics()
 			for k := 0; k < ms.Len(); k++ {
-				m := ms.At(k)
-				switch m.Type() {
-				case pmetric.MetricTypeGauge:
-					dps := m.Gauge().DataPoints()
-					for d := 0; d < dps.Len(); d++ {
-						items++
-						visit(dps.At(d).Attributes(), fn, &unmatched)
-					}
-				case pmetric.MetricTypeSum:
-					dps := m.Sum().DataPoints()
-					for d := 0; d < dps.Len(); d++ {
-						items++
-						visit(dps.At(d).Attributes(), fn, &unmatched)
-					}
-				case pmetric.MetricTypeHistogram:
-					dps := m.Histogram().DataPoints()
-					for d := 0; d < dps.Len(); d++ {
-						items++
-						visit(dps.At(d).Attributes(), fn, &unmatched)
-					}
-				case pmetric.MetricTypeExponentialHistogram:
-					n := m.ExponentialHistogram().DataPoints().Len()
-					items += n
-					unmatched += n
-				case pmetric.MetricTypeSummary:
-					n := m.Summary().DataPoints().Len()
-					items += n
-					unmatched += n
-				}
+				fn(ms.At(k))
 			}
 		}
 	}
-	return items, unmatched
 }
 
 // ExtractLogs does the same for every log record.

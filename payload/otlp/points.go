@@ -52,9 +52,8 @@ type PointWalk struct {
 // summary points are skipped. The point and its slices are reused: copy
 // what must outlive the call.
 func (w *PointWalk) WalkMetricPoints(body []byte, fn func(*MetricPoint) error) error {
-	var name []byte
-	point := func(hist bool) func([]byte) error {
-		return func(b []byte) error {
+	point := func(hist bool) func(name, b []byte) error {
+		return func(name, b []byte) error {
 			if err := w.point(b, hist); err != nil {
 				return err
 			}
@@ -62,43 +61,7 @@ func (w *PointWalk) WalkMetricPoints(body []byte, fn func(*MetricPoint) error) e
 			return fn(&w.p)
 		}
 	}
-	number, histogram := point(false), point(true)
-	metric := func(b []byte) error {
-		var data []byte
-		var kind protowire.Number
-		name = nil
-		for len(b) > 0 {
-			n, t, val, _, rest, err := next(b)
-			if err != nil {
-				return err
-			}
-			b = rest
-			switch n {
-			case 1:
-				if t != protowire.BytesType {
-					return wrongType("Name", t)
-				}
-				name = val
-			case 5, 7, 9, 10, 11:
-				if t != protowire.BytesType {
-					return wrongType("Data", t)
-				}
-				data, kind = val, n
-			}
-		}
-		var err error
-		switch kind {
-		case 5, 7:
-			_, err = each(data, 1, "DataPoints", number)
-		case 9:
-			_, err = each(data, 1, "DataPoints", histogram)
-		}
-		return err
-	}
-	scope := func(b []byte) error { _, err := each(b, 2, "Metrics", metric); return err }
-	resource := func(b []byte) error { return scopes(b, "ScopeMetrics", scope) }
-	_, err := each(body, 1, "ResourceMetrics", resource)
-	return err
+	return metricWalk{readName: true, number: point(false), histogram: point(true)}.walk(body)
 }
 
 // fixed64 reads a fixed 64-bit field's value.

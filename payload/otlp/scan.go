@@ -185,14 +185,40 @@ func ScanLogs(body []byte, s *Scan) error {
 // and summary points count as unmatched, as in ExtractMetrics.
 func ScanMetrics(body []byte, s *Scan) error {
 	s.reset()
-	number := func(b []byte) error { return s.item(b, 7) }
-	histogram := func(b []byte) error { return s.item(b, 9) }
-	other := func([]byte) error { s.Items++; s.Unmatched++; return nil }
+	return metricWalk{
+		number:    func(_, b []byte) error { return s.item(b, 7) },
+		histogram: func(_, b []byte) error { return s.item(b, 9) },
+		other:     func(_, _ []byte) error { s.Items++; s.Unmatched++; return nil },
+	}.walk(body)
+}
+
+// metricWalk reads an ExportMetricsServiceRequest's data points, each
+// handed to the function of its metric's kind with the metric's name (nil
+// unless readName). A nil function skips its points.
+type metricWalk struct {
+	// readName reads each metric's name, and makes a name that is not
+	// bytes on the wire an error.
+	readName bool
+	// number takes gauge and sum points, histogram histogram points,
+	// other exponential histogram and summary points.
+	number, histogram, other func(name, point []byte) error
+}
+
+func (mw metricWalk) walk(body []byte) error {
+	var name []byte
+	points := func(fn func(name, point []byte) error) func([]byte) error {
+		if fn == nil {
+			return nil
+		}
+		return func(b []byte) error { return fn(name, b) }
+	}
+	number, histogram, other := points(mw.number), points(mw.histogram), points(mw.other)
 	metric := func(b []byte) error {
 		// The data oneof: the last of gauge, sum, histogram, exponential
 		// histogram and summary wins.
 		var data []byte
 		var kind protowire.Number
+		name = nil
 		for len(b) > 0 {
 			n, t, val, _, rest, err := next(b)
 			if err != nil {
@@ -200,6 +226,14 @@ func ScanMetrics(body []byte, s *Scan) error {
 			}
 			b = rest
 			switch n {
+			case 1:
+				if !mw.readName {
+					continue
+				}
+				if t != protowire.BytesType {
+					return wrongType("Name", t)
+				}
+				name = val
 			case 5, 7, 9, 10, 11:
 				if t != protowire.BytesType {
 					return wrongType("Data", t)
@@ -207,15 +241,19 @@ func ScanMetrics(body []byte, s *Scan) error {
 				data, kind = val, n
 			}
 		}
-		var err error
+		var fn func([]byte) error
 		switch kind {
 		case 5, 7:
-			_, err = each(data, 1, "DataPoints", number)
+			fn = number
 		case 9:
-			_, err = each(data, 1, "DataPoints", histogram)
+			fn = histogram
 		case 10, 11:
-			_, err = each(data, 1, "DataPoints", other)
+			fn = other
 		}
+		if fn == nil {
+			return nil
+		}
+		_, err := each(data, 1, "DataPoints", fn)
 		return err
 	}
 	scope := func(b []byte) error { _, err := each(b, 2, "Metrics", metric); return err }

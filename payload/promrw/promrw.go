@@ -108,30 +108,39 @@ func bytesField(b []byte) ([]byte, int) {
 // no reference to b and allocates nothing per series.
 func Decode(b []byte, seq func(seq uint64, sentMillis int64)) (Counts, error) {
 	var c Counts
-	for len(b) > 0 {
-		num, typ, n := tag(b)
+	err := eachBytes(b, 1, "timeseries", func(ts []byte) error { return decodeSeries(ts, &c, seq) })
+	return c, err
+}
+
+// eachBytes calls fn, in order, with the value of every field of msg
+// numbered num and of the bytes wire type, and skips the other fields.
+// what names the field in the error of a value cut short; fn's error
+// stops the walk and is returned.
+func eachBytes(msg []byte, num protowire.Number, what string, fn func([]byte) error) error {
+	for len(msg) > 0 {
+		fnum, typ, n := tag(msg)
 		if n < 0 {
-			return c, fmt.Errorf("%w: %v", ErrMalformed, protowire.ParseError(n))
+			return fmt.Errorf("%w: %v", ErrMalformed, protowire.ParseError(n))
 		}
-		b = b[n:]
-		if num == 1 && typ == protowire.BytesType {
-			ts, n := bytesField(b)
+		msg = msg[n:]
+		if fnum == num && typ == protowire.BytesType {
+			v, n := bytesField(msg)
 			if n < 0 {
-				return c, fmt.Errorf("%w: timeseries: %v", ErrMalformed, protowire.ParseError(n))
+				return fmt.Errorf("%w: %s: %v", ErrMalformed, what, protowire.ParseError(n))
 			}
-			b = b[n:]
-			if err := decodeSeries(ts, &c, seq); err != nil {
-				return c, err
+			msg = msg[n:]
+			if err := fn(v); err != nil {
+				return err
 			}
 			continue
 		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
+		n = protowire.ConsumeFieldValue(fnum, typ, msg)
 		if n < 0 {
-			return c, fmt.Errorf("%w: field %d: %v", ErrMalformed, num, protowire.ParseError(n))
+			return fmt.Errorf("%w: field %d: %v", ErrMalformed, fnum, protowire.ParseError(n))
 		}
-		b = b[n:]
+		msg = msg[n:]
 	}
-	return c, nil
+	return nil
 }
 
 // decodeSeries reads one TimeSeries: labels first (to know the series'
@@ -161,12 +170,7 @@ func decodeSeries(b []byte, c *Counts, seq func(uint64, int64)) error {
 			if err != nil {
 				return err
 			}
-			switch {
-			case string(name) == SeqLabel && string(value) == "seq":
-				carrier = true
-			case string(name) == "__name__" && reportNames[string(value)]:
-				report = true
-			}
+			markSeries(name, value, &carrier, &report)
 			continue
 		}
 		n = protowire.ConsumeFieldValue(num, typ, rest)
@@ -180,6 +184,18 @@ func decodeSeries(b []byte, c *Counts, seq func(uint64, int64)) error {
 		return nil
 	}
 	return countSamples(b[from:], 2, 4, carrier, report, c, seq)
+}
+
+// markSeries sets carrier when the label name=value marks a series that
+// carries sequence numbers, and report when it names one of the series a
+// scraper adds of its own (up, scrape_*).
+func markSeries(name, value []byte, carrier, report *bool) {
+	switch {
+	case string(name) == SeqLabel && string(value) == "seq":
+		*carrier = true
+	case string(name) == "__name__" && reportNames[string(value)]:
+		*report = true
+	}
 }
 
 // countSamples counts the samples of one series' fields b: sampleField
@@ -310,14 +326,7 @@ func (e *Encoder) Series(labels []Label, values []float64, millis []int64) {
 		s = protowire.AppendTag(s, 2, protowire.BytesType)
 		s = protowire.AppendString(s, l.Value)
 	}
-	for i, v := range values {
-		s = protowire.AppendTag(s, 2, protowire.BytesType)
-		s = protowire.AppendVarint(s, uint64(1+8+1+protowire.SizeVarint(uint64(millis[i]))))
-		s = protowire.AppendTag(s, 1, protowire.Fixed64Type)
-		s = protowire.AppendFixed64(s, math.Float64bits(v))
-		s = protowire.AppendTag(s, 2, protowire.VarintType)
-		s = protowire.AppendVarint(s, uint64(millis[i]))
-	}
+	s = appendSamples(s, values, millis)
 	e.series = s
 	e.buf = protowire.AppendTag(e.buf, 1, protowire.BytesType)
 	e.buf = protowire.AppendBytes(e.buf, s)

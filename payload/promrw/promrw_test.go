@@ -61,3 +61,16 @@ func FuzzDecode(f *testing.F) {
 		_, _ = Decode(b, func(uint64, int64) {})
 	})
 }
+
+// Decode allocates nothing, however many series a request holds.
+func TestDecodeAllocatesNothing(t *testing.T) {
+	var e Encoder
+	for i := 0; i < 100; i++ {
+		e.Series([]Label{{Name: "__name__", Value: "m"}, {Name: SeqLabel, Value: "seq"}}, []float64{float64(i)}, []int64{1})
+	}
+	b := e.Bytes()
+	seq := func(uint64, int64) {}
+	if n := testing.AllocsPerRun(100, func() { Decode(b, seq) }); n != 0 {
+		t.Errorf("Decode made %v allocations a call", n)
+	}
+}

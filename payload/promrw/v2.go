@@ -69,45 +69,12 @@ func (d *V2Decoder) Decode(b []byte, seq func(seq uint64, sentMillis int64)) (Co
 	var c Counts
 	d.syms = d.syms[:0]
 	// Pass 1: the symbols, wherever they are in the message.
-	for rest := b; len(rest) > 0; {
-		num, typ, n := tag(rest)
-		if n < 0 {
-			return c, fmt.Errorf("%w: %v", ErrMalformed, protowire.ParseError(n))
-		}
-		rest = rest[n:]
-		if num == 4 && typ == protowire.BytesType {
-			s, n := bytesField(rest)
-			if n < 0 {
-				return c, fmt.Errorf("%w: symbol: %v", ErrMalformed, protowire.ParseError(n))
-			}
-			d.syms = append(d.syms, s)
-			rest = rest[n:]
-			continue
-		}
-		n = protowire.ConsumeFieldValue(num, typ, rest)
-		if n < 0 {
-			return c, fmt.Errorf("%w: field %d: %v", ErrMalformed, num, protowire.ParseError(n))
-		}
-		rest = rest[n:]
+	if err := eachBytes(b, 4, "symbol", func(s []byte) error { d.syms = append(d.syms, s); return nil }); err != nil {
+		return c, err
 	}
 	// Pass 2: the series.
-	for len(b) > 0 {
-		num, typ, n := tag(b)
-		b = b[n:]
-		if num == 5 && typ == protowire.BytesType {
-			ts, n := bytesField(b)
-			if n < 0 {
-				return c, fmt.Errorf("%w: timeseries: %v", ErrMalformed, protowire.ParseError(n))
-			}
-			b = b[n:]
-			if err := d.series(ts, &c, seq); err != nil {
-				return c, err
-			}
-			continue
-		}
-		b = b[protowire.ConsumeFieldValue(num, typ, b):]
-	}
-	return c, nil
+	err := eachBytes(b, 5, "timeseries", func(ts []byte) error { return d.series(ts, &c, seq) })
+	return c, err
 }
 
 // series reads one v2 TimeSeries.
@@ -164,13 +131,7 @@ func (d *V2Decoder) series(b []byte, c *Counts, seq func(uint64, int64)) error {
 		if int(ni) >= len(d.syms) || int(vi) >= len(d.syms) {
 			return fmt.Errorf("%w: label reference %d or %d outside the %d symbols", ErrMalformed, ni, vi, len(d.syms))
 		}
-		name, value := d.syms[ni], d.syms[vi]
-		switch {
-		case string(name) == SeqLabel && string(value) == "seq":
-			carrier = true
-		case string(name) == "__name__" && reportNames[string(value)]:
-			report = true
-		}
+		markSeries(d.syms[ni], d.syms[vi], &carrier, &report)
 	}
 	if from < 0 {
 		return nil

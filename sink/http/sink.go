@@ -21,6 +21,7 @@ import (
 	"golang.org/x/net/http2/h2c"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/httpserve"
 	"github.com/pipebench/pipebench/internal/unixsock"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/sink/fault"
@@ -82,12 +83,11 @@ type Sink struct {
 	inj      *fault.Injector
 	rec      pipebench.Arrivals
 	ln       net.Listener
-	srv      *http.Server
+	srv      *httpserve.Server
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	items    *prometheus.CounterVec
 	dur      prometheus.Histogram
-	done     chan struct{}
 }
 
 var (
@@ -106,7 +106,7 @@ func New(p Params) (*Sink, error) {
 	if p.MaxBodyBytes <= 0 {
 		p.MaxBodyBytes = 16 << 20
 	}
-	s := &Sink{p: p, inj: fault.New(p.Seed), reg: prometheus.NewRegistry(), done: make(chan struct{})}
+	s := &Sink{p: p, inj: fault.New(p.Seed), reg: prometheus.NewRegistry()}
 	s.inj.Set(p.Faults, time.Now())
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipebench_sink_requests_total", Help: "Requests received, by HTTP status answered."}, []string{"code"})
 	s.items = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipebench_sink_items_total", Help: "Items received, by outcome."}, []string{"outcome"})
@@ -132,11 +132,7 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/", s.handle)
-	s.srv = &http.Server{Handler: h2c.NewHandler(mux, &http2.Server{}), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		defer close(s.done)
-		_ = s.srv.Serve(ln)
-	}()
+	s.srv = httpserve.Serve(ln, h2c.NewHandler(mux, &http2.Server{}))
 	return nil
 }
 
@@ -166,12 +162,7 @@ func (s *Sink) SetFaults(p pipebench.FaultPolicy, phaseStart time.Time) { s.inj.
 
 // Shutdown stops serving and waits for in-flight requests (bounded by ctx).
 func (s *Sink) Shutdown(ctx context.Context) error {
-	if s.srv == nil {
-		return nil
-	}
-	err := s.srv.Shutdown(ctx)
-	<-s.done
-	return err
+	return s.srv.Shutdown(ctx)
 }
 
 func (s *Sink) handle(w http.ResponseWriter, r *http.Request) {

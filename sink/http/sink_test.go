@@ -4,36 +4,22 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/promtest"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/payload"
 )
 
-// counter is a test recorder of arrivals (the sink under test is real).
-type counter struct {
-	mu        sync.Mutex
-	seqs      map[uint64]int
-	faulted   int
-	unmatched int
-}
-
-func (c *counter) Arrive(seq uint64, _, _ time.Time) { c.mu.Lock(); c.seqs[seq]++; c.mu.Unlock() }
-func (c *counter) Faulted(n int)                     { c.mu.Lock(); c.faulted += n; c.mu.Unlock() }
-func (c *counter) Unmatched(n int)                   { c.mu.Lock(); c.unmatched += n; c.mu.Unlock() }
-
-func start(t *testing.T, p Params) (*Sink, *counter) {
+func start(t *testing.T, p Params) (*Sink, *testutil.Arrivals) {
 	t.Helper()
 	s, err := New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &counter{seqs: map[uint64]int{}}
+	c := &testutil.Arrivals{}
 	if err := s.Start(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
@@ -70,21 +56,11 @@ func TestEveryTenthAnswered503(t *testing.T) {
 	if codes[503] != 200 || codes[200] != 1800 {
 		t.Fatalf("codes = %v, want 200x503 and 1800x200", codes)
 	}
-	if len(c.seqs) != 1800 || c.faulted != 200 {
-		t.Fatalf("arrived %d, faulted %d", len(c.seqs), c.faulted)
-	}
-	resp, err := http.Get(s.MetricsURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
+	if n, f := c.Count(); n != 1800 || f != 200 {
+		t.Fatalf("arrived %d, faulted %d", n, f)
 	}
 	got := map[string]float64{}
-	for _, m := range fams["pipebench_sink_items_total"].GetMetric() {
+	for _, m := range promtest.Families(t, s.MetricsURL())["pipebench_sink_items_total"].GetMetric() {
 		got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
 	}
 	if got["delivered"] != 1800 || got["faulted"] != 200 {
@@ -112,8 +88,8 @@ func TestEveryWireModeArrives(t *testing.T) {
 			seq += uint64(n)
 		}
 	}
-	if uint64(len(c.seqs)) != seq-1 || c.unmatched != 0 {
-		t.Fatalf("arrived %d of %d, unmatched %d", len(c.seqs), seq-1, c.unmatched)
+	if n, _ := c.Count(); uint64(n) != seq-1 || c.UnmatchedItems() != 0 {
+		t.Fatalf("arrived %d of %d, unmatched %d", n, seq-1, c.UnmatchedItems())
 	}
 }
 
@@ -163,8 +139,8 @@ func TestRateLimitsCountItemsAndRequests(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		codes = append(codes, post(t, s.Endpoint(), g.Next(uint64(1+40*i), 40, time.Now())))
 	}
-	if codes[0] != 200 || codes[1] != 200 || codes[2] != 429 || len(c.seqs) != 80 || c.faulted != 40 {
-		t.Errorf("batches of 40 against a bucket of 80 events: %v, %d arrived, %d faulted", codes, len(c.seqs), c.faulted)
+	if n, f := c.Count(); codes[0] != 200 || codes[1] != 200 || codes[2] != 429 || n != 80 || f != 40 {
+		t.Errorf("batches of 40 against a bucket of 80 events: %v, %d arrived, %d faulted", codes, n, f)
 	}
 	s.SetFaults(pipebench.FaultPolicy{RequestRateLimit: 0.01, RateLimitBurst: pipebench.Duration(200 * time.Second)}, time.Now())
 	codes = nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/payload"
 )
 
@@ -51,17 +52,10 @@ func TestSinkOnUnixSocket(t *testing.T) {
 			t.Fatalf("POST over the socket: HTTP %d", resp.StatusCode)
 		}
 	}
-	c.mu.Lock()
-	n := len(c.seqs)
-	for seq, k := range c.seqs {
-		if k != 1 || seq < 1 || seq > 20 {
-			t.Errorf("seq %d arrived %d times", seq, k)
-		}
-	}
-	c.mu.Unlock()
-	if n != 20 {
+	if n, _ := c.Count(); n != 20 {
 		t.Errorf("%d of 20 events arrived", n)
 	}
+	c.ExpectEachOnce(t, 1, 20, "seq")
 	resp, err := client.Get("http://sink/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +95,7 @@ func TestUnixSocketAddresses(t *testing.T) {
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, nil, 0o600)
 	s2, _ := New(Params{Listen: "unix://" + file})
-	if err := s2.Start(context.Background(), &counter{seqs: map[uint64]int{}}); err == nil || !strings.Contains(err.Error(), "not a socket") {
+	if err := s2.Start(context.Background(), &testutil.Arrivals{}); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Errorf("a regular file: %v", err)
 	}
 	for _, bad := range []string{"unix://rel.sock", "unix:///" + strings.Repeat("x", 120)} {

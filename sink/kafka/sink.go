@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/httpserve"
 	"github.com/pipebench/pipebench/internal/kafkaattach"
 	"github.com/pipebench/pipebench/internal/kafkaclient"
 	"github.com/pipebench/pipebench/payload"
@@ -122,13 +122,13 @@ func Factory() pipebench.Factory[pipebench.Sink] {
 
 // Sink consumes from Kafka. Start once, Shutdown once.
 type Sink struct {
-	cfg   Config
-	inj   *fault.Injector
-	rec   pipebench.Arrivals
-	ord   pipebench.OrderedArrivals // rec, when it takes the sink's order
-	ln    net.Listener
-	srv   *http.Server
-	srvWG sync.WaitGroup
+	cfg Config
+	inj *fault.Injector
+	rec pipebench.Arrivals
+	ord pipebench.OrderedArrivals // rec, when it takes the sink's order
+	// attachSrv serves kafkaattach.Path when the sink waits to be told
+	// where to consume.
+	attachSrv *httpserve.Server
 
 	mu       sync.Mutex
 	cl       *kgo.Client
@@ -180,16 +180,13 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 	if s.cfg.Bootstrap != "" {
 		return s.Attach(ctx, s.cfg.Bootstrap, "")
 	}
-	ln, err := net.Listen("tcp", s.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
-	}
-	s.ln = ln
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+kafkaattach.Path, s.handleAttach)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	s.srvWG.Add(1)
-	go func() { defer s.srvWG.Done(); _ = s.srv.Serve(ln) }()
+	srv, err := httpserve.Listen(s.cfg.Listen, mux)
+	if err != nil {
+		return err
+	}
+	s.attachSrv = srv
 	return nil
 }
 
@@ -288,10 +285,10 @@ func (s *Sink) Endpoint() string {
 	if s.cfg.Bootstrap != "" {
 		return s.cfg.Bootstrap
 	}
-	if s.ln == nil {
+	if s.attachSrv == nil {
 		return ""
 	}
-	return "http://" + s.ln.Addr().String() + kafkaattach.Path
+	return s.attachSrv.URL(kafkaattach.Path)
 }
 
 // Attached is closed once the sink consumes.
@@ -458,7 +455,7 @@ func (s *Sink) record(r *kgo.Record) {
 	now := time.Now()
 	h := header(r)
 	key := orderKey{partition: r.Partition, producer: r.ProducerID}
-	matched, unmatched, err := payload.Extract(h, h("Content-Type"), r.Value, func(seq uint64, sent time.Time) {
+	items, unmatched := payload.Tally(h, r.Value, func(seq uint64, sent time.Time) {
 		last, seen := s.last[key]
 		late := seen && seq < last
 		if !late {
@@ -473,13 +470,10 @@ func (s *Sink) record(r *kgo.Record) {
 			s.rec.Arrive(seq, sent, now)
 		}
 	})
-	if err != nil {
-		unmatched = itemCount(r)
-	}
 	if unmatched > 0 {
 		s.rec.Unmatched(unmatched)
 	}
-	s.delivered.Add(int64(matched + unmatched))
+	s.delivered.Add(int64(items))
 }
 
 // header returns a case-insensitive lookup in the record's headers.
@@ -494,13 +488,7 @@ func header(r *kgo.Record) func(string) string {
 	}
 }
 
-func itemCount(r *kgo.Record) int {
-	n, err := strconv.Atoi(header(r)(payload.HeaderCount))
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
-}
+func itemCount(r *kgo.Record) int { return payload.ItemCount(header(r)) }
 
 // Shutdown stops consuming, commits the offsets of what was processed and
 // leaves the group (bounded by ctx and a few seconds), and closes the
@@ -535,10 +523,5 @@ func (s *Sink) shutdown(ctx context.Context) error {
 		case <-time.After(5 * time.Second):
 		}
 	}
-	var err error
-	if s.srv != nil {
-		err = s.srv.Shutdown(ctx)
-		s.srvWG.Wait()
-	}
-	return err
+	return s.attachSrv.Shutdown(ctx)
 }

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +25,7 @@ import (
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/httpserve"
 	"github.com/pipebench/pipebench/internal/natsattach"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/sink/fault"
@@ -128,12 +128,12 @@ func Factory() pipebench.Factory[pipebench.Sink] {
 
 // Sink consumes from NATS. Start once, Shutdown once.
 type Sink struct {
-	cfg   Config
-	inj   *fault.Injector
-	rec   pipebench.Arrivals
-	ln    net.Listener
-	srv   *http.Server
-	srvWG sync.WaitGroup
+	cfg Config
+	inj *fault.Injector
+	rec pipebench.Arrivals
+	// attachSrv serves AttachPath when the sink waits to be told where to
+	// consume.
+	attachSrv *httpserve.Server
 
 	mu       sync.Mutex
 	nc       *nats.Conn
@@ -183,16 +183,13 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 	if s.cfg.URL != "" {
 		return s.Attach(ctx, s.cfg.URL, "")
 	}
-	ln, err := net.Listen("tcp", s.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
-	}
-	s.ln = ln
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+AttachPath, s.handleAttach)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	s.srvWG.Add(1)
-	go func() { defer s.srvWG.Done(); _ = s.srv.Serve(ln) }()
+	srv, err := httpserve.Listen(s.cfg.Listen, mux)
+	if err != nil {
+		return err
+	}
+	s.attachSrv = srv
 	return nil
 }
 
@@ -289,10 +286,10 @@ func (s *Sink) Endpoint() string {
 	if s.cfg.URL != "" {
 		return s.cfg.URL
 	}
-	if s.ln == nil {
+	if s.attachSrv == nil {
 		return ""
 	}
-	return "http://" + s.ln.Addr().String() + AttachPath
+	return s.attachSrv.URL(AttachPath)
 }
 
 // Attached is closed once the sink consumes.
@@ -460,17 +457,13 @@ func (s *Sink) handleCore(m *nats.Msg) {
 
 func (s *Sink) record(h nats.Header, data []byte) {
 	now := time.Now()
-	ct := header(h)("Content-Type")
-	matched, unmatched, err := payload.Extract(header(h), ct, data, func(seq uint64, sent time.Time) {
+	items, unmatched := payload.Tally(header(h), data, func(seq uint64, sent time.Time) {
 		s.rec.Arrive(seq, sent, now)
 	})
-	if err != nil {
-		unmatched = itemCount(h)
-	}
 	if unmatched > 0 {
 		s.rec.Unmatched(unmatched)
 	}
-	s.delivered.Add(int64(matched + unmatched))
+	s.delivered.Add(int64(items))
 }
 
 // header returns a case-insensitive lookup in h.
@@ -488,13 +481,7 @@ func header(h nats.Header) func(string) string {
 	}
 }
 
-func itemCount(h nats.Header) int {
-	n, err := strconv.Atoi(header(h)(payload.HeaderCount))
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
-}
+func itemCount(h nats.Header) int { return payload.ItemCount(header(h)) }
 
 // Shutdown stops consuming (processing what was already pulled, bounded by
 // ctx and a few seconds), closes the connection and the attach listener.
@@ -539,10 +526,5 @@ func (s *Sink) shutdown(ctx context.Context) error {
 		}
 		nc.Close()
 	}
-	var err error
-	if s.srv != nil {
-		err = s.srv.Shutdown(ctx)
-		s.srvWG.Wait()
-	}
-	return err
+	return s.attachSrv.Shutdown(ctx)
 }

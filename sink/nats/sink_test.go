@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,35 +25,13 @@ func startServer(t testing.TB) *server.Server {
 	return natstest.Start(t, opts)
 }
 
-// recorder counts arrivals by sequence number.
-type recorder struct {
-	mu        sync.Mutex
-	seen      map[uint64]int
-	faulted   int
-	unmatched int
-}
-
-func newRecorder() *recorder { return &recorder{seen: map[uint64]int{}} }
-
-func (r *recorder) Arrive(seq uint64, _, _ time.Time) { r.mu.Lock(); r.seen[seq]++; r.mu.Unlock() }
-func (r *recorder) Faulted(n int)                     { r.mu.Lock(); r.faulted += n; r.mu.Unlock() }
-func (r *recorder) Unmatched(n int)                   { r.mu.Lock(); r.unmatched += n; r.mu.Unlock() }
-
-func (r *recorder) distinct() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.seen) }
-
 // exactlyOnce checks that 1..n each arrived once and nothing else did.
-func (r *recorder) exactlyOnce(t *testing.T, n int) {
+func exactlyOnce(t *testing.T, rec *testutil.Arrivals, n int) {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.seen) != n || r.unmatched != 0 {
-		t.Fatalf("%d distinct arrivals and %d unmatched, want %d and 0", len(r.seen), r.unmatched, n)
+	if rec.Distinct() != n || rec.UnmatchedItems() != 0 {
+		t.Fatalf("%d distinct arrivals and %d unmatched, want %d and 0", rec.Distinct(), rec.UnmatchedItems(), n)
 	}
-	for seq := uint64(1); seq <= uint64(n); seq++ {
-		if r.seen[seq] != 1 {
-			t.Fatalf("sequence %d arrived %d times", seq, r.seen[seq])
-		}
-	}
+	rec.ExpectEachOnce(t, 1, uint64(n), "sequence")
 }
 
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
@@ -69,14 +46,19 @@ type fixture struct {
 	g  pipebench.Generator
 }
 
+// sink starts a sink of the default configuration consuming from the
+// fixture's server, recording in the Arrivals returned.
+func (f *fixture) sink(t *testing.T) (*Sink, *testutil.Arrivals) {
+	t.Helper()
+	cfg := *DefaultConfig()
+	cfg.URL = f.s.ClientURL()
+	rec := &testutil.Arrivals{}
+	return startSink(t, cfg, rec), rec
+}
+
 func newFixture(t *testing.T) *fixture {
 	s := startServer(t)
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	j, _ := js.New(nc)
+	nc, j := natstest.JetStream(t, s.ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := j.CreateStream(ctx, js.StreamConfig{Name: "EVENTS", Subjects: []string{"events.>"}}); err != nil {
@@ -152,14 +134,11 @@ func startSink(t *testing.T, cfg Config, rec pipebench.Arrivals) *Sink {
 // consumer's backlog on the server is empty.
 func TestConsumerDeliversEverything(t *testing.T) {
 	f := newFixture(t)
-	cfg := *DefaultConfig()
-	cfg.URL = f.s.ClientURL()
-	rec := newRecorder()
-	s := startSink(t, cfg, rec)
+	s, rec := f.sink(t)
 	f.publish(t, 1, 3000)
-	waitFor(t, "3000 arrivals", 30*time.Second, func() bool { return rec.distinct() == 3000 })
+	waitFor(t, "3000 arrivals", 30*time.Second, func() bool { return rec.Distinct() == 3000 })
 	waitFor(t, "every ack", 10*time.Second, func() bool { i := f.consumer(t); return i.NumAckPending == 0 && i.NumPending == 0 })
-	rec.exactlyOnce(t, 3000)
+	exactlyOnce(t, rec, 3000)
 	if s.Redelivered() != 0 || s.Delivered() != 3000 {
 		t.Errorf("delivered %d, redelivered %d; want 3000 and 0", s.Delivered(), s.Redelivered())
 	}
@@ -169,12 +148,9 @@ func TestConsumerDeliversEverything(t *testing.T) {
 // server, and delivers everything once resumed.
 func TestPauseAndResume(t *testing.T) {
 	f := newFixture(t)
-	cfg := *DefaultConfig()
-	cfg.URL = f.s.ClientURL()
-	rec := newRecorder()
-	s := startSink(t, cfg, rec)
+	s, rec := f.sink(t)
 	f.publish(t, 1, 500)
-	waitFor(t, "the first 500", 20*time.Second, func() bool { return rec.distinct() == 500 })
+	waitFor(t, "the first 500", 20*time.Second, func() bool { return rec.Distinct() == 500 })
 	if err := s.Pause(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -186,32 +162,29 @@ func TestPauseAndResume(t *testing.T) {
 		i := f.consumer(t)
 		return i.NumPending == 1000
 	})
-	if n := rec.distinct(); n != 500 {
+	if n := rec.Distinct(); n != 500 {
 		t.Fatalf("%d arrived while paused, want 500", n)
 	}
 	if err := s.Resume(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	resumed := time.Now()
-	waitFor(t, "the drain", 30*time.Second, func() bool { return rec.distinct() == 1500 })
+	waitFor(t, "the drain", 30*time.Second, func() bool { return rec.Distinct() == 1500 })
 	t.Logf("drained 1000 in %v after resume", time.Since(resumed))
-	rec.exactlyOnce(t, 1500)
+	exactlyOnce(t, rec, 1500)
 }
 
 // Outage windows in a phase's fault policy pause the consumer on the server
 // and resume it after.
 func TestOutageWindowPauses(t *testing.T) {
 	f := newFixture(t)
-	cfg := *DefaultConfig()
-	cfg.URL = f.s.ClientURL()
-	rec := newRecorder()
-	s := startSink(t, cfg, rec)
+	s, rec := f.sink(t)
 	s.SetFaults(pipebench.FaultPolicy{Outages: []pipebench.Window{{Start: 0, Duration: pipebench.Duration(time.Second)}}}, time.Now())
 	waitFor(t, "the pause", 5*time.Second, func() bool { return f.consumer(t).Paused })
 	f.publish(t, 1, 200)
 	waitFor(t, "the resume", 10*time.Second, func() bool { return !f.consumer(t).Paused })
-	waitFor(t, "every arrival", 20*time.Second, func() bool { return rec.distinct() == 200 })
-	rec.exactlyOnce(t, 200)
+	waitFor(t, "every arrival", 20*time.Second, func() bool { return rec.Distinct() == 200 })
+	exactlyOnce(t, rec, 200)
 }
 
 // Failed messages are nak'ed, counted faulted, redelivered and then arrive:
@@ -220,12 +193,12 @@ func TestFaultsNakAndRedeliver(t *testing.T) {
 	f := newFixture(t)
 	cfg := *DefaultConfig()
 	cfg.URL, cfg.NakDelay = f.s.ClientURL(), pipebench.Duration(10*time.Millisecond)
-	rec := newRecorder()
+	rec := &testutil.Arrivals{}
 	s := startSink(t, cfg, rec)
 	s.SetFaults(pipebench.FaultPolicy{ErrorRatio: 0.1}, time.Now())
 	f.publish(t, 1, 1000)
-	waitFor(t, "every arrival", 30*time.Second, func() bool { return rec.distinct() == 1000 })
-	rec.exactlyOnce(t, 1000)
+	waitFor(t, "every arrival", 30*time.Second, func() bool { return rec.Distinct() == 1000 })
+	exactlyOnce(t, rec, 1000)
 	if s.Faulted() < 100 || s.Redelivered() < 90 {
 		t.Errorf("faulted %d, redelivered %d; want about 10%% of 1000 each", s.Faulted(), s.Redelivered())
 	}
@@ -234,7 +207,7 @@ func TestFaultsNakAndRedeliver(t *testing.T) {
 // Without a url the sink waits for the SUT to post where to consume.
 func TestAttachByPost(t *testing.T) {
 	f := newFixture(t)
-	rec := newRecorder()
+	rec := &testutil.Arrivals{}
 	s := startSink(t, *DefaultConfig(), rec)
 	if !strings.HasPrefix(s.Endpoint(), "http://127.0.0.1:") {
 		t.Fatalf("endpoint %q", s.Endpoint())
@@ -258,8 +231,8 @@ func TestAttachByPost(t *testing.T) {
 	}
 	<-s.Attached()
 	f.publish(t, 1, 100)
-	waitFor(t, "every arrival", 20*time.Second, func() bool { return rec.distinct() == 100 })
-	rec.exactlyOnce(t, 100)
+	waitFor(t, "every arrival", 20*time.Second, func() bool { return rec.Distinct() == 100 })
+	exactlyOnce(t, rec, 100)
 }
 
 // A core subscriber receives core publishes.
@@ -267,7 +240,7 @@ func TestCoreSubscriber(t *testing.T) {
 	f := newFixture(t)
 	cfg := *DefaultConfig()
 	cfg.URL, cfg.Mode, cfg.Subject = f.s.ClientURL(), "core", "core.>"
-	rec := newRecorder()
+	rec := &testutil.Arrivals{}
 	startSink(t, cfg, rec)
 	for seq := uint64(1); seq <= 1000; seq++ {
 		b := f.g.Next(seq, 1, time.Now())
@@ -280,8 +253,8 @@ func TestCoreSubscriber(t *testing.T) {
 		}
 	}
 	f.nc.Flush()
-	waitFor(t, "every arrival", 20*time.Second, func() bool { return rec.distinct() == 1000 })
-	rec.exactlyOnce(t, 1000)
+	waitFor(t, "every arrival", 20*time.Second, func() bool { return rec.Distinct() == 1000 })
+	exactlyOnce(t, rec, 1000)
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -314,14 +287,11 @@ func TestRateLimitsPaceItemsAndMessages(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
-			cfg := *DefaultConfig()
-			cfg.URL = f.s.ClientURL()
-			rec := newRecorder()
-			s := startSink(t, cfg, rec)
+			s, rec := f.sink(t)
 			s.SetFaults(c.p, time.Now())
 			start := time.Now()
 			f.publishBatches(t, 1, 30, 50)
-			waitFor(t, "1,500 arrivals", 20*time.Second, func() bool { return rec.distinct() == 1500 })
+			waitFor(t, "1,500 arrivals", 20*time.Second, func() bool { return rec.Distinct() == 1500 })
 			if took := time.Since(start); took < c.min || took > c.max {
 				t.Errorf("30 messages of 50 events took %v, want %v..%v", took, c.min, c.max)
 			}

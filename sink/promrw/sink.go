@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/httpserve"
 	"github.com/pipebench/pipebench/payload/promrw"
 	"github.com/pipebench/pipebench/sink/fault"
 )
@@ -80,12 +81,10 @@ type Stats struct {
 // Sink is the remote-write receiver. Start once, Shutdown once; safe for
 // concurrent requests.
 type Sink struct {
-	cfg  Config
-	inj  *fault.Injector
-	rec  pipebench.Arrivals
-	ln   net.Listener
-	srv  *http.Server
-	done chan struct{}
+	cfg Config
+	inj *fault.Injector
+	rec pipebench.Arrivals
+	srv *httpserve.Server
 
 	mu    sync.Mutex
 	stats Stats
@@ -116,7 +115,7 @@ func New(cfg Config) *Sink {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = def.MaxBodyBytes
 	}
-	s := &Sink{cfg: cfg, inj: fault.New(1), reg: prometheus.NewRegistry(), done: make(chan struct{})}
+	s := &Sink{cfg: cfg, inj: fault.New(1), reg: prometheus.NewRegistry()}
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipebench_sink_requests_total", Help: "Remote-write requests received, by HTTP status answered."}, []string{"code"})
 	s.samples = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipebench_sink_samples_total", Help: "Samples received, by kind: matched (sequence numbered), served (by a target), report (the scraper's up and scrape_*), stale (staleness markers), histogram, faulted."}, []string{"kind"})
 	s.series = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipebench_sink_series_total", Help: "Time series in the accepted requests (a series sent twice counts twice)."})
@@ -130,37 +129,32 @@ func (s *Sink) Start(_ context.Context, rec pipebench.Arrivals) error {
 		return errors.New("the remote-write sink needs an Arrivals recorder")
 	}
 	s.rec = rec
-	ln, err := net.Listen("tcp", s.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("remote-write sink: listen on %s: %w", s.cfg.Listen, err)
-	}
-	s.ln = ln
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc(s.cfg.Path, s.handle)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		defer close(s.done)
-		_ = s.srv.Serve(ln)
-	}()
+	srv, err := httpserve.Listen(s.cfg.Listen, mux)
+	if err != nil {
+		return fmt.Errorf("remote-write sink: %w", err)
+	}
+	s.srv = srv
 	return nil
 }
 
 // Endpoint is the URL to remote-write to, such as
 // http://127.0.0.1:9090/api/v1/write.
 func (s *Sink) Endpoint() string {
-	if s.ln == nil {
+	if s.srv == nil {
 		return ""
 	}
-	return "http://" + s.ln.Addr().String() + s.cfg.Path
+	return s.srv.URL(s.cfg.Path)
 }
 
 // MetricsURL is the sink's own Prometheus endpoint.
 func (s *Sink) MetricsURL() string {
-	if s.ln == nil {
+	if s.srv == nil {
 		return ""
 	}
-	return "http://" + s.ln.Addr().String() + "/metrics"
+	return s.srv.URL("/metrics")
 }
 
 // SetFaults implements pipebench.FaultSetter.
@@ -175,14 +169,10 @@ func (s *Sink) Stats() Stats {
 
 // Shutdown stops serving and waits for requests in flight (bounded by ctx).
 func (s *Sink) Shutdown(ctx context.Context) error {
-	if s.srv == nil {
-		return nil
-	}
 	err := s.srv.Shutdown(ctx)
 	if err != nil {
 		s.srv.Close()
 	}
-	<-s.done
 	return err
 }
 

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,18 +22,6 @@ import (
 	"github.com/pipebench/pipebench/payload/promrw"
 	"github.com/pipebench/pipebench/producer/promtarget"
 )
-
-type arrivals struct {
-	mu                 sync.Mutex
-	seqs               map[uint64]int
-	faulted, unmatched int
-}
-
-func newArrivals() *arrivals { return &arrivals{seqs: map[uint64]int{}} }
-
-func (a *arrivals) Arrive(seq uint64, _, _ time.Time) { a.mu.Lock(); a.seqs[seq]++; a.mu.Unlock() }
-func (a *arrivals) Faulted(n int)                     { a.mu.Lock(); a.faulted += n; a.mu.Unlock() }
-func (a *arrivals) Unmatched(n int)                   { a.mu.Lock(); a.unmatched += n; a.mu.Unlock() }
 
 func start(t *testing.T, a pipebench.Arrivals) *Sink {
 	t.Helper()
@@ -88,7 +75,7 @@ func postCT(t *testing.T, url string, body []byte, contentType string) int {
 
 // Every kind of sample is counted apart; sequence numbers arrive once.
 func TestCountsAndMatches(t *testing.T) {
-	a := newArrivals()
+	a := &testutil.Arrivals{}
 	s := start(t, a)
 	for r := 0; r < 4; r++ {
 		if code := post(t, s.Endpoint(), request(uint64(1+r*100), 100)); code != http.StatusNoContent {
@@ -100,20 +87,16 @@ func TestCountsAndMatches(t *testing.T) {
 	if st.Counts != want || st.Requests != 4 {
 		t.Fatalf("stats %+v, want %+v", st, want)
 	}
-	if len(a.seqs) != 400 || a.unmatched != 12 {
-		t.Fatalf("arrivals: %d sequence numbers, %d unmatched", len(a.seqs), a.unmatched)
+	if n, _ := a.Count(); n != 400 || a.UnmatchedItems() != 12 {
+		t.Fatalf("arrivals: %d sequence numbers, %d unmatched", n, a.UnmatchedItems())
 	}
-	for seq, n := range a.seqs {
-		if n != 1 {
-			t.Fatalf("seq %d arrived %d times", seq, n)
-		}
-	}
+	a.ExpectEachOnce(t, 1, 400, "seq")
 }
 
 // An error ratio of 0.5 fails exactly every other request with the
 // policy's status; the samples in them are faulted, not delivered.
 func TestFaults(t *testing.T) {
-	a := newArrivals()
+	a := &testutil.Arrivals{}
 	s := start(t, a)
 	s.SetFaults(pipebench.FaultPolicy{ErrorRatio: 0.5, ErrorStatus: 503}, time.Now())
 	codes := map[int]int{}
@@ -123,8 +106,8 @@ func TestFaults(t *testing.T) {
 	if codes[503] != 5 || codes[204] != 5 {
 		t.Fatalf("statuses %v, want 5 x 503 and 5 x 204", codes)
 	}
-	if a.faulted != 5*105 || len(a.seqs) != 500 {
-		t.Fatalf("faulted %d samples, matched %d", a.faulted, len(a.seqs))
+	if n, f := a.Count(); f != 5*105 || n != 500 {
+		t.Fatalf("faulted %d samples, matched %d", f, n)
 	}
 }
 
@@ -132,12 +115,12 @@ func TestFaults(t *testing.T) {
 // 200 samples (refilled at 1 a second), a request of 105 passes and the
 // next is refused; request_rate_limit counts requests.
 func TestRateLimitsCountSamples(t *testing.T) {
-	a := newArrivals()
+	a := &testutil.Arrivals{}
 	s := start(t, a)
 	s.SetFaults(pipebench.FaultPolicy{RateLimit: 1, RateLimitBurst: pipebench.Duration(200 * time.Second)}, time.Now())
 	first, second := post(t, s.Endpoint(), request(1, 100)), post(t, s.Endpoint(), request(101, 100))
-	if first != http.StatusNoContent || second != http.StatusTooManyRequests || a.faulted != 105 || len(a.seqs) != 100 {
-		t.Errorf("requests of 105 samples against 200: %d then %d, %d faulted, %d matched", first, second, a.faulted, len(a.seqs))
+	if n, f := a.Count(); first != http.StatusNoContent || second != http.StatusTooManyRequests || f != 105 || n != 100 {
+		t.Errorf("requests of 105 samples against 200: %d then %d, %d faulted, %d matched", first, second, f, n)
 	}
 	s.SetFaults(pipebench.FaultPolicy{RequestRateLimit: 0.01, RateLimitBurst: pipebench.Duration(300 * time.Second)}, time.Now())
 	codes := map[int]int{}
@@ -152,7 +135,7 @@ func TestRateLimitsCountSamples(t *testing.T) {
 // Bad input is refused with a status that names the problem; nothing
 // panics, nothing is counted.
 func TestRefusesBadRequests(t *testing.T) {
-	s := start(t, newArrivals())
+	s := start(t, &testutil.Arrivals{})
 	for _, tc := range []struct {
 		name string
 		body []byte
@@ -209,7 +192,7 @@ func TestPrometheusAgentScrapesProducersIntoTheSink(t *testing.T) {
 		t.Skip("prometheus is not installed (Debian: apt-get install prometheus); skipping the agent-mode test")
 	}
 	ctx := context.Background()
-	a := newArrivals()
+	a := &testutil.Arrivals{}
 	s := start(t, a)
 	pcfg := promtarget.DefaultConfig()
 	pcfg.Producers, pcfg.Metrics, pcfg.Series = 3, 20, 5
@@ -303,9 +286,7 @@ remote_write:
 	if st.Other != int(want) {
 		t.Fatalf("sink counted %d served samples, producers served %d (scrapes %v); stats %+v", st.Other, want, scrapes, st)
 	}
-	a.mu.Lock()
-	unmatched := a.unmatched
-	a.mu.Unlock()
+	unmatched := a.UnmatchedItems()
 	if unmatched != int(want) || st.Matched != 0 {
 		t.Errorf("arrivals: %d unmatched, %d matched; want %d unmatched", unmatched, st.Matched, want)
 	}

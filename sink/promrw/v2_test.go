@@ -12,6 +12,7 @@ import (
 	writev2 "github.com/prometheus/client_golang/exp/api/remote/genproto/v2"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/payload/promrw"
 )
 
@@ -22,7 +23,7 @@ import (
 // With a fault, the client sees the status and the samples count as
 // faulted.
 func TestRemoteWrite2FromClientGolang(t *testing.T) {
-	arr := newArrivals()
+	arr := &testutil.Arrivals{}
 	s := start(t, arr)
 	u, _ := url.Parse(s.Endpoint())
 	api, err := remote.NewAPI("http://"+u.Host, remote.WithAPIPath(u.Path), remote.WithAPIBackoff(remote.BackoffConfig{Min: 10 * time.Millisecond, Max: 20 * time.Millisecond, MaxRetries: 1}))
@@ -59,29 +60,21 @@ func TestRemoteWrite2FromClientGolang(t *testing.T) {
 	if st.V2 != 1 || st.Series != 10+3 || st.Matched != 95 || st.Other != 2 || st.Report != 1 || st.Stale != 1 {
 		t.Errorf("stats %+v", st)
 	}
-	arr.mu.Lock()
-	for seq := uint64(1000); seq < 1095; seq++ {
-		if arr.seqs[seq] != 1 {
-			t.Errorf("seq %d arrived %d times", seq, arr.seqs[seq])
-		}
-	}
-	arr.mu.Unlock()
+	arr.ExpectEachOnce(t, 1000, 1094, "seq")
 
 	s.SetFaults(pipebench.FaultPolicy{ErrorRatio: 1, ErrorStatus: 500}, time.Now())
 	if _, err := api.Write(context.Background(), remote.WriteV2MessageType, build(5000, 20)); err == nil || !strings.Contains(err.Error(), "500") {
 		t.Errorf("with every request faulted, the client got %v", err)
 	}
-	arr.mu.Lock()
-	defer arr.mu.Unlock()
-	if arr.faulted < 24 || arr.seqs[5000] != 0 {
-		t.Errorf("faulted %d samples, seq 5000 arrived %d times", arr.faulted, arr.seqs[5000])
+	if _, f := arr.Count(); f < 24 || arr.Times(5000) != 0 {
+		t.Errorf("faulted %d samples, seq 5000 arrived %d times", f, arr.Times(5000))
 	}
 }
 
 // A request that names a message the sink does not know is refused with
 // 415 and a reason naming both versions.
 func TestUnknownMessageRefused(t *testing.T) {
-	s := start(t, newArrivals())
+	s := start(t, &testutil.Arrivals{})
 	req := request(1, 5)
 	code := postCT(t, s.Endpoint(), req, "application/x-protobuf;proto=io.prometheus.write.v3.Request")
 	if code != 415 {

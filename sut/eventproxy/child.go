@@ -2,7 +2,6 @@ package eventproxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/pipebench/pipebench/internal/childproc"
 )
 
 // ChildEnv names the environment variable that makes a pipebench process the
@@ -29,26 +30,12 @@ type childSpec struct {
 // was started as the proxy (ChildEnv is set); otherwise it returns at once.
 // builtins.MaybeRunChild calls it first thing in main, and test binaries
 // from TestMain. In the child it is the main, so it exits the process.
-func MaybeRunChild() {
-	path := os.Getenv(ChildEnv)
-	if path == "" {
-		return
-	}
-	if err := runChild(path); err != nil {
-		fmt.Fprintf(os.Stderr, "event publisher proxy: %v\n", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+func MaybeRunChild() { childproc.RunIfChild(ChildEnv, "event publisher proxy", runChild) }
 
 func runChild(path string) error {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
 	var spec childSpec
-	if err := json.Unmarshal(raw, &spec); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err := childproc.ReadSpec(path, &spec); err != nil {
+		return err
 	}
 	h, err := newHandler(spec.Config, spec.NATSURL)
 	if err != nil {

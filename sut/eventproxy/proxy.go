@@ -27,10 +27,8 @@ package eventproxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -91,15 +89,7 @@ var _ pipebench.SUT = (*Proxy)(nil)
 // waiting nats sink's endpoint (http://.../pipebench/nats-attach) is told
 // the client URL once the stream exists; any other target is ignored.
 func New(cfg Config, env pipebench.Env) *Proxy {
-	dir := env.Dir
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	log := env.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	p := &Proxy{cfg: cfg, dir: dir, log: log, done: make(chan struct{})}
+	p := &Proxy{cfg: cfg, dir: env.ScratchDir(), log: env.Log(), done: make(chan struct{})}
 	if strings.HasPrefix(env.Target, "http://") && strings.HasSuffix(env.Target, natsattach.Path) {
 		p.notify = env.Target
 	}
@@ -193,9 +183,8 @@ func (p *Proxy) startSeparate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	raw, _ := json.Marshal(childSpec{Config: p.cfg, NATSURL: c.ClientURL(), Port: p.port})
 	spec := filepath.Join(dir, "proxy.json")
-	if err := os.WriteFile(spec, raw, 0o644); err != nil {
+	if err := childproc.WriteSpec(spec, childSpec{Config: p.cfg, NATSURL: c.ClientURL(), Port: p.port}); err != nil {
 		return err
 	}
 	starts := 0
@@ -211,13 +200,7 @@ func (p *Proxy) startSeparate(ctx context.Context) error {
 
 // ready reports whether the proxy's process answers and is connected.
 func (p *Proxy) ready() bool {
-	cl := http.Client{Timeout: time.Second}
-	resp, err := cl.Get(p.base() + "/ready")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusNoContent
+	return childproc.Answers(p.base()+"/ready", http.StatusNoContent, time.Second)
 }
 
 // StreamSpec returns the stream the proxy creates: PREFIX.> captured.

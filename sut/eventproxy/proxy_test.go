@@ -6,21 +6,18 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/natsattach"
 	"github.com/pipebench/pipebench/internal/natscluster"
+	"github.com/pipebench/pipebench/internal/natstest"
+	"github.com/pipebench/pipebench/internal/promtest"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
@@ -66,16 +63,7 @@ func post(t *testing.T, url, ct string, hdr map[string]string, body string) int 
 // refused counter by reason.
 func scrape(t *testing.T, p *Proxy) (map[string]float64, map[string]float64) {
 	t.Helper()
-	resp, err := http.Get(p.Instances()[0].MetricsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := promtest.Families(t, p.Instances()[0].MetricsURL)
 	sum, refused := map[string]float64{}, map[string]float64{}
 	for name, f := range fams {
 		for _, m := range f.Metric {
@@ -95,27 +83,6 @@ func scrape(t *testing.T, p *Proxy) (map[string]float64, map[string]float64) {
 		}
 	}
 	return sum, refused
-}
-
-func streamInfo(t *testing.T, p *Proxy) *js.StreamInfo {
-	t.Helper()
-	nc, err := nats.Connect(p.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	j, _ := js.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := j.Stream(ctx, p.cfg.Stream.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info
 }
 
 func binaryCE(seq int) map[string]string {
@@ -165,16 +132,11 @@ func TestCountsReconcile(t *testing.T) {
 			t.Errorf("%v refused for %s", n, r)
 		}
 	}
-	if got := streamInfo(t, p).State.Msgs; got != uint64(requests) {
+	if got := natstest.StreamInfo(t, p.NATSURL(), p.cfg.Stream.Name).State.Msgs; got != uint64(requests) {
 		t.Errorf("stream holds %d messages, want %d", got, requests)
 	}
 
-	nc, err := nats.Connect(p.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	j, _ := js.New(nc)
+	_, j := natstest.JetStream(t, p.NATSURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cons, err := j.CreateOrUpdateConsumer(ctx, "EVENTS", js.ConsumerConfig{Durable: "test", AckPolicy: js.AckExplicitPolicy})
@@ -225,7 +187,7 @@ func TestFullStreamAnswers507(t *testing.T) {
 	if m[MetricReceived] != 80 || m[MetricPublished] != 50 || refused["stream_full"] != 30 {
 		t.Errorf("metrics %v refused %v", m, refused)
 	}
-	if got := streamInfo(t, p).State.Msgs; got != 50 {
+	if got := natstest.StreamInfo(t, p.NATSURL(), p.cfg.Stream.Name).State.Msgs; got != 50 {
 		t.Errorf("stream holds %d", got)
 	}
 }
@@ -273,7 +235,7 @@ func TestBadRequests(t *testing.T) {
 	if refused["bad_request"] != 4 || refused["too_large"] != 1 {
 		t.Errorf("refused %v", refused)
 	}
-	if got := streamInfo(t, p).State.Msgs; got != 0 {
+	if got := natstest.StreamInfo(t, p.NATSURL(), p.cfg.Stream.Name).State.Msgs; got != 0 {
 		t.Errorf("stream holds %d after only bad requests", got)
 	}
 }
@@ -304,27 +266,7 @@ func TestInstanceServesMetricsAndMonitoring(t *testing.T) {
 
 // The SUT tells a waiting nats sink where to consume, and nothing else.
 func TestTellsOnlyANATSSink(t *testing.T) {
-	got := make(chan natsattach.Request, 2)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var a natsattach.Request
-		json.NewDecoder(r.Body).Decode(&a)
-		got <- a
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer srv.Close()
-	start(t, DefaultConfig(), srv.URL+"/events")
-	start(t, DefaultConfig(), srv.URL+natsattach.Path)
-	select {
-	case a := <-got:
-		if !strings.HasPrefix(a.URL, "nats://127.0.0.1:") || a.Stream != "EVENTS" {
-			t.Errorf("attach %+v", a)
-		}
-	default:
-		t.Fatal("the nats sink was not told")
-	}
-	if len(got) != 0 {
-		t.Error("a target that is not a nats sink was posted to")
-	}
+	natstest.TellsOnlyANATSSink(t, "EVENTS", func(target string) { start(t, DefaultConfig(), target) })
 }
 
 func TestConfigErrors(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pipebench/pipebench/internal/kubetest"
+	"github.com/pipebench/pipebench/internal/promtest"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
@@ -27,20 +28,7 @@ import (
 // labels ("name{k=v}" in the text format's order).
 func scrape(t *testing.T, url string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("%s: HTTP %d %s", url, resp.StatusCode, b)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := promtest.Families(t, url)
 	out := map[string]float64{}
 	for name, f := range fams {
 		for _, m := range f.Metric {

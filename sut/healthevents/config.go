@@ -174,11 +174,7 @@ func Factory() pipebench.Factory[pipebench.SUT] {
 		defaultConfig,
 		func(c *Config, env pipebench.Env) (pipebench.SUT, error) {
 			if c.Listen == "" {
-				dir := env.Dir
-				if dir == "" {
-					dir = os.TempDir()
-				}
-				c.Listen = "unix://" + filepath.Join(dir, "healthevents.sock")
+				c.Listen = "unix://" + filepath.Join(env.ScratchDir(), "healthevents.sock")
 			}
 			s, err := New(*c)
 			if err != nil {

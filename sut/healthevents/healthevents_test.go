@@ -21,6 +21,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/docstore"
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -178,22 +179,9 @@ func TestFactoryDefaultsToASocketInTheRunDirectory(t *testing.T) {
 		t.Errorf("endpoint %q, want %q", sut.Endpoint(), want)
 	}
 	if _, err := Factory().New(&Config{Listen: "somewhere", HTTPListen: "x", EffectRate: -1, QueueSize: 0}, pipebench.Env{}); err == nil ||
-		!strings.Contains(errorsText(err), "effect_rate:") || !strings.Contains(errorsText(err), "listen:") {
+		!strings.Contains(testutil.ErrorText(err), "effect_rate:") || !strings.Contains(testutil.ErrorText(err), "listen:") {
 		t.Errorf("bad config error: %v", err)
 	}
-}
-
-func errorsText(err error) string {
-	var b strings.Builder
-	for e := err; e != nil; {
-		b.WriteString(e.Error() + " | ")
-		u, ok := e.(interface{ Unwrap() error })
-		if !ok {
-			break
-		}
-		e = u.Unwrap()
-	}
-	return b.String()
 }
 
 // A listen path naming an ordinary file is an error, and the file stays.

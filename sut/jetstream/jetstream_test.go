@@ -4,19 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/natsattach"
 	"github.com/pipebench/pipebench/internal/natscluster"
+	"github.com/pipebench/pipebench/internal/natstest"
 )
 
 func TestMain(m *testing.M) {
@@ -35,27 +33,6 @@ func start(t *testing.T, cfg *Config) *Server {
 	}
 	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	return s
-}
-
-func stream(t *testing.T, url, name string) *js.StreamInfo {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	j, _ := js.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := j.Stream(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info
 }
 
 // One node as a child process: its stream is the scenario's, its PID and
@@ -87,7 +64,7 @@ func TestOneNode(t *testing.T) {
 	if !strings.HasPrefix(v.JetStream.Config.StoreDir, os.TempDir()) {
 		t.Errorf("store dir %q is not in the run's directory", v.JetStream.Config.StoreDir)
 	}
-	info := stream(t, s.Endpoint(), "EVENTS")
+	info := natstest.StreamInfo(t, s.Endpoint(), "EVENTS")
 	c := info.Config
 	if c.MaxBytes != 1<<20 || c.MaxMsgs != 5000 || c.Discard != js.DiscardNew || c.Storage != js.FileStorage || c.Subjects[0] != "events.>" {
 		t.Errorf("stream config %+v", c)
@@ -113,16 +90,11 @@ func TestCluster(t *testing.T) {
 	if n := len(s.Instances()); n != 3 {
 		t.Fatalf("%d instances", n)
 	}
-	info := stream(t, s.Endpoint(), "EVENTS")
+	info := natstest.StreamInfo(t, s.Endpoint(), "EVENTS")
 	if info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != 2 {
 		t.Fatalf("stream cluster info %+v", info.Cluster)
 	}
-	nc, err := nats.Connect(strings.Split(s.Endpoint(), ",")[2])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	j, _ := js.New(nc)
+	_, j := natstest.JetStream(t, strings.Split(s.Endpoint(), ",")[2])
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := 0; i < 100; i++ {
@@ -130,7 +102,7 @@ func TestCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := stream(t, s.Endpoint(), "EVENTS").State.Msgs; got != 100 {
+	if got := natstest.StreamInfo(t, s.Endpoint(), "EVENTS").State.Msgs; got != 100 {
 		t.Errorf("stream holds %d, want 100", got)
 	}
 }
@@ -150,32 +122,13 @@ func TestConfigErrors(t *testing.T) {
 
 // The SUT tells a waiting nats sink where to consume, and nothing else.
 func TestTellsOnlyANATSSink(t *testing.T) {
-	got := make(chan natsattach.Request, 2)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var a natsattach.Request
-		json.NewDecoder(r.Body).Decode(&a)
-		got <- a
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer srv.Close()
-	for _, target := range []string{srv.URL + "/events", srv.URL + natsattach.Path} {
+	natstest.TellsOnlyANATSSink(t, "EVENTS", func(target string) {
 		s := New(*DefaultConfig(), pipebench.Env{Dir: t.TempDir(), Target: target})
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		s.Shutdown(context.Background())
-	}
-	select {
-	case a := <-got:
-		if !strings.HasPrefix(a.URL, "nats://127.0.0.1:") || a.Stream != "EVENTS" {
-			t.Errorf("attach %+v", a)
-		}
-	default:
-		t.Fatal("the nats sink was not told")
-	}
-	if len(got) != 0 {
-		t.Error("a target that is not a nats sink was posted to")
-	}
+	})
 }
 
 // The stream's retention and placement reach JetStream's configuration;

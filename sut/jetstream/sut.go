@@ -15,10 +15,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -215,15 +213,7 @@ var _ pipebench.SUT = (*Server)(nil)
 // once the stream exists. Any other target is ignored: the system under
 // test is the stream, and consumers connect to it.
 func New(cfg Config, env pipebench.Env) *Server {
-	dir := env.Dir
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	log := env.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	s := &Server{cfg: cfg, dir: dir, log: log}
+	s := &Server{cfg: cfg, dir: env.ScratchDir(), log: env.Log()}
 	if strings.HasPrefix(env.Target, "http://") && strings.HasSuffix(env.Target, natsattach.Path) {
 		s.notify = env.Target
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -303,11 +302,9 @@ func (c *Cluster) startBroker(b *Broker, log4j string) error {
 // answers reports whether the broker takes connections and its metadata
 // names every broker of the cluster.
 func (c *Cluster) answers(b *Broker) bool {
-	conn, err := net.DialTimeout("tcp", b.Addr(), 200*time.Millisecond)
-	if err != nil {
+	if !childproc.Listening(b.Addr()) {
 		return false
 	}
-	conn.Close()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr()), kgo.DialTimeout(time.Second), kgo.RequestRetries(0)}, c.p.ClientOpts...)...)
 	if err != nil {
 		return false

@@ -40,14 +40,10 @@ func TestMetricAgentScrapesProducers(t *testing.T) {
 		t.Skip("starts three collectors")
 	}
 	ctx := context.Background()
-	arr := &arrivals{seqs: map[uint64]int{}}
+	arr := &testutil.Arrivals{}
 	sink := promrwsink.New(*promrwsink.DefaultConfig())
-	if err := sink.Start(ctx, arr); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Shutdown(ctx)
-	f := Factory()
-	cfg := f.NewConfig().(*Config)
+	testutil.Start(t, func(ctx context.Context) error { return sink.Start(ctx, arr) }, sink.Shutdown)
+	cfg := defaultConfig()
 	cfg.Receiver, cfg.Replicas, cfg.Gateway, cfg.GatewayExporter = ReceiverPrometheus, 2, true, ExporterRemoteWrite
 	cfg.Prometheus.Interval = pipebench.Duration(300 * time.Millisecond)
 	cfg.Prometheus.Refresh = pipebench.Duration(200 * time.Millisecond)
@@ -55,14 +51,7 @@ func TestMetricAgentScrapesProducers(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	sut, err := f.New(cfg, pipebench.Env{Target: sink.Endpoint(), Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sut.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer sut.Shutdown(ctx)
+	sut := startCollector(t, cfg, pipebench.Env{Target: sink.Endpoint(), Dir: t.TempDir()})
 	dcfg := promtarget.DefaultDriverConfig()
 	dcfg.Producers, dcfg.Metrics, dcfg.Series = 4, 50, 10
 	d, err := promtarget.DriverFactory().New(dcfg, pipebench.Env{Target: sut.Endpoint(), Targets: sut.(pipebench.MultiEndpoint).Endpoints()})
@@ -80,17 +69,8 @@ func TestMetricAgentScrapesProducers(t *testing.T) {
 			t.Fatalf("send %d: %+v", i, o)
 		}
 	}
-	if !testutil.Poll(30*time.Second, func() bool { n, _ := arr.count(); return n == batches*per }) {
-		n, _ := arr.count()
-		t.Fatalf("the sink got %d of %d tracer items", n, batches*per)
-	}
-	arr.mu.Lock()
-	for s := uint64(1); s <= batches*per; s++ {
-		if arr.seqs[s] != 1 {
-			t.Errorf("item %d arrived %d times", s, arr.seqs[s])
-		}
-	}
-	arr.mu.Unlock()
+	arr.WaitDistinct(t, 30*time.Second, batches*per, "tracer items")
+	arr.ExpectEachOnce(t, 1, batches*per, "item")
 
 	in := sut.Instances()
 	if len(in) != 2 {
@@ -191,12 +171,7 @@ func TestLogAgentTailsFiles(t *testing.T) {
 		t.Skip("starts a collector")
 	}
 	ctx := context.Background()
-	arr := &arrivals{seqs: map[uint64]int{}}
-	sink := otlpsink.New(otlpsink.Config{HTTPListen: "127.0.0.1:0"}, 1)
-	if err := sink.Start(ctx, arr); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Shutdown(ctx)
+	arr, sink := startOTLPSink(t, otlpsink.Config{HTTPListen: "127.0.0.1:0"})
 	up, _ := url.Parse(sink.Endpoints()["http"])
 	if up == nil || up.Host == "" {
 		up, _ = url.Parse(sink.Endpoint())
@@ -205,15 +180,14 @@ func TestLogAgentTailsFiles(t *testing.T) {
 	proxy := httptest.NewServer(counter)
 	defer proxy.Close()
 
-	f := Factory()
-	cfg := f.NewConfig().(*Config)
+	cfg := defaultConfig()
 	cfg.Receiver, cfg.Exporter = ReceiverFilelog, "otlphttp"
 	cfg.Filelog.PollInterval = pipebench.Duration(100 * time.Millisecond)
 	cfg.Batch.Timeout = pipebench.Duration(50 * time.Millisecond)
 	cfg.Batch.SendBatchSize = 200
 	cfg.Retry.InitialInterval, cfg.Retry.MaxInterval = pipebench.Duration(200*time.Millisecond), pipebench.Duration(200*time.Millisecond)
 	dir := t.TempDir()
-	sut, err := f.New(cfg, pipebench.Env{Targets: map[string]string{"http": proxy.URL}, Dir: dir})
+	sut, err := Factory().New(cfg, pipebench.Env{Targets: map[string]string{"http": proxy.URL}, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,9 +239,9 @@ func TestLogAgentTailsFiles(t *testing.T) {
 	agentMetrics := func() string { return scrape(t, sut.Instances()[0].MetricsURL) }
 	delivered := func(n int) {
 		t.Helper()
-		if !testutil.Poll(30*time.Second, func() bool { got, _ := arr.count(); return got == n }) {
-			got, _ := arr.count()
-			t.Fatalf("the sink got %d of %d lines (%d without pb.seq)", got, n, arr.unmatched)
+		if !testutil.Poll(30*time.Second, func() bool { got, _ := arr.Count(); return got == n }) {
+			got, _ := arr.Count()
+			t.Fatalf("the sink got %d of %d lines (%d without pb.seq)", got, n, arr.UnmatchedItems())
 		}
 	}
 
@@ -280,13 +254,7 @@ func TestLogAgentTailsFiles(t *testing.T) {
 		delivered(int(seq - 1))
 	}
 	elapsed := time.Since(start)
-	arr.mu.Lock()
-	for s := uint64(1); s < seq; s++ {
-		if arr.seqs[s] != 1 {
-			t.Errorf("line %d arrived %d times", s, arr.seqs[s])
-		}
-	}
-	arr.mu.Unlock()
+	arr.ExpectEachOnce(t, 1, seq-1, "line")
 	var rotations uint64
 	for _, s := range drv.(*logfile.Driver).Stats() {
 		rotations += s.Rotations

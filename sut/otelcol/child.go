@@ -2,7 +2,6 @@ package otelcol
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -24,6 +23,8 @@ import (
 	"go.opentelemetry.io/collector/processor/batchprocessor"
 	"go.opentelemetry.io/collector/processor/memorylimiterprocessor"
 
+	"github.com/pipebench/pipebench/internal/childproc"
+
 	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/resourceprocessor"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
@@ -42,17 +43,7 @@ const CollectorVersion = "0.162.0"
 // returns at once. cmd/pipebench's main calls it first thing, and test
 // binaries from TestMain. It is the one function outside main that exits the
 // process, because in the child it is the main.
-func MaybeRunChild() {
-	path := os.Getenv(ChildEnv)
-	if path == "" {
-		return
-	}
-	if err := runCollector(path); err != nil {
-		fmt.Fprintf(os.Stderr, "embedded collector: %v\n", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+func MaybeRunChild() { childproc.RunIfChild(ChildEnv, "embedded collector", runCollector) }
 
 func factories() (otelcol.Factories, error) {
 	var f otelcol.Factories

@@ -160,18 +160,31 @@ func runFile(t *testing.T, scen string) *pipebench.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	res := run(t, sc, reg, 0)
+	if res.Manifest.Status != pipebench.StatusCompleted {
+		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	return res
+}
+
+// run compiles sc, scales its load to load unless that is 0, and runs it
+// with reg within two minutes; the runner's error fails the test.
+func run(t *testing.T, sc *scenario.Scenario, reg *pipebench.Registry, load time.Duration) *pipebench.Result {
+	t.Helper()
 	plan, err := scenario.Compile(sc)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if load != 0 {
+		if plan, err = plan.Scale(load); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if res.Manifest.Status != pipebench.StatusCompleted {
-		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
 	}
 	return res
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,24 +24,60 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type arrivals struct {
-	mu        sync.Mutex
-	seqs      map[uint64]int
-	faulted   int
-	unmatched int
+// startOTLPSink starts an OTLP sink with cfg, recording in the Arrivals
+// returned, and shuts it down when the test ends.
+func startOTLPSink(t *testing.T, cfg otlpsink.Config) (*testutil.Arrivals, *otlpsink.Sink) {
+	t.Helper()
+	arr := &testutil.Arrivals{}
+	sink := otlpsink.New(cfg, 1)
+	testutil.Start(t, func(ctx context.Context) error { return sink.Start(ctx, arr) }, sink.Shutdown)
+	return arr, sink
 }
 
-func (a *arrivals) Arrive(seq uint64, _, _ time.Time) { a.mu.Lock(); a.seqs[seq]++; a.mu.Unlock() }
-func (a *arrivals) Faulted(n int)                     { a.mu.Lock(); a.faulted += n; a.mu.Unlock() }
-func (a *arrivals) Unmatched(n int)                   { a.mu.Lock(); a.unmatched += n; a.mu.Unlock() }
-func (a *arrivals) count() (int, int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.seqs), a.faulted
+// startCollector makes the collector of cfg through the factory, starts
+// it, and shuts it down when the test ends.
+func startCollector(t *testing.T, cfg *Config, env pipebench.Env) pipebench.SUT {
+	t.Helper()
+	sut, err := Factory().New(cfg, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Start(t, sut.Start, sut.Shutdown)
+	return sut
 }
 
-func waitFor(t *testing.T, d time.Duration, cond func() bool) bool {
-	return testutil.Poll(d, cond)
+// sendOverBothProtocols sends batches of perBatch spans through the OTLP
+// driver over gRPC, then as many over HTTP, aimed at the collector's
+// endpoints (with connections each; 0 keeps the default), numbered from 1,
+// and returns the number of spans sent.
+func sendOverBothProtocols(t *testing.T, sut pipebench.SUT, perBatch, batches, connections int) int {
+	t.Helper()
+	ctx := context.Background()
+	gen, _ := otlpgen.TracesFactory().New(nil, pipebench.Env{})
+	seq := uint64(1)
+	for _, protocol := range []string{"grpc", "http"} {
+		dcfg := otlpdriver.DefaultConfig()
+		dcfg.Protocol = protocol
+		if connections > 0 {
+			dcfg.Connections = connections
+		}
+		drv, err := otlpdriver.Factory().New(dcfg, pipebench.Env{Target: sut.Endpoint(), Targets: sut.(pipebench.MultiEndpoint).Endpoints()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := drv.Start(ctx); err != nil {
+			t.Fatalf("%s: %v", protocol, err)
+		}
+		for i := 0; i < batches; i++ {
+			b := gen.Next(seq, perBatch, time.Now())
+			seq += uint64(perBatch)
+			if o := drv.Send(ctx, &b); o.Class != pipebench.ClassOK {
+				t.Fatalf("%s send %d: %+v", protocol, i, o)
+			}
+		}
+		drv.Shutdown(ctx)
+	}
+	return int(seq - 1)
 }
 
 // Spans sent to the real collector arrive at the real OTLP sink, every one,
@@ -53,24 +88,11 @@ func TestCollectorEndToEnd(t *testing.T) {
 		t.Skip("starts a collector")
 	}
 	ctx := context.Background()
-	arr := &arrivals{seqs: map[uint64]int{}}
-	sink := otlpsink.New(otlpsink.Config{GRPCListen: "127.0.0.1:0"}, 1)
-	if err := sink.Start(ctx, arr); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Shutdown(ctx)
-	f := Factory()
-	cfg := f.NewConfig().(*Config)
+	arr, sink := startOTLPSink(t, otlpsink.Config{GRPCListen: "127.0.0.1:0"})
+	cfg := defaultConfig()
 	cfg.Batch.Timeout = pipebench.Duration(50 * time.Millisecond)
 	cfg.Env = map[string]string{"GOMEMLIMIT": "300MiB", "GOGC": "50"}
-	sut, err := f.New(cfg, pipebench.Env{Target: sink.Endpoint(), Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sut.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer sut.Shutdown(ctx)
+	sut := startCollector(t, cfg, pipebench.Env{Target: sink.Endpoint(), Dir: t.TempDir()})
 	if in := sut.Instances(); len(in) != 1 || in[0].PID == 0 || in[0].PID == os.Getpid() {
 		t.Fatalf("instances %+v: the collector must be its own process", in)
 	}
@@ -96,10 +118,7 @@ func TestCollectorEndToEnd(t *testing.T) {
 			t.Fatalf("send %d: %+v", i, o)
 		}
 	}
-	if !waitFor(t, 10*time.Second, func() bool { n, _ := arr.count(); return n == 2000 }) {
-		n, _ := arr.count()
-		t.Fatalf("sink got %d of 2000 spans", n)
-	}
+	arr.WaitDistinct(t, 10*time.Second, 2000, "spans")
 	metrics := scrape(t, sut.Instances()[0].MetricsURL)
 	for _, want := range []string{"otelcol_receiver_accepted_spans", "otelcol_exporter_sent_spans", "otelcol_exporter_queue_size", "otelcol_process_memory_rss"} {
 		if !strings.Contains(metrics, want) {
@@ -113,10 +132,10 @@ func TestCollectorEndToEnd(t *testing.T) {
 		drv.Send(ctx, &b)
 		time.Sleep(20 * time.Millisecond)
 	}
-	if !waitFor(t, 10*time.Second, func() bool { _, f := arr.count(); return f > 0 }) {
+	if !testutil.Poll(10*time.Second, func() bool { _, f := arr.Count(); return f > 0 }) {
 		t.Fatal("the sink never faulted a request")
 	}
-	if !waitFor(t, 10*time.Second, func() bool {
+	if !testutil.Poll(10*time.Second, func() bool {
 		return strings.Contains(scrape(t, sut.Instances()[0].MetricsURL), "otelcol_exporter_queue_size{") && queueSize(scrape(t, sut.Instances()[0].MetricsURL)) > 0
 	}) {
 		t.Error("the exporter queue did not fill while the backend failed")
@@ -216,61 +235,16 @@ func TestCollectorOTLPHTTPExporterDelivers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a collector")
 	}
-	ctx := context.Background()
-	arr := &arrivals{seqs: map[uint64]int{}}
-	sink := otlpsink.New(otlpsink.Config{GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0"}, 1)
-	if err := sink.Start(ctx, arr); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Shutdown(ctx)
-	f := Factory()
-	cfg := f.NewConfig().(*Config)
+	arr, sink := startOTLPSink(t, otlpsink.Config{GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0"})
+	cfg := defaultConfig()
 	cfg.Exporter = "otlphttp"
 	cfg.Batch.Timeout = pipebench.Duration(50 * time.Millisecond)
 	// The runner passes the sink's Endpoint (its gRPC listener) as Target
 	// and both listeners as Targets: otlphttp must take the HTTP one.
-	sut, err := f.New(cfg, pipebench.Env{Target: sink.Endpoint(), Targets: sink.Endpoints(), Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sut.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer sut.Shutdown(ctx)
-	gen, _ := otlpgen.TracesFactory().New(nil, pipebench.Env{})
-	const perBatch, batches = 100, 50
-	seq := uint64(1)
-	for _, protocol := range []string{"grpc", "http"} {
-		dcfg := otlpdriver.DefaultConfig()
-		dcfg.Protocol = protocol
-		drv, err := otlpdriver.Factory().New(dcfg, pipebench.Env{Target: sut.Endpoint(), Targets: sut.(pipebench.MultiEndpoint).Endpoints()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := drv.Start(ctx); err != nil {
-			t.Fatalf("%s: %v", protocol, err)
-		}
-		for i := 0; i < batches; i++ {
-			b := gen.Next(seq, perBatch, time.Now())
-			seq += perBatch
-			if o := drv.Send(ctx, &b); o.Class != pipebench.ClassOK {
-				t.Fatalf("%s send %d: %+v", protocol, i, o)
-			}
-		}
-		drv.Shutdown(ctx)
-	}
-	want := int(seq - 1)
-	if !waitFor(t, 20*time.Second, func() bool { n, _ := arr.count(); return n == want }) {
-		n, _ := arr.count()
-		t.Fatalf("sink got %d of %d spans", n, want)
-	}
-	arr.mu.Lock()
-	defer arr.mu.Unlock()
-	for s := uint64(1); s < seq; s++ {
-		if arr.seqs[s] != 1 {
-			t.Fatalf("span %d arrived %d times", s, arr.seqs[s])
-		}
-	}
+	sut := startCollector(t, cfg, pipebench.Env{Target: sink.Endpoint(), Targets: sink.Endpoints(), Dir: t.TempDir()})
+	want := sendOverBothProtocols(t, sut, 100, 50, 0)
+	arr.WaitDistinct(t, 20*time.Second, want, "spans")
+	arr.ExpectEachOnce(t, 1, uint64(want), "span")
 }
 
 // The exporter's endpoint follows its protocol; a sink without a listener
@@ -312,24 +286,11 @@ func TestTwoReplicasShareTheLoad(t *testing.T) {
 		t.Skip("starts two collectors")
 	}
 	ctx := context.Background()
-	arr := &arrivals{seqs: map[uint64]int{}}
-	sink := otlpsink.New(otlpsink.Config{GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0"}, 1)
-	if err := sink.Start(ctx, arr); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Shutdown(ctx)
-	f := Factory()
-	cfg := f.NewConfig().(*Config)
+	arr, sink := startOTLPSink(t, otlpsink.Config{GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0"})
+	cfg := defaultConfig()
 	cfg.Replicas = 2
 	cfg.Batch.Timeout = pipebench.Duration(50 * time.Millisecond)
-	sut, err := f.New(cfg, pipebench.Env{Target: sink.Endpoint(), Targets: sink.Endpoints(), Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sut.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer sut.Shutdown(ctx)
+	sut := startCollector(t, cfg, pipebench.Env{Target: sink.Endpoint(), Targets: sink.Endpoints(), Dir: t.TempDir()})
 	in := sut.Instances()
 	if len(in) != 2 || in[0].PID == 0 || in[1].PID == 0 || in[0].PID == in[1].PID || in[0].MetricsURL == in[1].MetricsURL {
 		t.Fatalf("instances %+v: want two processes with their own metrics", in)
@@ -337,45 +298,12 @@ func TestTwoReplicasShareTheLoad(t *testing.T) {
 	if eps := strings.Split(sut.Endpoint(), ","); len(eps) != 2 || eps[0] == eps[1] {
 		t.Fatalf("endpoint %q: want both replicas' receivers", sut.Endpoint())
 	}
-	gen, _ := otlpgen.TracesFactory().New(nil, pipebench.Env{})
-	const perBatch, batches = 50, 40
-	seq := uint64(1)
-	for _, protocol := range []string{"grpc", "http"} {
-		dcfg := otlpdriver.DefaultConfig()
-		dcfg.Protocol = protocol
-		dcfg.Connections = 2
-		drv, err := otlpdriver.Factory().New(dcfg, pipebench.Env{Target: sut.Endpoint(), Targets: sut.(pipebench.MultiEndpoint).Endpoints()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := drv.Start(ctx); err != nil {
-			t.Fatalf("%s: %v", protocol, err)
-		}
-		for i := 0; i < batches; i++ {
-			b := gen.Next(seq, perBatch, time.Now())
-			seq += perBatch
-			if o := drv.Send(ctx, &b); o.Class != pipebench.ClassOK {
-				t.Fatalf("%s send %d: %+v", protocol, i, o)
-			}
-		}
-		drv.Shutdown(ctx)
-	}
-	want := int(seq - 1)
-	if !waitFor(t, 20*time.Second, func() bool { n, _ := arr.count(); return n == want }) {
-		n, _ := arr.count()
-		t.Fatalf("sink got %d of %d spans", n, want)
-	}
-	arr.mu.Lock()
-	for s := uint64(1); s < seq; s++ {
-		if arr.seqs[s] != 1 {
-			arr.mu.Unlock()
-			t.Fatalf("span %d arrived %d times", s, arr.seqs[s])
-		}
-	}
-	arr.mu.Unlock()
+	want := sendOverBothProtocols(t, sut, 50, 40, 2)
+	arr.WaitDistinct(t, 20*time.Second, want, "spans")
+	arr.ExpectEachOnce(t, 1, uint64(want), "span")
 	// Each replica accepted a share, and the shares add up.
 	var accepted []float64
-	if !waitFor(t, 10*time.Second, func() bool {
+	if !testutil.Poll(10*time.Second, func() bool {
 		accepted = accepted[:0]
 		sum := 0.0
 		for _, i := range in {

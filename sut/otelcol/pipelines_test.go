@@ -1,18 +1,15 @@
 package otelcol
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/pipebench/pipebench"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	"github.com/pipebench/pipebench/report"
-	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
 )
 
@@ -25,22 +22,11 @@ func TestThreePipelinesFaultOnOne(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a collector")
 	}
-	reg := pipebench.NewRegistry()
-	for _, err := range []error{
-		reg.Generators.Register(otlpgen.TracesFactory()),
-		reg.Drivers.Register(otlpdriver.Factory()),
-		reg.Sinks.Register(otlpsink.Factory()),
-		reg.SUTs.Register(Factory()),
-		reg.Observers.Register(promobs.Factory()),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	reg := scenariotest.Registry(t, otlpgen.TracesFactory(), otlpdriver.Factory(), otlpsink.Factory(), Factory(), promobs.Factory())
 	// Retries wait 2 s and the drain lasts 1 s, so what the sink failed
 	// on p2 near the end is still in the collector when the run ends;
 	// two consumers per exporter, so p2's retries back its queue up.
-	sc, err := scenario.Parse("three-pipelines.yaml", []byte(`
+	res := scenariotest.Run(t, reg, "three-pipelines.yaml", `
 name: three-pipelines
 sut:
   type: otelcol
@@ -56,18 +42,7 @@ interval: 500ms
 drain: 1s
 phases:
   - {name: load, duration: 3s, rate: 1000/s, faults: {pipeline: p2, error_ratio: 0.7}}
-`), scenario.Params{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	tot := res.Total
 	get := func(name string, labels ...string) float64 {
 		t.Helper()

@@ -2,7 +2,6 @@ package otelcol_test
 
 import (
 	"bytes"
-	"context"
 	"io/fs"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/report/markdown"
-	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/scenario"
 )
 
@@ -40,19 +38,7 @@ func runScaled(t *testing.T, name string, load time.Duration, edits ...string) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if plan, err = plan.Scale(load); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := run(t, sc, reg, load)
 	if res.Manifest.Status == pipebench.StatusInvalid || res.Manifest.Status == pipebench.StatusAborted {
 		t.Fatalf("%s: status %s: %v", name, res.Manifest.Status, res.Manifest.Reasons)
 	}

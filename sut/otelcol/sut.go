@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -380,11 +379,7 @@ func Factory() pipebench.Factory[pipebench.SUT] {
 			if err != nil && c.ConfigFile == "" {
 				return nil, err // your own configuration may export elsewhere
 			}
-			dir := env.Dir
-			if dir == "" {
-				dir = os.TempDir()
-			}
-			return newCollector(*c, sink, dir, ""), nil
+			return newCollector(*c, sink, env.ScratchDir(), ""), nil
 		})
 }
 
@@ -632,19 +627,10 @@ func (c *Collector) usesStorage() bool {
 // ready tells whether the replica's metrics endpoint, and with otlp its
 // OTLP gRPC port, answer.
 func (r *replica) ready(otlp bool) bool {
-	if otlp {
-		conn, err := net.DialTimeout("tcp", r.endpoint(), 200*time.Millisecond)
-		if err != nil {
-			return false
-		}
-		conn.Close()
-	}
-	resp, err := http.Get(r.metricsURL())
-	if err != nil {
+	if otlp && !childproc.Listening(r.endpoint()) {
 		return false
 	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return childproc.Answers(r.metricsURL(), http.StatusOK, 0)
 }
 
 func (r *replica) endpoint() string     { return "127.0.0.1:" + strconv.Itoa(r.grpcPort) }

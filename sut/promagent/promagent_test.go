@@ -4,7 +4,6 @@ import (
 	"context"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,21 +12,6 @@ import (
 	"github.com/pipebench/pipebench/internal/testutil"
 	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 )
-
-type arrivals struct {
-	mu      sync.Mutex
-	seqs    map[uint64]int
-	faulted int
-}
-
-func (a *arrivals) Arrive(seq uint64, _, _ time.Time) { a.mu.Lock(); a.seqs[seq]++; a.mu.Unlock() }
-func (a *arrivals) Faulted(n int)                     { a.mu.Lock(); a.faulted += n; a.mu.Unlock() }
-func (a *arrivals) Unmatched(int)                     {}
-func (a *arrivals) count() (int, int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.seqs), a.faulted
-}
 
 // Debian's Prometheus in agent mode scrapes the prometheus-scrape driver
 // and remote-writes to the remote-write sink: every item arrives exactly
@@ -40,12 +24,9 @@ func TestAgentDeliversEveryItemOnce(t *testing.T) {
 		t.Skip("prometheus is not installed (Debian: apt-get install prometheus); skipping the agent test")
 	}
 	ctx := context.Background()
-	a := &arrivals{seqs: map[uint64]int{}}
+	a := &testutil.Arrivals{}
 	sink := promrwsink.New(*promrwsink.DefaultConfig())
-	if err := sink.Start(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Shutdown(ctx)
+	testutil.Start(t, func(ctx context.Context) error { return sink.Start(ctx, a) }, sink.Shutdown)
 	f := Factory()
 	cfg := f.NewConfig().(*Config)
 	// The scrape timeout is the interval: at 200 ms a scrape slowed by a
@@ -56,10 +37,7 @@ func TestAgentDeliversEveryItemOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sut.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer sut.Shutdown(ctx)
+	testutil.Start(t, sut.Start, sut.Shutdown)
 	if in := sut.Instances(); len(in) != 1 || in[0].PID == 0 || in[0].MetricsURL == "" {
 		t.Fatalf("instances %+v", in)
 	}
@@ -82,21 +60,15 @@ func TestAgentDeliversEveryItemOnce(t *testing.T) {
 		}
 	}
 	send(40)
-	testutil.Eventually(t, 30*time.Second, func() bool { n, _ := a.count(); return n == int(seq-1) }, "all %d items at the sink", seq-1)
+	testutil.Eventually(t, 30*time.Second, func() bool { n, _ := a.Count(); return n == int(seq-1) }, "all %d items at the sink", seq-1)
 	sink.SetFaults(pipebench.FaultPolicy{ErrorRatio: 0.5, ErrorStatus: 503}, time.Now())
 	send(40)
-	testutil.Eventually(t, 60*time.Second, func() bool { n, _ := a.count(); return n == int(seq-1) }, "all %d items at the sink despite the faults", seq-1)
-	n, faulted := a.count()
+	testutil.Eventually(t, 60*time.Second, func() bool { n, _ := a.Count(); return n == int(seq-1) }, "all %d items at the sink despite the faults", seq-1)
+	n, faulted := a.Count()
 	if faulted == 0 {
 		t.Error("the sink faulted nothing")
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for s := uint64(1); s < seq; s++ {
-		if a.seqs[s] != 1 {
-			t.Fatalf("item %d arrived %d times", s, a.seqs[s])
-		}
-	}
+	a.ExpectEachOnce(t, 1, seq-1, "item")
 	t.Logf("%d items delivered once each; %d samples faulted and retried by the agent", n, faulted)
 }
 

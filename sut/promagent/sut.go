@@ -97,11 +97,7 @@ func Factory() pipebench.Factory[pipebench.SUT] {
 				return nil, pipebench.UsageError(fmt.Sprintf("the prometheus agent remote-writes to a URL, and the sink gave %q", env.Target),
 					"add sink: {type: prometheus-remote-write} to the scenario", nil)
 			}
-			dir := env.Dir
-			if dir == "" {
-				dir = os.TempDir()
-			}
-			return &Agent{cfg: *c, sink: env.Target, dir: dir}, nil
+			return &Agent{cfg: *c, sink: env.Target, dir: env.ScratchDir()}, nil
 		})
 }
 
@@ -164,14 +160,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	if a.proc, err = childproc.Start("prometheus", cmd, filepath.Join(a.dir, "prometheus-agent.log")); err != nil {
 		return err
 	}
-	err = a.proc.WaitReady(ctx, a.cfg.StartTimeout.D(), func() bool {
-		resp, err := http.Get(a.web() + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	err = a.proc.WaitReady(ctx, a.cfg.StartTimeout.D(), func() bool { return childproc.Answers(a.web()+"/-/ready", http.StatusOK, 0) })
 	if err != nil {
 		a.Shutdown(context.Background())
 	}

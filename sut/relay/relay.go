@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/httpserve"
 )
 
 // Config configures the relay.
@@ -85,12 +86,10 @@ type Relay struct {
 	cfg    Config
 	target string
 	queue  chan request
-	ln     net.Listener
-	srv    *http.Server
+	srv    *httpserve.Server
 	client *http.Client
 	stop   chan struct{}
 	wg     sync.WaitGroup
-	done   chan struct{}
 
 	reg                                             *prometheus.Registry
 	accepted, refused, sent, failed, dropped, retry prometheus.Counter
@@ -102,7 +101,7 @@ var _ pipebench.SUT = (*Relay)(nil)
 // New returns a relay forwarding to target; it is not started.
 func New(cfg Config, target string) *Relay {
 	r := &Relay{cfg: cfg, target: target, queue: make(chan request, cfg.QueueSize),
-		stop: make(chan struct{}), done: make(chan struct{}), reg: prometheus.NewRegistry()}
+		stop: make(chan struct{}), reg: prometheus.NewRegistry()}
 	r.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Workers, MaxConnsPerHost: cfg.Workers}}
 	counter := func(name, help string) prometheus.Counter {
 		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
@@ -126,16 +125,14 @@ func New(cfg Config, target string) *Relay {
 
 // Start listens and starts the workers.
 func (r *Relay) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", r.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("relay: listen on %s: %w", r.cfg.Listen, err)
-	}
-	r.ln = ln
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/", r.receive)
-	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { defer close(r.done); _ = r.srv.Serve(ln) }()
+	srv, err := httpserve.Listen(r.cfg.Listen, mux)
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	r.srv = srv
 	for i := 0; i < r.cfg.Workers; i++ {
 		r.wg.Add(1)
 		go r.worker()
@@ -144,10 +141,10 @@ func (r *Relay) Start(ctx context.Context) error {
 }
 
 // Endpoint is where events are posted.
-func (r *Relay) Endpoint() string { return "http://" + r.ln.Addr().String() + "/events" }
+func (r *Relay) Endpoint() string { return r.srv.URL("/events") }
 
 // MetricsURL is the relay's Prometheus endpoint.
-func (r *Relay) MetricsURL() string { return "http://" + r.ln.Addr().String() + "/metrics" }
+func (r *Relay) MetricsURL() string { return r.srv.URL("/metrics") }
 
 // Instances implements pipebench.SUT: the relay is this process.
 func (r *Relay) Instances() []pipebench.Instance {
@@ -231,7 +228,6 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	err := r.srv.Shutdown(ctx)
-	<-r.done
 	for len(r.queue) > 0 && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}

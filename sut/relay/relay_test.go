@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
+	"github.com/pipebench/pipebench/internal/promtest"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
@@ -81,17 +79,7 @@ func post(t *testing.T, url string, seq int) int {
 }
 
 func metric(t *testing.T, r *Relay, name string) float64 {
-	resp, err := http.Get(r.MetricsURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := fams[name].GetMetric()[0]
+	m := promtest.Families(t, r.MetricsURL())[name].GetMetric()[0]
 	if m.GetCounter() != nil {
 		return m.GetCounter().GetValue()
 	}
