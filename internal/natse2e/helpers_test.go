@@ -1,7 +1,6 @@
 package natse2e
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/pipebench/pipebench"
@@ -29,17 +28,4 @@ func registry(t *testing.T) *pipebench.Registry {
 func natsRegistry(t *testing.T) *pipebench.Registry {
 	t.Helper()
 	return scenariotest.Registry(t, payload.EventFactory(), natsdriver.Factory(), natssink.Factory(), jetstream.Factory(), natsobs.Factory())
-}
-
-// skipIfOverloaded skips a test whose run pipebench itself found invalid
-// because the generator fell behind its schedule or its reading: the
-// machine was too loaded for the numbers to say anything of the system,
-// and the test cannot judge them.
-func skipIfOverloaded(t *testing.T, res *pipebench.Result) {
-	t.Helper()
-	for _, r := range res.Manifest.Reasons {
-		if strings.Contains(r, "fell behind its schedule") || strings.Contains(r, "for the generator to read them") {
-			t.Skipf("the machine was too loaded to judge this run: %s", r)
-		}
-	}
 }

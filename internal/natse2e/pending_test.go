@@ -14,6 +14,7 @@ import (
 
 	"github.com/pipebench/pipebench/internal/natscluster"
 	"github.com/pipebench/pipebench/internal/natstest"
+	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/scenario"
 )
@@ -119,7 +120,7 @@ phases:
 	if err != nil {
 		t.Fatal(err)
 	}
-	skipIfOverloaded(t, res)
+	suitetest.SkipIfOverloaded(t, res)
 	get := func(name string) float64 { v, _ := res.Total.Get(name); return v }
 	accepted, delivered, lost, pending, held := get("accepted"), get("delivered"), get("lost"), get("pending_at_end"), get("held_at_end")
 	// The last observation's time, and the test's own reading nearest it.

@@ -17,6 +17,7 @@ import (
 	"github.com/pipebench/pipebench"
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
 	"github.com/pipebench/pipebench/internal/scenariotest"
+	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/runner"
 )
 
@@ -148,7 +149,7 @@ phases:
 	if err != nil {
 		t.Fatal(err)
 	}
-	skipIfOverloaded(t, res)
+	suitetest.SkipIfOverloaded(t, res)
 	kpis := map[string]float64{}
 	for _, k := range res.Total.KPIs {
 		if len(k.Labels) == 0 {
