@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/natscluster"
 	"github.com/pipebench/pipebench/internal/natstest"
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -97,7 +99,15 @@ func TestCluster(t *testing.T) {
 	_, j := natstest.JetStream(t, strings.Split(s.Endpoint(), ",")[2])
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for i := 0; i < 100; i++ {
+	// The third node learns of the stream's subjects from the others a
+	// moment after the stream exists: the first publish through it waits
+	// for that.
+	var lastErr error
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		_, lastErr = j.Publish(ctx, "events.x", []byte("hello"))
+		return lastErr == nil
+	}, "no publish through the third node was stored: %v", testutil.Lazy(func() string { return fmt.Sprint(lastErr) }))
+	for i := 1; i < 100; i++ {
 		if _, err := j.Publish(ctx, "events.x", []byte("hello")); err != nil {
 			t.Fatal(err)
 		}
