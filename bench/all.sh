@@ -112,9 +112,10 @@ rows() {
 		awk -v l="$l" -v n="${MSGS:-$(printf '%s\n' "${short_kafka[@]}" | sed -n 's/^MSGS=//p')}" '
 			function med(k,   c, i, j, t, a) {c = split(v[k], a, " "); for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (a[j] + 0 < a[i] + 0) {t = a[i]; a[i] = a[j]; a[j] = t}
 				return (c % 2) ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2}
+			# kafka.sh: run tool-msgs/s broker-msgs/s MB/s gen-CPU-s us/rec peak-RSS load
 			$1 ~ /^(perf-test|pipebench)-r[0-9]+$/ {
 				k = ($1 ~ /^perf/) ? "p" : "b"
-				v[k "rate"] = v[k "rate"] " " $2; v[k "cpu"] = v[k "cpu"] " " $5; v[k "rss"] = v[k "rss"] " " $6}
+				v[k "rate"] = v[k "rate"] " " $2; v[k "cpu"] = v[k "cpu"] " " $5; v[k "rss"] = v[k "rss"] " " $7}
 			END {
 				if (n == "") n = 1000000
 				if (v["prate"] == "" || v["brate"] == "") exit

@@ -1,27 +1,23 @@
 package metricsout_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pipebench/pipebench/internal/childproc"
+	"github.com/pipebench/pipebench/internal/promtest"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 // prom is a real Prometheus 2.x server started for a test.
 type prom struct {
 	base string
-	logs *strings.Builder
 	// at, when set, is the time instant queries are evaluated at
 	// (Unix seconds, as Prometheus gives it): a later scrape that timed
 	// out on a loaded machine marks the series stale after it, not at it.
@@ -42,41 +38,16 @@ type scrapeJob struct {
 // loop. It skips the test when the binary is absent.
 func startPrometheus(t *testing.T, native bool, jobs ...scrapeJob) *prom {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Skip("prometheus is not installed (apt-get install prometheus): skipping the tests against a real Prometheus")
-	}
-	dir := t.TempDir()
 	var cfg strings.Builder
 	cfg.WriteString("global:\n  scrape_interval: 250ms\n  scrape_timeout: 250ms\nscrape_configs:\n")
 	for _, j := range jobs {
 		fmt.Fprintf(&cfg, "  - job_name: %q\n    honor_labels: %v\n    static_configs:\n      - targets: [%s]\n", j.name, j.honorLabels, quoteAll(j.targets))
 	}
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	args := []string{"--config.file=" + filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path=" + filepath.Join(dir, "data"),
-		"--web.listen-address=" + addr, "--log.level=warn", "--storage.tsdb.retention.time=1h"}
+	args := []string{"--storage.tsdb.retention.time=1h"}
 	if native {
 		args = append(args, "--enable-feature=native-histograms")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, args...)
-	p := &prom{base: "http://" + addr, logs: &strings.Builder{}}
-	cmd.Stdout, cmd.Stderr = p.logs, p.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); cmd.Wait() })
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		resp, err := http.Get(p.base + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, "prometheus did not become ready:\n%s", p.logs)
+	p := &prom{base: promtest.Prometheus(t, cfg.String(), "the tests against a real Prometheus", args...)}
 	// Service discovery hands new targets to the scrape loop only every
 	// few seconds: wait until every one is known.
 	want := 0
@@ -91,7 +62,7 @@ func startPrometheus(t *testing.T, native bool, jobs ...scrapeJob) *prom {
 			return false
 		}
 		return len(body.Data.ActiveTargets) == want
-	}, "prometheus never took its %d targets:\n%s", want, p.logs)
+	}, "prometheus never took its %d targets", want)
 	return p
 }
 

@@ -4,12 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
-	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/promtest"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
@@ -32,45 +28,8 @@ func startPrometheus(t *testing.T, target string) string {
 // startPrometheusEvery is startPrometheus scraping every interval.
 func startPrometheusEvery(t *testing.T, target string, interval time.Duration) string {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Skip("prometheus is not installed (apt-get install prometheus): skipping the PromQL test against a real server")
-	}
-	dir := t.TempDir()
 	cfg := fmt.Sprintf("global:\n  scrape_interval: %s\n  scrape_timeout: %s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: sut\n    static_configs:\n      - targets: [%q]\n", interval, interval, target)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); cmd.Wait() })
-	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(base + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return base
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus did not become ready in 30 s:\n%s", logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return promtest.Prometheus(t, cfg, "the PromQL test against a real server")
 }
 
 // target serves a histogram, a gauge and a counter whose values the test
