@@ -409,7 +409,7 @@ func Summary(r *pipebench.Result) []string {
 		out = append(out, fmt.Sprintf("%s of %s items sent were not accepted: %s", pipebench.FormatCount(failed), pipebench.FormatCount(sent), strings.Join(parts, ", ")))
 	}
 	if v, _ := t.Get("abandoned"); v > 0 {
-		out = append(out, fmt.Sprintf("%s items were still in flight when the run was cut short: sent, with no answer recorded", pipebench.FormatCount(v)))
+		out = append(out, fmt.Sprintf("%s items were still in flight when the run was cut short or gave up waiting for them: sent, with no answer recorded", pipebench.FormatCount(v)))
 	}
 	if v, _ := t.Get("abandoned_queued"); v > 0 {
 		out = append(out, fmt.Sprintf("%s accepted items had not arrived when the run was stopped: abandoned in the pipeline, not counted as lost (nobody watched for them)", pipebench.FormatCount(v)))

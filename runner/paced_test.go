@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -185,5 +186,55 @@ phases:
 	}
 	if d := get(t, ph, "delivered"); d != get(t, ph, "accepted") {
 		t.Errorf("delivered %v != accepted %v", d, get(t, ph, "accepted"))
+	}
+}
+
+// silentDriver answers every send but the tenth, which it keeps forever,
+// as a client waiting on a target that went silent does.
+type silentDriver struct{ sends atomic.Int64 }
+
+func (d *silentDriver) Start(context.Context) error    { return nil }
+func (d *silentDriver) Shutdown(context.Context) error { return nil }
+func (d *silentDriver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
+	if d.sends.Add(1) == 10 {
+		select {} // never returns, whatever ctx says
+	}
+	return pipebench.Outcome{Class: pipebench.ClassOK}
+}
+
+// Sends a driver never returns do not hold the run: SendsGrace after the
+// load ended the run goes on, those sends are abandoned, and the verdict
+// (never passed) says the target stopped answering.
+func TestSendsThatNeverReturnDoNotHoldTheRun(t *testing.T) {
+	d := &silentDriver{}
+	reg := registry(t)
+	if err := reg.Drivers.Register(pipebench.NewSimpleFactory("silent-fake", "test driver",
+		func(pipebench.Env) (pipebench.Driver, error) { return d, nil }).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadBytes})); err != nil {
+		t.Fatal(err)
+	}
+	_, plan := parse(t, reg, `
+name: silent
+target: {driver: silent-fake}
+workload: {generator: event, size: 64}
+phases:
+  - {name: load, duration: 500ms, rate: 100/s}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg, SendsGrace: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the run waited for the silent send until the test's own timeout")
+	}
+	if v, _ := res.Total.Get("abandoned"); v != 1 {
+		t.Errorf("abandoned %v, want the one send that never returned", v)
+	}
+	// Failed, or invalid where the stuck send also kept a due send from
+	// starting: never passed or completed, and the reason named.
+	st := res.Manifest.Status
+	if st != pipebench.StatusFailed && st != pipebench.StatusInvalid || !strings.Contains(strings.Join(res.Manifest.Reasons, "\n"), "the target stopped answering") {
+		t.Errorf("status %s, reasons %q", st, res.Manifest.Reasons)
 	}
 }

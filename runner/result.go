@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"time"
@@ -100,6 +101,9 @@ func (r *run) assemble(started, loadEnded, lastObs time.Time, aborted, partial b
 	}
 	for _, e := range r.sutExits {
 		rec.Failures = append(rec.Failures, "the system under test failed: "+e)
+	}
+	if r.sendsHung.Load() && !partial {
+		rec.Failures = append(rec.Failures, fmt.Sprintf("sends still had no answer %s after the load ended: the target stopped answering (they count as abandoned)", pipebench.FormatDuration(r.p.SendsGrace)))
 	}
 	r.seriesMu.Lock()
 	rec.Series = r.series.list()

@@ -39,6 +39,11 @@ type Params struct {
 	// AbortGrace bounds how long in-flight sends and the drain may take
 	// once the run was stopped by a signal (default 5s).
 	AbortGrace time.Duration
+	// SendsGrace bounds how long the sends still in flight when the load
+	// ended may take to return, whatever happens (default 2m, above every
+	// driver's own timeout): what has not returned then is abandoned, and
+	// the Result says so.
+	SendsGrace time.Duration
 	// Checkpoint, if set, is handed a partial Result (status "running")
 	// every CheckpointEvery while the run goes on, from the observation
 	// goroutine, so a soak killed by the machine loses at most one
@@ -125,6 +130,9 @@ func Run(ctx context.Context, p Params) (*pipebench.Result, error) {
 	if p.AbortGrace <= 0 {
 		p.AbortGrace = 5 * time.Second
 	}
+	if p.SendsGrace <= 0 {
+		p.SendsGrace = 2 * time.Minute
+	}
 	if p.Cut == nil {
 		p.Cut = context.Background()
 	}
@@ -158,6 +166,9 @@ type run struct {
 	// flight: what they end with is the cancellation, not the target's
 	// answer, so they stay sent without an outcome (abandoned).
 	sendsCancelled atomic.Bool
+	// sendsHung is set when sends had not returned SendsGrace after the
+	// load ended (see awaitSends).
+	sendsHung atomic.Bool
 	phaseIdx       atomic.Int32 // current phase, -1 before, len(phases) while draining
 	phaseT0        []time.Time
 	phaseEnd       []time.Time
@@ -413,27 +424,7 @@ func (r *run) load(ctx context.Context) (aborted bool) {
 	aborted = ctx.Err() != nil
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	if aborted {
-		select {
-		case <-done:
-		case <-r.cut():
-			// Cut short: cancelled sends still get a moment to return,
-			// but no more.
-			r.sendsCancelled.Store(true)
-			cancelSends()
-			waitAtMost(done, time.Second)
-		case <-time.After(r.p.AbortGrace):
-			r.sendsCancelled.Store(true)
-			cancelSends()
-			select {
-			case <-done:
-			case <-r.cut():
-				waitAtMost(done, time.Second)
-			}
-		}
-	} else {
-		<-done
-	}
+	r.awaitSends(ctx, done, cancelSends)
 	// The last phase's final sends were still in flight when it ended; the
 	// faults the sink answered them with belong to it.
 	if last >= 0 {
@@ -527,6 +518,51 @@ func sleepUntil(ctx context.Context, t time.Time) {
 }
 
 // waitAtMost waits for done, for at most d.
+// awaitSends waits for the sends still in flight when the load ended
+// (done closes when every one returned): until they return; once the run
+// is stopped (ctx done), AbortGrace at most, then they are cancelled and
+// waited for until they return or a cut; at a cut (a second signal) a
+// second at most after cancelling them. Whatever happens, it waits
+// SendsGrace at most after the load's end: sends a driver never returns
+// (a target that went silent under a client that waits for it) cannot
+// hold the run, and what did not return is abandoned (sent, no answer).
+func (r *run) awaitSends(ctx context.Context, done <-chan struct{}, cancelSends func()) {
+	cancel := func() {
+		r.sendsCancelled.Store(true)
+		cancelSends()
+	}
+	hung := time.NewTimer(r.p.SendsGrace)
+	defer hung.Stop()
+	stopped := ctx.Done()
+	var grace <-chan time.Time
+	for {
+		select {
+		case <-done:
+			return
+		case <-r.cut():
+			// Cut short: cancelled sends still get a moment to return,
+			// but no more.
+			cancel()
+			waitAtMost(done, time.Second)
+			return
+		case <-stopped:
+			stopped = nil
+			t := time.NewTimer(r.p.AbortGrace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			grace = nil
+			cancel()
+		case <-hung.C:
+			r.log.Warn("sends did not return after the load ended; abandoned", "after", r.p.SendsGrace)
+			r.sendsHung.Store(true)
+			cancel()
+			waitAtMost(done, time.Second)
+			return
+		}
+	}
+}
+
 func waitAtMost(done <-chan struct{}, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
