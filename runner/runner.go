@@ -169,18 +169,18 @@ type run struct {
 	// sendsHung is set when sends had not returned SendsGrace after the
 	// load ended (see awaitSends).
 	sendsHung atomic.Bool
-	phaseIdx       atomic.Int32 // current phase, -1 before, len(phases) while draining
-	phaseT0        []time.Time
-	phaseEnd       []time.Time
-	faultedAt      []uint64
-	pacers         []*schedule.Pacer
-	loadStart      time.Time
-	draining       atomic.Bool
-	acceptedN      atomic.Uint64
-	lastQueue      atomic.Value // float64
-	ostate         *obsState
-	obsErrors      atomic.Uint64
-	obsRounds      atomic.Uint64 // observations completed
+	phaseIdx  atomic.Int32 // current phase, -1 before, len(phases) while draining
+	phaseT0   []time.Time
+	phaseEnd  []time.Time
+	faultedAt []uint64
+	pacers    []*schedule.Pacer
+	loadStart time.Time
+	draining  atomic.Bool
+	acceptedN atomic.Uint64
+	lastQueue atomic.Value // float64
+	ostate    *obsState
+	obsErrors atomic.Uint64
+	obsRounds atomic.Uint64 // observations completed
 	// sutExits describe the system under test's processes that ended
 	// during the run.
 	sutExits []string
