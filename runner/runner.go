@@ -40,9 +40,9 @@ type Params struct {
 	// once the run was stopped by a signal (default 5s).
 	AbortGrace time.Duration
 	// SendsGrace bounds how long the sends still in flight when the load
-	// ended may take to return, whatever happens (default 2m, above every
-	// driver's own timeout): what has not returned then is abandoned, and
-	// the Result says so.
+	// ended may take to return, whatever happens (default 10m, above the
+	// drivers' own timeouts, 5-30 s by default): what has not returned
+	// then is abandoned, and the run fails saying so.
 	SendsGrace time.Duration
 	// Checkpoint, if set, is handed a partial Result (status "running")
 	// every CheckpointEvery while the run goes on, from the observation
@@ -131,7 +131,7 @@ func Run(ctx context.Context, p Params) (*pipebench.Result, error) {
 		p.AbortGrace = 5 * time.Second
 	}
 	if p.SendsGrace <= 0 {
-		p.SendsGrace = 2 * time.Minute
+		p.SendsGrace = 10 * time.Minute
 	}
 	if p.Cut == nil {
 		p.Cut = context.Background()
