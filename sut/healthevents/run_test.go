@@ -211,8 +211,14 @@ phases:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := res.Total.Get("database_events_stored.total"); v != float64(stored) || stored != n {
+	// The run reads the store's count through Prometheus, which scrapes it
+	// every 2 s: its last reading is the store's count at most one scrape
+	// before the run's end (exact on a quiet machine; on a loaded one the
+	// last events may be stored after the last scrape the run read).
+	if v, _ := res.Total.Get("database_events_stored.total"); v > float64(stored) || float64(stored)-v > 2*rate || stored != n {
 		t.Errorf("events stored: the run says %v, the store's count %d, sent %d", v, stored, n)
+	} else if v != float64(stored) {
+		t.Logf("events stored: the run's last reading %v, the store's count %d: one scrape behind", v, stored)
 	}
 	if v, _ := seriesLast(res, "database_inserts"); v != float64(status.Lookup("metrics", "commands", "insert", "total").AsInt64()) {
 		t.Errorf("inserts: the run's last reading %v, serverStatus %v", v, status.Lookup("metrics", "commands", "insert", "total"))
