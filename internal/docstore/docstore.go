@@ -57,17 +57,7 @@ type Options struct {
 // MaybeRunChild runs the document store and exits, if this process was
 // started as its child (ChildEnv is set); otherwise it returns at once. It
 // is, in the child, the main: the one place here that exits.
-func MaybeRunChild() {
-	v := os.Getenv(ChildEnv)
-	if v == "" {
-		return
-	}
-	if err := runChild(v); err != nil {
-		fmt.Fprintf(os.Stderr, "document store: %v\n", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+func MaybeRunChild() { childproc.RunIfChild(ChildEnv, "document store", runChild) }
 
 func runChild(v string) error {
 	var o Options
