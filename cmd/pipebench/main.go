@@ -10,9 +10,14 @@ import (
 
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
+	"github.com/pipebench/pipebench/internal/residency"
 )
 
 func main() {
+	// What the initialisation of the binary's packages read stays out
+	// of this process's memory, and out of its children's.
+	residency.Trim()
+
 	// The embedded OpenTelemetry Collector and nats-server nodes run as
 	// child processes of this same binary.
 	builtins.MaybeRunChild()

@@ -62,6 +62,7 @@ type Driver struct {
 	clients   []*producer
 	next      atomic.Uint64
 	pool      sync.Pool // *send
+	overdue   *overdue
 	extra     []kgo.RecordHeader
 	keyField  []byte // `"field":`
 }
@@ -102,6 +103,7 @@ func New(cfg Config, target string) (*Driver, error) {
 		d.keyField = []byte(strconv.Quote(cfg.KeyField) + ":")
 	}
 	d.pool.New = func() any { return newSend(d) }
+	d.overdue = newOverdue(cfg.Timeout.D())
 	return d, nil
 }
 
@@ -201,6 +203,7 @@ func (d *Driver) Start(ctx context.Context) error {
 		d.Shutdown(context.Background())
 		return pipebench.Unreached(fmt.Errorf("kafka driver: no broker at %s took a connection (%w); check bootstrap and that the brokers are running", d.bootstrap, err))
 	}
+	d.overdue.start()
 	return nil
 }
 
@@ -295,6 +298,7 @@ func (d *Driver) Shutdown(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	d.overdue.close()
 	return nil
 }
 
@@ -329,6 +333,7 @@ func (d *Driver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(st
 	s := d.pool.Get().(*send)
 	s.fill(b)
 	s.started, s.done, s.p = started, done, p
+	d.overdue.add(s)
 	n := len(s.recs)
 	s.left.Store(int32(n) + 1)
 	for i := range s.recs {
@@ -339,20 +344,26 @@ func (d *Driver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(st
 
 // send is one batch's records in flight, reused through the driver's pool.
 type send struct {
-	d       *Driver
-	p       *producer
-	recs    []kgo.Record
-	hdrs    []kgo.RecordHeader
-	arena   arena
-	keep    []kept // the batch's headers every record carries
-	seqs    []span // each record's sequence number in arena
-	items   [][]byte
-	left    atomic.Int32
-	mu      sync.Mutex
-	worst   pipebench.Outcome
-	started time.Time
-	done    func(time.Time, pipebench.Outcome)
-	promise func(*kgo.Record, error)
+	d     *Driver
+	p     *producer
+	recs  []kgo.Record
+	hdrs  []kgo.RecordHeader
+	arena arena
+	keep  []kept // the batch's headers every record carries
+	seqs  []span // each record's sequence number in arena
+	items [][]byte
+	left  atomic.Int32
+	// Linked in the driver's overdue list while in flight (under its
+	// lock): reported once its outcome was given, by the last record's
+	// promise or by the overdue sweep.
+	prev, next       *send
+	linked, reported bool
+	deadline         time.Time
+	mu               sync.Mutex
+	worst            pipebench.Outcome
+	started          time.Time
+	done             func(time.Time, pipebench.Outcome)
+	promise          func(*kgo.Record, error)
 }
 
 func newSend(d *Driver) *send {
@@ -375,15 +386,19 @@ func (s *send) fail(o pipebench.Outcome) {
 }
 
 // release counts one record settled (or the hand-over done); the last
-// calls done and returns the send to the pool.
+// calls done, unless the overdue sweep ended the send already, and
+// returns the send to the pool.
 func (s *send) release() {
 	if s.left.Add(-1) != 0 {
 		return
 	}
 	o, done, started := s.worst, s.done, s.started
+	report := s.d.overdue.settle(s)
 	s.reset()
 	s.d.pool.Put(s)
-	done(started, o)
+	if report {
+		done(started, o)
+	}
 }
 
 func (s *send) reset() {

@@ -527,3 +527,51 @@ func established(t *testing.T, addr string) int {
 	}
 	return n
 }
+
+// A broker that takes the requests and answers none (the proxy holds the
+// connection: a broker frozen in a pause): the idempotent producer cannot
+// fail records already sent, so the driver ends each send itself as a
+// delivery timeout about a second past its timeout, not never; once the
+// broker answers again, sends succeed.
+func TestSilentBrokerSendsTimeOut(t *testing.T) {
+	b := kafkatest.Get(t)
+	topic := b.Topic(t, "silent", 1, 1, nil)
+	cfg := config(b.Bootstrap(), topic)
+	cfg.Timeout = pipebench.Duration(2 * time.Second)
+	d := newDriver(t, cfg)
+	g := newGen(t, nil)
+	seq := uint64(1)
+	send := func() pipebench.Outcome {
+		bt := g.Next(seq, 1, time.Now())
+		seq++
+		return d.Send(context.Background(), &bt)
+	}
+	if o := send(); o.Class != pipebench.ClassOK {
+		t.Fatalf("before the broker went silent: %+v", o)
+	}
+	b.Proxy.Set(kafkatest.Hold)
+	type result struct {
+		o    pipebench.Outcome
+		took time.Duration
+	}
+	results := make(chan result, 5)
+	for i := 0; i < 5; i++ {
+		bt := g.Next(seq, 1, time.Now())
+		seq++
+		start := time.Now()
+		d.SendAsync(context.Background(), &bt, func(_ time.Time, o pipebench.Outcome) { results <- result{o, time.Since(start)} })
+	}
+	for i := 0; i < 5; i++ {
+		select {
+		case r := <-results:
+			if r.o.Class != pipebench.ClassTimeout || r.o.Detail != "delivery timeout" || r.took < 2*time.Second || r.took > 10*time.Second {
+				t.Errorf("a send to a silent broker ended after %v with %+v, want a delivery timeout after 2-3 s", r.took, r.o)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("send %d to a silent broker had no outcome after 30 s", i)
+		}
+	}
+	b.Proxy.Set(kafkatest.Pass)
+	var o pipebench.Outcome
+	testutil.Eventually(t, 60*time.Second, func() bool { o = send(); return o.Class == pipebench.ClassOK }, "a send succeeds once the broker answers again (last: %+v)", testutil.Lazy(func() string { return fmt.Sprintf("%+v", o) }))
+}

@@ -65,6 +65,18 @@ func TestBuiltinBacklog(t *testing.T) {
 	if upper := b + (2+get("latency.p99")/1000)*rate; l < 0.5*b || l > upper {
 		t.Errorf("the group's lag peaked at %v, the backlog at %v (the lag may reach %v)", l, b, upper)
 	}
+	// The broker's own count of the records it appended (its JMX
+	// exporter, the kafka preset of the prometheus observer): every
+	// event the run counted accepted, and beyond them only the records
+	// of the consumer group's offset commits (Kafka's internal topic).
+	var brokerIn float64
+	for _, k := range res.Total.All("broker_messages_in.total") {
+		brokerIn += k.Value
+	}
+	t.Logf("the broker appended %v records, pipebench counted %v accepted", brokerIn, get("accepted"))
+	if brokerIn < get("accepted") || brokerIn > get("accepted")*1.02 {
+		t.Errorf("the broker counted %v records appended, the run %v accepted", brokerIn, get("accepted"))
+	}
 	if get("drain_measured") <= 0 || get("drain_rate") <= 0 {
 		t.Errorf("no drain measured after the consumer resumed; summary:\n%s", strings.Join(res.Summary, "\n"))
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -135,17 +136,13 @@ func Get(tb testing.TB) *Broker {
 // when there is one), closed when the test ends.
 func (b *Broker) Client(tb testing.TB, opts ...kgo.Opt) *kgo.Client {
 	tb.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.directBootstrap())}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(b.Bootstrap(), ",")...)}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(cl.Close)
 	return cl
 }
-
-// directBootstrap is the proxy's address (the broker advertises it), or
-// every broker's.
-func (b *Broker) directBootstrap() string { return b.Bootstrap() }
 
 // Topic creates a new topic with a name unique in the package (prefix and
 // a number), of partitions partitions and replication factor rf (0: the

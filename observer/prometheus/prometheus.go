@@ -59,7 +59,8 @@ type Config struct {
 	// under test, labelled instance=NAME.
 	URL     string             `yaml:"url" json:"url,omitempty"`
 	Timeout pipebench.Duration `yaml:"timeout" json:"timeout"`
-	// Preset adds built-in mappings: "otelcol", "relay", "eventproxy" or "healthevents".
+	// Preset adds built-in mappings: "otelcol", "relay", "eventproxy",
+	// "healthevents" or "kafka".
 	Preset  string    `yaml:"preset" json:"preset,omitempty"`
 	Metrics []Mapping `yaml:"metrics" json:"metrics,omitempty"`
 }
@@ -87,6 +88,20 @@ var Presets = map[string][]Mapping{
 		{KPI: "exporter_sent", Metric: "eventproxy_events_published_total", Kind: "counter"},
 		{KPI: "publish_in_flight", Metric: "eventproxy_publish_in_flight", Kind: "gauge"},
 		{KPI: "publish_latency_seconds", Metric: "eventproxy_publish_duration_seconds", Kind: "histogram", Quantiles: []float64{0.5, 0.99}},
+	},
+	// An Apache Kafka broker's own metrics, as the embedded kafka SUT
+	// serves them (its JMX exporter; sut/kafka/metrics.go names them):
+	// what the broker appended and served, and how long it took.
+	"kafka": {
+		{KPI: "broker_messages_in", Metric: "kafka_server_messages_in_total", Kind: "counter"},
+		{KPI: "broker_bytes_in", Metric: "kafka_server_bytes_in_total", Kind: "counter"},
+		{KPI: "broker_bytes_out", Metric: "kafka_server_bytes_out_total", Kind: "counter"},
+		{KPI: "broker_produce_requests", Metric: "kafka_server_total_produce_requests_total", Kind: "counter"},
+		{KPI: "broker_produce_failed", Metric: "kafka_server_failed_produce_requests_total", Kind: "counter"},
+		{KPI: "broker_under_replicated_partitions", Metric: "kafka_server_under_replicated_partitions", Kind: "gauge"},
+		{KPI: "broker_request_queue", Metric: "kafka_network_request_queue_size", Kind: "gauge"},
+		{KPI: "broker_produce_time_ms_p50", Metric: "kafka_network_request_time_ms", Labels: map[string]string{"request": "Produce", "quantile": "0.50"}, Kind: "gauge"},
+		{KPI: "broker_produce_time_ms_p99", Metric: "kafka_network_request_time_ms", Labels: map[string]string{"request": "Produce", "quantile": "0.99"}, Kind: "gauge"},
 	},
 	"healthevents": {
 		{KPI: "events_received", Metric: "healthevents_events_received_total", Kind: "counter"},

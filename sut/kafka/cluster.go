@@ -63,8 +63,9 @@ type Broker struct {
 	// ID is its node id (1..N).
 	ID int32
 	// Port is its client listener on 127.0.0.1; ControllerPort its KRaft
-	// controller listener.
-	Port, ControllerPort int
+	// controller listener; MetricsPort its Prometheus JMX exporter's
+	// (0 when the jars have no exporter).
+	Port, ControllerPort, MetricsPort int
 	// Dir is its data folder; Config its server.properties.
 	Dir, Config string
 	proc        *childproc.Proc
@@ -72,6 +73,16 @@ type Broker struct {
 
 // Addr is the broker's client address, 127.0.0.1:PORT.
 func (b *Broker) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.Port) }
+
+// MetricsURL is the broker's own metrics in the Prometheus text format,
+// http://127.0.0.1:PORT/metrics, served by the Prometheus JMX exporter
+// running as the broker JVM's agent (empty when the jars have none).
+func (b *Broker) MetricsURL() string {
+	if b.MetricsPort == 0 {
+		return ""
+	}
+	return "http://127.0.0.1:" + strconv.Itoa(b.MetricsPort) + "/metrics"
+}
 
 // PID is the broker's process id (0 when it is not running).
 func (b *Broker) PID() int { return b.proc.PID() }
@@ -114,10 +125,7 @@ func StartCluster(ctx context.Context, p ClusterParams) (*Cluster, error) {
 	c := &Cluster{p: p, base: base}
 	for i := 0; i < p.Brokers; i++ {
 		b := &Broker{ID: int32(i + 1), Dir: filepath.Join(base, "broker-"+strconv.Itoa(i+1))}
-		if b.Port, err = childproc.FreePort(); err == nil {
-			b.ControllerPort, err = childproc.FreePort()
-		}
-		if err != nil {
+		if err := c.pickPorts(b); err != nil {
 			return nil, err
 		}
 		c.brokers = append(c.brokers, b)
@@ -136,11 +144,27 @@ func StartCluster(ctx context.Context, p ClusterParams) (*Cluster, error) {
 			return nil, err
 		}
 		for _, b := range c.brokers {
-			b.Port, _ = childproc.FreePort()
-			b.ControllerPort, _ = childproc.FreePort()
+			c.pickPorts(b)
 			os.RemoveAll(b.Dir)
 		}
 	}
+}
+
+// pickPorts gives the broker free loopback ports: its client and
+// controller listeners, and its metrics when the jars have the exporter.
+func (c *Cluster) pickPorts(b *Broker) error {
+	var err error
+	if b.Port, err = childproc.FreePort(); err != nil {
+		return err
+	}
+	if b.ControllerPort, err = childproc.FreePort(); err != nil {
+		return err
+	}
+	b.MetricsPort = 0
+	if exporterJar(c.p.Libs) != "" {
+		b.MetricsPort, err = childproc.FreePort()
+	}
+	return err
 }
 
 // startAll writes the configurations, formats every broker's storage with
@@ -153,6 +177,9 @@ func (c *Cluster) startAll(ctx context.Context, deadline time.Time) error {
 	}
 	log4j := filepath.Join(c.base, "log4j2.properties")
 	if err := os.WriteFile(log4j, []byte(log4jConfig), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.base, "jmx-exporter.yaml"), []byte(exporterConfig), 0o644); err != nil {
 		return err
 	}
 	for _, b := range c.brokers {
@@ -290,6 +317,9 @@ func (c *Cluster) format(ctx context.Context, b *Broker, id, log4j string) error
 
 func (c *Cluster) startBroker(b *Broker, log4j string) error {
 	opts := append([]string{"-Xmx" + c.p.Heap, "-Xms" + c.p.Heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"}, c.p.JVMOpts...)
+	if jar := exporterJar(c.p.Libs); jar != "" && b.MetricsPort != 0 {
+		opts = append(opts, fmt.Sprintf("-javaagent:%s=127.0.0.1:%d:%s", jar, b.MetricsPort, filepath.Join(c.base, "jmx-exporter.yaml")))
+	}
 	cmd := c.jvm(opts, log4j, "kafka.Kafka", b.Config)
 	proc, err := childproc.Start("Kafka broker "+strconv.Itoa(int(b.ID)), cmd, filepath.Join(c.base, "broker-"+strconv.Itoa(int(b.ID))+".log"))
 	if err != nil {

@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -86,6 +87,15 @@ func TestThreeBrokers(t *testing.T) {
 	}()
 	testutil.Eventually(t, 60*time.Second, func() bool { u, n := health(); return u == 3 && n == 2 },
 		"the observer reports the 3 partitions under-replicated and 2 brokers")
+	// The surviving brokers' own gauge (each leader counts its
+	// partitions short of in-sync replicas) agrees with the metadata's
+	// count over every topic, Kafka's internal ones included.
+	var own, meta float64
+	testutil.Eventually(t, 60*time.Second, func() bool {
+		own = brokerMetrics(t, b.Cluster, 3)["broker_under_replicated_partitions"]
+		meta = underReplicated(t, b)
+		return own == meta && own >= 3
+	}, "the brokers' own under-replicated count (%v) matches the metadata's (%v), at least this topic's 3", testutil.Lazy(func() string { return fmt.Sprint(own) }), testutil.Lazy(func() string { return fmt.Sprint(meta) }))
 	var last pipebench.Outcome
 	testutil.Eventually(t, 60*time.Second, func() bool {
 		last = send()
@@ -130,4 +140,23 @@ func TestNoKafkaSaysWhatToInstall(t *testing.T) {
 	if !errors.As(err, &pe) || !strings.Contains(pe.Hint, "install Java") {
 		t.Fatalf("start without java: %v", err)
 	}
+}
+
+// underReplicated counts the partitions of every topic whose in-sync
+// replicas are fewer than their replicas, from the cluster's metadata.
+func underReplicated(t *testing.T, b *kafkatest.Broker) float64 {
+	md, err := b.Admin(t).Metadata(context.Background())
+	if err != nil {
+		t.Logf("metadata: %v", err)
+		return -1
+	}
+	n := 0
+	for _, td := range md.Topics {
+		for _, p := range td.Partitions {
+			if len(p.ISR) < len(p.Replicas) {
+				n++
+			}
+		}
+	}
+	return float64(n)
 }

@@ -174,14 +174,15 @@ func (s *Server) Endpoint() string {
 }
 
 // Instances lists every broker (kafka-1, ...) with its PID, for the
-// process observer.
+// process observer, and its metrics endpoint (the JMX exporter's), for
+// the prometheus observer's kafka preset.
 func (s *Server) Instances() []pipebench.Instance {
 	if s.cluster == nil {
 		return nil
 	}
 	var out []pipebench.Instance
 	for _, b := range s.cluster.Brokers() {
-		out = append(out, pipebench.Instance{Name: "kafka-" + strconv.Itoa(int(b.ID)), PID: b.PID()})
+		out = append(out, pipebench.Instance{Name: "kafka-" + strconv.Itoa(int(b.ID)), PID: b.PID(), MetricsURL: b.MetricsURL()})
 	}
 	return out
 }
