@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pipebench/pipebench"
 )
 
@@ -16,6 +18,10 @@ import (
 // piped into a program that has quit, like head) too: without them the
 // measured Result would be lost with the process. After a SIGPIPE, writes
 // to the closed pipe fail with EPIPE instead of killing the process.
+//
+// A SIGPIPE also comes from a write to any connection its peer closed (a
+// driver's, an observer's: the write fails with EPIPE, which they handle).
+// Only one that finds the standard output or error closed stops the run.
 var StopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
 
 // Signals returns a context done at the first stop signal (stop the load,
@@ -37,7 +43,7 @@ func Signals(w io.Writer) (stopCtx, cut context.Context, release func()) {
 				// Every later write to a closed pipe raises SIGPIPE
 				// again: only the first one means anything.
 				if s == syscall.SIGPIPE {
-					if piped {
+					if piped || !OutputClosed(1, 2) {
 						continue
 					}
 					piped = true
@@ -71,6 +77,24 @@ func Signals(w io.Writer) (stopCtx, cut context.Context, release func()) {
 		stop()
 		cutNow()
 	}
+}
+
+// OutputClosed reports whether one of the file descriptors is a pipe or a
+// socket whose reading end is gone (poll says POLLERR or POLLHUP on it).
+func OutputClosed(fds ...int) bool {
+	pfds := make([]unix.PollFd, len(fds))
+	for i, fd := range fds {
+		pfds[i] = unix.PollFd{Fd: int32(fd), Events: unix.POLLOUT}
+	}
+	if n, err := unix.Poll(pfds, 0); err != nil || n == 0 {
+		return false
+	}
+	for _, p := range pfds {
+		if p.Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // signalName says which signal came, as a person knows it.

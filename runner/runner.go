@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/residency"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/schedule"
 )
@@ -411,10 +410,6 @@ func (r *run) load(ctx context.Context) (aborted bool) {
 	if !r.plan.StartAt.IsZero() {
 		sleepUntil(ctx, r.plan.StartAt) // shards start together
 	}
-	// The executable's pages that setting up read (compiling the plan,
-	// building the plug-ins, starting embedded systems) leave the
-	// resident set: from here it counts what the load itself reads.
-	residency.Trim()
 	r.loadStart = time.Now()
 	last := -1
 	for i, ph := range r.plan.Phases {
