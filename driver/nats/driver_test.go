@@ -87,10 +87,7 @@ func newDriver(t testing.TB, cfg Config, url string) *Driver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Shutdown(context.Background()) })
+	testutil.Start(t, d.Start, d.Shutdown)
 	return d
 }
 
