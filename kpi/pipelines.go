@@ -156,14 +156,7 @@ func (a *Arrivals) pipelineStats(from, to int, lo, hi uint64, drain bool) (map[s
 		p := a.pipes[name]
 		st := PipelineStats{ArrivalStats: ArrivalStats{E2E: newHist()}}
 		for i := from; i < to && i < len(p.phases); i++ {
-			ph := p.phases[i]
-			st.Own += ph.delivered
-			st.Duplicates += ph.duplicates
-			st.Reordered += ph.reordered
-			st.E2E.Merge(ph.e2e)
-			if ph.last.After(st.Last) {
-				st.Last = ph.last
-			}
+			st.add(p.phases[i])
 			st.Delivered += p.during[i].Load()
 			st.Faulted += p.faulted[i].Load()
 		}

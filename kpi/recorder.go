@@ -316,6 +316,18 @@ type arrivalPhase struct {
 	last       time.Time
 }
 
+// add counts the arrivals of phase p in st: its own items, duplicates,
+// reordered items, end-to-end latencies and last arrival.
+func (st *ArrivalStats) add(p *arrivalPhase) {
+	st.Own += p.delivered
+	st.Duplicates += p.duplicates
+	st.Reordered += p.reordered
+	st.E2E.Merge(p.e2e)
+	if p.last.After(st.Last) {
+		st.Last = p.last
+	}
+}
+
 var (
 	_ pipebench.Arrivals        = (*Arrivals)(nil)
 	_ pipebench.OrderedArrivals = (*Arrivals)(nil)
@@ -541,14 +553,7 @@ func (a *Arrivals) RunStats(n int, lo, hi uint64) ArrivalStats {
 		E2E:   newHist(),
 	}
 	for i := 0; i < n && i < len(a.phases); i++ {
-		p := a.phases[i]
-		st.Own += p.delivered
-		st.Duplicates += p.duplicates
-		st.Reordered += p.reordered
-		st.E2E.Merge(p.e2e)
-		if p.last.After(st.Last) {
-			st.Last = p.last
-		}
+		st.add(a.phases[i])
 	}
 	for i := range a.during { // every phase, and the drain after the last
 		st.Delivered += a.during[i].Load()
