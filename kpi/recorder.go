@@ -316,6 +316,19 @@ type arrivalPhase struct {
 	last       time.Time
 }
 
+// deliver counts the first arrival of an item at at, its end-to-end
+// latency e2e (µs), and whether it came late (reordered).
+func (p *arrivalPhase) deliver(late bool, e2e int64, at time.Time) {
+	p.delivered++
+	if late {
+		p.reordered++
+	}
+	p.e2e.RecordValue(e2e)
+	if at.After(p.last) {
+		p.last = at
+	}
+}
+
 // add counts the arrivals of phase p in st: its own items, duplicates,
 // reordered items, end-to-end latencies and last arrival.
 func (st *ArrivalStats) add(p *arrivalPhase) {
@@ -418,16 +431,9 @@ func (a *Arrivals) arrive(seq uint64, sent, at time.Time, order int) {
 		a.mu.Unlock()
 		return
 	}
-	p.delivered++
-	if seq < a.maxSeq && order == orderBySeq || order == outOfOrder {
-		p.reordered++
-	}
+	p.deliver(seq < a.maxSeq && order == orderBySeq || order == outOfOrder, micros(at.Sub(sent)), at)
 	a.maxSeq = max(a.maxSeq, seq)
-	p.e2e.RecordValue(micros(at.Sub(sent)))
 	a.window.RecordValue(micros(at.Sub(sent)))
-	if at.After(p.last) {
-		p.last = at
-	}
 	a.mu.Unlock()
 	if i < len(a.live) {
 		a.live[i].Delivered.Add(1)
