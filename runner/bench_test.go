@@ -90,8 +90,7 @@ phases:
 // alone. The child exits when its stdin closes.
 func startServerProcess(b *testing.B) string {
 	b.Helper()
-	port := freePort(b)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	addr := testutil.FreeAddr(b)
 	// With taskset, the server gets the second core to itself, as in the
 	// peers' method: run the benchmark itself under `taskset -c 0`.
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHTTPServer$")
@@ -117,15 +116,6 @@ func startServerProcess(b *testing.B) string {
 		return err == nil
 	}, "helper server did not start")
 	return addr
-}
-
-func freePort(tb testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // TestHelperHTTPServer is not a test: it is the benchmark's server process,

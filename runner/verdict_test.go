@@ -3,7 +3,6 @@ package runner_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/runner"
 )
 
@@ -91,12 +91,7 @@ phases:
 // 98) with the cause, before anything is measured: still a Result, to be
 // written and saved like any other.
 func TestVerdictNothingReachedIsInvalid(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	addr := testutil.FreeAddr(t) // nothing listens there
 	reg := registry(t)
 	_, plan := parse(t, reg, fmt.Sprintf(`
 name: refused

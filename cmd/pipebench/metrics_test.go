@@ -97,7 +97,7 @@ func TestMetricsAddrScrapedByPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 4 s scenario and a Prometheus server")
 	}
-	metricsAddr := freeAddr(t)
+	metricsAddr := testutil.FreeAddr(t)
 	prom := startPrometheus(t, metricsAddr)
 
 	began := time.Now()

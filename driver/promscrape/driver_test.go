@@ -3,7 +3,6 @@ package promscrapedriver
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -114,12 +113,7 @@ func TestBadConfig(t *testing.T) {
 // counting the items it collects. The driver is the server here: nothing
 // answers its sends (NoAnswer).
 func scraper(t *testing.T) drivertest.Receiver {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // the driver listens here
+	addr := testutil.FreeAddr(t) // the driver listens here
 	var items atomic.Int64
 	client := &http.Client{Timeout: time.Second}
 	closeFn := testutil.Every(20*time.Millisecond, func(time.Time) {

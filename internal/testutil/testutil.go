@@ -5,6 +5,7 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +61,18 @@ func Every(interval time.Duration, fn func(now time.Time)) (stop func()) {
 	}()
 	var once sync.Once
 	return func() { once.Do(func() { close(quit); <-done }) }
+}
+
+// FreeAddr is a loopback host:port that nothing listens on now: for a
+// server the test starts there, or a target that refuses connections.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // Lazy is a value for Eventually's message that is computed only when the
