@@ -14,10 +14,10 @@ import (
 	"github.com/pipebench/pipebench/dashboard"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
 	"github.com/pipebench/pipebench/internal/browsertest"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/payload"
 	htmlreport "github.com/pipebench/pipebench/report/html"
 	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 	httpsink "github.com/pipebench/pipebench/sink/http"
 )
 
@@ -31,17 +31,8 @@ func TestARealRunInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 4 s scenario in Chromium")
 	}
-	reg := pipebench.NewRegistry()
-	for _, err := range []error{
-		reg.Generators.Register(payload.EventFactory()),
-		reg.Drivers.Register(httpdriver.Factory()),
-		reg.Sinks.Register(httpsink.Factory()),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	sc, err := scenario.Parse("real.yaml", []byte(`name: real-run
+	reg := scenariotest.Registry(t, payload.EventFactory(), httpdriver.Factory(), httpsink.Factory())
+	plan := scenariotest.Plan(t, reg, "real.yaml", `name: real-run
 target: {driver: http, timeout: 2s}
 workload: {generator: event, size: 64}
 sink: {type: http}
@@ -53,14 +44,7 @@ phases:
     duration: 2s
     rate: 300/s
     faults: {error_ratio: 0.3, error_status: 503}
-`), scenario.Params{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	s, err := dashboard.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/xml"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/store"
 )
@@ -30,17 +30,6 @@ func compile(t *testing.T, reg *pipebench.Registry, yaml string) pipebench.Plan 
 		t.Fatal(err)
 	}
 	return plan
-}
-
-// closedPort is a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // An HTTP target refused before any load: the run is invalid (exit 98),
@@ -59,7 +48,7 @@ phases:
   - {name: load, duration: 1s, rate: 20/s}
 thresholds:
   - "lost == 0"
-`, closedPort(t)))
+`, testutil.FreeAddr(t)))
 	dir := t.TempDir()
 	out, hist := filepath.Join(dir, "result.json"), filepath.Join(dir, "history.db")
 	shown := map[string]*bytes.Buffer{}

@@ -69,32 +69,14 @@ func (p *pipeArrivals) Arrive(seq uint64, sent, at time.Time) {
 		a.mu.Unlock()
 		return
 	}
-	pp := p.phases[i]
-	pp.delivered++
-	if seq < p.maxSeq {
-		pp.reordered++
-	} else {
-		p.maxSeq = seq
-	}
 	e2e := micros(at.Sub(sent))
-	pp.e2e.RecordValue(e2e)
-	if at.After(pp.last) {
-		pp.last = at
-	}
+	p.phases[i].deliver(seq < p.maxSeq, e2e, at)
+	p.maxSeq = max(p.maxSeq, seq)
 	first := !a.arrived.Add(seq)
 	if first {
-		g := a.phases[i]
-		g.delivered++
-		if seq < a.maxSeq {
-			g.reordered++
-		} else {
-			a.maxSeq = seq
-		}
-		g.e2e.RecordValue(e2e)
+		a.phases[i].deliver(seq < a.maxSeq, e2e, at)
+		a.maxSeq = max(a.maxSeq, seq)
 		a.window.RecordValue(e2e)
-		if at.After(g.last) {
-			g.last = at
-		}
 	}
 	a.mu.Unlock()
 	r := int(a.now.Load())
@@ -156,14 +138,7 @@ func (a *Arrivals) pipelineStats(from, to int, lo, hi uint64, drain bool) (map[s
 		p := a.pipes[name]
 		st := PipelineStats{ArrivalStats: ArrivalStats{E2E: newHist()}}
 		for i := from; i < to && i < len(p.phases); i++ {
-			ph := p.phases[i]
-			st.Own += ph.delivered
-			st.Duplicates += ph.duplicates
-			st.Reordered += ph.reordered
-			st.E2E.Merge(ph.e2e)
-			if ph.last.After(st.Last) {
-				st.Last = ph.last
-			}
+			st.add(p.phases[i])
 			st.Delivered += p.during[i].Load()
 			st.Faulted += p.faulted[i].Load()
 		}

@@ -316,6 +316,31 @@ type arrivalPhase struct {
 	last       time.Time
 }
 
+// deliver counts the first arrival of an item at at, its end-to-end
+// latency e2e (µs), and whether it came late (reordered).
+func (p *arrivalPhase) deliver(late bool, e2e int64, at time.Time) {
+	p.delivered++
+	if late {
+		p.reordered++
+	}
+	p.e2e.RecordValue(e2e)
+	if at.After(p.last) {
+		p.last = at
+	}
+}
+
+// add counts the arrivals of phase p in st: its own items, duplicates,
+// reordered items, end-to-end latencies and last arrival.
+func (st *ArrivalStats) add(p *arrivalPhase) {
+	st.Own += p.delivered
+	st.Duplicates += p.duplicates
+	st.Reordered += p.reordered
+	st.E2E.Merge(p.e2e)
+	if p.last.After(st.Last) {
+		st.Last = p.last
+	}
+}
+
 var (
 	_ pipebench.Arrivals        = (*Arrivals)(nil)
 	_ pipebench.OrderedArrivals = (*Arrivals)(nil)
@@ -406,16 +431,9 @@ func (a *Arrivals) arrive(seq uint64, sent, at time.Time, order int) {
 		a.mu.Unlock()
 		return
 	}
-	p.delivered++
-	if seq < a.maxSeq && order == orderBySeq || order == outOfOrder {
-		p.reordered++
-	}
+	p.deliver(seq < a.maxSeq && order == orderBySeq || order == outOfOrder, micros(at.Sub(sent)), at)
 	a.maxSeq = max(a.maxSeq, seq)
-	p.e2e.RecordValue(micros(at.Sub(sent)))
 	a.window.RecordValue(micros(at.Sub(sent)))
-	if at.After(p.last) {
-		p.last = at
-	}
 	a.mu.Unlock()
 	if i < len(a.live) {
 		a.live[i].Delivered.Add(1)
@@ -541,14 +559,7 @@ func (a *Arrivals) RunStats(n int, lo, hi uint64) ArrivalStats {
 		E2E:   newHist(),
 	}
 	for i := 0; i < n && i < len(a.phases); i++ {
-		p := a.phases[i]
-		st.Own += p.delivered
-		st.Duplicates += p.duplicates
-		st.Reordered += p.reordered
-		st.E2E.Merge(p.e2e)
-		if p.last.After(st.Last) {
-			st.Last = p.last
-		}
+		st.add(a.phases[i])
 	}
 	for i := range a.during { // every phase, and the drain after the last
 		st.Delivered += a.during[i].Load()

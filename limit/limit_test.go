@@ -8,39 +8,20 @@ import (
 
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/limit"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 	httpsink "github.com/pipebench/pipebench/sink/http"
 )
 
 func registry(t *testing.T) *pipebench.Registry {
-	t.Helper()
-	reg := pipebench.NewRegistry()
-	for _, err := range []error{
-		reg.Generators.Register(payload.EventFactory()),
-		reg.Drivers.Register(httpdriver.Factory()),
-		reg.Sinks.Register(httpsink.Factory()),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return reg
+	return scenariotest.Registry(t, payload.EventFactory(), httpdriver.Factory(), httpsink.Factory())
 }
 
 func plan(t *testing.T, reg *pipebench.Registry, yaml string) pipebench.Plan {
 	t.Helper()
-	sc, err := scenario.Parse("limit.yaml", []byte(yaml), scenario.Params{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return scenariotest.Plan(t, reg, "limit.yaml", yaml)
 }
 
 func runWith(reg *pipebench.Registry) limit.RunFunc {

@@ -71,7 +71,7 @@ func startCollector(t *testing.T) (otlp, metrics string) {
 	if bin == "" {
 		t.Skipf("no collector with the Prometheus exporter: tools/otelcol-prom/build.sh DIR, then %s=DIR/otelcol-prom (.ci/run does)", CollectorEnv)
 	}
-	otlp, prom := freeAddr(t), freeAddr(t)
+	otlp, prom := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	cfg := fmt.Sprintf(`receivers:
   otlp:
     protocols:
@@ -127,7 +127,7 @@ func TestARunInPrometheus(t *testing.T) {
 		t.Skip("runs a 6 s scenario against a collector, and Prometheus servers")
 	}
 	collectorOTLP, collectorMetrics := startCollector(t)
-	metricsAddr := freeAddr(t)
+	metricsAddr := testutil.FreeAddr(t)
 	collectorTarget := strings.TrimSuffix(strings.TrimPrefix(collectorMetrics, "http://"), "/metrics")
 	native := startPrometheus(t, true, scrapeJob{name: "pipebench", targets: []string{metricsAddr}},
 		scrapeJob{name: "collector", targets: []string{collectorTarget}, honorLabels: true})

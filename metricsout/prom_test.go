@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipebench/pipebench/internal/childproc"
 	"github.com/pipebench/pipebench/internal/promtest"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
@@ -72,15 +71,6 @@ func quoteAll(ss []string) string {
 		q[i] = strconv.Quote(s)
 	}
 	return strings.Join(q, ", ")
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	port, err := childproc.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "127.0.0.1:" + strconv.Itoa(port)
 }
 
 func getJSON(u string, v any) error {

@@ -1,7 +1,6 @@
 package runner_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -9,15 +8,14 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/testutil"
-	"github.com/pipebench/pipebench/runner"
 )
 
 // benchRate and benchDuration size BenchmarkOpenModel; override with
@@ -73,29 +71,10 @@ phases:
 `, addr, conns, pipeline, dur, rate, maxInFlight)
 	for b.Loop() {
 		_, plan := parseB(b, reg, yaml)
-		var before, after syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &before)
-		start := time.Now()
-		res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-		wall := time.Since(start).Seconds()
-		syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-		if err != nil {
-			b.Fatal(err)
-		}
-		p := &res.Phases[0]
-		sent, _ := p.Get("sent_rate")
-		ok, _ := p.Get("accepted_rate")
-		p50, _ := p.Get("latency.p50")
-		p99, _ := p.Get("latency.p99")
-		cpu := tv(after.Utime) + tv(after.Stime) - tv(before.Utime) - tv(before.Stime)
-		b.ReportMetric(float64(rate), "target/s")
-		b.ReportMetric(sent, "sent/s")
-		b.ReportMetric(ok, "ok/s")
-		b.ReportMetric(sent/float64(rate)*100, "achieved%")
-		b.ReportMetric(cpu/wall, "cpu-cores")
-		b.ReportMetric(p50, "p50-ms")
-		b.ReportMetric(p99, "p99-ms")
-		b.ReportMetric(float64(after.Maxrss)/1024, "maxrss-MB")
+		run := scenariotest.Bench(b, reg, plan, rate)
+		res, p := run.Result, run.Phase
+		b.ReportMetric(run.Sent/float64(rate)*100, "achieved%")
+		b.ReportMetric(float64(run.MaxRSS)/1024, "maxrss-MB")
 		var errs []string
 		for _, k := range p.KPIs {
 			if k.Name == "errors" && k.Value > 0 {
@@ -111,8 +90,7 @@ phases:
 // alone. The child exits when its stdin closes.
 func startServerProcess(b *testing.B) string {
 	b.Helper()
-	port := freePort(b)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	addr := testutil.FreeAddr(b)
 	// With taskset, the server gets the second core to itself, as in the
 	// peers' method: run the benchmark itself under `taskset -c 0`.
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHTTPServer$")
@@ -140,15 +118,6 @@ func startServerProcess(b *testing.B) string {
 	return addr
 }
 
-func freePort(tb testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // TestHelperHTTPServer is not a test: it is the benchmark's server process,
 // and skips unless started as one.
 func TestHelperHTTPServer(t *testing.T) {
@@ -165,7 +134,5 @@ func TestHelperHTTPServer(t *testing.T) {
 	io.Copy(io.Discard, os.Stdin) // until the parent closes stdin
 	srv.Shutdown()
 }
-
-func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
 func registryB(b *testing.B) *pipebench.Registry { return registryTB(b) }

@@ -27,32 +27,22 @@ func (r *run) drain(ctx context.Context, aborted bool) {
 	r.arr.SetRunning(len(r.plan.Phases))
 	deadline := time.Now().Add(limit)
 	stallAfter := min(10*r.interval(), limit)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	// Movement is what is still outstanding changing: with several
 	// pipelines told apart, a slow pipeline's copies arriving count even
 	// when every item already arrived once through another.
-	last, lastMove := r.arr.Outstanding(), time.Now()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for time.Now().Before(deadline) {
+	outstanding := func() (uint64, bool) {
 		out := r.arr.Outstanding()
-		if out == 0 {
-			return
-		}
-		if out != last {
-			last, lastMove = out, time.Now()
-		} else if time.Since(lastMove) > stallAfter {
-			r.log.Info("drain stopped: nothing arrived", "for", stallAfter)
-			return
-		}
-		select {
-		case <-r.p.Cut.Done():
-			r.log.Info("drain cut short")
-			return
-		case <-stopped(ctx, aborted):
-			r.log.Info("drain stopped by a signal")
-			return
-		case <-tick.C:
-		}
+		return out, out == 0
+	}
+	switch settle(deadline, stallAfter, tick.C, r.cut(), stopped(ctx, aborted), r.arr.Outstanding(), outstanding) {
+	case settleStalled:
+		r.log.Info("drain stopped: nothing arrived", "for", stallAfter)
+	case settleCut:
+		r.log.Info("drain cut short")
+	case settleStopped:
+		r.log.Info("drain stopped by a signal")
 	}
 }
 
@@ -90,29 +80,51 @@ func (r *run) drainObserved(ctx context.Context, aborted bool) {
 	r.draining.Store(true)
 	r.phaseIdx.Store(int32(len(r.plan.Phases)))
 	stallAfter := min(10*r.interval(), limit)
-	last, lastMove := -1.0, time.Now()
-	for time.Now().Before(deadline) {
-		// Only a backlog observed after the load ended tells it is
-		// empty: one seen before (a blast shorter than the interval) is
-		// from before the last events were sent.
+	// Only a backlog observed after the load ended tells it is empty: one
+	// seen before (a blast shorter than the interval) is from before the
+	// last events were sent.
+	backlog := func() (float64, bool) {
 		b, at, _ := r.observedBacklog()
-		if b <= 0 && !at.Before(began) {
-			return
+		return b, b <= 0 && !at.Before(began)
+	}
+	if settle(deadline, stallAfter, tick.C, r.cut(), ctx.Done(), -1, backlog) == settleStalled {
+		r.log.Info("drain stopped: the observed backlog did not move", "for", stallAfter)
+	}
+}
+
+// How settle ended.
+const (
+	settleTimeout = iota // the deadline passed
+	settleDone           // progress said done
+	settleStalled        // the value did not move for stallAfter
+	settleCut            // cut closed
+	settleStopped        // stop closed
+)
+
+// settle reads progress at once and on every tick until the deadline,
+// until it says done, its value (last before the first reading) stays the
+// same for more than stallAfter, or cut or stop closes; it says which.
+func settle[T comparable](deadline time.Time, stallAfter time.Duration, tick <-chan time.Time, cut, stop <-chan struct{}, last T, progress func() (T, bool)) int {
+	lastMove := time.Now()
+	for time.Now().Before(deadline) {
+		v, done := progress()
+		if done {
+			return settleDone
 		}
-		if b != last {
-			last, lastMove = b, time.Now()
+		if v != last {
+			last, lastMove = v, time.Now()
 		} else if time.Since(lastMove) > stallAfter {
-			r.log.Info("drain stopped: the observed backlog did not move", "for", stallAfter)
-			return
+			return settleStalled
 		}
 		select {
-		case <-r.cut():
-			return
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+		case <-cut:
+			return settleCut
+		case <-stop:
+			return settleStopped
+		case <-tick:
 		}
 	}
+	return settleTimeout
 }
 
 // stopped is ctx's Done channel when a signal would stop the drain now: a

@@ -3,14 +3,14 @@ package runner_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/driver/drivertest"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/runner"
 )
 
@@ -68,37 +68,13 @@ phases:
 // A target that accepts connections and never answers was reached too:
 // every send times out, the run is valid, completed, and says so.
 func TestVerdictNeverAnswersIsCompletedWithTimeouts(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never answered
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
+	addr := drivertest.SilentServer(t) // connections held open, never answered
 	res := run(t, fmt.Sprintf(`
 name: silent
 target: {driver: http, url: "http://%s/", connections: 4, timeout: 200ms}
 phases:
   - {name: load, duration: 1s, rate: 50/s}
-`, ln.Addr()))
+`, addr))
 	if res.Manifest.Status != pipebench.StatusCompleted {
 		t.Fatalf("status %s, want completed: %v", res.Manifest.Status, res.Manifest.Reasons)
 	}
@@ -115,12 +91,7 @@ phases:
 // 98) with the cause, before anything is measured: still a Result, to be
 // written and saved like any other.
 func TestVerdictNothingReachedIsInvalid(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	addr := testutil.FreeAddr(t) // nothing listens there
 	reg := registry(t)
 	_, plan := parse(t, reg, fmt.Sprintf(`
 name: refused

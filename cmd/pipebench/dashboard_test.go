@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,16 +14,6 @@ import (
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // `run --dashboard` serves the live page while a real run goes on: the
 // charts fill with points, the page refreshes in Chromium without console
 // errors, and the run ends normally.
@@ -32,7 +21,7 @@ func TestRunWithDashboard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a scenario")
 	}
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	type exit struct {
 		stdout, stderr string
 		code           int

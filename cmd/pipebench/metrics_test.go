@@ -97,46 +97,15 @@ func TestMetricsAddrScrapedByPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 4 s scenario and a Prometheus server")
 	}
-	metricsAddr := freeAddr(t)
+	metricsAddr := testutil.FreeAddr(t)
 	prom := startPrometheus(t, metricsAddr)
 
-	dir := t.TempDir()
-	scen := filepath.Join(dir, "metrics.yaml")
-	os.WriteFile(scen, []byte(`name: metrics-out
-target: {driver: http, timeout: 2s}
-sink: {type: http}
-drain: 5s
-phases:
-  - name: steady
-    duration: 2s
-    rate: 200/s
-  - name: failing
-    duration: 2s
-    rate: 200/s
-    faults: {error_ratio: 0.3, error_status: 503}
-`), 0o644)
-	out := filepath.Join(dir, "result.json")
 	began := time.Now()
-	stdout, stderr, code := cli(t, "run", scen, "--quiet", "--no-store", "--out", out,
-		"--metrics-addr", metricsAddr, "--metrics-linger", "30s")
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
+	stderr, res := runSteadyThenFailing(t, "metrics-out", "drain: 5s", "--metrics-addr", metricsAddr, "--metrics-linger", "30s")
 	if !strings.Contains(stderr, "metrics: http://"+metricsAddr+"/metrics") {
 		t.Errorf("stderr does not name the endpoint:\n%s", stderr)
 	}
-	res, err := pipebench.ReadResult(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tot := res.Total
-	want := func(name string, labels ...string) float64 {
-		v, ok := tot.Get(name, labels...)
-		if !ok {
-			t.Fatalf("the Result has no %s %v", name, labels)
-		}
-		return v
-	}
+	want := totalOf(t, res)
 
 	// The run waited for the scrape after it ended; wait until Prometheus
 	// has stored it. Past the run the target is down (stale), so read the
@@ -286,4 +255,49 @@ func dashboardExprs(t *testing.T, path string) []string {
 		}
 	}
 	return out
+}
+
+// runSteadyThenFailing runs, with the flags, a scenario called name of two
+// 2-second phases at 200/s through the HTTP sink, which refuses 30% of the
+// second phase's requests (503), with settings (top-level YAML lines); a
+// failed run fails the test. It returns the run's stderr and Result.
+func runSteadyThenFailing(t *testing.T, name, settings string, flags ...string) (string, *pipebench.Result) {
+	t.Helper()
+	dir := t.TempDir()
+	scen := filepath.Join(dir, name+".yaml")
+	os.WriteFile(scen, []byte(`name: `+name+`
+target: {driver: http, timeout: 2s}
+sink: {type: http}
+`+settings+`
+phases:
+  - name: steady
+    duration: 2s
+    rate: 200/s
+  - name: failing
+    duration: 2s
+    rate: 200/s
+    faults: {error_ratio: 0.3, error_status: 503}
+`), 0o644)
+	out := filepath.Join(dir, "result.json")
+	stdout, stderr, code := cli(t, append([]string{"run", scen, "--quiet", "--no-store", "--out", out}, flags...)...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	res, err := pipebench.ReadResult(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stderr, res
+}
+
+// totalOf returns the value of a KPI of res's total row by name and
+// labels; a KPI it lacks fails the test.
+func totalOf(t *testing.T, res *pipebench.Result) func(name string, labels ...string) float64 {
+	return func(name string, labels ...string) float64 {
+		v, ok := res.Total.Get(name, labels...)
+		if !ok {
+			t.Fatalf("the Result has no %s %v", name, labels)
+		}
+		return v
+	}
 }

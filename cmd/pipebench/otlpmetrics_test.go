@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/grpc"
 
-	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/metricsout"
 )
 
@@ -90,37 +87,8 @@ func TestOTLPMetricsPush(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(srv.Stop)
 
-	dir := t.TempDir()
-	scen := filepath.Join(dir, "otlp.yaml")
-	os.WriteFile(scen, []byte(`name: otlp-metrics-out
-target: {driver: http, timeout: 2s}
-sink: {type: http}
-interval: 500ms
-phases:
-  - name: steady
-    duration: 2s
-    rate: 200/s
-  - name: failing
-    duration: 2s
-    rate: 200/s
-    faults: {error_ratio: 0.3, error_status: 503}
-`), 0o644)
-	out := filepath.Join(dir, "result.json")
-	stdout, stderr, code := cli(t, "run", scen, "--quiet", "--no-store", "--out", out, "--otlp-metrics", ln.Addr().String())
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
-	res, err := pipebench.ReadResult(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := func(name string, labels ...string) float64 {
-		v, ok := res.Total.Get(name, labels...)
-		if !ok {
-			t.Fatalf("the Result has no %s %v", name, labels)
-		}
-		return v
-	}
+	_, res := runSteadyThenFailing(t, "otlp-metrics-out", "interval: 500ms", "--otlp-metrics", ln.Addr().String())
+	want := totalOf(t, res)
 	recv.mu.Lock()
 	defer recv.mu.Unlock()
 	if recv.exports < 3 {

@@ -13,7 +13,7 @@ import (
 
 // `pipebench producers` serves scrape targets until stopped, then exits 0.
 func TestProducersServeUntilStopped(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	c := startCommand(t, "producers", "--listen", addr, "--producers", "3", "--metrics", "4", "--series", "5", "--type", "counter")
 	var body string
 	var err error

@@ -173,29 +173,16 @@ func TestReadOnlyStoreRefusedBeforeTheRun(t *testing.T) {
 // When --out and the history both fail at the end, the table is still
 // printed, the Result lands in named fallback files and the exit is 1.
 func TestResultKeptWhenOutAndStoreFailAtTheEnd(t *testing.T) {
-	srv := newRecorder(t, false)
 	dir := t.TempDir()
-	tmp := filepath.Join(dir, "tmp")
-	os.Mkdir(tmp, 0o755)
-	t.Setenv("TMPDIR", tmp)
-	scen := writeScenario(t, dir, strings.Replace(shortScenario(srv.srv.URL, ""), "duration: 1s", "duration: 3s", 1))
 	outDir := filepath.Join(dir, "out")
 	os.Mkdir(outDir, 0o755)
 	out := filepath.Join(outDir, "result.json")
 	hist := filepath.Join(dir, "h.db")
-	c := startCommand(t, "run", scen, "--quiet", "--out", out, "--store", hist)
-	srv.waitRequests(t, 1)
-	// Both checks passed; now take both places away.
-	os.RemoveAll(outDir)
-	os.Remove(hist + "-wal")
-	os.Remove(hist + "-shm")
-	os.WriteFile(hist, []byte(strings.Repeat("garbage ", 1000)), 0o644)
-	var code int
-	select {
-	case code = <-c.done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the run did not end")
-	}
+	c, code, fallbacks := runFailingAtTheEnd(t, dir, func() {
+		// Both checks passed; now take both places away.
+		os.RemoveAll(outDir)
+		damage(hist)
+	}, "--out", out, "--store", hist)
 	stderr := c.errb.String()
 	if code != pipebench.ExitFailure {
 		t.Errorf("exit %d, want %d\n%s", code, pipebench.ExitFailure, stderr)
@@ -203,7 +190,6 @@ func TestResultKeptWhenOutAndStoreFailAtTheEnd(t *testing.T) {
 	if !strings.Contains(c.out.String(), "sent") {
 		t.Errorf("the table was not printed:\n%s", c.out.String())
 	}
-	fallbacks, _ := filepath.Glob(filepath.Join(tmp, "pipebench-result-*.json"))
 	if len(fallbacks) != 1 {
 		t.Fatalf("fallback files %v\nstderr:\n%s", fallbacks, stderr)
 	}
@@ -222,21 +208,10 @@ func TestResultKeptWhenOutAndStoreFailAtTheEnd(t *testing.T) {
 // A history that fails only at the end (the file was damaged during the
 // run) leaves the Result in a named fallback file; exit 1.
 func TestSaveFailureWritesFallback(t *testing.T) {
-	srv := newRecorder(t, false)
 	dir := t.TempDir()
-	tmp := filepath.Join(dir, "tmp")
-	os.Mkdir(tmp, 0o755)
-	t.Setenv("TMPDIR", tmp)
-	scen := writeScenario(t, dir, strings.Replace(shortScenario(srv.srv.URL, ""), "duration: 1s", "duration: 3s", 1))
 	hist := filepath.Join(dir, "h.db")
-	c := startCommand(t, "run", scen, "--quiet", "--store", hist)
-	srv.waitRequests(t, 1)
-	os.Remove(hist + "-wal")
-	os.Remove(hist + "-shm")
-	os.WriteFile(hist, []byte(strings.Repeat("garbage ", 1000)), 0o644)
-	code := <-c.done
+	c, code, fallbacks := runFailingAtTheEnd(t, dir, func() { damage(hist) }, "--store", hist)
 	stderr := c.errb.String()
-	fallbacks, _ := filepath.Glob(filepath.Join(tmp, "pipebench-result-*.json"))
 	if code != pipebench.ExitFailure || len(fallbacks) != 1 {
 		t.Fatalf("exit %d, fallbacks %v\nstderr:\n%s", code, fallbacks, stderr)
 	}
@@ -244,6 +219,38 @@ func TestSaveFailureWritesFallback(t *testing.T) {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 	readJSONResult(t, fallbacks[0])
+}
+
+// runFailingAtTheEnd runs `run` of a 3 s scenario in dir against a
+// recorder, with the flags args and TMPDIR a folder of its own; once the
+// server has a request (the flags' checks passed), takeAway breaks what
+// the test names. It returns the command, its exit code and the Result
+// files written to TMPDIR instead.
+func runFailingAtTheEnd(t *testing.T, dir string, takeAway func(), args ...string) (*command, int, []string) {
+	t.Helper()
+	srv := newRecorder(t, false)
+	tmp := filepath.Join(dir, "tmp")
+	os.Mkdir(tmp, 0o755)
+	t.Setenv("TMPDIR", tmp)
+	scen := writeScenario(t, dir, strings.Replace(shortScenario(srv.srv.URL, ""), "duration: 1s", "duration: 3s", 1))
+	c := startCommand(t, append([]string{"run", scen, "--quiet"}, args...)...)
+	srv.waitRequests(t, 1)
+	takeAway()
+	var code int
+	select {
+	case code = <-c.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	fallbacks, _ := filepath.Glob(filepath.Join(tmp, "pipebench-result-*.json"))
+	return c, code, fallbacks
+}
+
+// damage turns the SQLite history hist into a file that is not one.
+func damage(hist string) {
+	os.Remove(hist + "-wal")
+	os.Remove(hist + "-shm")
+	os.WriteFile(hist, []byte(strings.Repeat("garbage ", 1000)), 0o644)
 }
 
 // secret_headers get ${VAR} like every other value: the real token reaches

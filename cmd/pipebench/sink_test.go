@@ -102,7 +102,7 @@ func sinkMetrics(t *testing.T, addr string, want ...string) {
 // OTLP/HTTP exports, answers the injected faults, counts on its /metrics,
 // and stops cleanly.
 func TestSinkOTLPServesUntilStopped(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	// The whole run is an outage: every export is refused and nothing counts
 	// as delivered.
 	c := startCommand(t, "sink", "--otlp-http", addr, "--outage", "0s:1h", "--every", "1h")
@@ -119,7 +119,7 @@ func TestSinkOTLPServesUntilStopped(t *testing.T) {
 }
 
 func TestSinkOTLPDeliversAndRejectsMixedFlags(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	c := startCommand(t, "sink", "--otlp-http", addr, "--every", "1h")
 	if code := export(t, addr, tracesRequest(t, 0, 7)); code != http.StatusOK {
 		t.Fatalf("export answered %d", code)

@@ -19,13 +19,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/pipebench/pipebench"
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/internal/protoschema"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/payload"
-	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 )
 
 // BenchmarkUnaryRate holds a fixed rate of unary calls (10k, 20k and 40k
@@ -63,13 +61,7 @@ func BenchmarkUnaryRate(b *testing.B) {
 	}
 	sock := filepath.Join(b.TempDir(), "bench.sock")
 	tcp := startServerProcess(b, sock)
-	reg := pipebench.NewRegistry()
-	if err := reg.Generators.Register(payload.MessageFactory()); err != nil {
-		b.Fatal(err)
-	}
-	if err := reg.Drivers.Register(grpcdriver.Factory()); err != nil {
-		b.Fatal(err)
-	}
+	reg := scenariotest.Registry(b, payload.MessageFactory(), grpcdriver.Factory())
 	ghz, _ := exec.LookPath("ghz")
 	if ghz == "" {
 		b.Log("ghz is not on PATH: pipebench alone (go install github.com/bojand/ghz/cmd/ghz@v0.120.0 to compare)")
@@ -89,38 +81,12 @@ phases:
   - {name: hold, duration: %s, rate: %d/s}
 `, ep.endpoint, conns, dur, rate)
 				for b.Loop() {
-					sc, err := scenario.Parse("bench.yaml", []byte(yaml), scenario.Params{Registry: reg})
-					if err != nil {
-						b.Fatal(err)
-					}
-					plan, err := scenario.Compile(sc)
-					if err != nil {
-						b.Fatal(err)
-					}
-					var before, after syscall.Rusage
-					syscall.Getrusage(syscall.RUSAGE_SELF, &before)
-					start := time.Now()
-					res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-					wall := time.Since(start).Seconds()
-					syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-					if err != nil {
-						b.Fatal(err)
-					}
-					p := &res.Phases[0]
-					sent, _ := p.Get("sent_rate")
-					ok, _ := p.Get("accepted_rate")
-					p50, _ := p.Get("latency.p50")
-					p99, _ := p.Get("latency.p99")
-					cpu := tv(after.Utime) + tv(after.Stime) - tv(before.Utime) - tv(before.Stime)
-					b.ReportMetric(float64(rate), "target/s")
-					b.ReportMetric(sent, "sent/s")
-					b.ReportMetric(ok, "ok/s")
-					b.ReportMetric(ok/float64(rate)*100, "achieved%")
-					b.ReportMetric(cpu/wall, "cpu-cores")
-					b.ReportMetric(ok*p.Ended.Sub(p.Started).Seconds()/max(cpu, 1e-9), "calls/cpu-s")
-					b.ReportMetric(p50, "p50-ms")
-					b.ReportMetric(p99, "p99-ms")
-					b.Logf("status %s %v; GOMAXPROCS %d", res.Manifest.Status, res.Manifest.Reasons, runtime.GOMAXPROCS(0))
+					plan := scenariotest.Plan(b, reg, "bench.yaml", yaml)
+					run := scenariotest.Bench(b, reg, plan, rate)
+					p := run.Phase
+					b.ReportMetric(run.OK/float64(rate)*100, "achieved%")
+					b.ReportMetric(run.OK*p.Ended.Sub(p.Started).Seconds()/max(run.CPU, 1e-9), "calls/cpu-s")
+					b.Logf("status %s %v; GOMAXPROCS %d", run.Result.Manifest.Status, run.Result.Manifest.Reasons, runtime.GOMAXPROCS(0))
 				}
 			})
 			if ghz == "" {
@@ -171,7 +137,7 @@ func runGhz(b *testing.B, ghz, endpoint string, rate, conns int, dur time.Durati
 	okRate := float64(rep.StatusCodes["OK"]) / dur.Seconds()
 	cpu := 0.0
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		cpu = tv(ru.Utime) + tv(ru.Stime)
+		cpu = scenariotest.Seconds(ru.Utime) + scenariotest.Seconds(ru.Stime)
 	}
 	b.ReportMetric(float64(rate), "target/s")
 	b.ReportMetric(rep.Rps, "sent/s")
@@ -188,8 +154,6 @@ func runGhz(b *testing.B, ghz, endpoint string, rate, conns int, dur time.Durati
 		}
 	}
 }
-
-func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
 // startServerProcess runs the trivial server in a child process (this test
 // binary again, on CPU 1 when taskset can put it there), listening on the

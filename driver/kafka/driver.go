@@ -437,7 +437,7 @@ func (s *send) fill(b *pipebench.Batch) {
 	hasSeq := false
 	for j, h := range b.Headers {
 		switch {
-		case h.Name == payload.HeaderCount && (items != nil || h.Value == "1"), laterHeader(b.Headers[j+1:], h.Name):
+		case payload.LeftOut(b.Headers, j, items != nil):
 		case h.Name == payload.HeaderSeq:
 			hasSeq = true
 		default:
@@ -498,15 +498,6 @@ type (
 
 // slice is the value at sp, capped so that no append can reach the next.
 func (a arena) slice(sp span) []byte { return a[sp.from:sp.to:sp.to] }
-
-func laterHeader(hs []pipebench.Header, name string) bool {
-	for _, h := range hs {
-		if h.Name == name {
-			return true
-		}
-	}
-	return false
-}
 
 // fieldValue returns the value of the JSON field whose `"name":` prefix is
 // key in the object obj: a string's contents, or a number or literal as

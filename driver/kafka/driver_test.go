@@ -39,10 +39,7 @@ func newDriver(t testing.TB, cfg Config) *Driver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Shutdown(context.Background()) })
+	testutil.Start(t, d.Start, d.Shutdown)
 	return d
 }
 

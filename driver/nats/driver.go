@@ -365,10 +365,7 @@ func blockOrNil(h []byte) []byte {
 func headerBlock(buf []byte, b *pipebench.Batch, item bool, seq uint64) []byte {
 	n := 0
 	for i, h := range b.Headers {
-		if h.Name == payload.HeaderCount && (item || h.Value == "1") {
-			continue
-		}
-		if laterHeader(b.Headers[i+1:], h.Name) {
+		if payload.LeftOut(b.Headers, i, item) {
 			continue
 		}
 		if n == 0 {
@@ -388,15 +385,6 @@ func headerBlock(buf []byte, b *pipebench.Batch, item bool, seq uint64) []byte {
 		buf = append(buf, '\r', '\n')
 	}
 	return buf
-}
-
-func laterHeader(hs []pipebench.Header, name string) bool {
-	for _, h := range hs {
-		if h.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // ackPrefix starts the reply subjects of JetStream publishes:

@@ -87,10 +87,7 @@ func newDriver(t testing.TB, cfg Config, url string) *Driver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Shutdown(context.Background()) })
+	testutil.Start(t, d.Start, d.Shutdown)
 	return d
 }
 
@@ -350,7 +347,9 @@ func BenchmarkCorePublish(b *testing.B) {
 	}
 }
 
-func benchCore(b *testing.B, seqIn string) {
+// coreBench is a core-mode driver on a server of the benchmark's own, and
+// a generator of 128-byte events with their sequence numbers in seqIn.
+func coreBench(b *testing.B, seqIn string) (*Driver, pipebench.Generator) {
 	url := benchServer(b)
 	cfg := *DefaultConfig()
 	cfg.Mode = ModeCore
@@ -359,6 +358,11 @@ func benchCore(b *testing.B, seqIn string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return d, g
+}
+
+func benchCore(b *testing.B, seqIn string) {
+	d, g := coreBench(b, seqIn)
 	batch := g.Next(1, 1, time.Now())
 	b.SetBytes(int64(len(batch.Body)))
 	b.ResetTimer()
@@ -476,14 +480,7 @@ func BenchmarkRawJetStreamAsyncPublish(b *testing.B) {
 func BenchmarkPipelineCore(b *testing.B) {
 	for _, seqIn := range []string{"header", "field"} {
 		b.Run("seq_in="+seqIn, func(b *testing.B) {
-			url := benchServer(b)
-			cfg := *DefaultConfig()
-			cfg.Mode = ModeCore
-			d := newDriver(b, cfg, url)
-			g, err := payload.EventFactory().New(&payload.EventConfig{Size: 128, SeqIn: seqIn, ContentType: "application/json"}, pipebench.Env{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			d, g := coreBench(b, seqIn)
 			rel := g.(pipebench.Releaser)
 			const count = 1000
 			b.ResetTimer()

@@ -216,13 +216,9 @@ func New(cfg Config, target string) (*Driver, error) {
 			if !strings.Contains(base, "://") {
 				base = "http://" + base
 			}
-			u, err := url.Parse(base)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return nil, pipebench.UsageError(fmt.Sprintf("endpoint %q is not an http:// or https:// URL", e), "an OTLP/HTTP endpoint looks like http://127.0.0.1:4318 (several: comma-separated)", err)
-			}
-			hp := u.Host
-			if u.Port() == "" {
-				hp = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+			hp, err := httppost.HostPort(base, e, "an OTLP/HTTP endpoint looks like http://127.0.0.1:4318 (several: comma-separated)")
+			if err != nil {
+				return nil, err
 			}
 			d.bases = append(d.bases, strings.TrimSuffix(base, "/"))
 			d.hostports = append(d.hostports, hp)

@@ -25,7 +25,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -133,14 +132,11 @@ func New(cfg Config, target string) (*Driver, error) {
 	if !strings.Contains(cfg.Endpoint, "://") {
 		cfg.Endpoint = "http://" + cfg.Endpoint + "/api/v1/write"
 	}
-	u, err := url.Parse(cfg.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, pipebench.UsageError(fmt.Sprintf("endpoint %q is not an http:// or https:// URL", cfg.Endpoint), "a remote-write endpoint looks like "+DefaultEndpoint, err)
+	hostport, err := httppost.HostPort(cfg.Endpoint, cfg.Endpoint, "a remote-write endpoint looks like "+DefaultEndpoint)
+	if err != nil {
+		return nil, err
 	}
-	d := &Driver{cfg: cfg, url: cfg.Endpoint, hostport: u.Host, headers: http.Header{}}
-	if u.Port() == "" {
-		d.hostport = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
-	}
+	d := &Driver{cfg: cfg, url: cfg.Endpoint, hostport: hostport, headers: http.Header{}}
 	for k, v := range cfg.Headers {
 		d.headers.Set(k, v)
 	}

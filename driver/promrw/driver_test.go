@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
+	"github.com/pipebench/pipebench/internal/testutil"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	"github.com/pipebench/pipebench/payload/promrw"
 	promrwsink "github.com/pipebench/pipebench/sink/promrw"
@@ -75,12 +76,7 @@ func (a *arrivals) Unmatched(int) {}
 // with a send time close to now.
 func TestDriverIntoSink(t *testing.T) {
 	ctx := context.Background()
-	a := &arrivals{seqs: map[uint64]int{}}
-	sink := promrwsink.New(*promrwsink.DefaultConfig())
-	if err := sink.Start(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Shutdown(ctx)
+	sink, a := startSink(t)
 	d, err := Factory().New(DefaultConfig(), pipebench.Env{Target: sink.Endpoint()})
 	if err != nil {
 		t.Fatal(err)
@@ -89,29 +85,12 @@ func TestDriverIntoSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Shutdown(ctx)
-	seq := uint64(1)
-	for _, typ := range []string{"gauge", "sum", "histogram"} {
-		gen, err := otlpgen.MetricsFactory().New(&otlpgen.MetricsConfig{Producers: 7, Attributes: 3, Type: typ}, pipebench.Env{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < 20; i++ {
-			b := gen.Next(seq, 50, time.Now())
-			seq += 50
-			if o := d.Send(ctx, &b); o.Class != pipebench.ClassOK {
-				t.Fatalf("%s send %d: %+v", typ, i, o)
-			}
-		}
-	}
+	seq := sendEveryType(t, d, 7, 20)
 	st := sink.Stats()
 	if st.Matched != int(seq-1) || st.Series != int(seq-1) || st.Other != 0 {
 		t.Fatalf("sink stats %+v, want %d matched samples", st, seq-1)
 	}
-	for s := uint64(1); s < seq; s++ {
-		if a.seqs[s] != 1 {
-			t.Fatalf("seq %d arrived %d times", s, a.seqs[s])
-		}
-	}
+	eachOnce(t, a.seqs, seq-1)
 	if a.lat > time.Minute || a.lat < -time.Second {
 		t.Errorf("e2e latency %v: send times are not carried", a.lat)
 	}
@@ -121,6 +100,49 @@ func TestDriverIntoSink(t *testing.T) {
 	b := gen.Next(seq, 10, time.Now())
 	if o := d.Send(ctx, &b); o.Class != pipebench.ClassRefused || o.Code != 429 {
 		t.Errorf("under a 429 fault: %+v", o)
+	}
+}
+
+// startSink starts pipebench's remote-write sink until the test ends, and
+// returns it with the arrivals it reports to.
+func startSink(t *testing.T) (*promrwsink.Sink, *arrivals) {
+	t.Helper()
+	a := &arrivals{seqs: map[uint64]int{}}
+	sink := promrwsink.New(*promrwsink.DefaultConfig())
+	testutil.Start(t, func(ctx context.Context) error { return sink.Start(ctx, a) }, sink.Shutdown)
+	return sink, a
+}
+
+// sendEveryType sends, through d, sends batches of 50 points of each
+// metric type (gauge, sum, histogram) from producers producers, sequence
+// numbers from 1 on; a send that is not OK fails the test. It returns the
+// next sequence number.
+func sendEveryType(t *testing.T, d pipebench.Driver, producers, sends int) uint64 {
+	t.Helper()
+	seq := uint64(1)
+	for _, typ := range []string{"gauge", "sum", "histogram"} {
+		gen, err := otlpgen.MetricsFactory().New(&otlpgen.MetricsConfig{Producers: producers, Attributes: 3, Type: typ}, pipebench.Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < sends; i++ {
+			b := gen.Next(seq, 50, time.Now())
+			seq += 50
+			if o := d.Send(context.Background(), &b); o.Class != pipebench.ClassOK {
+				t.Fatalf("%s send %d: %+v", typ, i, o)
+			}
+		}
+	}
+	return seq
+}
+
+// eachOnce fails the test unless seqs counts each of 1..n once.
+func eachOnce(t *testing.T, seqs map[uint64]int, n uint64) {
+	t.Helper()
+	for q := uint64(1); q <= n; q++ {
+		if seqs[q] != 1 {
+			t.Fatalf("seq %d arrived %d times", q, seqs[q])
+		}
 	}
 }
 

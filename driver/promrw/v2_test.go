@@ -19,7 +19,6 @@ import (
 
 	"github.com/pipebench/pipebench"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
-	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 )
 
 // The direct conversion from the OTLP wire bytes writes the same request,
@@ -171,21 +170,8 @@ func TestRemoteWrite2IntoClientGolangHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Shutdown(ctx)
-	seq := uint64(1)
 	start := time.Now()
-	for _, typ := range []string{"gauge", "sum", "histogram"} {
-		gen, err := otlpgen.MetricsFactory().New(&otlpgen.MetricsConfig{Producers: 5, Attributes: 3, Type: typ}, pipebench.Env{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < 10; i++ {
-			b := gen.Next(seq, 50, time.Now())
-			seq += 50
-			if o := d.Send(ctx, &b); o.Class != pipebench.ClassOK {
-				t.Fatalf("%s send %d: %+v", typ, i, o)
-			}
-		}
-	}
+	seq := sendEveryType(t, d, 5, 10)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for q := uint64(1); q < seq; q++ {
@@ -217,12 +203,7 @@ func TestRemoteWrite2IntoClientGolangHandler(t *testing.T) {
 // matched once, and the sink counts the requests as 2.0.
 func TestRemoteWrite2IntoSink(t *testing.T) {
 	ctx := context.Background()
-	a := &arrivals{seqs: map[uint64]int{}}
-	sink := promrwsink.New(*promrwsink.DefaultConfig())
-	if err := sink.Start(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Shutdown(ctx)
+	sink, a := startSink(t)
 	cfg := DefaultConfig()
 	cfg.Protocol = "2.0"
 	d, err := New(*cfg, sink.Endpoint())
@@ -239,11 +220,7 @@ func TestRemoteWrite2IntoSink(t *testing.T) {
 	if st := sink.Stats(); st.V2 != 10 || st.Matched != 1000 || st.Series != 1000 {
 		t.Errorf("sink stats %+v", st)
 	}
-	for q := uint64(1); q <= 1000; q++ {
-		if a.seqs[q] != 1 {
-			t.Fatalf("seq %d arrived %d times", q, a.seqs[q])
-		}
-	}
+	eachOnce(t, a.seqs, 1000)
 	if err := (&Config{Timeout: 1, Connections: 1, Protocol: "3.0"}).Validate(); err == nil || !strings.Contains(err.Error(), "protocol:") {
 		t.Errorf("protocol 3.0: %v", err)
 	}

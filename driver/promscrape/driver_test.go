@@ -3,10 +3,8 @@ package promscrapedriver
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 func scrape(t *testing.T, url string) map[uint64]int64 {
@@ -114,41 +113,22 @@ func TestBadConfig(t *testing.T) {
 // counting the items it collects. The driver is the server here: nothing
 // answers its sends (NoAnswer).
 func scraper(t *testing.T) drivertest.Receiver {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // the driver listens here
+	addr := testutil.FreeAddr(t) // the driver listens here
 	var items atomic.Int64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	var once sync.Once
-	closeFn := func() { once.Do(func() { close(stop); <-done }) }
-	t.Cleanup(closeFn)
 	client := &http.Client{Timeout: time.Second}
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			resp, err := client.Get("http://" + addr + "/metrics")
-			if err != nil {
-				continue
-			}
-			p := expfmt.NewTextParser(model.UTF8Validation)
-			fams, err := p.TextToMetricFamilies(resp.Body)
-			resp.Body.Close()
-			if f := fams[Metric]; err == nil && f != nil {
-				items.Add(int64(len(f.GetMetric())))
-			}
+	closeFn := testutil.Every(20*time.Millisecond, func(time.Time) {
+		resp, err := client.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return
 		}
-	}()
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(resp.Body)
+		resp.Body.Close()
+		if f := fams[Metric]; err == nil && f != nil {
+			items.Add(int64(len(f.GetMetric())))
+		}
+	})
+	t.Cleanup(closeFn)
 	return drivertest.Receiver{Target: addr, Received: items.Load, Set: func(drivertest.Answer) {}, Close: closeFn}
 }
 

@@ -3,6 +3,8 @@
 // named effect_latency_ms_bucket{le=...}, from which kpi computes each
 // phase's own quantiles (how the buckets grew over the phase), so a
 // quantile covers every event of the phase, not one poll.
+// Effects is what every effect observer records of the effects it saw:
+// their count, times, latencies (those buckets) and summaries.
 package effecthist
 
 import (

@@ -8,8 +8,10 @@ package httppost
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -82,4 +84,18 @@ type trackedBody struct {
 func (t *trackedBody) Close() error {
 	t.closed.Store(true)
 	return nil
+}
+
+// HostPort is the host:port that rawURL, an http:// or https:// URL, aims
+// at: the scheme's default port when it names none. Another URL is a usage
+// error naming the endpoint as shown, with hint.
+func HostPort(rawURL, shown, hint string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", pipebench.UsageError(fmt.Sprintf("endpoint %q is not an http:// or https:// URL", shown), hint, err)
+	}
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme]), nil
+	}
+	return u.Host, nil
 }

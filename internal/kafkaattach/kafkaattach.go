@@ -9,9 +9,9 @@ package kafkaattach
 
 import (
 	"context"
-	"io"
 	"strings"
 
+	"github.com/pipebench/pipebench/internal/httpserve"
 	"github.com/pipebench/pipebench/internal/natsattach"
 )
 
@@ -29,9 +29,9 @@ func Post(ctx context.Context, endpoint, bootstrap, topic string) error {
 	return natsattach.Post(ctx, endpoint, natsattach.Request{URL: bootstrap, Stream: topic})
 }
 
-// Decode reads a posted request: the bootstrap list and the topic (empty
-// when the system named none).
-func Decode(body io.Reader) (bootstrap, topic string, err error) {
-	r, err := natsattach.Decode(body)
-	return r.URL, r.Stream, err
+// Listen serves a waiting kafka sink's attach endpoint on addr
+// (host:port): each posted request is passed to attach with its bootstrap
+// list and topic (empty when the system named none).
+func Listen(addr string, attach func(ctx context.Context, bootstrap, topic string) error) (*httpserve.Server, error) {
+	return natsattach.Listen(addr, Path, `post {"url": "HOST:PORT,...", "stream": "TOPIC"}`, attach)
 }

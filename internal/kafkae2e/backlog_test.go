@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/internal/kafkatest"
+	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 )
 
 // The built-in OMB backlog scenario end to end at a third of its length
@@ -19,21 +18,7 @@ import (
 // the broker, and its drain after the resume is measured.
 func TestBuiltinBacklog(t *testing.T) {
 	kafkatest.Need(t)
-	reg, err := builtins.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := builtins.Scenario("builtin:kafka-backlog", reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if plan, err = plan.Scale(13 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	plan, reg := suitetest.BuiltinPlan(t, "kafka-backlog", 13*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})

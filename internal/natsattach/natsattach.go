@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/pipebench/pipebench/internal/httpserve"
 )
 
 // Path is where a waiting nats sink listens for a Request.
@@ -61,4 +63,25 @@ func Decode(body io.Reader) (Request, error) {
 		return r, fmt.Errorf("no url")
 	}
 	return r, nil
+}
+
+// Listen serves, on addr (host:port), a waiting sink's attach endpoint at
+// path: a posted Request is passed to attach with its URL and stream; a
+// body that is not one is answered 400 with usage (the form to post), a
+// failed attach 500 with its error, an attached sink 204.
+func Listen(addr, path, usage string, attach func(ctx context.Context, url, stream string) error) (*httpserve.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
+		a, err := Decode(r.Body)
+		if err != nil {
+			http.Error(w, usage, http.StatusBadRequest)
+			return
+		}
+		if err := attach(r.Context(), a.URL, a.Stream); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return httpserve.Listen(addr, mux)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pipebench/pipebench/internal/natscluster"
 	"github.com/pipebench/pipebench/internal/natstest"
 	"github.com/pipebench/pipebench/internal/suitetest"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/scenario"
 )
@@ -95,28 +96,15 @@ phases:
 	}
 	var mu sync.Mutex
 	var readings []reading
-	stop := make(chan struct{})
-	polled := make(chan struct{})
-	go func() {
-		defer close(polled)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				if v, ok := jszPending(mon, "EVENTS", "pipebench"); ok {
-					mu.Lock()
-					readings = append(readings, reading{time.Now(), v})
-					mu.Unlock()
-				}
-			}
+	stop := testutil.Every(100*time.Millisecond, func(time.Time) {
+		if v, ok := jszPending(mon, "EVENTS", "pipebench"); ok {
+			mu.Lock()
+			readings = append(readings, reading{time.Now(), v})
+			mu.Unlock()
 		}
-	}()
+	})
 	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: registry(t)})
-	close(stop)
-	<-polled
+	stop()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
 	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/suitetest"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/runner"
 )
 
@@ -108,44 +109,30 @@ phases:
 		mu      sync.Mutex
 		samples []memSample
 	)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
 	start := time.Now()
-	go func() {
-		defer wg.Done()
-		tk := time.NewTicker(every)
-		defer tk.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tk.C:
-			}
-			// No forced collection: the resident set is the one the run
-			// really has; the live heap is the one the last collection
-			// found.
-			ms := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
-			metrics.Read(ms)
-			s := memSample{at: time.Since(start), rss: rssMB(), heap: float64(ms[0].Value.Uint64()) / (1 << 20),
-				stacks: float64(ms[1].Value.Uint64()) / (1 << 20), goroutines: runtime.NumGoroutine()}
-			mu.Lock()
-			samples = append(samples, s)
-			mu.Unlock()
-			t.Logf("soak %6s: RSS %6.1f MB, live heap %6.1f MB, stacks %5.1f MB, %d goroutines", s.at.Round(time.Second), s.rss, s.heap, s.stacks, s.goroutines)
-			if profile != "" {
-				if f, err := os.Create(profile); err == nil {
-					_ = pprof.WriteHeapProfile(f)
-					f.Close()
-				}
+	stop := testutil.Every(every, func(time.Time) {
+		// No forced collection: the resident set is the one the run
+		// really has; the live heap is the one the last collection
+		// found.
+		ms := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+		metrics.Read(ms)
+		s := memSample{at: time.Since(start), rss: rssMB(), heap: float64(ms[0].Value.Uint64()) / (1 << 20),
+			stacks: float64(ms[1].Value.Uint64()) / (1 << 20), goroutines: runtime.NumGoroutine()}
+		mu.Lock()
+		samples = append(samples, s)
+		mu.Unlock()
+		t.Logf("soak %6s: RSS %6.1f MB, live heap %6.1f MB, stacks %5.1f MB, %d goroutines", s.at.Round(time.Second), s.rss, s.heap, s.stacks, s.goroutines)
+		if profile != "" {
+			if f, err := os.Create(profile); err == nil {
+				_ = pprof.WriteHeapProfile(f)
+				f.Close()
 			}
 		}
-	}()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), dur+3*time.Minute)
 	defer cancel()
 	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
-	close(stop)
-	wg.Wait()
+	stop()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -224,37 +224,18 @@ func FromReflection(ctx context.Context, cc grpc.ClientConnInterface, symbol str
 
 // openReflection opens a reflection stream (v1, or v1alpha when alpha) and
 // returns a function asking it for the file defining symbol, or for file.
+// v1alpha's messages are v1's under another package name, field for field,
+// so both versions' streams carry v1's messages; only the method differs.
 func openReflection(ctx context.Context, cc grpc.ClientConnInterface, alpha bool) (func(symbol, file string) ([][]byte, error), error) {
+	method := rpb.ServerReflection_ServerReflectionInfo_FullMethodName
 	if alpha {
-		stream, err := rpbalpha.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("server reflection: %w", err)
-		}
-		return func(symbol, file string) ([][]byte, error) {
-			req := &rpbalpha.ServerReflectionRequest{MessageRequest: &rpbalpha.ServerReflectionRequest_FileByFilename{FileByFilename: file}}
-			if symbol != "" {
-				req.MessageRequest = &rpbalpha.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: symbol}
-			}
-			if err := stream.Send(req); err != nil {
-				if _, rerr := stream.Recv(); rerr != nil && err == io.EOF {
-					err = rerr // the stream ended: Recv has the status
-				}
-				return nil, fmt.Errorf("server reflection: %w", err)
-			}
-			resp, err := stream.Recv()
-			if err != nil {
-				return nil, fmt.Errorf("server reflection: %w", err)
-			}
-			if e := resp.GetErrorResponse(); e != nil {
-				return nil, fmt.Errorf("server reflection: %s", e.GetErrorMessage())
-			}
-			return resp.GetFileDescriptorResponse().GetFileDescriptorProto(), nil
-		}, nil
+		method = rpbalpha.ServerReflection_ServerReflectionInfo_FullMethodName
 	}
-	stream, err := rpb.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
+	cs, err := cc.NewStream(ctx, &rpb.ServerReflection_ServiceDesc.Streams[0], method, grpc.StaticMethod())
 	if err != nil {
 		return nil, fmt.Errorf("server reflection: %w", err)
 	}
+	stream := &grpc.GenericClientStream[rpb.ServerReflectionRequest, rpb.ServerReflectionResponse]{ClientStream: cs}
 	return func(symbol, file string) ([][]byte, error) {
 		req := &rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_FileByFilename{FileByFilename: file}}
 		if symbol != "" {

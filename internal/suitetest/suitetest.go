@@ -110,6 +110,25 @@ func Number(t *testing.T, row []string, i int) float64 {
 // skips the test (SkipIfOverloaded).
 func RunBuiltin(t *testing.T, name string, dur, interval, drain time.Duration, edit ...func(*pipebench.Plan)) *pipebench.Result {
 	t.Helper()
+	plan, reg := BuiltinPlan(t, name, dur)
+	plan.Interval, plan.Drain = pipebench.Duration(interval), pipebench.Duration(drain)
+	for _, e := range edit {
+		e(&plan)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*dur+time.Minute)
+	defer cancel()
+	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	SkipIfOverloaded(t, res)
+	return res
+}
+
+// BuiltinPlan is the plan of builtin:name scaled to dur, with the
+// registry of every built-in plug-in; an error fails the test.
+func BuiltinPlan(t *testing.T, name string, dur time.Duration) (pipebench.Plan, *pipebench.Registry) {
+	t.Helper()
 	reg, err := builtins.Registry()
 	if err != nil {
 		t.Fatal(err)
@@ -125,18 +144,7 @@ func RunBuiltin(t *testing.T, name string, dur, interval, drain time.Duration, e
 	if plan, err = plan.Scale(dur); err != nil {
 		t.Fatal(err)
 	}
-	plan.Interval, plan.Drain = pipebench.Duration(interval), pipebench.Duration(drain)
-	for _, e := range edit {
-		e(&plan)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*dur+time.Minute)
-	defer cancel()
-	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	SkipIfOverloaded(t, res)
-	return res
+	return plan, reg
 }
 
 // SkipIfOverloaded skips a test whose run pipebench itself found invalid

@@ -5,7 +5,9 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -36,6 +38,41 @@ func Poll(timeout time.Duration, cond func() bool) bool {
 		}
 		<-tick.C
 	}
+}
+
+// Every calls fn on a goroutine of its own every interval, with the
+// tick's time, until the stop it returns is called: stop waits for fn's
+// last call to end, and may be called more than once. For what a test
+// samples or plays in the background while it runs something else.
+func Every(interval time.Duration, fn func(now time.Time)) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case now := <-tick.C:
+				fn(now)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(quit); <-done }) }
+}
+
+// FreeAddr is a loopback host:port that nothing listens on now: for a
+// server the test starts there, or a target that refuses connections.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // Lazy is a value for Eventually's message that is computed only when the

@@ -9,6 +9,20 @@ import (
 	"time"
 )
 
+// Every calls fn until stopped, and not after stop returns; a second stop
+// does nothing.
+func TestEvery(t *testing.T) {
+	var n atomic.Int32
+	stop := Every(time.Millisecond, func(time.Time) { n.Add(1) })
+	Eventually(t, 5*time.Second, func() bool { return n.Load() >= 3 }, "fn was called %d times", n.Load())
+	stop()
+	after := n.Load()
+	stop()
+	if Poll(20*time.Millisecond, func() bool { return n.Load() != after }) {
+		t.Errorf("fn was called after stop returned")
+	}
+}
+
 func TestPoll(t *testing.T) {
 	var n atomic.Int32
 	go func() {

@@ -30,7 +30,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -132,19 +131,8 @@ type Observer struct {
 	baseline map[string]bool      // in effect at the start: not the run's
 	sentAt   map[string]time.Time // keys whose event was sent (sent field seen)
 	effected map[string]bool
-	all      *hdrhistogram.Histogram
-	buckets  *effecthist.Buckets
-	count    int64
-	first    time.Time
-	last     time.Time
-	noSent   int64
-	records  []record
+	effects  *effecthist.Effects
 	watchErr error
-}
-
-type record struct {
-	at  time.Time
-	lat time.Duration // -1: unknown
 }
 
 var _ pipebench.Observer = (*Observer)(nil)
@@ -168,7 +156,7 @@ func New(ctx context.Context, cfg Config, rc *rest.Config) (*Observer, error) {
 	}
 	o := &Observer{cfg: cfg, field: field, sent: sent, res: res, done: make(chan struct{}),
 		baseline: map[string]bool{}, sentAt: map[string]time.Time{}, effected: map[string]bool{},
-		all: hdrhistogram.New(1, 3_600_000_000, 3), buckets: effecthist.New()}
+		effects: effecthist.NewEffects()}
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	list, err := res.List(lctx, metav1.ListOptions{LabelSelector: cfg.LabelSelector})
 	cancel()
@@ -277,31 +265,14 @@ func (o *Observer) see(u *unstructured.Unstructured, now time.Time, initial bool
 		return
 	}
 	o.effected[key] = true
-	o.count++
-	if o.first.IsZero() || now.Before(o.first) {
-		o.first = now
-	}
-	if now.After(o.last) {
-		o.last = now
-	}
-	s, ok := o.sentAt[key]
-	if !ok {
-		o.noSent++
-		o.records = append(o.records, record{at: now, lat: -1})
-		return
-	}
-	us := max(now.Sub(s).Microseconds(), 1)
-	_ = o.all.RecordValue(us)
-	o.buckets.Add(time.Duration(us) * time.Microsecond)
-	o.records = append(o.records, record{at: now, lat: time.Duration(us) * time.Microsecond})
+	o.effects.Add(now, o.sentAt[key]) // zero when no send time was seen: no latency
 }
 
 // Observe returns the points of the effects seen so far.
 func (o *Observer) Observe(_ context.Context, at time.Time) ([]pipebench.Point, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	pts := []pipebench.Point{{Name: "effects", Kind: pipebench.KindCounter, At: at, Value: float64(o.count)}}
-	pts = append(pts, o.buckets.Points(at)...)
+	pts := o.effects.Points(at)
 	if o.sent != nil {
 		backlog := 0
 		for k := range o.sentAt {
@@ -320,26 +291,13 @@ func (o *Observer) Observe(_ context.Context, at time.Time) ([]pipebench.Point, 
 }
 
 // Summary is the whole run's view of the effects.
-type Summary struct {
-	Count       int64
-	First, Last time.Time
-	P50, P90    time.Duration
-	P99, Max    time.Duration
-	NoSentTime  int64 // effects whose object carried no send time
-}
+type Summary = effecthist.Summary
 
 // Summary returns the numbers so far.
 func (o *Observer) Summary() Summary {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	s := Summary{Count: o.count, First: o.first, Last: o.last, NoSentTime: o.noSent}
-	if o.all.TotalCount() > 0 {
-		s.P50 = time.Duration(o.all.ValueAtQuantile(50)) * time.Microsecond
-		s.P90 = time.Duration(o.all.ValueAtQuantile(90)) * time.Microsecond
-		s.P99 = time.Duration(o.all.ValueAtQuantile(99)) * time.Microsecond
-		s.Max = time.Duration(o.all.Max()) * time.Microsecond
-	}
-	return s
+	return o.effects.Summary()
 }
 
 // Close stops the watch.

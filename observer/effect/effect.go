@@ -34,8 +34,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/effecthist"
 )
@@ -130,23 +128,9 @@ type Observer struct {
 
 // core records effects, whatever their source. Safe for concurrent use.
 type core struct {
-	mu       sync.Mutex
-	seen     map[uint64]struct{}
-	all      *hdrhistogram.Histogram
-	buckets  *effecthist.Buckets
-	count    int64
-	first    time.Time
-	last     time.Time
-	noSent   int64
-	negative int64
-	records  []record // every effect, in the order seen
-}
-
-// record is one effect: when it took effect and, if the send time was
-// known, its latency (-1 when not).
-type record struct {
-	at  time.Time
-	lat time.Duration
+	mu      sync.Mutex
+	seen    map[uint64]struct{}
+	effects *effecthist.Effects
 }
 
 var _ pipebench.Observer = (*Observer)(nil)
@@ -163,7 +147,7 @@ func New(cfg Config) (*Observer, error) {
 }
 
 func newCore() *core {
-	return &core{seen: map[uint64]struct{}{}, all: hdrhistogram.New(1, 3_600_000_000, 3), buckets: effecthist.New()}
+	return &core{seen: map[uint64]struct{}{}, effects: effecthist.NewEffects()}
 }
 
 // item is one effect as a source read it.
@@ -209,9 +193,7 @@ func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 // points are the Points of one poll.
 func (c *core) points(at time.Time, backlog *float64) []pipebench.Point {
 	c.mu.Lock()
-	total := c.count
-	pts := []pipebench.Point{{Name: "effects", Kind: pipebench.KindCounter, At: at, Value: float64(total)}}
-	pts = append(pts, c.buckets.Points(at)...)
+	pts := c.effects.Points(at)
 	c.mu.Unlock()
 	if backlog != nil {
 		pts = append(pts, pipebench.Point{Name: "effect_backlog", Kind: pipebench.KindGauge, At: at, Value: *backlog})
@@ -291,86 +273,27 @@ func (c *core) record(items []item, polled time.Time) {
 		if at.IsZero() {
 			at = polled
 		}
-		c.count++
-		if c.first.IsZero() || at.Before(c.first) {
-			c.first = at
-		}
-		if at.After(c.last) {
-			c.last = at
-		}
-		if e.sent.IsZero() {
-			c.noSent++
-			c.records = append(c.records, record{at: at, lat: -1})
-			continue
-		}
-		us := at.Sub(e.sent).Microseconds()
-		if us < 0 {
-			c.negative++
-			us = 0
-		}
-		us = max(us, 1)
-		_ = c.all.RecordValue(us)
-		c.buckets.Add(time.Duration(us) * time.Microsecond)
-		c.records = append(c.records, record{at: at, lat: time.Duration(us) * time.Microsecond})
+		c.effects.Add(at, e.sent)
 	}
 }
 
 // Summary is the whole run's view of the effects.
-type Summary struct {
-	Count       int64         // effects seen
-	First, Last time.Time     // times of the first and last effect
-	P50, P90    time.Duration // event-to-effect latency quantiles
-	P99, Max    time.Duration
-	NoSentTime  int64 // effects without a readable send time (no latency)
-	ClockSkew   int64 // effects stamped before their event was sent (counted as 0)
-}
+type Summary = effecthist.Summary
 
 // Summary returns the numbers so far.
 func (c *core) Summary() Summary {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := Summary{Count: c.count, First: c.first, Last: c.last, NoSentTime: c.noSent, ClockSkew: c.negative}
-	if c.all.TotalCount() > 0 {
-		s.P50 = time.Duration(c.all.ValueAtQuantile(50)) * time.Microsecond
-		s.P90 = time.Duration(c.all.ValueAtQuantile(90)) * time.Microsecond
-		s.P99 = time.Duration(c.all.ValueAtQuantile(99)) * time.Microsecond
-		s.Max = time.Duration(c.all.Max()) * time.Microsecond
-	}
-	return s
+	return c.effects.Summary()
 }
 
 // SummaryBetween returns the numbers of the effects that took effect in
 // [start, end): a phase's own latency quantiles, count and first and last
 // effect.
 func (c *core) SummaryBetween(start, end time.Time) Summary {
-	h := hdrhistogram.New(1, 3_600_000_000, 3)
-	var s Summary
 	c.mu.Lock()
-	for _, r := range c.records {
-		if r.at.Before(start) || !r.at.Before(end) {
-			continue
-		}
-		s.Count++
-		if s.First.IsZero() || r.at.Before(s.First) {
-			s.First = r.at
-		}
-		if r.at.After(s.Last) {
-			s.Last = r.at
-		}
-		if r.lat < 0 {
-			s.NoSentTime++
-			continue
-		}
-		_ = h.RecordValue(max(r.lat.Microseconds(), 1))
-	}
-	c.mu.Unlock()
-	if h.TotalCount() > 0 {
-		s.P50 = time.Duration(h.ValueAtQuantile(50)) * time.Microsecond
-		s.P90 = time.Duration(h.ValueAtQuantile(90)) * time.Microsecond
-		s.P99 = time.Duration(h.ValueAtQuantile(99)) * time.Microsecond
-		s.Max = time.Duration(h.Max()) * time.Microsecond
-	}
-	return s
+	defer c.mu.Unlock()
+	return c.effects.Between(start, end)
 }
 
 // lookup follows a dotted path through maps; "" is doc itself.

@@ -22,6 +22,7 @@ import (
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/internal/protoschema"
 	"github.com/pipebench/pipebench/internal/scenariotest"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/observer/effect"
 	"github.com/pipebench/pipebench/payload"
 )
@@ -90,28 +91,15 @@ func startQuarantine(t *testing.T, sock string, rate float64) (q *quarantine, ef
 	t.Cleanup(srv.Stop)
 
 	// The applier: one event every 1/rate, while the queue holds any.
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case now := <-tick.C:
-				q.mu.Lock()
-				if len(q.queue) > 0 {
-					q.applied = append(q.applied, q.queue[0])
-					q.appliedT = append(q.appliedT, now)
-					q.queue = q.queue[1:]
-				}
-				q.mu.Unlock()
-			}
+	t.Cleanup(testutil.Every(time.Duration(float64(time.Second)/rate), func(now time.Time) {
+		q.mu.Lock()
+		if len(q.queue) > 0 {
+			q.applied = append(q.applied, q.queue[0])
+			q.appliedT = append(q.appliedT, now)
+			q.queue = q.queue[1:]
 		}
-	}()
-	t.Cleanup(func() { close(stop); <-done })
+		q.mu.Unlock()
+	}))
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("/effects", func(w http.ResponseWriter, r *http.Request) {

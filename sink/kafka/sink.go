@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -180,27 +179,12 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 	if s.cfg.Bootstrap != "" {
 		return s.Attach(ctx, s.cfg.Bootstrap, "")
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+kafkaattach.Path, s.handleAttach)
-	srv, err := httpserve.Listen(s.cfg.Listen, mux)
+	srv, err := kafkaattach.Listen(s.cfg.Listen, s.Attach)
 	if err != nil {
 		return err
 	}
 	s.attachSrv = srv
 	return nil
-}
-
-func (s *Sink) handleAttach(w http.ResponseWriter, r *http.Request) {
-	boot, topic, err := kafkaattach.Decode(r.Body)
-	if err != nil {
-		http.Error(w, `post {"url": "HOST:PORT,...", "stream": "TOPIC"}`, http.StatusBadRequest)
-		return
-	}
-	if err := s.Attach(r.Context(), boot, topic); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // Attach joins the group on the brokers at bootstrap and starts consuming

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -183,27 +182,12 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 	if s.cfg.URL != "" {
 		return s.Attach(ctx, s.cfg.URL, "")
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+AttachPath, s.handleAttach)
-	srv, err := httpserve.Listen(s.cfg.Listen, mux)
+	srv, err := natsattach.Listen(s.cfg.Listen, AttachPath, `post {"url": "nats://...", "stream": "NAME"}`, s.Attach)
 	if err != nil {
 		return err
 	}
 	s.attachSrv = srv
 	return nil
-}
-
-func (s *Sink) handleAttach(w http.ResponseWriter, r *http.Request) {
-	a, err := natsattach.Decode(r.Body)
-	if err != nil {
-		http.Error(w, "post {\"url\": \"nats://...\", \"stream\": \"NAME\"}", http.StatusBadRequest)
-		return
-	}
-	if err := s.Attach(r.Context(), a.URL, a.Stream); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // Attach connects to url and starts consuming stream (the configured one

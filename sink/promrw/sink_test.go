@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -169,15 +168,6 @@ func TestRefusesBadRequests(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // Debian's Prometheus in agent mode scrapes pipebench's producers (with
 // churn) and remote-writes to the sink: once the producers stop, the
 // samples the sink counts as served are exactly the samples the producers
@@ -234,7 +224,7 @@ remote_write:
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	web := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	web := testutil.FreeAddr(t)
 	cmd := exec.Command(bin, "--enable-feature=agent", "--config.file="+path, "--web.listen-address="+web,
 		"--storage.agent.path="+filepath.Join(dir, "wal"), "--log.level=warn")
 	var log bytes.Buffer

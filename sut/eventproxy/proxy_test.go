@@ -33,10 +33,7 @@ func start(t *testing.T, cfg *Config, target string) *Proxy {
 		t.Fatal(err)
 	}
 	p := New(*cfg, pipebench.Env{Dir: t.TempDir(), Target: target})
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Shutdown(context.Background()) })
+	testutil.Start(t, p.Start, p.Shutdown)
 	return p
 }
 

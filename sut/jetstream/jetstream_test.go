@@ -30,10 +30,7 @@ func start(t *testing.T, cfg *Config) *Server {
 		t.Fatal(err)
 	}
 	s := New(*cfg, pipebench.Env{Dir: t.TempDir()})
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	testutil.Start(t, s.Start, s.Shutdown)
 	return s
 }
 
