@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/runner"
 )
 
 // backlogObserver plays a system that works off what it received at one
-// item per observation and reports what is left as work_backlog. Its first
-// observation answers only once the whole blast was received: slower than
+// item per observation and reports what is left as work_backlog. Its
+// first observation during the load (its second: the first is made before
+// the load) answers only once the whole blast was received: slower than
 // the blast, as an observer on a loaded machine can be.
 type backlogObserver struct {
 	received *atomic.Int64
@@ -25,7 +27,7 @@ type backlogObserver struct {
 }
 
 func (o *backlogObserver) Observe(_ context.Context, at time.Time) ([]pipebench.Point, error) {
-	if o.asked.Add(1) == 1 {
+	if o.asked.Add(1) == 2 {
 		// Past the observation's own timeout if need be (a loaded
 		// machine may take longer than an interval to send the blast),
 		// up to 10 s.
@@ -80,5 +82,71 @@ phases:
 	}
 	if last != 0 {
 		t.Errorf("the run ended with work_backlog %v after %d observations; want it drained to 0", last, obs.asked.Load())
+	}
+}
+
+// firstObserver records when its first observation returned and what the
+// target had received by then.
+type firstObserver struct {
+	received *atomic.Int64
+	asked    atomic.Int32
+	sawSent  atomic.Int64
+}
+
+func (o *firstObserver) Observe(_ context.Context, at time.Time) ([]pipebench.Point, error) {
+	if o.asked.Add(1) == 1 {
+		// A slow first answer, as on a loaded machine: it waits up to
+		// half a second for the load to reach the target.
+		testutil.Poll(500*time.Millisecond, func() bool { return o.received.Load() > 0 })
+		o.sawSent.Store(o.received.Load())
+	}
+	n := o.received.Load()
+	return []pipebench.Point{{Name: "received", Kind: pipebench.KindCounter, Value: float64(n)}}, nil
+}
+
+// Every observer's first reading is made before the first send: a point
+// is stamped with the time it was asked for, so a first reading answered
+// after the load began would count some of the load as before it (a
+// blast's first effects in its baseline, and the blast would never seem
+// to complete).
+func TestFirstObservationBeforeTheLoad(t *testing.T) {
+	var received atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received.Add(1)
+	}))
+	defer srv.Close()
+	reg := registry(t)
+	obs := &firstObserver{received: &received}
+	obs.sawSent.Store(-1)
+	if err := reg.Observers.Register(pipebench.NewSimpleFactory("first", "test observer", func(pipebench.Env) (pipebench.Observer, error) {
+		return obs, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	_, plan := parse(t, reg, fmt.Sprintf(`
+name: first-observation
+target: {driver: http, url: %q, connections: 2}
+interval: 100ms
+observers:
+  - {type: first}
+phases:
+  - name: blast
+    blast: {count: 20, workers: 20}
+    duration: 10s
+`, srv.URL))
+	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := obs.sawSent.Load(); got != 0 {
+		t.Errorf("the first observation saw %d requests at the target, want 0: it was not made before the load", got)
+	}
+	if res.Phases[0].Started.IsZero() {
+		t.Fatal("the blast has no start")
+	}
+	for _, s := range res.Series {
+		if s.Name == "received" && (len(s.Points) == 0 || !s.Points[0].T.Before(res.Phases[0].Started) || s.Points[0].V != 0) {
+			t.Errorf("the first point of the observer's series %v is not a reading of 0 before the blast started at %v", s.Points, res.Phases[0].Started)
+		}
 	}
 }

@@ -10,14 +10,13 @@ import (
 )
 
 // observeLoop samples the run's own counters and every observer once per
-// interval until ctx is done. Observers with a longer interval of their own
-// are asked only when it has passed.
+// interval until ctx is done, after the first observation (observeOnce,
+// which the caller makes before the load). Observers with a longer
+// interval of their own are asked only when it has passed.
 func (r *run) observeLoop(ctx context.Context) {
 	iv := r.interval()
 	t := time.NewTicker(iv)
 	defer t.Stop()
-	// A first observation now, so the first tick already has rates.
-	r.observeOnce(ctx, time.Now())
 	every := r.p.CheckpointEvery
 	if every <= 0 {
 		every = time.Minute

@@ -219,6 +219,14 @@ func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {
 
 	obsCtx, stopObs := context.WithCancel(compCtx)
 	obsDone := make(chan struct{})
+	// The first observation is made before the first send, so that every
+	// counter's value at the start of the load is one read before it: a
+	// point is stamped with the time it was asked for, and one asked for
+	// as the load began but answered a moment later would already count
+	// some of the load (the effects of a blast's first events), and the
+	// blast would seem never to complete. It also gives the first tick
+	// its rates.
+	r.observeOnce(obsCtx, time.Now())
 	go func() { defer close(obsDone); r.observeLoop(obsCtx) }()
 
 	aborted := r.load(ctx)

@@ -366,15 +366,16 @@ func (nd *Node) Restart(ctx context.Context, timeout time.Duration) error {
 	return err
 }
 
-// Freeze stops the node's process (SIGSTOP): it holds its connections and
-// answers nothing, as a hung process does, until Thaw.
+// Freeze stops the node's process (SIGSTOP) and returns once it is
+// stopped: it holds its connections and answers nothing, as a hung
+// process does, until Thaw.
 func (nd *Node) Freeze() error {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
 	if nd.down || nd.frozen {
 		return fmt.Errorf("%s is not running", nd.spec.Name)
 	}
-	if err := signalPID(nd.proc.PID(), sigFreeze); err != nil {
+	if err := freezePID(nd.proc.PID()); err != nil {
 		return err
 	}
 	nd.frozen = true

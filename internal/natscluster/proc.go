@@ -93,7 +93,7 @@ func (p *Proc) Freeze() error {
 	if p.down || p.frozen {
 		return fmt.Errorf("%s is not running", p.name)
 	}
-	if err := signalPID(p.proc.PID(), sigFreeze); err != nil {
+	if err := freezePID(p.proc.PID()); err != nil {
 		return err
 	}
 	p.frozen = true

@@ -20,6 +20,10 @@ func signalPID(int, syscall.Signal) error {
 	return errors.New("freezing a process is supported on Unix only")
 }
 
+func freezePID(int) error {
+	return errors.New("freezing a process is supported on Unix only")
+}
+
 const (
 	sigFreeze   = syscall.Signal(0x13)
 	sigThaw     = syscall.Signal(0x12)

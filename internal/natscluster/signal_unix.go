@@ -3,8 +3,11 @@
 package natscluster
 
 import (
+	"bytes"
 	"os"
+	"strconv"
 	"syscall"
+	"time"
 )
 
 // lameDuckSignal puts a node into lame duck mode, as nats-server's own
@@ -21,3 +24,42 @@ const (
 	sigThaw     = syscall.SIGCONT
 	sigLameDuck = syscall.SIGUSR2
 )
+
+// freezePID stops the process pid (SIGSTOP) and returns once each of its
+// threads is stopped (state T in /proc/PID/task/*/stat), or after 5 s:
+// kill returns before the threads stop, and a request sent at once could
+// still be answered by one that had not yet.
+func freezePID(pid int) error {
+	if err := syscall.Kill(pid, sigFreeze); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(5 * time.Second); !allStopped(pid) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// allStopped reports whether every thread of pid is stopped; true where
+// /proc cannot say.
+func allStopped(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return true
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + t.Name() + "/stat")
+		if err != nil {
+			continue // the thread ended
+		}
+		// The state follows the command, which ends at the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			continue
+		}
+		if st := b[i+2]; st != 'T' && st != 't' {
+			return false
+		}
+	}
+	return true
+}
