@@ -4,6 +4,8 @@ import (
 	"net"
 	"os"
 	"testing"
+
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 // A pipe or a socket whose reader is gone is closed output; one whose
@@ -32,20 +34,7 @@ func TestOutputClosed(t *testing.T) {
 		t.Error("a file was taken for closed output")
 	}
 
-	ln, err := net.Listen("unix", t.TempDir()+"/s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("unix", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	peer, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, peer := testutil.ConnPair(t, "unix", t.TempDir()+"/s")
 	cf, err := c.(*net.UnixConn).File()
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ package httpdriver
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"syscall"
@@ -12,27 +11,14 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 // An answer read late is stamped with when it arrived: recvStamped gives
 // the kernel's receive time, and arrived puts it on the monotonic clock,
 // before the read by the time it waited.
 func TestRecvStampedTellsWhenDataArrived(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	peer, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	c, peer := testutil.ConnPair(t, "tcp", "127.0.0.1:0")
 	raw := rawConn(c)
 	if !stampReceived(raw) {
 		t.Fatal("the socket refused SO_TIMESTAMPNS")
