@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -552,11 +553,16 @@ func TestSilentBrokerSendsTimeOut(t *testing.T) {
 		took time.Duration
 	}
 	results := make(chan result, 5)
+	var calls [5]atomic.Int32 // each send's outcomes: exactly one
 	for i := 0; i < 5; i++ {
 		bt := g.Next(seq, 1, time.Now())
 		seq++
 		start := time.Now()
-		d.SendAsync(context.Background(), &bt, func(_ time.Time, o pipebench.Outcome) { results <- result{o, time.Since(start)} })
+		d.SendAsync(context.Background(), &bt, func(_ time.Time, o pipebench.Outcome) {
+			if calls[i].Add(1) == 1 {
+				results <- result{o, time.Since(start)}
+			}
+		})
 	}
 	for i := 0; i < 5; i++ {
 		select {
@@ -571,4 +577,17 @@ func TestSilentBrokerSendsTimeOut(t *testing.T) {
 	b.Proxy.Set(kafkatest.Pass)
 	var o pipebench.Outcome
 	testutil.Eventually(t, 60*time.Second, func() bool { o = send(); return o.Class == pipebench.ClassOK }, "a send succeeds once the broker answers again (last: %+v)", testutil.Lazy(func() string { return fmt.Sprintf("%+v", o) }))
+	// The records the timed-out sends left with the producer settle now
+	// (written or failed); their sends already had their outcome and get
+	// no second one.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.clients[0].cl.Flush(ctx); err != nil {
+		t.Fatalf("the producer's held records did not settle: %v", err)
+	}
+	for i := range calls {
+		if n := calls[i].Load(); n != 1 {
+			t.Errorf("send %d had %d outcomes, want 1", i, n)
+		}
+	}
 }
