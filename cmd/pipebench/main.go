@@ -14,13 +14,14 @@ import (
 )
 
 func main() {
-	// What the initialisation of the binary's packages read stays out
-	// of this process's memory, and out of its children's.
-	residency.Trim()
-
 	// The embedded OpenTelemetry Collector and nats-server nodes run as
-	// child processes of this same binary.
+	// child processes of this same binary. Their memory is a measurement
+	// of the system under test, left as it is.
 	builtins.MaybeRunChild()
+
+	// What the initialisation of the binary's packages read stays out of
+	// pipebench's own memory.
+	residency.Trim()
 
 	ctx, cut, release := execute.Signals(os.Stderr)
 	code := executeWith(ctx, cut, nil, os.Args[1:], os.Stdout, os.Stderr)
