@@ -95,6 +95,10 @@ func TestInstancesAndErrors(t *testing.T) {
 	if _, err := New(Config{Preset: "relay", Timeout: 1}, nil); err == nil {
 		t.Error("nothing to scrape accepted")
 	}
+	// Instances without a metrics endpoint are named in the error.
+	if _, err := New(Config{Preset: "kafka", Timeout: 1}, []pipebench.Instance{{Name: "kafka-1", PID: 1}}); err == nil || !strings.Contains(err.Error(), "kafka-1") {
+		t.Errorf("instances without metrics: %v", err)
+	}
 	c := &Config{Preset: "nope", URL: "ftp://x", Timeout: 0}
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "preset:") || !strings.Contains(err.Error(), "url:") || !strings.Contains(err.Error(), "timeout:") {
 		t.Errorf("validate: %v", err)
