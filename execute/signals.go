@@ -43,7 +43,7 @@ func Signals(w io.Writer) (stopCtx, cut context.Context, release func()) {
 				// Every later write to a closed pipe raises SIGPIPE
 				// again: only the first one means anything.
 				if s == syscall.SIGPIPE {
-					if piped || !OutputClosed(1, 2) {
+					if piped || !outputClosed(1, 2) {
 						continue
 					}
 					piped = true
@@ -79,9 +79,9 @@ func Signals(w io.Writer) (stopCtx, cut context.Context, release func()) {
 	}
 }
 
-// OutputClosed reports whether one of the file descriptors is a pipe or a
+// outputClosed reports whether one of the file descriptors is a pipe or a
 // socket whose reading end is gone (poll says POLLERR or POLLHUP on it).
-func OutputClosed(fds ...int) bool {
+func outputClosed(fds ...int) bool {
 	pfds := make([]unix.PollFd, len(fds))
 	for i, fd := range fds {
 		pfds[i] = unix.PollFd{Fd: int32(fd), Events: unix.POLLOUT}

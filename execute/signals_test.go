@@ -17,11 +17,11 @@ func TestOutputClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if OutputClosed(int(w.Fd())) {
+	if outputClosed(int(w.Fd())) {
 		t.Error("a pipe whose reader is open was taken for closed output")
 	}
 	r.Close()
-	if !OutputClosed(int(w.Fd())) {
+	if !outputClosed(int(w.Fd())) {
 		t.Error("a pipe whose reader quit was not taken for closed output")
 	}
 
@@ -30,7 +30,7 @@ func TestOutputClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if OutputClosed(int(f.Fd())) {
+	if outputClosed(int(f.Fd())) {
 		t.Error("a file was taken for closed output")
 	}
 
@@ -40,11 +40,11 @@ func TestOutputClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cf.Close()
-	if OutputClosed(int(cf.Fd())) {
+	if outputClosed(int(cf.Fd())) {
 		t.Error("a socket whose peer is there was taken for closed output")
 	}
 	peer.Close()
-	if !OutputClosed(int(cf.Fd())) {
+	if !outputClosed(int(cf.Fd())) {
 		t.Error("a socket whose peer closed was not taken for closed output")
 	}
 }
