@@ -9,6 +9,7 @@
 #   REPS=3 MSGS=2000000 SIZE=512 bench/kafka.sh
 #   REPS=0 RATE=20000 bench/kafka.sh   # the checks alone
 #   REPS=0 BASELINE=/path/to/old/pipebench bench/kafka.sh   # each check with the old binary, then this tree's
+#   REPS=0 CHECKS="conns-p conns-1" bench/kafka.sh          # only the checks named
 #
 # Broker: one Apache Kafka (KRaft) from the jars in $PIPEBENCH_KAFKA_LIBS
 # (or .cache/kafka-libs; .ci/run fetches them), 512 MiB heap, its data in a
@@ -55,6 +56,7 @@ SIZE=${SIZE:-1024}
 RATE=${RATE:-50000}
 SIZE_E2E=${SIZE_E2E:-1024}
 CONNS=${CONNS:-1000}
+CHECKS=${CHECKS:-rate rate-p conns conns-p conns-1}
 OFFER=${OFFER:-2}
 PORT=${KAFKA_PORT:-19092}
 CPORT=${KAFKA_CONTROLLER_PORT:-19093}
@@ -190,6 +192,7 @@ printf '%-7s %8s %10s %7s %9s %9s %5s %8s %8s %6s %6s %7s %5s %7s %9s %8s %8s %8
 both() {
 	local name=$1
 	shift
+	case " $CHECKS " in *" $name "*) ;; *) return 0 ;; esac
 	if [ -n "${BASELINE:-}" ]; then
 		topic "$PIPEBENCH_TOPIC-base"
 		PIPEBENCH_TOPIC=$PIPEBENCH_TOPIC-base PIPEBENCH_GROUP=$PIPEBENCH_GROUP-base CHECK_PB=$BASELINE check "$name-base" "$@"
