@@ -18,6 +18,7 @@ import (
 // "what: ERROR" to stderr when run fails, else 0. When env is not set it
 // returns at once.
 func RunIfChild(env, what string, run func(value string) error) {
+	handled.Store(env, true)
 	v := os.Getenv(env)
 	if v == "" {
 		return

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 func TestFreePortBinds(t *testing.T) {
@@ -90,5 +92,36 @@ func TestProcExitedAndKilled(t *testing.T) {
 	defer cancel()
 	if err := Stop(ctx, stubborn); err == nil || !strings.Contains(err.Error(), "the stubborn did not stop on SIGTERM and was killed") {
 		t.Errorf("stop: %v", err)
+	}
+}
+
+// A test binary started as its own child must recognise the child's
+// variable in TestMain; one that would not is refused before it starts
+// (it would run its tests again, and start the child again), and the
+// error says what to add. A variable TestMain handles starts as usual.
+func TestStartRefusesAnUnrecognisedSelf(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PIPEBENCH_CHILDPROC_TEST_NOBODY=1")
+	if _, err := Start("the unknown child", cmd, filepath.Join(dir, "unknown.log")); err == nil || !strings.Contains(err.Error(), "builtins.MaybeRunChild()") {
+		t.Fatalf("Start of this test binary with a variable no TestMain handles: %v; want a refusal naming builtins.MaybeRunChild()", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "unknown.log")); !os.IsNotExist(err) {
+		t.Fatalf("the refused child's log exists (%v): it was started", err)
+	}
+
+	cmd = exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=ok")
+	p, err := Start("the known child", cmd, filepath.Join(dir, "known.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 20*time.Second, func() bool { _, done := p.Exited(); return done }, "the known child exits")
+	if err, _ := p.Exited(); err != nil {
+		t.Fatalf("the known child: %v; its log:\n%s", err, p.Tail())
 	}
 }

@@ -3,9 +3,12 @@ package childproc
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -29,6 +32,9 @@ var ErrExited = errors.New("exited while starting")
 // Start starts cmd with stdout and stderr written to logPath, killed with
 // SIGKILL if pipebench dies first.
 func Start(name string, cmd *exec.Cmd, logPath string) (*Proc, error) {
+	if err := unhandledSelf(name, cmd); err != nil {
+		return nil, err
+	}
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -144,4 +150,35 @@ func Exits(procs ...*Proc) []string {
 		out = append(out, fmt.Sprintf("%s (pid %d) exited during the run (%s); the last lines of its log %s:\n%s", p.Name, p.PID(), status, p.Log, p.Tail()))
 	}
 	return out
+}
+
+// handled holds the variable of every RunIfChild this process called: the
+// children it can be.
+var handled sync.Map // string -> true
+
+// unhandledSelf refuses to start cmd when it would run this very test
+// binary as a child that the binary does not recognise. An embedded
+// system's child is this process's executable again, told by a variable
+// what to be; in a test binary only TestMain can catch that variable
+// (builtins.MaybeRunChild, or the package's own MaybeRunChild). Without it
+// the child would run the package's tests again, which would start the
+// system again, and so on: each generation a new process.
+func unhandledSelf(name string, cmd *exec.Cmd) error {
+	if flag.Lookup("test.v") == nil {
+		return nil // not a test binary: pipebench's main calls MaybeRunChild first
+	}
+	exe, err := os.Executable()
+	if err != nil || cmd.Path != exe {
+		return nil
+	}
+	for _, kv := range cmd.Env {
+		if k, _, ok := strings.Cut(kv, "="); ok {
+			if _, ok := handled.Load(k); ok {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("start %s: this test binary would run as its own child without knowing it (it would run its tests again); "+
+		"give the test package a TestMain that calls builtins.MaybeRunChild() first: "+
+		"func TestMain(m *testing.M) { builtins.MaybeRunChild(); os.Exit(m.Run()) }", name)
 }
