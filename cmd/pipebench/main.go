@@ -22,7 +22,8 @@ func main() {
 	// What the initialisation of the binary's packages read stays out of
 	// pipebench's own memory.
 	residency.Trim()
-	// The heap grows to 1.5 times what is live, not twice (GOGC wins).
+	// A large heap grows by half of what is live between two cycles, not
+	// by all of it (GOGC, when set, wins).
 	residency.Collector()
 
 	ctx, cut, release := execute.Signals(os.Stderr)

@@ -22,6 +22,7 @@ import (
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/internal/protoschema"
+	"github.com/pipebench/pipebench/internal/residency"
 	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/payload"
 )
@@ -41,7 +42,10 @@ import (
 // (taskset pins the generator to one core; the server child then runs on
 // the other.) When ghz is on PATH, each case is followed by ghz at the same
 // target rate and connections, pinned to the same core, in the same pass.
+// The collector runs as under `pipebench run` (residency.Collector; GOGC
+// set in the environment wins).
 func BenchmarkUnaryRate(b *testing.B) {
+	residency.Collector()
 	rates := []int{10000, 20000, 40000}
 	if v := os.Getenv("PIPEBENCH_BENCH_RATES"); v != "" {
 		rates = nil

@@ -1,29 +1,56 @@
 package residency
 
 import (
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
+
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
+func TestPercent(t *testing.T) {
+	for _, tc := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 100},
+		{10 << 20, 100},        // a small heap keeps Go's default
+		{Headroom, 100},        // growing by all of it is growing by the headroom
+		{2 * Headroom, 50},     // half of it is the headroom
+		{Headroom * 4 / 3, 75}, // growing by the headroom
+		{1 << 30, 50},          // never less than half
+	} {
+		if got := Percent(tc.live); got != tc.want {
+			t.Errorf("Percent(%d MiB) = %d, want %d", tc.live>>20, got, tc.want)
+		}
+	}
+}
+
+// With GOGC set Collector leaves the target alone; without, once the
+// live heap is large the collector runs at 50 and, once it is small
+// again, back at Go's default.
 func TestCollector(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(before) })
+	current := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
 
-	// GOGC set: the target in force is left as it is.
 	t.Setenv("GOGC", "100")
-	if got := Collector(); got != 100 {
-		t.Fatalf("with GOGC set, Collector() = %d, want the target in force, 100", got)
-	}
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Fatalf("with GOGC set, the collector's target became %d, want 100", got)
+	if Collector() {
+		t.Fatal("Collector took over with GOGC set")
 	}
 
-	// GOGC unset or empty: CollectorPercent.
 	t.Setenv("GOGC", "")
-	if got := Collector(); got != CollectorPercent {
-		t.Fatalf("Collector() = %d, want %d", got, CollectorPercent)
+	if !Collector() {
+		t.Fatal("Collector did not take over without GOGC")
 	}
-	if got := debug.SetGCPercent(100); got != CollectorPercent {
-		t.Fatalf("the collector's target is %d, want %d", got, CollectorPercent)
+	// About 3 x Headroom live: the target goes to 50.
+	held := make([][]byte, 0, 96)
+	for range 96 {
+		held = append(held, make([]byte, 1<<20))
 	}
+	testutil.Eventually(t, 10*time.Second, func() bool { runtime.GC(); return current() == 50 }, "the target is 50 with %d MiB live", len(held))
+	runtime.KeepAlive(held)
+	held = nil
+	testutil.Eventually(t, 10*time.Second, func() bool { runtime.GC(); return current() == 100 }, "the target is back at 100 with the heap freed")
 }
