@@ -20,9 +20,10 @@
 # Figures, per part (CPU per item is user+sys CPU of the generator's
 # process over the items it sent; the ratio is pipebench's figure over the
 # peer's):
-#   wrk:          requests/s; wrk's is its closed-loop maximum, pipebench's
-#                 the fixed rate it sent at (0.7x wrk's, unpipelined; 1.0x
-#                 with pipeline 100): the ratio that matters is CPU's;
+#   wrk:          requests/s; wrk's is its closed-loop maximum (unpipelined,
+#                 and pipelined 100 deep), pipebench's the fixed rate it sent
+#                 at (0.7x unpipelined wrk's; 1.0x pipelined wrk's with
+#                 pipeline 100): the ratio that matters is CPU's;
 #   vegeta, k6:   requests/s sent at the same fixed rate;
 #   nats:         messages/s as each tool reports them (core, JetStream);
 #   telemetrygen: items/s the sink received, same fixed rate;
@@ -62,11 +63,15 @@ rows() {
 	case $part in
 	wrk)
 		awk -v l="$l" '
-			/^wrk median:/ {w = $3; for (i = 1; i <= NF; i++) {if ($i == "CPU-µs") wc = $(i - 1); if ($i == "RSS") wm = $(i + 1)}}
+			/^wrk (pipeline [0-9]+ )?median:/ {
+				p = ($2 == "pipeline") ? $3 : 0
+				w[p] = (p > 0) ? $5 : $3
+				for (i = 1; i <= NF; i++) {if ($i == "CPU-µs") wc[p] = $(i - 1); if ($i == "RSS") wm[p] = $(i + 1)}}
 			/^pipebench +pipeline/ {
 				for (i = 1; i <= NF; i++) {if ($i == "sent") s = $(i + 1); if ($i == "CPU-µs") c = $(i - 1); if ($i == "RSS") m = $(i + 1)}
 				sub(/\/s$/, "", s); sub(/;$/, "", c)
-				printf "HTTP/1.1, pipeline %s|wrk -t1 -c64 (max)|%s|%s|req/s|%s|%s|%s|%s|%s\n", $3, w, s, wc, c, wm, m, l}' "$log"
+				peer = ($3 > 0) ? "wrk -t1 -c32 pipeline " $3 " (max)" : "wrk -t1 -c64 (max)"
+				printf "HTTP/1.1, pipeline %s|%s|%s|%s|req/s|%s|%s|%s|%s|%s\n", $3, peer, w[$3], s, wc[$3], c, wm[$3], m, l}' "$log"
 		;;
 	vegeta)
 		awk -v l="$l" '

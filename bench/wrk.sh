@@ -11,13 +11,17 @@
 # temporary directory and stopped at the end. Generators pinned to CPU 0.
 #   - wrk: 1 thread, 64 connections, closed loop (as fast as it goes), POST of
 #     64 bytes (a Lua script sets the method and body once: no per-request Lua);
+#     then pipelined, 32 connections, each write PIPELINE_DEPTH (100) of the
+#     same request (the Lua script builds them once, as wrk's pipeline.lua);
 #   - pipebench: bench/http-open.yaml, open model at a fixed rate over 64
 #     connections, POST of 64 bytes, every latency recorded; once without
-#     pipelining at FRACTION (default 0.7) x the wrk figure of the same round,
-#     once with `pipeline: 100` (32 connections) at 1.0 x.
+#     pipelining at FRACTION (default 0.7) x the unpipelined wrk figure of the
+#     same round, once with `pipeline: PIPELINE_DEPTH` (32 connections) at
+#     1.0 x the pipelined wrk figure of the same round.
 # A run "holds" its rate when it sent at least 99% of it, dropped nothing and
 # had no errors. After the rounds, a search runs pipebench (unpipelined and
-# pipelined, each build) at rising fractions of the median wrk figure,
+# pipelined, each build) at rising fractions of the median wrk figure (of
+# the same mode),
 # STEP_DURATION (default 5 s) each, interleaved step by step, and prints the
 # highest that held. Also printed: CPU-µs a request (user+sys of the
 # generator's process / requests), the figure least moved by a busy machine;
@@ -35,6 +39,7 @@ REPS=${REPS:-3}
 DURATION=${DURATION:-10s}
 STEP_DURATION=${STEP_DURATION:-5s}
 FRACTION=${FRACTION:-0.7}
+PIPELINE_DEPTH=${PIPELINE_DEPTH:-100}
 PORT=${PORT:-18091}
 WRK=${WRK:-$(command -v wrk || true)}
 NGINX=${NGINX:-$(command -v nginx || true)}
@@ -53,6 +58,19 @@ wrk.method = "POST"
 wrk.body = string.rep("x", 64)
 wrk.headers["Content-Type"] = "application/octet-stream"
 EOF
+cat >"$W/pipe.lua" <<'EOF'
+init = function(args)
+	local depth = tonumber(args[1]) or 1
+	local r = {}
+	for i = 1, depth do
+		r[i] = wrk.format("POST", nil, {["Content-Type"] = "application/octet-stream"}, string.rep("x", 64))
+	end
+	req = table.concat(r)
+end
+request = function()
+	return req
+end
+EOF
 URL=http://127.0.0.1:$PORT/
 
 (cd "$ROOT" && go build -o "$W/bin/pipebench" ./cmd/pipebench)
@@ -64,8 +82,13 @@ if [ -n "${BASE:-}" ]; then
 	builds+=(pipebench-base)
 fi
 
-wrk_run() { # -> "req/s CPU-s µs-per-request sleeps-per-request peak-RSS-MB"
-	/usr/bin/time -f '%U %S %w %M' -o "$W/time" "${cpu0[@]}" timeout 60 "$WRK" -t1 -c64 -d"$DURATION" -s "$W/post.lua" "$URL" >"$W/wrk.out" 2>&1
+# wrk_run PIPELINE -> "req/s CPU-s µs-per-request sleeps-per-request peak-RSS-MB"
+# (PIPELINE 0: 64 connections, one request at a time; else 32 connections,
+# PIPELINE requests a write)
+wrk_run() {
+	local args=(-c64 -s "$W/post.lua" "$URL")
+	[ "$1" -gt 0 ] && args=(-c32 -s "$W/pipe.lua" "$URL" -- "$1")
+	/usr/bin/time -f '%U %S %w %M' -o "$W/time" "${cpu0[@]}" timeout 60 "$WRK" -t1 -d"$DURATION" "${args[@]}" >"$W/wrk.out" 2>&1
 	read -r user sys vcs rss < <(tail -n 1 "$W/time")
 	awk -v c="$(echo "$user + $sys" | bc)" -v w="$vcs" -v m="$rss" '/requests in/ {n = $1} /^Requests\/sec:/ {r = $2}
 		END {printf "%.0f %.2f %.1f %.3f %.0f\n", r, c, (n > 0 ? c / n * 1e6 : 0), (n > 0 ? w / n : 0), m / 1024}' "$W/wrk.out"
@@ -97,48 +120,58 @@ pb_run() {
 echo "machine: $(nproc) CPUs, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s\n' round run target/s sent/s p50-ms p99-ms CPU-s µs/req held sleeps/req RSS-MB
 : >"$W/wrk.all"
+declare -A wr
 for rep in $(seq "$REPS"); do
-	read -r w wcpu wus wsl wrss < <(wrk_run)
-	echo "$w" >>"$W/wrk.all"
-	echo "$wus" >>"$W/wrkus.all"
-	echo "$wsl" >>"$W/wrksl.all"
-	echo "$wrss" >>"$W/wrkrss.all"
-	printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s\n' "$rep" "wrk -t1 -c64 (closed)" max "$w" - - "$wcpu" "$wus" - "$wsl" "$wrss"
+	for pl in 0 "$PIPELINE_DEPTH"; do
+		read -r w wcpu wus wsl wrss < <(wrk_run "$pl")
+		wr[$pl]=$w
+		echo "$pl $w $wus $wsl $wrss" >>"$W/wrk.all"
+		name="wrk -t1 -c64 (closed)"
+		[ "$pl" -gt 0 ] && name="wrk -t1 -c32 pipeline $pl"
+		printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s\n' "$rep" "$name" max "$w" - - "$wcpu" "$wus" - "$wsl" "$wrss"
+	done
 	for b in "${builds[@]}"; do
-		for pl in 0 100; do
+		for pl in 0 "$PIPELINE_DEPTH"; do
 			f=$FRACTION
 			[ "$pl" -gt 0 ] && f=1.0
-			rate=$(awk -v w="$w" -v f="$f" 'BEGIN {printf "%d", w * f}')
+			rate=$(awk -v w="${wr[$pl]}" -v f="$f" 'BEGIN {printf "%d", w * f}')
 			read -r sent p50 p99 cpu held us sl rss < <(pb_run "$b" "$rate" "$pl" "$DURATION")
 			echo "$b $pl $sent $rate $held $us $sl $rss" >>"$W/pb.all"
 			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s\n' "$rep" "$b pipeline $pl (${f}x)" "$rate" "$sent" "$p50" "$p99" "$cpu" "$us" "$held" "$sl" "$rss"
 		done
 	done
 done
-wm=$(median <"$W/wrk.all")
+# wcol PIPELINE COLUMN: the median of a column of wrk's runs in that mode.
+wcol() { awk -v p="$1" -v c="$2" '$1 == p {print $c}' "$W/wrk.all" | median; }
+declare -A wm
 echo
-echo "wrk median: $wm req/s, $(median <"$W/wrkus.all") CPU-µs a request (its process only: softirq work may be charged elsewhere), $(median <"$W/wrksl.all") sleeps a request, peak RSS $(median <"$W/wrkrss.all") MB"
+for pl in 0 "$PIPELINE_DEPTH"; do
+	wm[$pl]=$(wcol "$pl" 2)
+	name="wrk median:"
+	[ "$pl" -gt 0 ] && name="wrk pipeline $pl median:"
+	echo "$name ${wm[$pl]} req/s, $(wcol "$pl" 3) CPU-µs a request (its process only: softirq work may be charged elsewhere), $(wcol "$pl" 4) sleeps a request, peak RSS $(wcol "$pl" 5) MB"
+done
 for b in "${builds[@]}"; do
-	for pl in 0 100; do
+	for pl in 0 "$PIPELINE_DEPTH"; do
 		s=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $3}' "$W/pb.all" | median)
 		u=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $6}' "$W/pb.all" | median)
 		h=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p && $5 == "yes"' "$W/pb.all" | wc -l)
 		sl=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $7}' "$W/pb.all" | median)
 		rss=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $8}' "$W/pb.all" | median)
-		awk -v b="$b" -v p="$pl" -v s="$s" -v w="$wm" -v h="$h" -v n="$REPS" -v u="$u" -v sl="$sl" -v rss="$rss" \
-			'BEGIN {printf "%-16s pipeline %-3s median sent %7.0f/s = %.2fx wrk; %.1f CPU-µs a request; %.3f sleeps a request; peak RSS %d MB; held its rate in %d of %d rounds\n", b, p, s, s / w, u, sl, rss, h, n}'
+		awk -v b="$b" -v p="$pl" -v s="$s" -v w="${wm[$pl]}" -v h="$h" -v n="$REPS" -v u="$u" -v sl="$sl" -v rss="$rss" \
+			'BEGIN {printf "%-16s pipeline %-3s median sent %7.0f/s = %.2fx wrk (same pipelining); %.1f CPU-µs a request; %.3f sleeps a request; peak RSS %d MB; held its rate in %d of %d rounds\n", b, p, s, s / w, u, sl, rss, h, n}'
 	done
 done
 
 [ "${SEARCH:-1}" = 0 ] && exit 0
 echo
-echo "search: highest rate held, ${STEP_DURATION} per step, as a fraction of the wrk median"
+echo "search: highest rate held, ${STEP_DURATION} per step, as a fraction of the wrk median of the same pipelining"
 echo "(interleaved: every build and mode at one step before the next; each stops at its first miss)"
 declare -A best live
-for b in "${builds[@]}"; do for pl in 0 100; do best[$b/$pl]=0 live[$b/$pl]=1; done; done
+for b in "${builds[@]}"; do for pl in 0 "$PIPELINE_DEPTH"; do best[$b/$pl]=0 live[$b/$pl]=1; done; done
 for f in 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0 1.2 1.4; do
-	rate=$(awk -v w="$wm" -v f="$f" 'BEGIN {printf "%d", w * f}')
-	for pl in 0 100; do
+	for pl in 0 "$PIPELINE_DEPTH"; do
+		rate=$(awk -v w="${wm[$pl]}" -v f="$f" 'BEGIN {printf "%d", w * f}')
 		for b in "${builds[@]}"; do
 			[ "${live[$b/$pl]}" = 1 ] || continue
 			read -r sent p50 p99 cpu held us _ _ < <(pb_run "$b" "$rate" "$pl" "$STEP_DURATION")
@@ -148,8 +181,8 @@ for f in 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0 1.2 1.4; do
 	done
 done
 for b in "${builds[@]}"; do
-	for pl in 0 100; do
-		awk -v b="$b" -v p="$pl" -v r="${best[$b/$pl]}" -v w="$wm" \
+	for pl in 0 "$PIPELINE_DEPTH"; do
+		awk -v b="$b" -v p="$pl" -v r="${best[$b/$pl]}" -v w="${wm[$pl]}" \
 			'BEGIN {printf "%-16s pipeline %-3s holds %7d/s = %.2fx wrk\n", b, p, r, r / w}'
 	done
 done
