@@ -125,3 +125,23 @@ func TestStartRefusesAnUnrecognisedSelf(t *testing.T) {
 		t.Fatalf("the known child: %v; its log:\n%s", err, p.Tail())
 	}
 }
+
+// A program (not a test) that would start itself as a child without
+// calling MaybeRunChild is refused too, with what to call where.
+func TestStartRefusesAnUnrecognisedSelfProgram(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "selfstart")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/selfstart").CombinedOutput(); err != nil {
+		t.Fatalf("build the program: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "call builtins.MaybeRunChild() first thing in main") {
+		t.Fatalf("the program printed %q; want Start's refusal naming builtins.MaybeRunChild()", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "child.log")); !os.IsNotExist(err) {
+		t.Fatalf("the refused child's log exists (%v): it was started", err)
+	}
+}

@@ -156,17 +156,15 @@ func Exits(procs ...*Proc) []string {
 // children it can be.
 var handled sync.Map // string -> true
 
-// unhandledSelf refuses to start cmd when it would run this very test
-// binary as a child that the binary does not recognise. An embedded
-// system's child is this process's executable again, told by a variable
-// what to be; in a test binary only TestMain can catch that variable
-// (builtins.MaybeRunChild, or the package's own MaybeRunChild). Without it
-// the child would run the package's tests again, which would start the
-// system again, and so on: each generation a new process.
+// unhandledSelf refuses to start cmd when it would run this very program
+// as a child that the program does not recognise. An embedded system's
+// child is this process's executable again, told by a variable what to
+// be, and only the program's MaybeRunChild (builtins.MaybeRunChild first
+// in main, or in a test package's TestMain) catches that variable.
+// Without it the child would run the program's main again (a test
+// binary's tests), which would start the system again, and so on: each
+// generation a new process.
 func unhandledSelf(name string, cmd *exec.Cmd) error {
-	if flag.Lookup("test.v") == nil {
-		return nil // not a test binary: pipebench's main calls MaybeRunChild first
-	}
 	exe, err := os.Executable()
 	if err != nil || cmd.Path != exe {
 		return nil
@@ -178,7 +176,11 @@ func unhandledSelf(name string, cmd *exec.Cmd) error {
 			}
 		}
 	}
-	return fmt.Errorf("start %s: this test binary would run as its own child without knowing it (it would run its tests again); "+
-		"give the test package a TestMain that calls builtins.MaybeRunChild() first: "+
-		"func TestMain(m *testing.M) { builtins.MaybeRunChild(); os.Exit(m.Run()) }", name)
+	if flag.Lookup("test.v") != nil {
+		return fmt.Errorf("start %s: this test binary would run as its own child without knowing it (it would run its tests again); "+
+			"give the test package a TestMain that calls builtins.MaybeRunChild() first: "+
+			"func TestMain(m *testing.M) { builtins.MaybeRunChild(); os.Exit(m.Run()) }", name)
+	}
+	return fmt.Errorf("start %s: this program runs the embedded systems as child processes of itself, "+
+		"and would not know it was one (it would run its main again): call builtins.MaybeRunChild() first thing in main", name)
 }
