@@ -68,7 +68,11 @@ type pacing struct {
 // sleepUntil waits until t. The target is first moved to at least
 // MinWake after the previous one (above 1/MinWake sends a second, each
 // wake-up starts several), and the spin capped at an eighth of the time
-// since it (so the spin never takes more than an eighth of a core). Then
+// since it (so the spin never takes more than an eighth of a core). A
+// moved target is not spun for: the sends it starts were due before it,
+// so coming back precisely at it buys them nothing, and above 1/MinWake
+// sends a second the spin would take an eighth of a core at every rate
+// (at 80,000 HTTP requests a second, 1.2 of the 10 µs of CPU a request). Then
 // it sleeps with sleep, a chunk of at most sleepChunk at a time, until the
 // spin margin before t, learning the margin from how late the shorter
 // sleeps end, and spins out the rest. It returns false when ctx ends
@@ -79,7 +83,7 @@ func (p *pacing) sleepUntil(ctx context.Context, t time.Time, sleep func(time.Du
 	spinCap := SpinMax
 	if !p.last.IsZero() {
 		if early := p.last.Add(MinWake); t.Before(early) {
-			t = early
+			t, spinCap = early, 0
 		}
 		spinCap = min(spinCap, t.Sub(p.last)/8)
 	}

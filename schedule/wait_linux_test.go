@@ -39,3 +39,40 @@ func TestLinuxWaiters(t *testing.T) {
 		})
 	}
 }
+
+// A target moved to MinWake after the previous one is slept for to the
+// end, with no spin: the sends it starts are due already. One that is not
+// moved is slept for up to the spin margin before it, at least SpinMin
+// early when the last wake-up is long past.
+func TestMovedTargetsAreNotSpunFor(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after time.Duration // from the previous target
+		spin  bool
+	}{{"moved", MinWake / 4, false}, {"due", 10 * MinWake, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pacing{g: margin{m: SpinMin}}
+			p.last = time.Now()
+			target := p.last.Add(tc.after)
+			var first time.Duration
+			var asked time.Time
+			ok, fell, moved := p.sleepUntil(context.Background(), target, func(d time.Duration) bool {
+				if first == 0 {
+					first, asked = d, time.Now()
+				}
+				time.Sleep(d)
+				return true
+			})
+			if !ok || fell {
+				t.Fatalf("sleepUntil: ok %v, fell %v", ok, fell)
+			}
+			left := moved.Sub(asked) - first // how long before the target the first sleep was to end
+			if tc.spin && left < SpinMin/2 {
+				t.Errorf("the first sleep was to end %s before a target not moved, want the spin margin (at least %s)", left, SpinMin/2)
+			}
+			if !tc.spin && left > SpinMin/2 {
+				t.Errorf("the first sleep was to end %s before a moved target, want no spin margin", left)
+			}
+		})
+	}
+}
