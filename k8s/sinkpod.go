@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -150,10 +149,11 @@ func (p SinkPod) Main(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := os.WriteFile(ReadyFile(), []byte("sink\n"), 0o644); err != nil {
-		return fail(fmt.Errorf("write the ready file: %w", err))
+	unready, err := markReady("sink")
+	if err != nil {
+		return fail(err)
 	}
-	defer os.Remove(ReadyFile())
+	defer unready()
 	fmt.Fprintf(p.Log, "sink receiving on %s; arrivals feed on %s\n", st.Endpoint, ln.Addr())
 
 	// The start time, then the end of the run.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -101,10 +100,11 @@ func (p SUTPod) Main(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := os.WriteFile(ReadyFile(), []byte("sut\n"), 0o644); err != nil {
-		return fail(fmt.Errorf("write the ready file: %w", err))
+	unready, err := markReady("sut")
+	if err != nil {
+		return fail(err)
 	}
-	defer os.Remove(ReadyFile())
+	defer unready()
 	fmt.Fprintf(p.Log, "system under test receiving on %s (forwarded to %s)\n", endpoint, st.Endpoint)
 	// Up until the launcher says the run ended (or deletes it): its Job
 	// then completes.
