@@ -90,9 +90,13 @@ func (p *InPod) defaults(what string) error {
 	return nil
 }
 
-// open waits for the run's ConfigMap and creates the component's own;
-// ended is true when that one already holds an outcome (see openOwn).
-func (p *InPod) open(ctx context.Context, name, role string) (run *corev1.ConfigMap, own *ownConfigMap, ended bool, err error) {
+// open fills the defaults (what says what the pod's address is for),
+// waits for the run's ConfigMap and creates the component's own; ended is
+// true when that one already holds an outcome (see openOwn).
+func (p *InPod) open(ctx context.Context, what, name, role string) (run *corev1.ConfigMap, own *ownConfigMap, ended bool, err error) {
+	if err := p.defaults(what); err != nil {
+		return nil, nil, false, err
+	}
 	run, err = awaitConfigMap(ctx, p.Client, p.Namespace, p.Run, 2*time.Minute, func(*corev1.ConfigMap) (bool, error) { return true, nil })
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("read ConfigMap %s/%s: %w", p.Namespace, p.Run, err)
@@ -121,10 +125,7 @@ func (o *ownConfigMap) ended(ctx context.Context) error {
 // time, writes its counts once the launcher says the run ended, and stays
 // up until ctx ends (its Deployment would restart it otherwise).
 func (p SinkPod) Main(ctx context.Context) error {
-	if err := p.defaults("the sink listens"); err != nil {
-		return err
-	}
-	run, mine, ended, err := p.open(ctx, SinkName(p.Run), RoleSink)
+	run, mine, ended, err := p.open(ctx, "the sink listens", SinkName(p.Run), RoleSink)
 	if err != nil {
 		return err
 	}

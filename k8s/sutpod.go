@@ -47,10 +47,7 @@ type SUTPod struct {
 // pod's address, publishes those in ConfigMap NAME-sut, reports ready and
 // stays up until ctx ends (the run's deletion).
 func (p SUTPod) Main(ctx context.Context) error {
-	if err := p.defaults("the system under test is reached"); err != nil {
-		return err
-	}
-	run, mine, ended, err := p.open(ctx, SUTName(p.Run), RoleSUT)
+	run, mine, ended, err := p.open(ctx, "the system under test is reached", SUTName(p.Run), RoleSUT)
 	if err != nil {
 		return err
 	}
