@@ -145,14 +145,11 @@ func (p SinkPod) Main(ctx context.Context) error {
 	go srv.Serve(ln)
 	defer srv.Close()
 	eps, _ := json.Marshal(st.Endpoints)
-	if err := mine.set(ctx, func(cm *corev1.ConfigMap) {
-		cm.Data[KeyState], cm.Data[KeyEndpoint], cm.Data[KeyEndpoints] = StateReady, st.Endpoint, string(eps)
-	}); err != nil {
-		return err
-	}
-	unready, err := markReady("sink")
+	unready, err := mine.ready(ctx, "sink", func(cm *corev1.ConfigMap) {
+		cm.Data[KeyEndpoint], cm.Data[KeyEndpoints] = st.Endpoint, string(eps)
+	})
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer unready()
 	fmt.Fprintf(p.Log, "sink receiving on %s; arrivals feed on %s\n", st.Endpoint, ln.Addr())
@@ -242,6 +239,23 @@ func (o *ownConfigMap) set(ctx context.Context, change func(*corev1.ConfigMap)) 
 		o.cur = got
 		return nil
 	})
+}
+
+// ready records the component ready in its ConfigMap, with what publish
+// writes there (where it receives), then creates the ready file holding
+// who (markReady) and returns what removes it; failing to create the file
+// fails the component.
+func (o *ownConfigMap) ready(ctx context.Context, who string, publish func(*corev1.ConfigMap)) (unready func(), err error) {
+	if err := o.set(ctx, func(cm *corev1.ConfigMap) {
+		cm.Data[KeyState] = StateReady
+		publish(cm)
+	}); err != nil {
+		return nil, err
+	}
+	if unready, err = markReady(who); err != nil {
+		return nil, o.fail(err)
+	}
+	return unready, nil
 }
 
 // fail records err as the component's failure (the launcher reports it)

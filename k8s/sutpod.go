@@ -54,7 +54,7 @@ func (p SUTPod) Main(ctx context.Context) error {
 	if ended {
 		return mine.ended(ctx)
 	}
-	set, fail := mine.set, mine.fail
+	fail := mine.fail
 	st, err := p.Start(ctx, run)
 	if err != nil {
 		return fail(err)
@@ -91,15 +91,12 @@ func (p SUTPod) Main(ctx context.Context) error {
 	}
 	epsJSON, _ := json.Marshal(eps)
 	insJSON, _ := json.Marshal(ins)
-	if err := set(ctx, func(cm *corev1.ConfigMap) {
-		cm.Data[KeyState], cm.Data[KeyEndpoint] = StateReady, endpoint
+	unready, err := mine.ready(ctx, "sut", func(cm *corev1.ConfigMap) {
+		cm.Data[KeyEndpoint] = endpoint
 		cm.Data[KeyEndpoints], cm.Data[KeyInstances] = string(epsJSON), string(insJSON)
-	}); err != nil {
-		return err
-	}
-	unready, err := markReady("sut")
+	})
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer unready()
 	fmt.Fprintf(p.Log, "system under test receiving on %s (forwarded to %s)\n", endpoint, st.Endpoint)
