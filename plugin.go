@@ -252,7 +252,7 @@ type Env struct {
 	Target string
 	// Targets are endpoints by protocol ("grpc", "http") when the system
 	// under test (or, without one, the sink) receives on several: a driver
-	// picks the one for its protocol and falls back to Target.
+	// picks the one for its protocol and falls back to Target (TargetFor).
 	Targets map[string]string
 	// Instances are the SUT's processes, for observers.
 	Instances []Instance
@@ -260,6 +260,15 @@ type Env struct {
 	Dir string
 	// Logger receives the component's diagnostics; never nil.
 	Logger *slog.Logger
+}
+
+// TargetFor is the endpoint for protocol: e.Targets[protocol], else
+// e.Target.
+func (e Env) TargetFor(protocol string) string {
+	if t := e.Targets[protocol]; t != "" {
+		return t
+	}
+	return e.Target
 }
 
 // ScratchDir is e.Dir, or the system's temporary directory when there is

@@ -1,6 +1,7 @@
 package examples_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,18 @@ import (
 // The built-in reference suites of the nvsentinel report, run as
 // `pipebench suite run` runs them (internal/suitetest), their tables
 // checked against what the report's tables mean.
+
+// runSuite runs builtin:NAME without an API server, with o, and returns
+// the rows of its table NAME (the header first), the whole table and the
+// log; an exit code other than 0 (or one of also) fails the test.
+func runSuite(t *testing.T, name string, o scenario.Overrides, also ...int) (rows [][]string, table, log string) {
+	t.Helper()
+	out := suitetest.Run(t, "builtin:"+name, suitetest.NoAPIServer, o)
+	if out.Code != 0 && !slices.Contains(also, out.Code) {
+		t.Fatalf("exit %d\n%s\n%s", out.Code, out.Table, out.Log)
+	}
+	return suitetest.Rows(t, out.Table, name), out.Table, out.Log
+}
 
 // The built-in sustained suite at 3 s a case (two store readings at least
 // in each, with the other suites running beside it), without an API server (the
@@ -25,12 +38,7 @@ func TestBuiltinNVSentinelSustainedSuite(t *testing.T) {
 		t.Skip("runs four cases")
 	}
 	t.Parallel()
-	o := suitetest.Run(t, "builtin:nvsentinel-sustained", suitetest.NoAPIServer, scenario.Overrides{Duration: 3 * time.Second, DurationSet: true})
-	stdout, stderr, code := o.Table, o.Log, o.Code
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	rows := suitetest.Rows(t, stdout, "nvsentinel-sustained")
+	rows, stdout, _ := runSuite(t, "nvsentinel-sustained", scenario.Overrides{Duration: 3 * time.Second, DurationSet: true})
 	suitetest.CheckHeader(t, rows, "Test", "Ran", "Request Rate (req/s)", "P50 Latency (ms)", "P75 Latency (ms)", "P95 Latency (ms)", "P99 Latency (ms)",
 		"Insert Rate (ops/min)", "Total Events", "Memory (MB)", "Connections", "Performance", "System under test")
 	if len(rows) != 5 {
@@ -74,15 +82,10 @@ func TestBuiltinNVSentinelBurstSuite(t *testing.T) {
 		t.Skip("runs five cases")
 	}
 	t.Parallel()
-	o := suitetest.Run(t, "builtin:nvsentinel-burst", suitetest.NoAPIServer, scenario.Overrides{Duration: 2 * time.Second, DurationSet: true})
-	stdout, stderr, code := o.Table, o.Log, o.Code
-	if code != 0 && code != 98 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
+	rows, stdout, stderr := runSuite(t, "nvsentinel-burst", scenario.Overrides{Duration: 2 * time.Second, DurationSet: true}, 98)
 	if !strings.Contains(stderr, "runs once") {
 		t.Errorf("no word of the cases run once:\n%s", stderr)
 	}
-	rows := suitetest.Rows(t, stdout, "nvsentinel-burst")
 	suitetest.CheckHeader(t, rows, "Test", "Duration", "Request Rate (req/s)", "P50 Latency (ms)", "P75 Latency (ms)", "P95 Latency (ms)", "P99 Latency (ms)",
 		"Insert Rate (ops/min)", "Memory (MB)", "Connections", "Refused (/s)", "System Status", "System under test")
 	want := []string{"Baseline (no load)", "Moderate Burst (1,500 events/s) 2s", "High Burst (3,000 events/s) 2s",
@@ -130,12 +133,7 @@ func TestBuiltinNVSentinelBlastSuite(t *testing.T) {
 		t.Skip("runs three blasts (about 30 s)")
 	}
 	t.Parallel()
-	o := suitetest.Run(t, "builtin:nvsentinel-blast", suitetest.NoAPIServer, scenario.Overrides{})
-	stdout, stderr, code := o.Table, o.Log, o.Code
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	rows := suitetest.Rows(t, stdout, "nvsentinel-blast")
+	rows, stdout, _ := runSuite(t, "nvsentinel-blast", scenario.Overrides{})
 	suitetest.CheckHeader(t, rows, "Scale", "Nodes", "Time to Complete (s)", "Peak Queue", "Avg Rate (/s)", "Send-to-effect P50 (ms)", "Send-to-effect P90 (ms)",
 		"Send-to-effect P99 (ms)", "Handling P50 (ms)", "Handling P90 (ms)", "Handling P99 (ms)", "Peak Backlog (Prometheus)", "Status")
 	if len(rows) != 4 {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -91,9 +90,13 @@ func (p *InPod) defaults(what string) error {
 	return nil
 }
 
-// open waits for the run's ConfigMap and creates the component's own;
-// ended is true when that one already holds an outcome (see openOwn).
-func (p *InPod) open(ctx context.Context, name, role string) (run *corev1.ConfigMap, own *ownConfigMap, ended bool, err error) {
+// open fills the defaults (what says what the pod's address is for),
+// waits for the run's ConfigMap and creates the component's own; ended is
+// true when that one already holds an outcome (see openOwn).
+func (p *InPod) open(ctx context.Context, what, name, role string) (run *corev1.ConfigMap, own *ownConfigMap, ended bool, err error) {
+	if err := p.defaults(what); err != nil {
+		return nil, nil, false, err
+	}
 	run, err = awaitConfigMap(ctx, p.Client, p.Namespace, p.Run, 2*time.Minute, func(*corev1.ConfigMap) (bool, error) { return true, nil })
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("read ConfigMap %s/%s: %w", p.Namespace, p.Run, err)
@@ -122,10 +125,7 @@ func (o *ownConfigMap) ended(ctx context.Context) error {
 // time, writes its counts once the launcher says the run ended, and stays
 // up until ctx ends (its Deployment would restart it otherwise).
 func (p SinkPod) Main(ctx context.Context) error {
-	if err := p.defaults("the sink listens"); err != nil {
-		return err
-	}
-	run, mine, ended, err := p.open(ctx, SinkName(p.Run), RoleSink)
+	run, mine, ended, err := p.open(ctx, "the sink listens", SinkName(p.Run), RoleSink)
 	if err != nil {
 		return err
 	}
@@ -145,15 +145,13 @@ func (p SinkPod) Main(ctx context.Context) error {
 	go srv.Serve(ln)
 	defer srv.Close()
 	eps, _ := json.Marshal(st.Endpoints)
-	if err := mine.set(ctx, func(cm *corev1.ConfigMap) {
-		cm.Data[KeyState], cm.Data[KeyEndpoint], cm.Data[KeyEndpoints] = StateReady, st.Endpoint, string(eps)
-	}); err != nil {
+	unready, err := mine.ready(ctx, "sink", func(cm *corev1.ConfigMap) {
+		cm.Data[KeyEndpoint], cm.Data[KeyEndpoints] = st.Endpoint, string(eps)
+	})
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(ReadyFile(), []byte("sink\n"), 0o644); err != nil {
-		return fail(fmt.Errorf("write the ready file: %w", err))
-	}
-	defer os.Remove(ReadyFile())
+	defer unready()
 	fmt.Fprintf(p.Log, "sink receiving on %s; arrivals feed on %s\n", st.Endpoint, ln.Addr())
 
 	// The start time, then the end of the run.
@@ -241,6 +239,23 @@ func (o *ownConfigMap) set(ctx context.Context, change func(*corev1.ConfigMap)) 
 		o.cur = got
 		return nil
 	})
+}
+
+// ready records the component ready in its ConfigMap, with what publish
+// writes there (where it receives), then creates the ready file holding
+// who (markReady) and returns what removes it; failing to create the file
+// fails the component.
+func (o *ownConfigMap) ready(ctx context.Context, who string, publish func(*corev1.ConfigMap)) (unready func(), err error) {
+	if err := o.set(ctx, func(cm *corev1.ConfigMap) {
+		cm.Data[KeyState] = StateReady
+		publish(cm)
+	}); err != nil {
+		return nil, err
+	}
+	if unready, err = markReady(who); err != nil {
+		return nil, o.fail(err)
+	}
+	return unready, nil
 }
 
 // fail records err as the component's failure (the launcher reports it)

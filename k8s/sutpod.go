@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -48,17 +47,14 @@ type SUTPod struct {
 // pod's address, publishes those in ConfigMap NAME-sut, reports ready and
 // stays up until ctx ends (the run's deletion).
 func (p SUTPod) Main(ctx context.Context) error {
-	if err := p.defaults("the system under test is reached"); err != nil {
-		return err
-	}
-	run, mine, ended, err := p.open(ctx, SUTName(p.Run), RoleSUT)
+	run, mine, ended, err := p.open(ctx, "the system under test is reached", SUTName(p.Run), RoleSUT)
 	if err != nil {
 		return err
 	}
 	if ended {
 		return mine.ended(ctx)
 	}
-	set, fail := mine.set, mine.fail
+	fail := mine.fail
 	st, err := p.Start(ctx, run)
 	if err != nil {
 		return fail(err)
@@ -95,16 +91,14 @@ func (p SUTPod) Main(ctx context.Context) error {
 	}
 	epsJSON, _ := json.Marshal(eps)
 	insJSON, _ := json.Marshal(ins)
-	if err := set(ctx, func(cm *corev1.ConfigMap) {
-		cm.Data[KeyState], cm.Data[KeyEndpoint] = StateReady, endpoint
+	unready, err := mine.ready(ctx, "sut", func(cm *corev1.ConfigMap) {
+		cm.Data[KeyEndpoint] = endpoint
 		cm.Data[KeyEndpoints], cm.Data[KeyInstances] = string(epsJSON), string(insJSON)
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(ReadyFile(), []byte("sut\n"), 0o644); err != nil {
-		return fail(fmt.Errorf("write the ready file: %w", err))
-	}
-	defer os.Remove(ReadyFile())
+	defer unready()
 	fmt.Fprintf(p.Log, "system under test receiving on %s (forwarded to %s)\n", endpoint, st.Endpoint)
 	// Up until the launcher says the run ended (or deletes it): its Job
 	// then completes.

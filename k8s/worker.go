@@ -21,6 +21,15 @@ import (
 // container's temporary directory.
 func ReadyFile() string { return filepath.Join(os.TempDir(), "pipebench-ready") }
 
+// markReady creates the ready file, holding who is ready (a shard's
+// "I/N", "sink", "sut"), and returns what removes it.
+func markReady(who string) (unready func(), err error) {
+	if err := os.WriteFile(ReadyFile(), []byte(who+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("write the ready file: %w", err)
+	}
+	return func() { os.Remove(ReadyFile()) }, nil
+}
+
 // Shard is what a worker runs: its slice of the scenario.
 type Shard struct {
 	Scenario []byte
@@ -131,12 +140,7 @@ func (w Worker) Main(ctx context.Context) error {
 	}
 	ready := w.Ready
 	if ready == nil {
-		ready = func(s Shard) (func(), error) {
-			if err := os.WriteFile(ReadyFile(), []byte(s.Shard+"\n"), 0o644); err != nil {
-				return nil, fmt.Errorf("write the ready file: %w", err)
-			}
-			return func() { os.Remove(ReadyFile()) }, nil
-		}
+		ready = func(s Shard) (func(), error) { return markReady(s.Shard) }
 	}
 	unready, err := ready(shard)
 	if err != nil {

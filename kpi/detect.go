@@ -47,16 +47,22 @@ func (o *DetectOptions) defaults() {
 	}
 }
 
+// seriesByName groups series by name, each name's in their order.
+func seriesByName(series []pipebench.Series) map[string][]pipebench.Series {
+	byName := map[string][]pipebench.Series{}
+	for _, s := range series {
+		byName[s.Name] = append(byName[s.Name], s)
+	}
+	return byName
+}
+
 // Detect finds the named failure patterns in a Result's series: stall,
 // backlog_growth, shortfall, leak, storage_fill and storage_full. Each comes
 // with the time it began and a message in plain words.
 func Detect(r *pipebench.Result, o DetectOptions) []pipebench.Detection {
 	o.defaults()
 	var out []pipebench.Detection
-	byName := map[string][]pipebench.Series{}
-	for _, s := range r.Series {
-		byName[s.Name] = append(byName[s.Name], s)
-	}
+	byName := seriesByName(r.Series)
 	one := func(name string) []pipebench.TimeValue {
 		if ss := byName[name]; len(ss) > 0 {
 			return ss[0].Points

@@ -69,10 +69,7 @@ func (o *NATSDetectOptions) defaults() {
 func DetectNATS(r *pipebench.Result, o NATSDetectOptions) []pipebench.Detection {
 	o.defaults()
 	var out []pipebench.Detection
-	byName := map[string][]pipebench.Series{}
-	for _, s := range r.Series {
-		byName[s.Name] = append(byName[s.Name], s)
-	}
+	byName := seriesByName(r.Series)
 	phase := func(t time.Time) string {
 		for _, p := range r.Phases {
 			if !t.Before(p.Started) && t.Before(p.Ended) {

@@ -76,15 +76,21 @@ func PerInstance(p *pipebench.PhaseResult, name string) (string, bool) {
 	if len(ks) == 0 {
 		return "", false
 	}
+	return byInstance(ks, true), true
+}
+
+// byInstance sorts ks by instance and joins their values: "225/s, 178/s"
+// (perSecond: a per-second KPI's value ends in "/s"), "137, 139".
+func byInstance(ks []pipebench.KPI, perSecond bool) string {
 	sort.Slice(ks, func(i, j int) bool { return ks[i].Labels["instance"] < ks[j].Labels["instance"] })
 	parts := make([]string, len(ks))
 	for i, k := range ks {
 		parts[i] = Number(k.Value)
-		if k.Unit == pipebench.UnitPerSecond {
+		if perSecond && k.Unit == pipebench.UnitPerSecond {
 			parts[i] += "/s"
 		}
 	}
-	return strings.Join(parts, ", "), true
+	return strings.Join(parts, ", ")
 }
 
 // Sum returns the sum of every KPI of that name in the phase (over

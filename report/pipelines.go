@@ -87,11 +87,7 @@ func exporterKPI(name, pipeline string) func(p *pipebench.PhaseResult) (string, 
 		if len(ks) == 0 {
 			return "", false
 		}
-		sort.Slice(ks, func(i, j int) bool { return ks[i].Labels["instance"] < ks[j].Labels["instance"] })
-		parts := make([]string, len(ks))
-		for i, k := range ks {
-			parts[i] = Number(k.Value)
-		}
-		return strings.Join(parts, ", "), true
+		// The row's label says the unit: no "/s" on the values.
+		return byInstance(ks, false), true
 	}
 }

@@ -25,7 +25,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func collectorScenario(t *testing.T, phases string) (*runner.Params, func()) {
+// collectorScenario is the run of a real collector between the otlp driver
+// and sink, observed through its metrics, with phases (YAML, from
+// "phases:" on); it skips the test in -short mode, as it starts a
+// collector.
+func collectorScenario(t *testing.T, phases string) *runner.Params {
+	if testing.Short() {
+		t.Skip("starts a collector")
+	}
 	reg := registryTB(t)
 	for _, err := range []error{
 		reg.Generators.Register(otlpgen.TracesFactory()),
@@ -48,16 +55,13 @@ observers: [{type: prometheus, preset: otelcol}]
 interval: 500ms
 drain: 30s
 `+phases)
-	return &runner.Params{Plan: plan, Registry: reg}, func() {}
+	return &runner.Params{Plan: plan, Registry: reg}
 }
 
 // No faults: what pipebench sent, the collector accepted, the collector
 // exported and the sink received are the same number, exactly.
 func TestCollectorAccountsForEverySpan(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a collector")
-	}
-	p, _ := collectorScenario(t, `
+	p := collectorScenario(t, `
 phases:
   - {name: steady, duration: 3s, rate: 2000/s}
 `)
@@ -88,10 +92,7 @@ phases:
 // drains; every span is accounted for: sent = delivered + lost, and any loss
 // is what the collector itself reports dropping.
 func TestCollectorBackpressureAccounting(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a collector")
-	}
-	p, _ := collectorScenario(t, `
+	p := collectorScenario(t, `
 phases:
   - {name: steady, duration: 2s, rate: 2000/s}
   - {name: backpressure, duration: 4s, rate: 2000/s, faults: {error_ratio: 0.7, error_status: 503}}
@@ -124,10 +125,7 @@ phases:
 // names the collector, its exit status and the tail of its log. (The test
 // binary's only children are the collector replicas it starts.)
 func TestCollectorKilledMidRunFails(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a collector")
-	}
-	p, _ := collectorScenario(t, `
+	p := collectorScenario(t, `
 phases:
   - {name: before, duration: 1s, rate: 500/s}
   - {name: after, duration: 1s, rate: 500/s}

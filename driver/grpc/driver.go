@@ -165,10 +165,7 @@ func Factory() pipebench.Factory[pipebench.Driver] {
 	return pipebench.NewFactory("grpc", "any gRPC method (unary or client stream) from .proto files or server reflection, over TCP or a Unix socket",
 		defaultConfig,
 		func(c *Config, env pipebench.Env) (pipebench.Driver, error) {
-			target := env.Targets["grpc"]
-			if target == "" {
-				target = env.Target
-			}
+			target := env.TargetFor("grpc")
 			d, err := New(*c, target)
 			if err == nil && env.Logger != nil {
 				d.log = env.Logger

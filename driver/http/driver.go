@@ -33,10 +33,7 @@ import (
 func Factory() pipebench.Factory[pipebench.Driver] {
 	return pipebench.NewFactory("http", "HTTP/1.1 (keep-alive pool) or HTTP/2 (h2c or TLS) POST/PUT", defaultConfig,
 		func(c *Config, env pipebench.Env) (pipebench.Driver, error) {
-			target := env.Targets["http"]
-			if target == "" {
-				target = env.Target
-			}
+			target := env.TargetFor("http")
 			d, err := New(*c, target)
 			switch {
 			case err != nil:

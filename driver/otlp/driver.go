@@ -140,10 +140,7 @@ const (
 func Factory() pipebench.Factory[pipebench.Driver] {
 	return pipebench.NewFactory("otlp", "OTLP traces, metrics and logs over gRPC or HTTP/protobuf", DefaultConfig,
 		func(c *Config, env pipebench.Env) (pipebench.Driver, error) {
-			target := env.Targets[c.Protocol]
-			if target == "" {
-				target = env.Target
-			}
+			target := env.TargetFor(c.Protocol)
 			d, err := New(*c, target)
 			if err == nil && env.Logger != nil {
 				d.log = env.Logger

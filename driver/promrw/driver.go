@@ -93,10 +93,7 @@ func (c *Config) Validate() error {
 func Factory() pipebench.Factory[pipebench.Driver] {
 	return pipebench.NewFactory("prometheus-remote-write", "Prometheus remote write 1.0 or 2.0 (snappy protobuf): every metric point a sample of its own series", DefaultConfig,
 		func(c *Config, env pipebench.Env) (pipebench.Driver, error) {
-			target := env.Targets["prometheus-remote-write"]
-			if target == "" {
-				target = env.Target
-			}
+			target := env.TargetFor("prometheus-remote-write")
 			return New(*c, target)
 		}).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadOTLPMetrics})
 }

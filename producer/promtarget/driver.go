@@ -70,10 +70,7 @@ func DriverFactory() pipebench.Factory[pipebench.Driver] {
 		func(c *DriverConfig, env pipebench.Env) (pipebench.Driver, error) {
 			cfg := c.Config
 			if cfg.Listen == "" {
-				cfg.Listen = env.Targets["producers"]
-			}
-			if cfg.Listen == "" {
-				cfg.Listen = env.Target
+				cfg.Listen = env.TargetFor("producers")
 			}
 			if cfg.Listen == "" {
 				cfg.Listen = "127.0.0.1:0"
