@@ -192,6 +192,12 @@ func (s *search) try(ctx context.Context, rate pipebench.Rate, d time.Duration, 
 	if err != nil {
 		return Probe{}, err
 	}
+	// Observed at least six times: at the default interval (a second) a
+	// probe of three would hold two or three readings of the backlog, and
+	// a slope needs three.
+	if iv := max(d/6, 100*time.Millisecond); plan.Interval.D() > iv {
+		plan.Interval = pipebench.Duration(iv)
+	}
 	t0 := time.Now()
 	res, err := s.p.Run(ctx, plan)
 	s.probeCost = max(s.probeCost, time.Since(t0))
@@ -421,7 +427,12 @@ func Judge(res *pipebench.Result, tolerance float64) Probe {
 	}
 	rate := sent / math.Max(secs, 1e-9)
 	for _, name := range []string{"backlog", "exporter_queue_size"} {
-		if g := growth(res.Series, name, ph.Started, ph.Ended); g > math.Max(0.05*rate, 1) {
+		g, n, seen := growth(res.Series, name, ph.Started, ph.Ended)
+		switch {
+		case seen && n < 3:
+			// Too few readings for a slope: not stable by default.
+			why = append(why, fmt.Sprintf("the %s was read %d times during the probe, too few to tell whether it grew (give a longer --probe or a shorter interval)", strings.ReplaceAll(name, "_", " "), n))
+		case g > math.Max(0.05*rate, 1):
 			why = append(why, fmt.Sprintf("%s growing by %s/s through the probe", strings.ReplaceAll(name, "_", " "), pipebench.FormatCount(g)))
 		}
 	}
@@ -438,13 +449,21 @@ func Judge(res *pipebench.Result, tolerance float64) Probe {
 // growth is the least-squares slope per second of the series called name
 // (summed over its instances) over the second half of [from, to], where a
 // stable system has settled, or over the whole window when the half holds
-// fewer than five observations: a slope, not one reading.
-func growth(series []pipebench.Series, name string, from, to time.Time) float64 {
-	if g, n := slope(series, name, from.Add(to.Sub(from)/2), to); n >= 5 {
-		return g
+// fewer than five observations: a slope, not one reading. It also returns
+// how many observations the slope rests on (under three: none, and the
+// slope is 0) and whether the result has the series at all.
+func growth(series []pipebench.Series, name string, from, to time.Time) (g float64, n int, seen bool) {
+	for _, s := range series {
+		if s.Name == name {
+			seen = true
+			break
+		}
 	}
-	g, _ := slope(series, name, from, to)
-	return g
+	if g, n := slope(series, name, from.Add(to.Sub(from)/2), to); n >= 5 {
+		return g, n, seen
+	}
+	g, n = slope(series, name, from, to)
+	return g, n, seen
 }
 
 // slope fits the series over [mid, to] and says how many points it had.

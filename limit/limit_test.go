@@ -235,3 +235,67 @@ func TestProbeLine(t *testing.T) {
 		t.Errorf("stable: %q", got)
 	}
 }
+
+// A probe whose backlog was read fewer than three times cannot show
+// whether it grew: it is not judged stable, and the reason says what to
+// change. Three readings that do not grow are stable; three that grow by
+// far more than 5% of the rate are not.
+func TestJudgeNeedsThreeReadingsOfTheBacklog(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	result := func(backlog ...float64) *pipebench.Result {
+		var pts []pipebench.TimeValue
+		for i, v := range backlog {
+			pts = append(pts, pipebench.TimeValue{T: t0.Add(time.Duration(i+1) * 900 * time.Millisecond), V: v})
+		}
+		total := &pipebench.PhaseResult{KPIs: []pipebench.KPI{{Name: "sent", Value: 1500}}}
+		return &pipebench.Result{
+			Manifest: pipebench.Manifest{Status: pipebench.StatusCompleted},
+			Phases:   []pipebench.PhaseResult{{Name: "probe", Started: t0, Ended: t0.Add(3 * time.Second)}},
+			Total:    total,
+			Series:   []pipebench.Series{{Name: "backlog", Points: pts}},
+		}
+	}
+	if pr := limit.Judge(result(0, 100), 0.01); pr.Stable || !strings.Contains(pr.Why, "read 2 times during the probe, too few") {
+		t.Errorf("two readings: stable %v, why %q", pr.Stable, pr.Why)
+	}
+	if pr := limit.Judge(result(5, 5, 5), 0.01); !pr.Stable {
+		t.Errorf("three flat readings: not stable: %q", pr.Why)
+	}
+	if pr := limit.Judge(result(100, 200, 300), 0.01); pr.Stable || !strings.Contains(pr.Why, "backlog growing") {
+		t.Errorf("three growing readings: stable %v, why %q", pr.Stable, pr.Why)
+	}
+}
+
+// Each probe is observed at least every sixth of its length, so that its
+// backlog slope rests on about six readings; a scenario's shorter
+// interval is kept.
+func TestProbesAreObservedSixTimes(t *testing.T) {
+	reg := registry(t)
+	for _, tc := range []struct {
+		interval string
+		want     time.Duration
+	}{{"", 500 * time.Millisecond}, {"interval: 750ms\n", 500 * time.Millisecond}, {"interval: 300ms\n", 300 * time.Millisecond}} {
+		p := plan(t, reg, `
+name: limit-interval
+target: {driver: http, connections: 4}
+workload: {generator: event, size: 64}
+sink: {type: http}
+`+tc.interval+`drain: 1s
+phases:
+  - {name: load, duration: 3s, rate: 100/s}
+`)
+		var got []time.Duration
+		run := runWith(reg)
+		_, err := limit.Search(context.Background(), limit.Params{Plan: p, Start: 100, Max: 100, Probe: 3 * time.Second, Precision: 0.5, Budget: 30 * time.Second,
+			Run: func(ctx context.Context, pl pipebench.Plan) (*pipebench.Result, error) {
+				got = append(got, pl.Interval.D())
+				return run(ctx, pl)
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 || got[0] != tc.want {
+			t.Errorf("interval %q: the probes ran with %v, want %s", strings.TrimSpace(tc.interval), got, tc.want)
+		}
+	}
+}
