@@ -57,6 +57,15 @@ RATE=${RATE:-50000}
 SIZE_E2E=${SIZE_E2E:-1024}
 CONNS=${CONNS:-1000}
 CHECKS=${CHECKS:-rate rate-p conns conns-p conns-1}
+for c in $CHECKS; do
+	case $c in
+	rate | rate-p | conns | conns-p | conns-1) ;;
+	*)
+		echo "CHECKS: no check called \"$c\"; the checks are rate, rate-p, conns, conns-p, conns-1" >&2
+		exit 2
+		;;
+	esac
+done
 OFFER=${OFFER:-2}
 PORT=${KAFKA_PORT:-19092}
 CPORT=${KAFKA_CONTROLLER_PORT:-19093}

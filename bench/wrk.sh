@@ -40,6 +40,12 @@ DURATION=${DURATION:-10s}
 STEP_DURATION=${STEP_DURATION:-5s}
 FRACTION=${FRACTION:-0.7}
 PIPELINE_DEPTH=${PIPELINE_DEPTH:-100}
+case $PIPELINE_DEPTH in
+'' | *[!0-9]* | 0 | 1)
+	echo "PIPELINE_DEPTH=$PIPELINE_DEPTH: give a whole number of requests a write, 2 or more (default 100)" >&2
+	exit 2
+	;;
+esac
 PORT=${PORT:-18091}
 WRK=${WRK:-$(command -v wrk || true)}
 NGINX=${NGINX:-$(command -v nginx || true)}

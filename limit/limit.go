@@ -48,23 +48,35 @@ type Params struct {
 	Progress func(Probe, Bracket)
 }
 
+// probeInterval is how often a probe of d is observed: the plan's interval
+// iv (a second when unset), shortened so that the probe holds six
+// readings, but not below the shortest interval, 100 ms. At the default a
+// probe of three seconds would hold two or three readings of the backlog,
+// and a slope needs three.
+func probeInterval(iv, d time.Duration) time.Duration {
+	if iv <= 0 {
+		iv = time.Second
+	}
+	return min(iv, max(d/6, minInterval))
+}
+
+// minInterval is the shortest observation interval a scenario can ask for.
+const minInterval = 100 * time.Millisecond
+
 // Validate refuses settings a search cannot work with, naming the flag:
-// a rate probe shorter than three of the plan's observation intervals (its
+// a rate probe shorter than three of its observation intervals (its
 // backlog and queue slopes would rest on too few points), a budget that
 // cannot hold one probe and its drain, a precision outside (0, 1), a
 // tolerance outside [0, 1), rates below 0, and any of them not a number.
 func (p Params) Validate() error {
-	iv := p.Plan.Interval.D()
-	if iv <= 0 {
-		iv = time.Second
-	}
+	iv := probeInterval(p.Plan.Interval.D(), p.Probe)
 	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
 	switch {
 	case len(p.Plan.Phases) == 0:
 		return pipebench.UsageError("the scenario has no phase to take the probes' batch size and faults from", "add a phase", nil)
 	case p.Burst == 0 && p.Probe < 3*iv:
 		return pipebench.UsageError(fmt.Sprintf("--probe %s is shorter than three observation intervals (%s each)", p.Probe, iv),
-			fmt.Sprintf("give --probe %s or more, or a shorter interval in the scenario", 3*iv), nil)
+			fmt.Sprintf("give --probe %s or more", 3*iv), nil)
 	case bad(p.Precision) || p.Precision <= 0 || p.Precision >= 1:
 		return pipebench.UsageError(fmt.Sprintf("--precision %v is outside (0, 1)", p.Precision), "0.05 stops at ±5%", nil)
 	case bad(p.Tolerance) || p.Tolerance < 0 || p.Tolerance >= 1:
@@ -192,12 +204,7 @@ func (s *search) try(ctx context.Context, rate pipebench.Rate, d time.Duration, 
 	if err != nil {
 		return Probe{}, err
 	}
-	// Observed at least six times: at the default interval (a second) a
-	// probe of three would hold two or three readings of the backlog, and
-	// a slope needs three.
-	if iv := max(d/6, 100*time.Millisecond); plan.Interval.D() > iv {
-		plan.Interval = pipebench.Duration(iv)
-	}
+	plan.Interval = pipebench.Duration(probeInterval(s.p.Plan.Interval.D(), d))
 	t0 := time.Now()
 	res, err := s.p.Run(ctx, plan)
 	s.probeCost = max(s.probeCost, time.Since(t0))

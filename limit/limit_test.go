@@ -191,8 +191,10 @@ phases:
 	if _, err := limit.Search(context.Background(), limit.Params{Plan: p, Run: runWith(reg), Probe: 2 * time.Second, Budget: 2 * time.Second}); pipebench.ExitCode(err) != pipebench.ExitUsage {
 		t.Fatalf("a 2 s budget for 2 s probes with a 1 s drain: %v, want a usage error", err)
 	}
-	if _, err := limit.Search(context.Background(), limit.Params{Plan: p, Run: runWith(reg), Probe: time.Second}); pipebench.ExitCode(err) != pipebench.ExitUsage {
-		t.Fatalf("a 1 s probe with a 500 ms interval: %v, want a usage error", err)
+	// A probe is observed at least six times, at intervals of 100 ms at
+	// the least: one under 300 ms cannot hold three readings.
+	if _, err := limit.Search(context.Background(), limit.Params{Plan: p, Run: runWith(reg), Probe: 250 * time.Millisecond}); pipebench.ExitCode(err) != pipebench.ExitUsage {
+		t.Fatalf("a 250 ms probe: %v, want a usage error", err)
 	}
 	start := time.Now()
 	ans, err := limit.Search(context.Background(), limit.Params{Plan: p, Run: runWith(reg), Start: 100, Probe: 2 * time.Second, Budget: 7 * time.Second})

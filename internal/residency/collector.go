@@ -38,8 +38,7 @@ func Collector() bool {
 	if !started.CompareAndSwap(false, true) {
 		return true
 	}
-	t := &tuner{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
-	t.percent.Store(100)
+	t := &tuner{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}, percent: 100}
 	t.arm()
 	return true
 }
@@ -57,9 +56,10 @@ func Percent(live uint64) int {
 // started is whether a tuner runs: one is enough.
 var started atomic.Bool
 
+// tuner is only used on the finalizer goroutine once armed.
 type tuner struct {
 	sample  []metrics.Sample
-	percent atomic.Int64
+	percent int // the target it set last
 }
 
 // arm allocates an object that only the collector can free and asks to
@@ -84,8 +84,8 @@ func (t *tuner) tune() {
 		return
 	}
 	p := Percent(t.sample[0].Value.Uint64())
-	if int64(p) != t.percent.Load() {
-		t.percent.Store(int64(p))
+	if p != t.percent {
+		t.percent = p
 		debug.SetGCPercent(p)
 	}
 }
