@@ -8,26 +8,31 @@ import (
 	"sync/atomic"
 )
 
-// Headroom is how much the heap may grow between two collections, at the
-// least: Collector lets it grow by half of what is live, or by Headroom
-// when that is more, but never by more than Go's default (as much as is
-// live).
+// Headroom is how much the heap may grow between two collections: Collector
+// lets it grow by Headroom, but never by more than Go's default (as much as
+// is live) nor by less than Floor percent of what is live.
 //
 // What pipebench holds live in a large run is mostly what lives as long as
 // the run: the client, buffers and goroutines of each of many connections,
 // the latency histograms. Go's default target (GOGC=100) lets the heap
 // reach twice that before a cycle, so that resident memory doubles the
-// state: with 1,000 Kafka producers (65-69 MB live; bench/kafka.sh,
-// conns-p) a target of 50 took the anonymous memory from 142-145 MB to
-// 114-122 MB at the same CPU. A small live heap keeps Go's default: there
-// the doubling costs a few megabytes, and more frequent cycles cost CPU in
-// proportion to what the run allocates. gRPC calls allocate: in
-// driver/grpc's BenchmarkUnaryRate at 20,000 calls/s on one core (8 runs
-// of each, interleaved) a fixed GOGC=50 answered a median of 19.4 k calls
-// per CPU-second, Go's default 20.9 k and Collector 20.8 k.
+// state. With 1,000 Kafka producers (65-77 MB live; bench/kafka.sh,
+// conns-p) anonymous memory was 142-145 MB at Go's default, 114-127 MB at
+// a target of 50 and 107-114 MB at 25, at the same CPU: that run
+// allocates little, so more frequent cycles cost little. A small live heap
+// keeps Go's default: there the doubling costs a few megabytes, and more
+// frequent cycles cost CPU in proportion to what the run allocates. gRPC
+// calls allocate: in driver/grpc's BenchmarkUnaryRate at 20,000 calls/s on
+// one core (8 runs of each, interleaved) a fixed GOGC=50 answered a median
+// of 19.4 k calls per CPU-second, Go's default 20.9 k and Collector 20.8 k.
 const Headroom = 16 << 20
 
-// Collector keeps the collector's target at max(50, 100 x Headroom / live)
+// Floor is the lowest target Collector sets, in percent of the live heap:
+// from 64 MiB live the heap grows by a quarter of it between cycles, so
+// that a very large heap is not collected for every 16 MiB allocated.
+const Floor = 25
+
+// Collector keeps the collector's target at max(Floor, 100 x Headroom / live)
 // percent, at most 100, re-read after every cycle, unless the GOGC
 // environment variable sets a target (then it does nothing). It returns
 // whether it took over.
@@ -50,7 +55,7 @@ func Percent(live uint64) int {
 		return 100
 	}
 	p := 100 * uint64(Headroom) / live
-	return int(min(max(p, 50), 100))
+	return int(min(max(p, Floor), 100))
 }
 
 // started is whether a tuner runs: one is enough.

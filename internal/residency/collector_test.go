@@ -19,7 +19,8 @@ func TestPercent(t *testing.T) {
 		{Headroom, 100},        // growing by all of it is growing by the headroom
 		{2 * Headroom, 50},     // half of it is the headroom
 		{Headroom * 4 / 3, 75}, // growing by the headroom
-		{1 << 30, 50},          // never less than half
+		{4 * Headroom, Floor},  // a quarter of it is the headroom
+		{1 << 30, Floor},       // never less than the floor
 	} {
 		if got := Percent(tc.live); got != tc.want {
 			t.Errorf("Percent(%d MiB) = %d, want %d", tc.live>>20, got, tc.want)
@@ -28,7 +29,7 @@ func TestPercent(t *testing.T) {
 }
 
 // With GOGC set Collector leaves the target alone; without, once the
-// live heap is large the collector runs at 50 and, once it is small
+// live heap is large the collector runs at its floor and, once it is small
 // again, back at Go's default.
 func TestCollector(t *testing.T) {
 	before := debug.SetGCPercent(100)
@@ -44,12 +45,12 @@ func TestCollector(t *testing.T) {
 	if !Collector() {
 		t.Fatal("Collector did not take over without GOGC")
 	}
-	// About 3 x Headroom live: the target goes to 50.
+	// About 6 x Headroom live: the target goes to the floor.
 	held := make([][]byte, 0, 96)
 	for range 96 {
 		held = append(held, make([]byte, 1<<20))
 	}
-	testutil.Eventually(t, 10*time.Second, func() bool { runtime.GC(); return current() == 50 }, "the target is 50 with %d MiB live", len(held))
+	testutil.Eventually(t, 10*time.Second, func() bool { runtime.GC(); return current() == Floor }, "the target is %d with %d MiB live", Floor, len(held))
 	runtime.KeepAlive(held)
 	held = nil
 	testutil.Eventually(t, 10*time.Second, func() bool { runtime.GC(); return current() == 100 }, "the target is back at 100 with the heap freed")
