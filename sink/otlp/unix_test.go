@@ -3,7 +3,6 @@ package otlpsink
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/unixsock"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 )
 
@@ -57,10 +57,7 @@ func TestSinkOnUnixSockets(t *testing.T) {
 		t.Fatalf("OTLP/gRPC over the socket: %v", err)
 	}
 
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", hsock)
-		}}}
+	client := unixsock.HTTPClient(hsock, 5*time.Second)
 	b = gen.Next(501, 500, at)
 	hreq, _ := http.NewRequest(http.MethodPost, "http://sink/v1/traces", bytes.NewReader(b.Body))
 	hreq.Header.Set("Content-Type", "application/x-protobuf")
