@@ -53,14 +53,7 @@ func TestCarriersQueueSendsBeyondTheConnections(t *testing.T) {
 	cc := newConnCounter(t)
 	c := defaultConfig()
 	c.Connections = 2
-	d, err := New(*c, "http://"+cc.addr+"/in")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(context.Background())
+	d := started(t, c, "http://"+cc.addr+"/in")
 	before := time.Now()
 	for i, o := range asyncOutcomes(t, d, 60, 10*time.Second) {
 		if o.Class != pipebench.ClassOK || o.Written.Before(before) {
@@ -78,14 +71,7 @@ func TestCarriersNoFreeConnection(t *testing.T) {
 	addr := drivertest.SilentServer(t) // accepts and never answers
 	c := defaultConfig()
 	c.Connections, c.Timeout = 1, pipebench.Duration(200*time.Millisecond)
-	d, err := New(*c, "http://"+addr+"/in")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(context.Background())
+	d := started(t, c, "http://"+addr+"/in")
 	outs := asyncOutcomes(t, d, 2, 10*time.Second)
 	if o := outs[0]; o.Class != pipebench.ClassTimeout || o.Written.IsZero() {
 		t.Errorf("the send that was written: %+v, want a timeout", o)
@@ -100,10 +86,7 @@ func TestCarriersNoFreeConnection(t *testing.T) {
 // instead of one connection each.
 func TestPipelinedSendAsyncBurstSharesAConnection(t *testing.T) {
 	cc := newConnCounter(t)
-	d := pipelined(t, "http://"+cc.addr+"/in", 16, 32, 5*time.Second)
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	d := started(t, pipelinedConfig(16, 32, 5*time.Second), "http://"+cc.addr+"/in")
 	// One P: the writers run only once this goroutine waits.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	for i, o := range asyncOutcomes(t, d, 16, 10*time.Second) {
@@ -149,10 +132,7 @@ func TestFactoryAsyncWhereItPays(t *testing.T) {
 // queue the readers serve as answers come back; each is answered once.
 func TestPipelinedSendAsyncBeyondTheWindow(t *testing.T) {
 	cc := newConnCounter(t)
-	d := pipelined(t, "http://"+cc.addr+"/in", 1, 2, 5*time.Second)
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	d := started(t, pipelinedConfig(1, 2, 5*time.Second), "http://"+cc.addr+"/in")
 	before := time.Now()
 	for i, o := range asyncOutcomes(t, d, 50, 10*time.Second) {
 		if o.Class != pipebench.ClassOK || o.Written.Before(before) {
@@ -168,10 +148,7 @@ func TestPipelinedSendAsyncBeyondTheWindow(t *testing.T) {
 // fails as the pipeline being full, never written.
 func TestPipelinedSendAsyncWindowFull(t *testing.T) {
 	addr := drivertest.SilentServer(t) // accepts and never answers
-	d := pipelined(t, "http://"+addr+"/in", 1, 1, 200*time.Millisecond)
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	d := started(t, pipelinedConfig(1, 1, 200*time.Millisecond), "http://"+addr+"/in")
 	outs := asyncOutcomes(t, d, 2, 10*time.Second)
 	if o := outs[0]; o.Class != pipebench.ClassTimeout || o.Written.IsZero() {
 		t.Errorf("the send on the wire: %+v, want a timeout", o)

@@ -74,14 +74,7 @@ func TestLoopResendsOnceOnAConnectionClosedMeanwhile(t *testing.T) {
 	})
 	c := defaultConfig()
 	c.Connections = 1
-	d, err := New(*c, "http://"+ln.Addr().String()+"/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(context.Background())
+	d := started(t, c, "http://"+ln.Addr().String()+"/")
 	const sends = 20
 	for i := 0; i < sends; i++ {
 		b := pipebench.Batch{Body: []byte(strconv.Itoa(i)), Count: 1}
