@@ -47,10 +47,7 @@ func TestServesEachItemOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := d.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(ctx)
+	testutil.Start(t, d.Start, d.Shutdown)
 	seen := map[uint64]int{}
 	seq := uint64(1)
 	for round := 0; round < 3; round++ {

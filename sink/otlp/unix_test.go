@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/internal/unixsock"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 )
@@ -30,10 +31,7 @@ func TestSinkOnUnixSockets(t *testing.T) {
 	}
 	rec := newArrivals()
 	s := New(cfg, 1)
-	if err := s.Start(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(ctx)
+	testutil.Start(t, func(ctx context.Context) error { return s.Start(ctx, rec) }, s.Shutdown)
 	if s.GRPCEndpoint() != "unix://"+gsock || s.HTTPEndpoint() != "unix://"+hsock || s.Endpoints()["grpc"] != "unix://"+gsock {
 		t.Fatalf("endpoints %v", s.Endpoints())
 	}

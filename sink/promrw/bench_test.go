@@ -11,6 +11,7 @@ import (
 
 	"github.com/klauspost/compress/snappy"
 
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/payload/promrw"
 )
 
@@ -85,10 +86,7 @@ func BenchmarkDecodeV2(b *testing.B) {
 func BenchmarkSink(b *testing.B) {
 	a := &countArrivals{}
 	s := New(*DefaultConfig())
-	if err := s.Start(context.Background(), a); err != nil {
-		b.Fatal(err)
-	}
-	defer s.Shutdown(context.Background())
+	testutil.Start(b, func(ctx context.Context) error { return s.Start(ctx, a) }, s.Shutdown)
 	_, body := benchRequest(1)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	b.SetBytes(int64(len(body)))
