@@ -11,19 +11,29 @@ import (
 	"github.com/pipebench/pipebench/driver/drivertest"
 )
 
-// asyncOutcomes hands n sends to d.sendAsync (the factory's SendAsync) one after the other, as the
-// open-model runner does, and returns their outcomes by send, each checked
-// to come exactly once, within bound.
+// asyncOutcomes hands n sends of "{}" to d.sendAsync (the factory's
+// SendAsync) one after the other, as the open-model runner does, and
+// returns their outcomes by send, each checked to come exactly once,
+// within bound.
 func asyncOutcomes(t *testing.T, d *Driver, n int, bound time.Duration) []pipebench.Outcome {
 	t.Helper()
+	batches := make([]pipebench.Batch, n)
+	for i := range batches {
+		batches[i] = pipebench.Batch{Body: []byte("{}"), Count: 1}
+	}
+	return batchOutcomes(t, d, batches, bound)
+}
+
+// batchOutcomes is asyncOutcomes for the given batches.
+func batchOutcomes(t *testing.T, d *Driver, batches []pipebench.Batch, bound time.Duration) []pipebench.Outcome {
+	t.Helper()
+	n := len(batches)
 	outs := make([]pipebench.Outcome, n)
 	calls := make([]int, n)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	batches := make([]pipebench.Batch, n)
 	wg.Add(n)
 	for i := range n {
-		batches[i] = pipebench.Batch{Body: []byte("{}"), Count: 1}
 		d.sendAsync(context.Background(), &batches[i], func(_ time.Time, o pipebench.Outcome) {
 			mu.Lock()
 			outs[i] = o
