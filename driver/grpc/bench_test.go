@@ -20,8 +20,6 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
-	"github.com/pipebench/pipebench/examples"
-	"github.com/pipebench/pipebench/internal/protoschema"
 	"github.com/pipebench/pipebench/internal/residency"
 	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/payload"
@@ -214,14 +212,7 @@ func TestHelperGRPCServer(t *testing.T) {
 		t.Skip("helper process for BenchmarkUnaryRate")
 	}
 	addr, sock, _ := strings.Cut(spec, ",")
-	files, err := protoschema.Compile(context.Background(), []string{"healthevents.proto"}, nil, examples.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md, err := protoschema.Method(files, "pipebench.healthevents.v1.HealthEventService/Report")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, md := grpcdriver.HealthSchema(t)
 	srv := grpc.NewServer()
 	srv.RegisterService(&grpc.ServiceDesc{
 		ServiceName: string(md.Parent().FullName()),

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/reflection"
 	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/pipebench/pipebench"
@@ -43,7 +44,9 @@ func startServer(t testing.TB, network string) *server {
 	return startServerOpts(t, network)
 }
 
-func startServerOpts(t testing.TB, network string, opts ...grpc.ServerOption) *server {
+// healthSchema compiles examples/healthevents.proto and returns its files
+// and the health-event service's Report method.
+func healthSchema(t testing.TB) (*protoregistry.Files, protoreflect.MethodDescriptor) {
 	t.Helper()
 	files, err := protoschema.Compile(context.Background(), []string{"healthevents.proto"}, nil, examples.FS)
 	if err != nil {
@@ -53,9 +56,16 @@ func startServerOpts(t testing.TB, network string, opts ...grpc.ServerOption) *s
 	if err != nil {
 		t.Fatal(err)
 	}
+	return files, report
+}
+
+func startServerOpts(t testing.TB, network string, opts ...grpc.ServerOption) *server {
+	t.Helper()
+	files, report := healthSchema(t)
 	stream, _ := protoschema.Method(files, "pipebench.healthevents.v1.HealthEventService/ReportStream")
 	s := &server{}
 	var ln net.Listener
+	var err error
 	if network == "unix" {
 		sock := filepath.Join(t.TempDir(), "he.sock")
 		ln, err = net.Listen("unix", sock)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 // BenchmarkSend is the driver alone: closed-loop unary calls from
@@ -18,10 +19,7 @@ func BenchmarkSend(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := d.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	defer d.Shutdown(context.Background())
+	testutil.Start(b, d.Start, d.Shutdown)
 	g := newGen(b, map[string]any{"version": uint64(1), "events": []any{map[string]any{"node_name": "node-{{seq % 100}}", "sequence": "{{seq}}", "severity": "SEVERITY_FATAL"}}})
 	b.SetParallelism(64)
 	start := time.Now()

@@ -11,19 +11,29 @@ import (
 	"github.com/pipebench/pipebench/driver/drivertest"
 )
 
-// asyncOutcomes hands n sends to d.sendAsync (the factory's SendAsync) one after the other, as the
-// open-model runner does, and returns their outcomes by send, each checked
-// to come exactly once, within bound.
+// asyncOutcomes hands n sends of "{}" to d.sendAsync (the factory's
+// SendAsync) one after the other, as the open-model runner does, and
+// returns their outcomes by send, each checked to come exactly once,
+// within bound.
 func asyncOutcomes(t *testing.T, d *Driver, n int, bound time.Duration) []pipebench.Outcome {
 	t.Helper()
+	batches := make([]pipebench.Batch, n)
+	for i := range batches {
+		batches[i] = pipebench.Batch{Body: []byte("{}"), Count: 1}
+	}
+	return batchOutcomes(t, d, batches, bound)
+}
+
+// batchOutcomes is asyncOutcomes for the given batches.
+func batchOutcomes(t *testing.T, d *Driver, batches []pipebench.Batch, bound time.Duration) []pipebench.Outcome {
+	t.Helper()
+	n := len(batches)
 	outs := make([]pipebench.Outcome, n)
 	calls := make([]int, n)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	batches := make([]pipebench.Batch, n)
 	wg.Add(n)
 	for i := range n {
-		batches[i] = pipebench.Batch{Body: []byte("{}"), Count: 1}
 		d.sendAsync(context.Background(), &batches[i], func(_ time.Time, o pipebench.Outcome) {
 			mu.Lock()
 			outs[i] = o
@@ -53,14 +63,7 @@ func TestCarriersQueueSendsBeyondTheConnections(t *testing.T) {
 	cc := newConnCounter(t)
 	c := defaultConfig()
 	c.Connections = 2
-	d, err := New(*c, "http://"+cc.addr+"/in")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(context.Background())
+	d := started(t, c, "http://"+cc.addr+"/in")
 	before := time.Now()
 	for i, o := range asyncOutcomes(t, d, 60, 10*time.Second) {
 		if o.Class != pipebench.ClassOK || o.Written.Before(before) {
@@ -78,14 +81,7 @@ func TestCarriersNoFreeConnection(t *testing.T) {
 	addr := drivertest.SilentServer(t) // accepts and never answers
 	c := defaultConfig()
 	c.Connections, c.Timeout = 1, pipebench.Duration(200*time.Millisecond)
-	d, err := New(*c, "http://"+addr+"/in")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(context.Background())
+	d := started(t, c, "http://"+addr+"/in")
 	outs := asyncOutcomes(t, d, 2, 10*time.Second)
 	if o := outs[0]; o.Class != pipebench.ClassTimeout || o.Written.IsZero() {
 		t.Errorf("the send that was written: %+v, want a timeout", o)
@@ -100,10 +96,7 @@ func TestCarriersNoFreeConnection(t *testing.T) {
 // instead of one connection each.
 func TestPipelinedSendAsyncBurstSharesAConnection(t *testing.T) {
 	cc := newConnCounter(t)
-	d := pipelined(t, "http://"+cc.addr+"/in", 16, 32, 5*time.Second)
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	d := started(t, pipelinedConfig(16, 32, 5*time.Second), "http://"+cc.addr+"/in")
 	// One P: the writers run only once this goroutine waits.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	for i, o := range asyncOutcomes(t, d, 16, 10*time.Second) {
@@ -149,10 +142,7 @@ func TestFactoryAsyncWhereItPays(t *testing.T) {
 // queue the readers serve as answers come back; each is answered once.
 func TestPipelinedSendAsyncBeyondTheWindow(t *testing.T) {
 	cc := newConnCounter(t)
-	d := pipelined(t, "http://"+cc.addr+"/in", 1, 2, 5*time.Second)
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	d := started(t, pipelinedConfig(1, 2, 5*time.Second), "http://"+cc.addr+"/in")
 	before := time.Now()
 	for i, o := range asyncOutcomes(t, d, 50, 10*time.Second) {
 		if o.Class != pipebench.ClassOK || o.Written.Before(before) {
@@ -168,10 +158,7 @@ func TestPipelinedSendAsyncBeyondTheWindow(t *testing.T) {
 // fails as the pipeline being full, never written.
 func TestPipelinedSendAsyncWindowFull(t *testing.T) {
 	addr := drivertest.SilentServer(t) // accepts and never answers
-	d := pipelined(t, "http://"+addr+"/in", 1, 1, 200*time.Millisecond)
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	d := started(t, pipelinedConfig(1, 1, 200*time.Millisecond), "http://"+addr+"/in")
 	outs := asyncOutcomes(t, d, 2, 10*time.Second)
 	if o := outs[0]; o.Class != pipebench.ClassTimeout || o.Written.IsZero() {
 		t.Errorf("the send on the wire: %+v, want a timeout", o)

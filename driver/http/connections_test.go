@@ -48,6 +48,18 @@ func newConnCounter(t *testing.T) *connCounter {
 	return cc
 }
 
+// started builds a driver of c aimed at target and starts it, failing the
+// test when either fails; the driver is shut down when the test ends.
+func started(t *testing.T, c *Config, target string) *Driver {
+	t.Helper()
+	d, err := New(*c, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Start(t, d.Start, d.Shutdown)
+	return d
+}
+
 func (cc *connCounter) distinct() int {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
@@ -167,14 +179,7 @@ func serverClosesIdle(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	c := defaultConfig()
 	c.Connections = 4
-	d, err := New(*c, "http://"+ln.Addr().String()+"/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(context.Background())
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	d := started(t, c, "http://"+ln.Addr().String()+"/")
 	if n := d.OpenConnections(); n != 4 {
 		t.Fatalf("after Start %d open, want 4", n)
 	}

@@ -30,20 +30,13 @@ func TestLoopLargeBodiesArriveWhole(t *testing.T) {
 	defer stop()
 	const sends, size = 6, 8 << 20
 	body := make([]byte, size)
-	outs := make(chan pipebench.Outcome, sends)
 	batches := make([]pipebench.Batch, sends)
 	for i := range batches {
 		batches[i] = pipebench.Batch{Body: body, Count: 1}
-		d.sendAsync(context.Background(), &batches[i], func(_ time.Time, o pipebench.Outcome) { outs <- o })
 	}
-	for i := 0; i < sends; i++ {
-		select {
-		case o := <-outs:
-			if o.Class != pipebench.ClassOK {
-				t.Fatalf("send: %+v", o)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%d of %d sends answered in 30 s", i, sends)
+	for i, o := range batchOutcomes(t, d, batches, 60*time.Second) {
+		if o.Class != pipebench.ClassOK {
+			t.Fatalf("send %d: %+v", i, o)
 		}
 	}
 	if n := got.Load(); n != sends*size {
@@ -74,14 +67,7 @@ func TestLoopResendsOnceOnAConnectionClosedMeanwhile(t *testing.T) {
 	})
 	c := defaultConfig()
 	c.Connections = 1
-	d, err := New(*c, "http://"+ln.Addr().String()+"/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(context.Background())
+	d := started(t, c, "http://"+ln.Addr().String()+"/")
 	const sends = 20
 	for i := 0; i < sends; i++ {
 		b := pipebench.Batch{Body: []byte(strconv.Itoa(i)), Count: 1}

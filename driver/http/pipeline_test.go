@@ -16,11 +16,20 @@ import (
 	"github.com/pipebench/pipebench/driver/drivertest"
 )
 
-func pipelined(t *testing.T, target string, conns, depth int, timeout time.Duration) *Driver {
-	t.Helper()
+// pipelinedConfig is the default configuration with conns connections,
+// each pipelining up to depth requests bounded by timeout.
+func pipelinedConfig(conns, depth int, timeout time.Duration) *Config {
 	c := defaultConfig()
 	c.Connections, c.Pipeline, c.Timeout = conns, depth, pipebench.Duration(timeout)
-	d, err := New(*c, target)
+	return c
+}
+
+// pipelined builds a driver of pipelinedConfig aimed at target, not yet
+// started (its connections open on demand); it is shut down when the test
+// ends.
+func pipelined(t *testing.T, target string, conns, depth int, timeout time.Duration) *Driver {
+	t.Helper()
+	d, err := New(*pipelinedConfig(conns, depth, timeout), target)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/fdlimit"
+	"github.com/pipebench/pipebench/internal/jsonsplit"
 	"github.com/pipebench/pipebench/internal/kafkaclient"
 	"github.com/pipebench/pipebench/internal/netclass"
 	"github.com/pipebench/pipebench/payload"
@@ -424,7 +425,7 @@ func (s *send) fill(b *pipebench.Batch) {
 	d := s.d
 	var items [][]byte
 	if d.cfg.Split && b.Count > 1 {
-		items = splitItems(b.Body, b.Count, s.items[:0])
+		items = jsonsplit.Array(b.Body, b.Count, s.items[:0])
 		if items != nil {
 			s.items = items
 		}
@@ -512,7 +513,7 @@ func fieldValue(obj, key []byte) []byte {
 		return nil
 	}
 	if v[0] == '"' {
-		end := stringEnd(v, 1)
+		end := jsonsplit.StringEnd(v, 1)
 		if end < 0 {
 			return nil
 		}
@@ -587,75 +588,4 @@ func (p *producer) classify(err error) pipebench.Outcome {
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "disconnected", Message: msg}
 	}
 	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "produce error", Message: msg}
-}
-
-// splitItems appends the top-level elements of the JSON array body to
-// out[:0] (slices of body, no copy) and returns them, or nil when body is
-// not an array of exactly want non-empty elements. It trusts the generator
-// for what lies between the delimiters; a string (most of an event's
-// bytes are its padding) is skipped in one search for its end.
-func splitItems(body []byte, want int, out [][]byte) [][]byte {
-	b := bytes.TrimSpace(body)
-	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
-		return nil
-	}
-	inner := b[:len(b)-1]
-	out = out[:0]
-	depth, from := 0, 1
-	for i := 1; i < len(inner); i++ {
-		k := bytes.IndexAny(inner[i:], "\"{}[],")
-		if k < 0 {
-			break
-		}
-		i += k
-		switch inner[i] {
-		case '"':
-			if i = stringEnd(inner, i+1); i < 0 {
-				return nil
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, bytes.TrimSpace(inner[from:i]))
-				from = i + 1
-			}
-		}
-	}
-	out = append(out, bytes.TrimSpace(inner[from:]))
-	if depth != 0 || len(out) != want {
-		return nil
-	}
-	for _, e := range out {
-		if len(e) == 0 {
-			return nil
-		}
-	}
-	return out
-}
-
-// stringEnd returns the index of the quote that ends the JSON string whose
-// contents start at from in b, or -1: the first quote after an even number
-// of backslashes (an odd number escapes it). Quotes are found with
-// IndexByte, which is vectorised: most of an event's bytes are its
-// padding string.
-func stringEnd(b []byte, from int) int {
-	for i := from; i < len(b); {
-		k := bytes.IndexByte(b[i:], '"')
-		if k < 0 {
-			return -1
-		}
-		q := i + k
-		esc := 0
-		for j := q - 1; j >= from && b[j] == '\\'; j-- {
-			esc++
-		}
-		if esc%2 == 0 {
-			return q
-		}
-		i = q + 1
-	}
-	return -1
 }

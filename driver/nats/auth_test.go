@@ -2,20 +2,11 @@ package natsdriver
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
@@ -24,69 +15,15 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/natstest"
 	"github.com/pipebench/pipebench/internal/tlsconf"
+	"github.com/pipebench/pipebench/internal/tlstest"
 )
-
-// certs makes a CA and, signed by it, a server certificate for 127.0.0.1
-// and a client certificate, written as PEM files in dir.
-type certs struct {
-	ca, serverCert, serverKey, clientCert, clientKey string
-	pool                                             *x509.CertPool
-}
-
-func makeCerts(t *testing.T) certs {
-	t.Helper()
-	dir := t.TempDir()
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	key := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	now := time.Now()
-	caKey := key()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "pipebench test CA"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	leaf := func(serial int64, name string, usage x509.ExtKeyUsage) (string, string) {
-		k := key()
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kder, _ := x509.MarshalECPrivateKey(k)
-		return write(name+".pem", "CERTIFICATE", der), write(name+"-key.pem", "EC PRIVATE KEY", kder)
-	}
-	c := certs{ca: write("ca.pem", "CERTIFICATE", caDER), pool: x509.NewCertPool()}
-	c.pool.AddCert(caCert)
-	c.serverCert, c.serverKey = leaf(2, "server", x509.ExtKeyUsageServerAuth)
-	c.clientCert, c.clientKey = leaf(3, "client", x509.ExtKeyUsageClientAuth)
-	return c
-}
 
 // startTLSServer runs a nats-server with JetStream that requires TLS and a
 // client certificate signed by the test's CA.
-func startTLSServer(t *testing.T, c certs) *server.Server {
+func startTLSServer(t *testing.T, c tlstest.Certs) *server.Server {
 	t.Helper()
-	cert, err := tls.LoadX509KeyPair(c.serverCert, c.serverKey)
-	if err != nil {
-		t.Fatal(err)
-	}
 	return natstest.Start(t, &server.Options{JetStream: true, StoreDir: t.TempDir(), TLS: true, TLSVerify: true, TLSTimeout: 2,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: c.pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}})
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{c.Server(t)}, ClientCAs: c.Pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}})
 }
 
 // Against a real TLS nats-server with certificates the test made: a
@@ -94,18 +31,18 @@ func startTLSServer(t *testing.T, c certs) *server.Server {
 // TLS; one without the client certificate, or without the CA, is refused
 // by the handshake and every send says so (unreached).
 func TestTLS(t *testing.T) {
-	c := makeCerts(t)
+	c := tlstest.New(t)
 	s := startTLSServer(t, c)
 	addr := s.Addr().String()
 	cfg := *DefaultConfig()
 	cfg.Connections, cfg.Mode = 2, ModeJS
-	cfg.TLS = tlsconf.Client{CAFile: c.ca, CertFile: c.clientCert, KeyFile: c.clientKey}
+	cfg.TLS = tlsconf.Client{CAFile: c.CA, CertFile: c.ClientCert, KeyFile: c.ClientKey}
 	d := newDriver(t, cfg, "tls://"+addr)
 	// A round trip over TLS: no stream yet, and the server says so.
 	if o := send(d, newGen(t), 1, 1); o.Class != pipebench.ClassError || o.Detail != "no responders" {
 		t.Fatalf("a publish over TLS before any stream: %+v, want no responders (the server answered)", o)
 	}
-	for _, bad := range []tlsconf.Client{{CAFile: c.ca}, {CertFile: c.clientCert, KeyFile: c.clientKey}} {
+	for _, bad := range []tlsconf.Client{{CAFile: c.CA}, {CertFile: c.ClientCert, KeyFile: c.ClientKey}} {
 		cfg.TLS = bad
 		d := newDriver(t, cfg, "tls://"+addr)
 		o := send(d, newGen(t), 1, 1)
@@ -114,7 +51,7 @@ func TestTLS(t *testing.T) {
 		}
 	}
 	// Files that are not what they should be are usage errors.
-	cfg.TLS = tlsconf.Client{CAFile: c.clientKey}
+	cfg.TLS = tlsconf.Client{CAFile: c.ClientKey}
 	if _, err := New(cfg, "tls://"+addr); err == nil || !strings.Contains(err.Error(), "tls.ca_file") {
 		t.Errorf("a key as the CA: %v", err)
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/nats/wire"
 	"github.com/pipebench/pipebench/internal/fdlimit"
+	"github.com/pipebench/pipebench/internal/jsonsplit"
 	"github.com/pipebench/pipebench/internal/netclass"
 	"github.com/pipebench/pipebench/payload"
 )
@@ -333,7 +334,7 @@ func (d *Driver) eachMessage(b *pipebench.Batch, fn func(hdr, data []byte) error
 	}()
 	var items [][]byte
 	if d.cfg.Split && b.Count > 1 {
-		if items = splitArray(b.Body, b.Count, sc.items); items != nil {
+		if items = jsonsplit.Array(b.Body, b.Count, sc.items); items != nil {
 			sc.items = items
 		}
 	}
@@ -701,81 +702,4 @@ func classify(err error) pipebench.Outcome {
 		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "connection refused", Message: msg, Unreached: true}
 	}
 	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "publish error", Message: msg}
-}
-
-// splitArray returns the elements of a JSON array body if it has exactly
-// want of them, else nil; they are appended to out[:0]. The elements are
-// slices of body (no copy): it only scans for the commas between top-level
-// elements, minding strings and nesting, and trusts the generator for the
-// rest. A string is skipped in one search for its closing quote (the
-// padding of an event is most of its bytes).
-func splitArray(body []byte, want int, out [][]byte) [][]byte {
-	t := bytes.TrimSpace(body)
-	if len(t) < 2 || t[0] != '[' || t[len(t)-1] != ']' {
-		return nil
-	}
-	if out == nil {
-		out = make([][]byte, 0, want)
-	}
-	out = out[:0]
-	inner := t[:len(t)-1]
-	depth, start := 0, 1
-	for i := 1; i < len(inner); i++ {
-		switch inner[i] {
-		case '"':
-			end := closingQuote(inner, i+1)
-			if end < 0 {
-				return nil
-			}
-			i = end
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth < 0 {
-				return nil
-			}
-		case ',':
-			if depth == 0 {
-				e := bytes.TrimSpace(inner[start:i])
-				if len(e) == 0 || len(out) == want {
-					return nil
-				}
-				out = append(out, e)
-				start = i + 1
-			}
-		}
-	}
-	if depth != 0 {
-		return nil
-	}
-	if last := bytes.TrimSpace(inner[start:]); len(last) > 0 {
-		out = append(out, last)
-	} else if len(out) > 0 {
-		return nil // a trailing comma
-	}
-	if len(out) != want {
-		return nil
-	}
-	return out
-}
-
-// closingQuote is the index of the quote that closes the string whose
-// contents start at from, or -1.
-func closingQuote(b []byte, from int) int {
-	for {
-		k := bytes.IndexByte(b[from:], '"')
-		if k < 0 {
-			return -1
-		}
-		q := from + k
-		n := 0 // backslashes just before it
-		for p := q - 1; p >= from && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return q
-		}
-		from = q + 1
-	}
 }

@@ -412,37 +412,6 @@ func BenchmarkJetStreamAsyncPublish(b *testing.B) {
 	}
 }
 
-func TestSplitArray(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int
-		ok   bool
-	}{
-		{`[{"a":1},{"b":"x,]}"},{"c":[1,2,{"d":"\"},"}]}]`, 3, true},
-		{` [ {"a":1} , {"b":2} ] `, 2, true},
-		{`[{"a":1},{"b":2}]`, 3, false},
-		{`{"a":1}`, 1, false},
-		{`[{"a":1},,{"b":2}]`, 3, false},
-		{`[{"a":"unterminated}]`, 1, false},
-		{`[{"a":"x\\\\"},{"b":"\\\",y"}]`, 2, true},
-		{`[{"a":1},]`, 1, false},
-		{`[{"a":1},{"b":2},{"c":3}]`, 2, false},
-		{`[]`, 0, true},
-	} {
-		got := splitArray([]byte(tc.in), tc.want, nil)
-		if (got != nil) != tc.ok {
-			t.Errorf("%s: got %q", tc.in, got)
-			continue
-		}
-		for _, e := range got {
-			var v any
-			if err := json.Unmarshal(e, &v); err != nil {
-				t.Errorf("%s: element %q is not JSON", tc.in, e)
-			}
-		}
-	}
-}
-
 // BenchmarkRawJetStreamAsyncPublish is the yardstick: nats.go's async
 // publish used directly the way `nats bench js pub --async` uses it (one
 // goroutine, a window of 256 outstanding, no per-message outcome), with the

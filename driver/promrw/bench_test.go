@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 )
@@ -78,20 +79,14 @@ func BenchmarkDriverToSink(b *testing.B) {
 	ctx := context.Background()
 	a := &countArrivals{}
 	sink := promrwsink.New(*promrwsink.DefaultConfig())
-	if err := sink.Start(ctx, a); err != nil {
-		b.Fatal(err)
-	}
-	defer sink.Shutdown(ctx)
+	testutil.Start(b, func(ctx context.Context) error { return sink.Start(ctx, a) }, sink.Shutdown)
 	cfg := DefaultConfig()
 	cfg.Connections = 8
 	d, err := New(*cfg, sink.Endpoint())
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := d.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer d.Shutdown(ctx)
+	testutil.Start(b, d.Start, d.Shutdown)
 	gen, _ := otlpgen.MetricsFactory().New(nil, pipebench.Env{})
 	var seq atomic.Uint64
 	b.SetParallelism(4)

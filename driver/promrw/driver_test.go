@@ -81,10 +81,7 @@ func TestDriverIntoSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(ctx)
+	testutil.Start(t, d.Start, d.Shutdown)
 	seq := sendEveryType(t, d, 7, 20)
 	st := sink.Stats()
 	if st.Matched != int(seq-1) || st.Series != int(seq-1) || st.Other != 0 {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 )
 
@@ -166,10 +167,7 @@ func TestRemoteWrite2IntoClientGolangHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := d.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(ctx)
+	testutil.Start(t, d.Start, d.Shutdown)
 	start := time.Now()
 	seq := sendEveryType(t, d, 5, 10)
 	s.mu.Lock()

@@ -2,7 +2,6 @@ package promscrapedriver
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -14,24 +13,14 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
+	"github.com/pipebench/pipebench/internal/promtest"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
 func scrape(t *testing.T, url string) map[uint64]int64 {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatalf("the exposition does not parse: %v\n%s", err, body)
-	}
 	out := map[uint64]int64{}
-	if f := fams[Metric]; f != nil {
+	if f := promtest.Families(t, url)[Metric]; f != nil {
 		for _, m := range f.GetMetric() {
 			out[uint64(m.GetGauge().GetValue())] = m.GetTimestampMs()
 		}
@@ -47,10 +36,7 @@ func TestServesEachItemOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := d.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(ctx)
+	testutil.Start(t, d.Start, d.Shutdown)
 	seen := map[uint64]int{}
 	seq := uint64(1)
 	for round := 0; round < 3; round++ {

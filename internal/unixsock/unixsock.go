@@ -1,6 +1,7 @@
 // Package unixsock is how the sinks and systems under test listen on
 // either TCP (host:port) or a Unix domain socket (unix:///path/to.sock),
-// and name the address they listen on in the same form.
+// and name the address they listen on in the same form; HTTPClient is how
+// a client reaches an HTTP server on such a socket.
 package unixsock
 
 import (

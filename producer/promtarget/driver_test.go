@@ -31,12 +31,7 @@ func startDriver(t *testing.T, mut func(*DriverConfig)) *Driver {
 	if err := drv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		http.DefaultClient.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		drv.Shutdown(ctx)
-	})
+	shutdownAtEnd(t, drv.t, false)
 	return drv
 }
 

@@ -31,17 +31,23 @@ func start(t testing.TB, mut func(*Config)) *Target {
 	if err := tg.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	shutdownAtEnd(t, tg, true)
+	return tg
+}
+
+// shutdownAtEnd shuts tg down when the test ends, within 5 s; a Shutdown
+// error fails the test when check is set.
+func shutdownAtEnd(t testing.TB, tg *Target, check bool) {
 	t.Cleanup(func() {
 		// The client's transport may have dialled a connection it then did
 		// not use; the server counts it as active until it is closed.
 		http.DefaultClient.CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := tg.Shutdown(ctx); err != nil {
+		if err := tg.Shutdown(ctx); err != nil && check {
 			t.Error(err)
 		}
 	})
-	return tg
 }
 
 func get(t testing.TB, url, accept string) (*http.Response, []byte) {

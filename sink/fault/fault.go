@@ -42,7 +42,14 @@ func (d Decision) Wait(ctx context.Context) bool {
 	if d.Delay <= 0 {
 		return true
 	}
-	t := time.NewTimer(d.Delay)
+	return Sleep(ctx, d.Delay)
+}
+
+// Sleep waits d, or until ctx is done; it reports whether d ran its
+// course (false: ctx ended first). For the waits a sink adds around its
+// faults: a redelivery delay, a rate limit's slot.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

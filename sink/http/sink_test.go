@@ -33,12 +33,19 @@ func start(t *testing.T, p Params) (*Sink, *testutil.Arrivals) {
 
 func post(t *testing.T, url string, b pipebench.Batch) int {
 	t.Helper()
+	return postVia(t, http.DefaultClient, url, b)
+}
+
+// postVia posts b with its content type and headers through client and
+// returns the answer's status.
+func postVia(t *testing.T, client *http.Client, url string, b pipebench.Batch) int {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(b.Body))
 	req.Header.Set("Content-Type", b.ContentType)
 	for _, h := range b.Headers {
 		req.Header.Set(h.Name, h.Value)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/unixsock"
 	"github.com/pipebench/pipebench/payload"
 )
 
@@ -28,28 +29,14 @@ func TestSinkOnUnixSocket(t *testing.T) {
 	if got := s.Endpoint(); got != "unix://"+sock {
 		t.Fatalf("Endpoint() = %q, want unix://%s", got, sock)
 	}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}}}
+	client := unixsock.HTTPClient(sock, 5*time.Second)
 	gen, err := payload.EventFactory().New(nil, pipebench.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for seq := uint64(1); seq <= 20; seq++ {
-		b := gen.Next(seq, 1, time.Now())
-		req, _ := http.NewRequest(http.MethodPost, "http://sink/events", bytes.NewReader(b.Body))
-		req.Header.Set("Content-Type", b.ContentType)
-		for _, h := range b.Headers {
-			req.Header.Set(h.Name, h.Value)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("POST over the socket: HTTP %d", resp.StatusCode)
+		if code := postVia(t, client, "http://sink/events", gen.Next(seq, 1, time.Now())); code != http.StatusOK {
+			t.Fatalf("POST over the socket: HTTP %d", code)
 		}
 	}
 	if n, _ := c.Count(); n != 20 {

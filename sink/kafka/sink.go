@@ -382,15 +382,13 @@ func (s *Sink) process(ctx context.Context, r *kgo.Record) {
 	for {
 		s.limit(ctx, n)
 		d := s.inj.Decide(fault.Request{At: time.Now(), Items: n})
-		if d.Delay > 0 {
-			sleep(ctx, d.Delay)
-		}
+		d.Wait(ctx)
 		if !d.Fail {
 			break
 		}
 		s.faulted.Add(int64(n))
 		s.rec.Faulted(n)
-		if !sleep(ctx, s.cfg.NakDelay.D()) {
+		if !fault.Sleep(ctx, s.cfg.NakDelay.D()) {
 			return
 		}
 	}
@@ -419,19 +417,7 @@ func (s *Sink) limit(ctx context.Context, n int) {
 	wait := s.nextSlot.Sub(now)
 	s.nextSlot = s.nextSlot.Add(time.Duration(float64(max(n, 1)) * float64(time.Second) / rate))
 	if wait > 0 {
-		sleep(ctx, wait)
-	}
-}
-
-// sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
+		fault.Sleep(ctx, wait)
 	}
 }
 

@@ -51,10 +51,7 @@ func start(t *testing.T, cfg Config, rec pipebench.Arrivals) *Sink {
 		t.Fatal(err)
 	}
 	s := New(cfg)
-	if err := s.Start(context.Background(), rec); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	testutil.Start(t, func(ctx context.Context) error { return s.Start(ctx, rec) }, s.Shutdown)
 	return s
 }
 

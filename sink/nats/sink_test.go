@@ -119,14 +119,7 @@ func startSink(t *testing.T, cfg Config, rec pipebench.Arrivals) *Sink {
 		t.Fatal(err)
 	}
 	s := New(cfg)
-	if err := s.Start(context.Background(), rec); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	})
+	testutil.Start(t, func(ctx context.Context) error { return s.Start(ctx, rec) }, s.Shutdown)
 	return s
 }
 

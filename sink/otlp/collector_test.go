@@ -31,28 +31,19 @@ func TestItemRateLimitHoldsACollectorsBatches(t *testing.T) {
 	arr := kpi.NewArrivals(1, nil)
 	arr.StartPhase(0, 1)
 	sink := otlpsink.New(otlpsink.Config{GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0"}, 1)
-	if err := sink.Start(ctx, arr); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Shutdown(ctx)
+	testutil.Start(t, func(ctx context.Context) error { return sink.Start(ctx, arr) }, sink.Shutdown)
 	f := otelcol.Factory()
 	cfg := f.NewConfig().(*otelcol.Config)
 	sut, err := f.New(cfg, pipebench.Env{Target: sink.GRPCEndpoint(), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sut.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer sut.Shutdown(ctx)
+	testutil.Start(t, sut.Start, sut.Shutdown)
 	drv, err := otlpdriver.New(otlpdriver.Config{Protocol: "grpc", Compression: "none", Timeout: pipebench.Duration(5 * time.Second), Connections: 2}, sut.Endpoint())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := drv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer drv.Shutdown(ctx)
+	testutil.Start(t, drv.Start, drv.Shutdown)
 	gen, err := otlpgen.TracesFactory().New(nil, pipebench.Env{})
 	if err != nil {
 		t.Fatal(err)

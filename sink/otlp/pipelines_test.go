@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/kpi"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 )
@@ -22,10 +23,7 @@ func TestSinkKeepsPipelinesApart(t *testing.T) {
 	arr.StartPhase(0, 1)
 	arr.SetRunning(0)
 	s := New(Config{GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0"}, 1)
-	if err := s.Start(ctx, arr); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(ctx)
+	testutil.Start(t, func(ctx context.Context) error { return s.Start(ctx, arr) }, s.Shutdown)
 	s.SetFaults(pipebench.FaultPolicy{ErrorRatio: 1, ErrorStatus: 503, Pipeline: "p3"}, time.Now())
 	gen, _ := otlpgen.TracesFactory().New(nil, pipebench.Env{})
 	send := func(protocol, pipeline string, seq uint64) pipebench.Outcome {

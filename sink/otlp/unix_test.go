@@ -3,7 +3,6 @@ package otlpsink
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -14,6 +13,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/unixsock"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 )
 
@@ -30,10 +31,7 @@ func TestSinkOnUnixSockets(t *testing.T) {
 	}
 	rec := newArrivals()
 	s := New(cfg, 1)
-	if err := s.Start(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(ctx)
+	testutil.Start(t, func(ctx context.Context) error { return s.Start(ctx, rec) }, s.Shutdown)
 	if s.GRPCEndpoint() != "unix://"+gsock || s.HTTPEndpoint() != "unix://"+hsock || s.Endpoints()["grpc"] != "unix://"+gsock {
 		t.Fatalf("endpoints %v", s.Endpoints())
 	}
@@ -57,10 +55,7 @@ func TestSinkOnUnixSockets(t *testing.T) {
 		t.Fatalf("OTLP/gRPC over the socket: %v", err)
 	}
 
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", hsock)
-		}}}
+	client := unixsock.HTTPClient(hsock, 5*time.Second)
 	b = gen.Next(501, 500, at)
 	hreq, _ := http.NewRequest(http.MethodPost, "http://sink/v1/traces", bytes.NewReader(b.Body))
 	hreq.Header.Set("Content-Type", "application/x-protobuf")

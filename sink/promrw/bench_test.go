@@ -11,6 +11,7 @@ import (
 
 	"github.com/klauspost/compress/snappy"
 
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/payload/promrw"
 )
 
@@ -51,26 +52,23 @@ func (a *countArrivals) Unmatched(int)                       {}
 // BenchmarkDecode is the decoder's ceiling: samples/s on one goroutine.
 func BenchmarkDecode(b *testing.B) {
 	plain, _ := benchRequest(1)
-	n := 0
-	b.SetBytes(int64(len(plain)))
-	for b.Loop() {
-		c, err := promrw.Decode(plain, func(uint64, int64) {})
-		if err != nil {
-			b.Fatal(err)
-		}
-		n += c.Samples
-	}
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "samples/s")
+	benchDecode(b, plain, promrw.Decode)
 }
 
 // BenchmarkDecodeV2 is BenchmarkDecode for the same request in 2.0.
 func BenchmarkDecodeV2(b *testing.B) {
 	plain, _ := benchRequestV2(1)
 	var d promrw.V2Decoder
+	benchDecode(b, plain, d.Decode)
+}
+
+// benchDecode decodes plain with decode in a loop and reports the samples
+// decoded a second.
+func benchDecode(b *testing.B, plain []byte, decode func([]byte, func(uint64, int64)) (promrw.Counts, error)) {
 	n := 0
 	b.SetBytes(int64(len(plain)))
 	for b.Loop() {
-		c, err := d.Decode(plain, func(uint64, int64) {})
+		c, err := decode(plain, func(uint64, int64) {})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -85,10 +83,7 @@ func BenchmarkDecodeV2(b *testing.B) {
 func BenchmarkSink(b *testing.B) {
 	a := &countArrivals{}
 	s := New(*DefaultConfig())
-	if err := s.Start(context.Background(), a); err != nil {
-		b.Fatal(err)
-	}
-	defer s.Shutdown(context.Background())
+	testutil.Start(b, func(ctx context.Context) error { return s.Start(ctx, a) }, s.Shutdown)
 	_, body := benchRequest(1)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	b.SetBytes(int64(len(body)))

@@ -25,10 +25,7 @@ import (
 func start(t *testing.T, a pipebench.Arrivals) *Sink {
 	t.Helper()
 	s := New(*DefaultConfig())
-	if err := s.Start(context.Background(), a); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	testutil.Start(t, func(ctx context.Context) error { return s.Start(ctx, a) }, s.Shutdown)
 	return s
 }
 
