@@ -406,17 +406,25 @@ func (s *Server) Applied() []Effect {
 	return append([]Effect(nil), s.effects...)
 }
 
+// take waits for the next event on q; false once the service stops.
+func (s *Server) take(q <-chan event) (event, bool) {
+	select {
+	case <-s.stop:
+		return event{}, false
+	case ev := <-q:
+		return ev, true
+	}
+}
+
 // connector takes events off the connector's queue and writes each to the
 // store (3 tries), then hands it to the quarantine stage.
 func (s *Server) connector() {
 	defer s.workers.Done()
 	ctx := s.ctx
 	for {
-		var ev event
-		select {
-		case <-s.stop:
+		ev, ok := s.take(s.connQ)
+		if !ok {
 			return
-		case ev = <-s.connQ:
 		}
 		s.queued.Add(-1)
 		t0 := time.Now()
@@ -481,11 +489,9 @@ func (s *Server) quarantine() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		var ev event
-		select {
-		case <-s.stop:
+		ev, ok := s.take(s.quarQ)
+		if !ok {
 			return
-		case ev = <-s.quarQ:
 		}
 		if !s.slot(timer) {
 			return
@@ -646,23 +652,31 @@ func (s *Server) handleStream(_ any, ss grpc.ServerStream) error {
 	return ss.SendMsg(s.ack(n))
 }
 
-func (s *Server) serveEffects(w http.ResponseWriter, r *http.Request) {
-	from, limit := 0, 10000
-	if v := r.URL.Query().Get("from"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			http.Error(w, "from: want a whole number >= 0", http.StatusBadRequest)
-			return
-		}
-		from = n
+// queryInt reads the whole number in the query parameter key, at least
+// least; def when the parameter is absent, an error naming key when it is
+// not such a number.
+func queryInt(r *http.Request, key string, least, def int) (int, error) {
+	v := r.URL.Query().Get(key)
+	if v == "" {
+		return def, nil
 	}
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			http.Error(w, "limit: want a whole number >= 1", http.StatusBadRequest)
-			return
-		}
-		limit = n
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		return 0, fmt.Errorf("%s: want a whole number >= %d", key, least)
+	}
+	return n, nil
+}
+
+func (s *Server) serveEffects(w http.ResponseWriter, r *http.Request) {
+	from, err := queryInt(r, "from", 0, 0)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	limit, err := queryInt(r, "limit", 1, 10000)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	s.mu.Lock()
 	page := EffectsPage{Next: from, Backlog: int(s.pending.Load())}
