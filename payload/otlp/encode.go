@@ -147,10 +147,8 @@ func newTraceEncoder(keys, values []string) traceEncoder {
 func appendStrKV(b []byte, num protowire.Number, key, val string) []byte {
 	anyLen := 1 + protowire.SizeBytes(len(val))
 	kvLen := 1 + protowire.SizeBytes(anyLen) + 1 + protowire.SizeBytes(len(key))
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(kvLen))
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(anyLen))
+	b = appendLenHead(b, num, kvLen)
+	b = appendLenHead(b, 2, anyLen)
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
 	b = protowire.AppendString(b, val)
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
@@ -168,10 +166,8 @@ func intKVSize(key string, v int64) int {
 func appendIntKV(b []byte, num protowire.Number, key string, v int64) []byte {
 	anyLen := 1 + protowire.SizeVarint(uint64(v))
 	kvLen := 1 + protowire.SizeBytes(anyLen) + 1 + protowire.SizeBytes(len(key))
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(kvLen))
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(anyLen))
+	b = appendLenHead(b, num, kvLen)
+	b = appendLenHead(b, 2, anyLen)
 	b = protowire.AppendTag(b, 3, protowire.VarintType)
 	b = protowire.AppendVarint(b, uint64(v))
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
@@ -257,10 +253,8 @@ func (t *Traces) encode(seq uint64, count int, at time.Time) *Encoded {
 		ss := spansSize(n, k) + len(t.enc.scope)
 		res := t.resource(scratch[:0], s)
 		rs := 1 + protowire.SizeBytes(ss) + 1 + protowire.SizeBytes(len(res))
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(rs))
-		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(ss))
+		b = appendLenHead(b, 1, rs)
+		b = appendLenHead(b, 2, ss)
 		for i := 0; i < k; i++ {
 			idx := uint64(n + i)
 			q := seq + idx
@@ -269,8 +263,7 @@ func (t *Traces) encode(seq uint64, count int, at time.Time) *Encoded {
 				binary.BigEndian.PutUint64(traceID[:8], q)
 				binary.BigEndian.PutUint64(parent[:], q)
 			}
-			b = protowire.AppendTag(b, 2, protowire.BytesType)
-			b = protowire.AppendVarint(b, uint64(l.size(q, child)))
+			b = appendLenHead(b, 2, l.size(q, child))
 			b = append(b, 0x7a, 0) // status, empty
 			b = appendIntKV(b, 9, AttrSeq, int64(q))
 			b = append(b, l.sent...)
