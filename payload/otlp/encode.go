@@ -47,38 +47,31 @@ type Encoded struct {
 
 // Traces decodes Body into pdata.
 func (e *Encoded) Traces() (ptrace.Traces, error) {
-	if e.Signal != SignalTraces {
-		return ptrace.Traces{}, errors.New("otlp: the batch is not traces")
-	}
-	req := ptraceotlp.NewExportRequest()
-	if err := req.UnmarshalProto(e.Body); err != nil {
-		return ptrace.Traces{}, err
-	}
-	return req.Traces(), nil
+	return decodeAs(e, SignalTraces, "traces", ptraceotlp.NewExportRequest(), ptraceotlp.ExportRequest.Traces)
 }
 
 // Metrics decodes Body into pdata.
 func (e *Encoded) Metrics() (pmetric.Metrics, error) {
-	if e.Signal != SignalMetrics {
-		return pmetric.Metrics{}, errors.New("otlp: the batch is not metrics")
-	}
-	req := pmetricotlp.NewExportRequest()
-	if err := req.UnmarshalProto(e.Body); err != nil {
-		return pmetric.Metrics{}, err
-	}
-	return req.Metrics(), nil
+	return decodeAs(e, SignalMetrics, "metrics", pmetricotlp.NewExportRequest(), pmetricotlp.ExportRequest.Metrics)
 }
 
 // Logs decodes Body into pdata.
 func (e *Encoded) Logs() (plog.Logs, error) {
-	if e.Signal != SignalLogs {
-		return plog.Logs{}, errors.New("otlp: the batch is not logs")
+	return decodeAs(e, SignalLogs, "logs", plogotlp.NewExportRequest(), plogotlp.ExportRequest.Logs)
+}
+
+// decodeAs unmarshals e's Body into req, an empty export request of the
+// signal want (what names it in the error of a batch of another), and
+// returns data's view of it. On an error the data is the zero value.
+func decodeAs[R interface{ UnmarshalProto([]byte) error }, T any](e *Encoded, want Signal, what string, req R, data func(R) T) (T, error) {
+	var zero T
+	if e.Signal != want {
+		return zero, errors.New("otlp: the batch is not " + what)
 	}
-	req := plogotlp.NewExportRequest()
 	if err := req.UnmarshalProto(e.Body); err != nil {
-		return plog.Logs{}, err
+		return zero, err
 	}
-	return req.Logs(), nil
+	return data(req), nil
 }
 
 // Abandon tells the generator not to reuse Body after Release: a driver
