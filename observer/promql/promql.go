@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/httpbody"
 )
 
 // Query is one PromQL expression turned into one KPI series.
@@ -251,12 +251,7 @@ func (o *Observer) get(ctx context.Context, path string, v url.Values) (*queryDa
 	for k, vs := range o.headers {
 		req.Header[k] = vs
 	}
-	resp, err := o.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	resp, body, err := httpbody.Read(o.client, req, 64<<20)
 	if err != nil {
 		return nil, err
 	}
