@@ -18,12 +18,7 @@ import (
 // The direct metrics encoder writes the bytes pdata marshals for Build, for
 // every type, churn, varint widths of pb.seq and a zero time.
 func TestEncodedMetricsAreWhatPdataMarshals(t *testing.T) {
-	cases := []struct {
-		cfg   MetricsConfig
-		seq   uint64
-		count int
-		at    time.Time
-	}{
+	cases := []encodeCase[MetricsConfig]{
 		{MetricsConfig{Producers: 2000, Attributes: 10, Type: "gauge"}, 1, 1000, time.Now()},
 		{MetricsConfig{Producers: 3, Attributes: 0, Type: "sum", Churn: 0.5}, 16380, 10, time.Now()},
 		{MetricsConfig{Producers: 7, Attributes: 2, Type: "histogram"}, 1<<35 - 2, 9, time.Unix(0, 0)},
