@@ -25,10 +25,7 @@ func TestBlastEffectsOverUnixSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(context.Background())
+	testutil.Start(t, srv.Start, srv.Shutdown)
 
 	obs, err := Factory().New(&Config{URL: "/effects", Timeout: pipebench.Duration(2 * time.Second), CursorParam: "from", Cursor: "next",
 		Items: "effects", Seq: "seq", Sent: "sent", At: "applied", Backlog: "backlog"}, pipebench.Env{Instances: srv.Instances()})
@@ -42,10 +39,7 @@ func TestBlastEffectsOverUnixSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := drv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer drv.Shutdown(context.Background())
+	testutil.Start(t, drv.Start, drv.Shutdown)
 	gen, err := payload.NewMessage(map[string]any{"events": []any{map[string]any{"node_name": "node-{{seq % 50}}", "sequence": "{{seq}}"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -170,10 +170,7 @@ func TestFactoryDefaultsToASocketInTheRunDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sut.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer sut.Shutdown(context.Background())
+	testutil.Start(t, sut.Start, sut.Shutdown)
 	if want := "unix://" + filepath.Join(dir, "healthevents.sock"); sut.Endpoint() != want {
 		t.Errorf("endpoint %q, want %q", sut.Endpoint(), want)
 	}
