@@ -89,8 +89,8 @@ type Node struct {
 // procState is what a chaos victim knows of its process: the process
 // itself, whether it is frozen, and whether it was killed and not started
 // again. Node and Proc embed it, so that killing, freezing and thawing
-// follow one set of rules for both; mu guards these fields and whatever
-// the embedding type adds.
+// follow one set of rules for both; mu guards these fields, and a node's
+// own starts and leaving with them.
 type procState struct {
 	mu     sync.Mutex
 	proc   *childproc.Proc
