@@ -7,29 +7,16 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 )
 
 // TestRunBuiltinScenario runs a built-in scenario the way a Go program
-// would, through the importable registry: the embedded HTTP gateway with
-// its sink, scaled to 4 s of load, counted exactly.
+// would, through the importable registry (BuiltinPlan: Registry,
+// Scenario, Compile, Scale): the embedded HTTP gateway with its sink,
+// scaled to 4 s of load, counted exactly.
 func TestRunBuiltinScenario(t *testing.T) {
-	reg, err := builtins.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := builtins.Scenario("builtin:http-gateway", reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if plan, err = plan.Scale(4 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	plan, reg := suitetest.BuiltinPlan(t, "http-gateway", 4*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})

@@ -17,10 +17,10 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/metricsout"
-	"github.com/pipebench/pipebench/scenario"
 )
 
 func TestMain(m *testing.M) {
@@ -137,14 +137,7 @@ func TestARunInPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := builtins.ScenarioBytes("e2e.yaml", []byte(e2eScenario), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := scenariotest.Plan(t, reg, "e2e.yaml", e2eScenario)
 	ctx := context.Background()
 	lv, err := execute.StartLive(ctx, execute.LiveOptions{MetricsAddr: metricsAddr, OTLPMetrics: collectorOTLP}, plan)
 	if err != nil {

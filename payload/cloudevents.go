@@ -36,11 +36,7 @@ func (c *CloudEventsConfig) Validate() error {
 	if c.Size < 0 || c.Size > 16<<20 {
 		errs = append(errs, fmt.Errorf("size: %d is outside 0..16777216 bytes", c.Size))
 	}
-	for k, v := range c.Fields {
-		if _, err := compileTemplate(v); err != nil {
-			errs = append(errs, fmt.Errorf("fields: %s: %v", k, err))
-		}
-	}
+	errs = append(errs, fieldErrors(c.Fields)...)
 	return errors.Join(errs...)
 }
 

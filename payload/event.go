@@ -51,11 +51,7 @@ func (c *EventConfig) Validate() error {
 	if c.SeqIn != "header" && c.SeqIn != "field" {
 		errs = append(errs, fmt.Errorf("seq_in: %q is not header or field", c.SeqIn))
 	}
-	for k, v := range c.Fields {
-		if _, err := compileTemplate(v); err != nil {
-			errs = append(errs, fmt.Errorf("fields: %s: %v", k, err))
-		}
-	}
+	errs = append(errs, fieldErrors(c.Fields)...)
 	return errors.Join(errs...)
 }
 
@@ -123,6 +119,13 @@ func (e *eventBuf) stamp(seq uint64, count int, at time.Time, withSeq bool) ([]p
 	return hdr, vals[:nSent]
 }
 
+// getBuf takes an eventBuf from the pool with its body emptied, for a
+// batch to be made in; releaseBuf puts it back.
+func getBuf() (*eventBuf, []byte) {
+	e := eventBufs.Get().(*eventBuf)
+	return e, e.body[:0]
+}
+
 // releaseBuf implements pipebench.Releaser for the generators that make
 // their batches in an eventBuf.
 func releaseBuf(b *pipebench.Batch) {
@@ -159,11 +162,8 @@ func (g *jsonGen) ItemName() string { return "event" }
 // Next implements pipebench.Generator. The batch's body stays valid until
 // Release.
 func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
-	if count < 1 {
-		count = 1
-	}
-	e := eventBufs.Get().(*eventBuf)
-	b := e.body[:0]
+	count = max(count, 1) // a batch holds one item at least
+	e, b := getBuf()
 	hdr, sent := e.stamp(seq, count, at, g.ce == nil && !g.inBody)
 	batch := pipebench.Batch{Seq: seq, Count: count, Scheduled: at, ContentType: g.contentType}
 	switch {

@@ -158,11 +158,8 @@ func (g *MessageGen) ItemName() string { return "message" }
 
 // Next implements pipebench.Generator: Count messages, one per line.
 func (g *MessageGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
-	if count < 1 {
-		count = 1
-	}
-	e := eventBufs.Get().(*eventBuf)
-	b := e.body[:0]
+	count = max(count, 1) // a batch holds one item at least
+	e, b := getBuf()
 	var scratch [128]byte
 	for i := 0; i < count; i++ {
 		if i > 0 {

@@ -30,6 +30,18 @@ type part struct {
 	choices []string
 }
 
+// fieldErrors checks the templates of a generator's fields key: one error
+// per field that does not compile, prefixed with its key path.
+func fieldErrors(fields map[string]string) []error {
+	var errs []error
+	for k, v := range fields {
+		if _, err := compileTemplate(v); err != nil {
+			errs = append(errs, fmt.Errorf("fields: %s: %v", k, err))
+		}
+	}
+	return errs
+}
+
 func compileTemplate(s string) (template, error) {
 	var t template
 	for s != "" {

@@ -80,13 +80,79 @@ type Node struct {
 	spec NodeSpec
 	c    *Cluster
 
+	procState
+	starts int
+	// leaving: put into lame duck mode, so its exit is the one asked for.
+	leaving bool
+}
+
+// procState is what a chaos victim knows of its process: the process
+// itself, whether it is frozen, and whether it was killed and not started
+// again. Node and Proc embed it, so that killing, freezing and thawing
+// follow one set of rules for both; mu guards these fields, and a node's
+// own starts and leaving with them.
+type procState struct {
 	mu     sync.Mutex
 	proc   *childproc.Proc
 	frozen bool
 	down   bool // killed and not started again
-	starts int
-	// leaving: put into lame duck mode, so its exit is the one asked for.
-	leaving bool
+}
+
+// PID is the current process id.
+func (s *procState) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc.PID()
+}
+
+// thawLocked continues the process if it is frozen: a frozen process
+// neither dies of SIGTERM nor answers, so every way of ending it thaws it
+// first. The caller holds mu.
+func (s *procState) thawLocked() {
+	if s.frozen {
+		signalPID(s.proc.PID(), sigThaw)
+		s.frozen = false
+	}
+}
+
+// kill ends the process at once (SIGKILL) and waits for it to be gone;
+// name is the victim's, for the error.
+func (s *procState) kill(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return fmt.Errorf("%s is down already", name)
+	}
+	s.thawLocked()
+	s.proc.Kill()
+	s.down = true
+	return nil
+}
+
+// freeze stops the process (SIGSTOP) and returns once it is stopped.
+func (s *procState) freeze(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down || s.frozen {
+		return fmt.Errorf("%s is not running", name)
+	}
+	if err := freezePID(s.proc.PID()); err != nil {
+		return err
+	}
+	s.frozen = true
+	return nil
+}
+
+// thaw continues a frozen process (SIGCONT); one that is not frozen is
+// left alone.
+func (s *procState) thaw() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.frozen {
+		return nil
+	}
+	s.frozen = false
+	return signalPID(s.proc.PID(), sigThaw)
 }
 
 // Start starts every node and waits until each serves clients and its
@@ -283,10 +349,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	var procs []*childproc.Proc
 	for _, nd := range c.nodes {
 		nd.mu.Lock()
-		if nd.frozen {
-			signalPID(nd.proc.PID(), sigThaw)
-			nd.frozen = false
-		}
+		nd.thawLocked()
 		if !nd.down {
 			procs = append(procs, nd.proc)
 		}
@@ -312,29 +375,9 @@ func (nd *Node) ClientURL() string { return "nats://127.0.0.1:" + strconv.Itoa(n
 // MonitorURL is the node's own monitoring base URL (http://127.0.0.1:PORT).
 func (nd *Node) MonitorURL() string { return "http://127.0.0.1:" + strconv.Itoa(nd.spec.HTTPPort) }
 
-// PID is the node's current process id.
-func (nd *Node) PID() int {
-	nd.mu.Lock()
-	defer nd.mu.Unlock()
-	return nd.proc.PID()
-}
-
 // Kill ends the node at once (SIGKILL, as when a pod is evicted or the
 // kernel kills it) and waits for it to be gone.
-func (nd *Node) Kill() error {
-	nd.mu.Lock()
-	defer nd.mu.Unlock()
-	if nd.down {
-		return fmt.Errorf("%s is down already", nd.spec.Name)
-	}
-	if nd.frozen {
-		signalPID(nd.proc.PID(), sigThaw)
-		nd.frozen = false
-	}
-	nd.proc.Kill()
-	nd.down = true
-	return nil
-}
+func (nd *Node) Kill() error { return nd.kill(nd.spec.Name) }
 
 // Restart starts a killed node again on the same ports and storage and
 // waits (bounded by ctx and timeout) until it serves clients. The node's
@@ -369,29 +412,10 @@ func (nd *Node) Restart(ctx context.Context, timeout time.Duration) error {
 // Freeze stops the node's process (SIGSTOP) and returns once it is
 // stopped: it holds its connections and answers nothing, as a hung
 // process does, until Thaw.
-func (nd *Node) Freeze() error {
-	nd.mu.Lock()
-	defer nd.mu.Unlock()
-	if nd.down || nd.frozen {
-		return fmt.Errorf("%s is not running", nd.spec.Name)
-	}
-	if err := freezePID(nd.proc.PID()); err != nil {
-		return err
-	}
-	nd.frozen = true
-	return nil
-}
+func (nd *Node) Freeze() error { return nd.freeze(nd.spec.Name) }
 
 // Thaw continues a frozen node (SIGCONT).
-func (nd *Node) Thaw() error {
-	nd.mu.Lock()
-	defer nd.mu.Unlock()
-	if !nd.frozen {
-		return nil
-	}
-	nd.frozen = false
-	return signalPID(nd.proc.PID(), sigThaw)
-}
+func (nd *Node) Thaw() error { return nd.thaw() }
 
 // LameDuck puts the node into lame duck mode: it tells its clients to
 // connect elsewhere, closes them over Params.LameDuck, then exits.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/pipebench/pipebench/internal/childproc"
@@ -18,10 +17,7 @@ type Proc struct {
 	start func() (*childproc.Proc, error)
 	ready func() bool
 
-	mu     sync.Mutex
-	proc   *childproc.Proc
-	frozen bool
-	down   bool
+	procState
 }
 
 var _ Victim = (*Proc)(nil)
@@ -45,28 +41,8 @@ func NewProc(ctx context.Context, name string, timeout time.Duration, start func
 // Name is the process's name.
 func (p *Proc) Name() string { return p.name }
 
-// PID is the current process id.
-func (p *Proc) PID() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.proc.PID()
-}
-
 // Kill ends the process at once (SIGKILL) and waits for it.
-func (p *Proc) Kill() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.down {
-		return fmt.Errorf("%s is down already", p.name)
-	}
-	if p.frozen {
-		signalPID(p.proc.PID(), sigThaw)
-		p.frozen = false
-	}
-	p.proc.Kill()
-	p.down = true
-	return nil
-}
+func (p *Proc) Kill() error { return p.kill(p.name) }
 
 // Restart starts a killed process again and waits until it is ready (the
 // lock is not held while it waits).
@@ -87,29 +63,10 @@ func (p *Proc) Restart(ctx context.Context, timeout time.Duration) error {
 }
 
 // Freeze stops the process (SIGSTOP) until Thaw.
-func (p *Proc) Freeze() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.down || p.frozen {
-		return fmt.Errorf("%s is not running", p.name)
-	}
-	if err := freezePID(p.proc.PID()); err != nil {
-		return err
-	}
-	p.frozen = true
-	return nil
-}
+func (p *Proc) Freeze() error { return p.freeze(p.name) }
 
 // Thaw continues a frozen process.
-func (p *Proc) Thaw() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.frozen {
-		return nil
-	}
-	p.frozen = false
-	return signalPID(p.proc.PID(), sigThaw)
-}
+func (p *Proc) Thaw() error { return p.thaw() }
 
 // Exited describes the process if it ended without being killed on
 // purpose: its exit status and the tail of its log; none while it runs.
@@ -132,10 +89,7 @@ func (p *Proc) LameDuck() error {
 func (p *Proc) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.frozen {
-		signalPID(p.proc.PID(), sigThaw)
-		p.frozen = false
-	}
+	p.thawLocked()
 	if p.down {
 		return nil
 	}

@@ -14,10 +14,10 @@ import (
 
 	"github.com/pipebench/pipebench/internal/natscluster"
 	"github.com/pipebench/pipebench/internal/natstest"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 )
 
 // jszPending reads a consumer's messages not yet delivered and not yet
@@ -71,7 +71,7 @@ func TestPendingIsNotLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	const consumerRate = 300.0
-	sc, err := scenario.Parse("pending.yaml", []byte(`
+	plan := scenariotest.Plan(t, registry(t), "pending.yaml", `
 name: pending
 target: {driver: nats, url: `+url+`, mode: jetstream-async, connections: 4}
 workload: {generator: event, size: 64}
@@ -82,14 +82,7 @@ drain: 1s
 phases:
   - {name: fast, duration: 1s, rate: 1500/s, faults: {rate_limit: 300/s}}
   - {name: faster, duration: 1s, rate: 2000/s, faults: {rate_limit: 300/s}}
-`), scenario.Params{Registry: registry(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	type reading struct {
 		at time.Time
 		v  float64

@@ -26,7 +26,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -36,6 +35,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/effecthist"
+	"github.com/pipebench/pipebench/internal/httpbody"
 )
 
 // Config configures the observer. Paths are dotted field names
@@ -218,12 +218,7 @@ func (o *Observer) fetch(ctx context.Context) (any, error) {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := o.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	resp, body, err := httpbody.Read(o.client, req, 256<<20)
 	if err != nil {
 		return nil, err
 	}

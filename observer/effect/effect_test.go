@@ -25,10 +25,7 @@ func TestBlastEffectsOverUnixSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(context.Background())
+	testutil.Start(t, srv.Start, srv.Shutdown)
 
 	obs, err := Factory().New(&Config{URL: "/effects", Timeout: pipebench.Duration(2 * time.Second), CursorParam: "from", Cursor: "next",
 		Items: "effects", Seq: "seq", Sent: "sent", At: "applied", Backlog: "backlog"}, pipebench.Env{Instances: srv.Instances()})
@@ -42,10 +39,7 @@ func TestBlastEffectsOverUnixSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := drv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer drv.Shutdown(context.Background())
+	testutil.Start(t, drv.Start, drv.Shutdown)
 	gen, err := payload.NewMessage(map[string]any{"events": []any{map[string]any{"node_name": "node-{{seq % 50}}", "sequence": "{{seq}}"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -59,36 +53,9 @@ func TestBlastEffectsOverUnixSocket(t *testing.T) {
 	}
 
 	sendTook := time.Since(sendStart)
-	var peakBacklog, lastCount float64
-	var firstAll time.Time
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		pts, err := o.Observe(context.Background(), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pts {
-			switch p.Name {
-			case "effect_backlog":
-				peakBacklog = max(peakBacklog, p.Value)
-			case "effects":
-				lastCount = p.Value
-			}
-		}
-		if lastCount == n {
-			firstAll = time.Now()
-			break
-		}
-		time.Sleep(poll)
-	}
-	if lastCount != n {
-		t.Fatalf("saw %g effects in 30 s, want %d", lastCount, n)
-	}
+	peakBacklog, firstAll := pollEffects(t, o, n, poll)
 	s := o.Summary()
-	want := time.Duration(float64(n-1) / rate * float64(time.Second))
-	if took := s.Last.Sub(s.First); took < want-want/20 || took > want+want/4 {
-		t.Errorf("effects took %v from first to last, want about %v", took, want)
-	}
+	want := checkSpread(t, s, n, rate)
 	if el := firstAll.Sub(sendStart); el < want || el > want+want/4+2*poll {
 		t.Errorf("all effects seen %v after the blast began, want about %v", el, want)
 	}
@@ -116,6 +83,44 @@ func TestBlastEffectsOverUnixSocket(t *testing.T) {
 	if s.NoSentTime != 0 || s.ClockSkew != 0 {
 		t.Errorf("%d effects lacked a send time, %d were stamped before sending", s.NoSentTime, s.ClockSkew)
 	}
+}
+
+// pollEffects calls o's Observe every poll until it reports n effects,
+// for at most 30 s (failing the test then), and returns the peak of the
+// backlog it reported meanwhile and when it first reported all n.
+func pollEffects(t *testing.T, o pipebench.Observer, n int, poll time.Duration) (peakBacklog float64, allSeen time.Time) {
+	t.Helper()
+	var count float64
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(poll) {
+		pts, err := o.Observe(context.Background(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pts {
+			switch p.Name {
+			case "effect_backlog":
+				peakBacklog = max(peakBacklog, p.Value)
+			case "effects":
+				count = p.Value
+			}
+		}
+		if count == float64(n) {
+			return peakBacklog, time.Now()
+		}
+	}
+	t.Fatalf("saw %g effects in 30 s, want %d", count, n)
+	return 0, time.Time{}
+}
+
+// checkSpread checks that n effects, one every 1/rate seconds, took about
+// (n-1)/rate from the first to the last, and returns that span.
+func checkSpread(t *testing.T, s Summary, n int, rate float64) time.Duration {
+	t.Helper()
+	want := time.Duration(float64(n-1) / rate * float64(time.Second))
+	if took := s.Last.Sub(s.First); took < want-want/20 || took > want+want/4 {
+		t.Errorf("effects took %v from first to last, want about %v", took, want)
+	}
+	return want
 }
 
 func TestBadConfiguration(t *testing.T) {

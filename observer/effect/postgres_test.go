@@ -64,34 +64,12 @@ func TestPostgresEffects(t *testing.T) {
 		}
 		done <- nil
 	}()
-	var peak, count float64
-	deadline := time.Now().Add(30 * time.Second)
-	for count < n && time.Now().Before(deadline) {
-		pts, err := o.Observe(ctx, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pts {
-			switch p.Name {
-			case "effects":
-				count = p.Value
-			case "effect_backlog":
-				peak = max(peak, p.Value)
-			}
-		}
-		time.Sleep(poll)
-	}
+	peak, _ := pollEffects(t, o, n, poll)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if count != n {
-		t.Fatalf("%g effects seen, want %d", count, n)
-	}
 	s := pg.Summary()
-	want := time.Duration(float64(n-1) / rate * float64(time.Second))
-	if took := s.Last.Sub(s.First); took < want-want/20 || took > want+want/4 {
-		t.Errorf("effects took %v, want about %v", took, want)
-	}
+	want := checkSpread(t, s, n, rate)
 	if peak < n-rate*poll.Seconds()*3 || peak > n {
 		t.Errorf("peak backlog %g, want about %d", peak, n)
 	}

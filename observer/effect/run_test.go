@@ -19,12 +19,11 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
-	"github.com/pipebench/pipebench/examples"
-	"github.com/pipebench/pipebench/internal/protoschema"
 	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/observer/effect"
 	"github.com/pipebench/pipebench/payload"
+	"github.com/pipebench/pipebench/sut/healthevents"
 )
 
 // quarantine is the test's own gRPC server on a Unix socket: it queues
@@ -48,14 +47,11 @@ type qevent struct {
 
 func startQuarantine(t *testing.T, sock string, rate float64) (q *quarantine, effectsURL string) {
 	t.Helper()
-	files, err := protoschema.Compile(context.Background(), []string{"healthevents.proto"}, nil, examples.FS)
+	schema, err := healthevents.CompileSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := protoschema.Method(files, "pipebench.healthevents.v1.HealthEventService/Report")
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := schema.Report
 	q = &quarantine{}
 	srv := grpc.NewServer()
 	srv.RegisterService(&grpc.ServiceDesc{

@@ -16,11 +16,10 @@ import (
 
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/report"
-	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 )
 
 // Third parties' numbers per phase, through a real Prometheus: the test's
@@ -98,18 +97,7 @@ phases:
   - {name: light, duration: %ds, rate: %d/s}
   - {name: heavy, duration: %ds, rate: %d/s}
 `, srv.URL+"/events", base, secs, rate, secs, rate)
-	sc, err := scenario.Parse("promql-phases.yaml", []byte(yaml), scenario.Params{Registry: r})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: r})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := scenariotest.Run(t, r, "promql-phases.yaml", yaml)
 	light, heavy := &res.Phases[0], &res.Phases[1]
 	get := func(p *pipebench.PhaseResult, name string) float64 {
 		v, ok := p.Get(name)

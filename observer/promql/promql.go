@@ -12,17 +12,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/httpbody"
 )
 
 // Query is one PromQL expression turned into one KPI series.
@@ -251,12 +253,7 @@ func (o *Observer) get(ctx context.Context, path string, v url.Values) (*queryDa
 	for k, vs := range o.headers {
 		req.Header[k] = vs
 	}
-	resp, err := o.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	resp, body, err := httpbody.Read(o.client, req, 64<<20)
 	if err != nil {
 		return nil, err
 	}
@@ -338,13 +335,8 @@ func toPoints(q Query, d *queryData) []pipebench.Point {
 }
 
 func labelKey(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		b.WriteString(k + "=" + m[k] + ",")
 	}
 	return b.String()

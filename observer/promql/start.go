@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/childproc"
+	"github.com/pipebench/pipebench/internal/httpbody"
 )
 
 // StartConfig has pipebench start a Prometheus server for the run instead
@@ -154,12 +154,14 @@ func startServer(ctx context.Context, cfg StartConfig, instances []pipebench.Ins
 // series; one that failed shows as its KPIs missing, not as a start
 // failure).
 func (s *server) scrapedAll() bool {
-	resp, err := http.Get(s.url + "/api/v1/query?query=" + url.QueryEscape("count(up)"))
+	req, err := http.NewRequest(http.MethodGet, s.url+"/api/v1/query?query="+url.QueryEscape("count(up)"), nil)
 	if err != nil {
 		return false
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	_, body, err := httpbody.Read(http.DefaultClient, req, 1<<20)
+	if err != nil {
+		return false
+	}
 	var r apiResponse
 	if json.Unmarshal(body, &r) != nil || r.Status != "success" {
 		return false

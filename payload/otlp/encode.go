@@ -47,38 +47,31 @@ type Encoded struct {
 
 // Traces decodes Body into pdata.
 func (e *Encoded) Traces() (ptrace.Traces, error) {
-	if e.Signal != SignalTraces {
-		return ptrace.Traces{}, errors.New("otlp: the batch is not traces")
-	}
-	req := ptraceotlp.NewExportRequest()
-	if err := req.UnmarshalProto(e.Body); err != nil {
-		return ptrace.Traces{}, err
-	}
-	return req.Traces(), nil
+	return decodeAs(e, SignalTraces, "traces", ptraceotlp.NewExportRequest(), ptraceotlp.ExportRequest.Traces)
 }
 
 // Metrics decodes Body into pdata.
 func (e *Encoded) Metrics() (pmetric.Metrics, error) {
-	if e.Signal != SignalMetrics {
-		return pmetric.Metrics{}, errors.New("otlp: the batch is not metrics")
-	}
-	req := pmetricotlp.NewExportRequest()
-	if err := req.UnmarshalProto(e.Body); err != nil {
-		return pmetric.Metrics{}, err
-	}
-	return req.Metrics(), nil
+	return decodeAs(e, SignalMetrics, "metrics", pmetricotlp.NewExportRequest(), pmetricotlp.ExportRequest.Metrics)
 }
 
 // Logs decodes Body into pdata.
 func (e *Encoded) Logs() (plog.Logs, error) {
-	if e.Signal != SignalLogs {
-		return plog.Logs{}, errors.New("otlp: the batch is not logs")
+	return decodeAs(e, SignalLogs, "logs", plogotlp.NewExportRequest(), plogotlp.ExportRequest.Logs)
+}
+
+// decodeAs unmarshals e's Body into req, an empty export request of the
+// signal want (what names it in the error of a batch of another), and
+// returns data's view of it. On an error the data is the zero value.
+func decodeAs[R interface{ UnmarshalProto([]byte) error }, T any](e *Encoded, want Signal, what string, req R, data func(R) T) (T, error) {
+	var zero T
+	if e.Signal != want {
+		return zero, errors.New("otlp: the batch is not " + what)
 	}
-	req := plogotlp.NewExportRequest()
 	if err := req.UnmarshalProto(e.Body); err != nil {
-		return plog.Logs{}, err
+		return zero, err
 	}
-	return req.Logs(), nil
+	return data(req), nil
 }
 
 // Abandon tells the generator not to reuse Body after Release: a driver
@@ -147,10 +140,8 @@ func newTraceEncoder(keys, values []string) traceEncoder {
 func appendStrKV(b []byte, num protowire.Number, key, val string) []byte {
 	anyLen := 1 + protowire.SizeBytes(len(val))
 	kvLen := 1 + protowire.SizeBytes(anyLen) + 1 + protowire.SizeBytes(len(key))
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(kvLen))
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(anyLen))
+	b = appendLenHead(b, num, kvLen)
+	b = appendLenHead(b, 2, anyLen)
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
 	b = protowire.AppendString(b, val)
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
@@ -168,10 +159,8 @@ func intKVSize(key string, v int64) int {
 func appendIntKV(b []byte, num protowire.Number, key string, v int64) []byte {
 	anyLen := 1 + protowire.SizeVarint(uint64(v))
 	kvLen := 1 + protowire.SizeBytes(anyLen) + 1 + protowire.SizeBytes(len(key))
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(kvLen))
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(anyLen))
+	b = appendLenHead(b, num, kvLen)
+	b = appendLenHead(b, 2, anyLen)
 	b = protowire.AppendTag(b, 3, protowire.VarintType)
 	b = protowire.AppendVarint(b, uint64(v))
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
@@ -257,10 +246,8 @@ func (t *Traces) encode(seq uint64, count int, at time.Time) *Encoded {
 		ss := spansSize(n, k) + len(t.enc.scope)
 		res := t.resource(scratch[:0], s)
 		rs := 1 + protowire.SizeBytes(ss) + 1 + protowire.SizeBytes(len(res))
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(rs))
-		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(ss))
+		b = appendLenHead(b, 1, rs)
+		b = appendLenHead(b, 2, ss)
 		for i := 0; i < k; i++ {
 			idx := uint64(n + i)
 			q := seq + idx
@@ -269,8 +256,7 @@ func (t *Traces) encode(seq uint64, count int, at time.Time) *Encoded {
 				binary.BigEndian.PutUint64(traceID[:8], q)
 				binary.BigEndian.PutUint64(parent[:], q)
 			}
-			b = protowire.AppendTag(b, 2, protowire.BytesType)
-			b = protowire.AppendVarint(b, uint64(l.size(q, child)))
+			b = appendLenHead(b, 2, l.size(q, child))
 			b = append(b, 0x7a, 0) // status, empty
 			b = appendIntKV(b, 9, AttrSeq, int64(q))
 			b = append(b, l.sent...)

@@ -35,6 +35,14 @@ func appendLen(dst []byte, num protowire.Number, b []byte) []byte {
 	return protowire.AppendBytes(dst, b)
 }
 
+// appendLenHead appends the tag of field num, length-delimited, and the
+// length n of its value, which the caller appends (or prepends) apart:
+// the headers of nested messages whose bodies are built first.
+func appendLenHead(dst []byte, num protowire.Number, n int) []byte {
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	return protowire.AppendVarint(dst, uint64(n))
+}
+
 // appendFixed64 appends field num as a fixed 64-bit value.
 func appendFixed64(dst []byte, num protowire.Number, v uint64) []byte {
 	dst = protowire.AppendTag(dst, num, protowire.Fixed64Type)
@@ -143,14 +151,10 @@ func (m *Metrics) encode(seq uint64, count int, at time.Time) *Encoded {
 	rmLen := 1 + protowire.SizeBytes(smLen) + len(c.res)
 	var head [headRoom]byte
 	h := head[:0]
-	h = protowire.AppendTag(h, 1, protowire.BytesType)
-	h = protowire.AppendVarint(h, uint64(rmLen))
-	h = protowire.AppendTag(h, 2, protowire.BytesType)
-	h = protowire.AppendVarint(h, uint64(smLen))
-	h = protowire.AppendTag(h, 2, protowire.BytesType)
-	h = protowire.AppendVarint(h, uint64(metricLen))
-	h = protowire.AppendTag(h, m.dataField(), protowire.BytesType)
-	h = protowire.AppendVarint(h, uint64(dataLen))
+	h = appendLenHead(h, 1, rmLen)
+	h = appendLenHead(h, 2, smLen)
+	h = appendLenHead(h, 2, metricLen)
+	h = appendLenHead(h, m.dataField(), dataLen)
 	h = append(h, c.prefix...)
 	b := append(pts, c.name...)
 	b = append(b, c.scope...)
@@ -200,10 +204,8 @@ func (l *Logs) encode(seq uint64, count int, at time.Time) *Encoded {
 	rlLen := 1 + protowire.SizeBytes(slLen) + len(logsResource)
 	var head [headRoom]byte
 	h := head[:0]
-	h = protowire.AppendTag(h, 1, protowire.BytesType)
-	h = protowire.AppendVarint(h, uint64(rlLen))
-	h = protowire.AppendTag(h, 2, protowire.BytesType)
-	h = protowire.AppendVarint(h, uint64(slLen))
+	h = appendLenHead(h, 1, rlLen)
+	h = appendLenHead(h, 2, slLen)
 	b := append(recs, 0x0a, 0)
 	b = append(b, logsResource...)
 	start := prepend(b, headRoom, h)

@@ -18,12 +18,7 @@ import (
 // The direct metrics encoder writes the bytes pdata marshals for Build, for
 // every type, churn, varint widths of pb.seq and a zero time.
 func TestEncodedMetricsAreWhatPdataMarshals(t *testing.T) {
-	cases := []struct {
-		cfg   MetricsConfig
-		seq   uint64
-		count int
-		at    time.Time
-	}{
+	cases := []encodeCase[MetricsConfig]{
 		{MetricsConfig{Producers: 2000, Attributes: 10, Type: "gauge"}, 1, 1000, time.Now()},
 		{MetricsConfig{Producers: 3, Attributes: 0, Type: "sum", Churn: 0.5}, 16380, 10, time.Now()},
 		{MetricsConfig{Producers: 7, Attributes: 2, Type: "histogram"}, 1<<35 - 2, 9, time.Unix(0, 0)},
@@ -123,22 +118,24 @@ func BenchmarkSignalsNext(b *testing.B) {
 			b.ReportMetric(float64(b.N)*n/b.Elapsed().Seconds(), "items/s")
 		})
 	}
-	run("metrics/direct", func(i int) int {
-		bt := m.Next(uint64(i*n+1), n, time.Now())
-		sz := len(bt.Body)
-		m.Release(&bt)
-		return sz
-	})
+	// direct encodes batch i with g's Next and hands the buffer back.
+	direct := func(g interface {
+		pipebench.Generator
+		pipebench.Releaser
+	}) func(i int) int {
+		return func(i int) int {
+			bt := g.Next(uint64(i*n+1), n, time.Now())
+			sz := len(bt.Body)
+			g.Release(&bt)
+			return sz
+		}
+	}
+	run("metrics/direct", direct(m))
 	run("metrics/pdata", func(i int) int {
 		body, _ := pmetricotlp.NewExportRequestFromMetrics(m.Build(uint64(i*n+1), n, time.Now())).MarshalProto()
 		return len(body)
 	})
-	run("logs/direct", func(i int) int {
-		bt := l.Next(uint64(i*n+1), n, time.Now())
-		sz := len(bt.Body)
-		l.Release(&bt)
-		return sz
-	})
+	run("logs/direct", direct(l))
 	run("logs/pdata", func(i int) int {
 		body, _ := plogotlp.NewExportRequestFromLogs(l.Build(uint64(i*n+1), n, time.Now())).MarshalProto()
 		return len(body)

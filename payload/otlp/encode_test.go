@@ -73,16 +73,20 @@ func TestEncodedTracesDecodeWithPdata(t *testing.T) {
 	}
 }
 
+// encodeCase is one batch a test of an encoder makes: the generator's
+// configuration, the first sequence number, how many items, and when.
+type encodeCase[C any] struct {
+	cfg   C
+	seq   uint64
+	count int
+	at    time.Time
+}
+
 // The direct encoder writes the bytes pdata marshals for the same spans,
 // whatever the shape: services splitting traces, varint widths of pb.seq,
 // a zero start time.
 func TestEncodedTracesAreWhatPdataMarshals(t *testing.T) {
-	cases := []struct {
-		cfg   TracesConfig
-		seq   uint64
-		count int
-		at    time.Time
-	}{
+	cases := []encodeCase[TracesConfig]{
 		{TracesConfig{SpansPerTrace: 2, Attributes: 40, AttributeSize: 16, Services: 1, ResourceAttributes: 5}, 1, 1000, time.Now()},
 		{TracesConfig{SpansPerTrace: 3, Attributes: 3, AttributeSize: 300, Services: 4, ResourceAttributes: 0}, 16380, 10, time.Now()},
 		{TracesConfig{SpansPerTrace: 1, Attributes: 0, AttributeSize: 1, Services: 3, ResourceAttributes: 2}, 1<<35 - 2, 9, time.Unix(0, 0)},

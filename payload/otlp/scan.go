@@ -162,22 +162,21 @@ func scopes(res []byte, what string, fn func([]byte) error) error {
 }
 
 // ScanTraces reads an ExportTraceServiceRequest.
-func ScanTraces(body []byte, s *Scan) error {
-	s.reset()
-	span := func(b []byte) error { return s.item(b, 9) }
-	scope := func(b []byte) error { _, err := each(b, 2, "Spans", span); return err }
-	resource := func(b []byte) error { return scopes(b, "ScopeSpans", scope) }
-	_, err := each(body, 1, "ResourceSpans", resource)
-	return err
-}
+func ScanTraces(body []byte, s *Scan) error { return scanItems(body, s, "Spans", "Spans", 9) }
 
 // ScanLogs reads an ExportLogsServiceRequest.
-func ScanLogs(body []byte, s *Scan) error {
+func ScanLogs(body []byte, s *Scan) error { return scanItems(body, s, "Logs", "LogRecords", 6) }
+
+// scanItems reads a request of traces or logs, which nest alike: field 1
+// of the request holds Resource<signal> messages, their scopes (see
+// scopes) Scope<signal> messages, and field 2 of those the items (named
+// items in errors), whose attributes are field attrs.
+func scanItems(body []byte, s *Scan, signal, items string, attrs protowire.Number) error {
 	s.reset()
-	record := func(b []byte) error { return s.item(b, 6) }
-	scope := func(b []byte) error { _, err := each(b, 2, "LogRecords", record); return err }
-	resource := func(b []byte) error { return scopes(b, "ScopeLogs", scope) }
-	_, err := each(body, 1, "ResourceLogs", resource)
+	item := func(b []byte) error { return s.item(b, attrs) }
+	scope := func(b []byte) error { _, err := each(b, 2, items, item); return err }
+	resource := func(b []byte) error { return scopes(b, "Scope"+signal, scope) }
+	_, err := each(body, 1, "Resource"+signal, resource)
 	return err
 }
 

@@ -134,13 +134,23 @@ func eachBytes(msg []byte, num protowire.Number, what string, fn func([]byte) er
 			}
 			continue
 		}
-		n = protowire.ConsumeFieldValue(fnum, typ, msg)
-		if n < 0 {
-			return fmt.Errorf("%w: field %d: %v", ErrMalformed, fnum, protowire.ParseError(n))
+		var err error
+		if msg, err = skipField(msg, fnum, typ, "field"); err != nil {
+			return err
 		}
-		msg = msg[n:]
 	}
 	return nil
+}
+
+// skipField passes over the value of field num, of wire type typ, at the
+// start of b, and returns what follows it; what names the field in the
+// error of a value cut short.
+func skipField(b []byte, num protowire.Number, typ protowire.Type, what string) ([]byte, error) {
+	n := protowire.ConsumeFieldValue(num, typ, b)
+	if n < 0 {
+		return nil, fmt.Errorf("%w: %s %d: %v", ErrMalformed, what, num, protowire.ParseError(n))
+	}
+	return b[n:], nil
 }
 
 // decodeSeries reads one TimeSeries: labels first (to know the series'
@@ -173,11 +183,10 @@ func decodeSeries(b []byte, c *Counts, seq func(uint64, int64)) error {
 			markSeries(name, value, &carrier, &report)
 			continue
 		}
-		n = protowire.ConsumeFieldValue(num, typ, rest)
-		if n < 0 {
-			return fmt.Errorf("%w: timeseries field %d: %v", ErrMalformed, num, protowire.ParseError(n))
+		var err error
+		if rest, err = skipField(rest, num, typ, "timeseries field"); err != nil {
+			return err
 		}
-		rest = rest[n:]
 	}
 	// Pass 2: samples (and native histograms, counted).
 	if from < 0 {
@@ -226,11 +235,10 @@ func countSamples(b []byte, sampleField, histField protowire.Number, carrier, re
 			countSample(c, v, ts, carrier, report, seq)
 			continue
 		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return fmt.Errorf("%w: timeseries field %d: %v", ErrMalformed, num, protowire.ParseError(n))
+		var err error
+		if b, err = skipField(b, num, typ, "timeseries field"); err != nil {
+			return err
 		}
-		b = b[n:]
 	}
 	return nil
 }

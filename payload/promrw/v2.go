@@ -99,29 +99,24 @@ func (d *V2Decoder) series(b []byte, c *Counts, seq func(uint64, int64)) error {
 			}
 			rest = rest[n:]
 			for len(p) > 0 {
-				v, n := protowire.ConsumeVarint(p)
-				if n < 0 || v > math.MaxUint32 {
-					return fmt.Errorf("%w: labels_refs: bad varint", ErrMalformed)
+				var err error
+				if p, err = d.appendRef(p); err != nil {
+					return err
 				}
-				d.refs = append(d.refs, uint32(v))
-				p = p[n:]
 			}
 			continue
 		}
 		if num == 1 && typ == protowire.VarintType { // unpacked, also legal
-			v, n := protowire.ConsumeVarint(rest)
-			if n < 0 || v > math.MaxUint32 {
-				return fmt.Errorf("%w: labels_refs: bad varint", ErrMalformed)
+			var err error
+			if rest, err = d.appendRef(rest); err != nil {
+				return err
 			}
-			d.refs = append(d.refs, uint32(v))
-			rest = rest[n:]
 			continue
 		}
-		n = protowire.ConsumeFieldValue(num, typ, rest)
-		if n < 0 {
-			return fmt.Errorf("%w: timeseries field %d: %v", ErrMalformed, num, protowire.ParseError(n))
+		var err error
+		if rest, err = skipField(rest, num, typ, "timeseries field"); err != nil {
+			return err
 		}
-		rest = rest[n:]
 	}
 	if len(d.refs)%2 != 0 {
 		return fmt.Errorf("%w: labels_refs holds %d references, not name/value pairs", ErrMalformed, len(d.refs))
@@ -137,6 +132,18 @@ func (d *V2Decoder) series(b []byte, c *Counts, seq func(uint64, int64)) error {
 		return nil
 	}
 	return countSamples(b[from:], 2, 3, carrier, report, c, seq)
+}
+
+// appendRef reads one label reference, a varint at the start of b, onto
+// d.refs and returns what follows it; packed and unpacked labels_refs
+// hold the same varints.
+func (d *V2Decoder) appendRef(b []byte) ([]byte, error) {
+	v, n := protowire.ConsumeVarint(b)
+	if n < 0 || v > math.MaxUint32 {
+		return nil, fmt.Errorf("%w: labels_refs: bad varint", ErrMalformed)
+	}
+	d.refs = append(d.refs, uint32(v))
+	return b[n:], nil
 }
 
 // countSample counts one float sample by kind and reports a matched one.

@@ -48,6 +48,7 @@ import (
 	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
 	"k8s.io/client-go/kubernetes"
 
@@ -137,6 +138,32 @@ var _ pipebench.MultiEndpoint = (*Server)(nil)
 // stageBuckets reach from 0.5 ms to about a minute.
 var stageBuckets = prometheus.ExponentialBuckets(0.0005, 2, 18)
 
+// Schema is the service's built-in healthevents.proto (examples/),
+// compiled: its files (what server reflection answers from) and its two
+// methods, MethodReport and MethodStream.
+type Schema struct {
+	Files          *protoregistry.Files
+	Report, Stream protoreflect.MethodDescriptor
+}
+
+// CompileSchema compiles the built-in proto: for the service, and for a
+// test's stand-in for it or a client of it, which encode and decode what
+// it does.
+func CompileSchema() (Schema, error) {
+	files, err := protoschema.Compile(context.Background(), []string{"healthevents.proto"}, nil, examples.FS)
+	if err != nil {
+		return Schema{}, fmt.Errorf("healthevents: the built-in proto does not compile: %w", err)
+	}
+	sc := Schema{Files: files}
+	if sc.Report, err = protoschema.Method(files, MethodReport); err != nil {
+		return Schema{}, err
+	}
+	if sc.Stream, err = protoschema.Method(files, MethodStream); err != nil {
+		return Schema{}, err
+	}
+	return sc, nil
+}
+
 // New returns a service for cfg; it is not started. Zero workers, store
 // names and node count take DefaultConfig's; a zero store type is ferretdb.
 func New(cfg Config) (*Server, error) {
@@ -156,19 +183,13 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	files, err := protoschema.Compile(context.Background(), []string{"healthevents.proto"}, nil, examples.FS)
-	if err != nil {
-		return nil, fmt.Errorf("healthevents: the built-in proto does not compile: %w", err)
-	}
 	s := &Server{cfg: cfg, connQ: make(chan event, cfg.QueueSize), quarQ: make(chan event, cfg.QueueSize),
 		stop: make(chan struct{}), nodes: map[string]Effect{}, reg: prometheus.NewRegistry(), dbReg: prometheus.NewRegistry()}
-
-	if s.report, err = protoschema.Method(files, MethodReport); err != nil {
+	schema, err := CompileSchema()
+	if err != nil {
 		return nil, err
 	}
-	if s.stream, err = protoschema.Method(files, MethodStream); err != nil {
-		return nil, err
-	}
+	s.report, s.stream = schema.Report, schema.Stream
 	counter := func(name, help string) prometheus.Counter {
 		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 		s.reg.MustRegister(c)
@@ -206,7 +227,7 @@ func New(cfg Config) (*Server, error) {
 		Methods:     []grpc.MethodDesc{{MethodName: "Report", Handler: s.handleReport}},
 		Streams:     []grpc.StreamDesc{{StreamName: "ReportStream", ClientStreams: true, Handler: s.handleStream}},
 	}, nil)
-	rpb.RegisterServerReflectionServer(s.grpc, reflection.NewServerV1(reflection.ServerOptions{Services: s.grpc, DescriptorResolver: files}))
+	rpb.RegisterServerReflectionServer(s.grpc, reflection.NewServerV1(reflection.ServerOptions{Services: s.grpc, DescriptorResolver: schema.Files}))
 	return s, nil
 }
 
@@ -406,17 +427,25 @@ func (s *Server) Applied() []Effect {
 	return append([]Effect(nil), s.effects...)
 }
 
+// take waits for the next event on q; false once the service stops.
+func (s *Server) take(q <-chan event) (event, bool) {
+	select {
+	case <-s.stop:
+		return event{}, false
+	case ev := <-q:
+		return ev, true
+	}
+}
+
 // connector takes events off the connector's queue and writes each to the
 // store (3 tries), then hands it to the quarantine stage.
 func (s *Server) connector() {
 	defer s.workers.Done()
 	ctx := s.ctx
 	for {
-		var ev event
-		select {
-		case <-s.stop:
+		ev, ok := s.take(s.connQ)
+		if !ok {
 			return
-		case ev = <-s.connQ:
 		}
 		s.queued.Add(-1)
 		t0 := time.Now()
@@ -481,11 +510,9 @@ func (s *Server) quarantine() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		var ev event
-		select {
-		case <-s.stop:
+		ev, ok := s.take(s.quarQ)
+		if !ok {
 			return
-		case ev = <-s.quarQ:
 		}
 		if !s.slot(timer) {
 			return
@@ -646,23 +673,31 @@ func (s *Server) handleStream(_ any, ss grpc.ServerStream) error {
 	return ss.SendMsg(s.ack(n))
 }
 
-func (s *Server) serveEffects(w http.ResponseWriter, r *http.Request) {
-	from, limit := 0, 10000
-	if v := r.URL.Query().Get("from"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			http.Error(w, "from: want a whole number >= 0", http.StatusBadRequest)
-			return
-		}
-		from = n
+// queryInt reads the whole number in the query parameter key, at least
+// least; def when the parameter is absent, an error naming key when it is
+// not such a number.
+func queryInt(r *http.Request, key string, least, def int) (int, error) {
+	v := r.URL.Query().Get(key)
+	if v == "" {
+		return def, nil
 	}
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			http.Error(w, "limit: want a whole number >= 1", http.StatusBadRequest)
-			return
-		}
-		limit = n
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		return 0, fmt.Errorf("%s: want a whole number >= %d", key, least)
+	}
+	return n, nil
+}
+
+func (s *Server) serveEffects(w http.ResponseWriter, r *http.Request) {
+	from, err := queryInt(r, "from", 0, 0)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	limit, err := queryInt(r, "limit", 1, 10000)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	s.mu.Lock()
 	page := EffectsPage{Next: from, Backlog: int(s.pending.Load())}

@@ -35,13 +35,12 @@ func start(t *testing.T, cfg Config) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Shutdown is bounded: past it the gRPC server stops without waiting
+	// for its streams.
+	testutil.Start(t, s.Start, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		s.Shutdown(ctx)
+		return s.Shutdown(ctx)
 	})
 	return s
 }
@@ -171,10 +170,7 @@ func TestFactoryDefaultsToASocketInTheRunDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sut.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer sut.Shutdown(context.Background())
+	testutil.Start(t, sut.Start, sut.Shutdown)
 	if want := "unix://" + filepath.Join(dir, "healthevents.sock"); sut.Endpoint() != want {
 		t.Errorf("endpoint %q, want %q", sut.Endpoint(), want)
 	}

@@ -22,8 +22,8 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/internal/kubetest"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/sut/healthevents"
 )
 
@@ -166,14 +166,7 @@ drain: 20s
 phases:
   - {name: load, duration: %ds, rate: %d/s}
 `, secs, rate)
-	sc, err := scenario.Parse("third-parties.yaml", []byte(yaml), scenario.Params{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := scenariotest.Plan(t, reg, "third-parties.yaml", yaml)
 	// The API server's own buckets read directly when the load phase
 	// starts and when it ends (the drain begins).
 	var phaseB0, phaseB1 map[float64]float64
@@ -243,14 +236,7 @@ phases:
 	restartCase := func(t *testing.T) {
 		restart := strings.Replace(yaml, "      - {name: store_backlog,", "      - {name: database_restarts, query: max(mongodb_restarts_total)}\n      - {name: store_backlog,", 1)
 		restart = strings.Replace(restart, fmt.Sprintf("duration: %ds", secs), "duration: 8s", 1)
-		sc, err := scenario.Parse("restart.yaml", []byte(restart), scenario.Params{Registry: reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := scenario.Compile(sc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		plan := scenariotest.Plan(t, reg, "restart.yaml", restart)
 		restarted := false
 		res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg, Progress: func(p runner.Progress) {
 			if p.Phase == "load" && p.PhaseElapsed > 3*time.Second && !restarted {

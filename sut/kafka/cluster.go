@@ -6,10 +6,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -269,13 +270,8 @@ func (c *Cluster) properties(b *Broker, voters string) string {
 	for k, v := range c.p.Props {
 		props[k] = v
 	}
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var sb strings.Builder
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(props)) {
 		fmt.Fprintf(&sb, "%s=%s\n", k, props[k])
 	}
 	return sb.String()

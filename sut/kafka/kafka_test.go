@@ -35,10 +35,7 @@ func TestThreeBrokers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(context.Background())
+	testutil.Start(t, d.Start, d.Shutdown)
 	g, err := payload.EventFactory().New(&payload.EventConfig{Size: 100, SeqIn: "header", ContentType: "application/json"}, pipebench.Env{})
 	if err != nil {
 		t.Fatal(err)

@@ -55,11 +55,6 @@ func TestConfigFileBesideTheScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a collector")
 	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "collector.yaml"), []byte(userCollector), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	scen := filepath.Join(dir, "own.yaml")
 	text := `name: own-collector
 sut: {type: otelcol, config_file: collector.yaml}
 target: {driver: otlp}
@@ -71,10 +66,7 @@ drain: 10s
 phases:
   - {name: load, duration: 3s, rate: 1000/s}
 `
-	if err := os.WriteFile(scen, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	res := runFile(t, scen) // the working directory is the package's, not dir
+	res := runFile(t, writeOwn(t, userCollector, text)) // the working directory is the package's, not the scenario's
 	sent, _ := res.Total.Get("sent")
 	delivered, _ := res.Total.Get("delivered")
 	accepted := acceptedTotal(res)
@@ -100,7 +92,6 @@ func TestCommandRunsTheUsersCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	col := `receivers:
   otlp:
     protocols:
@@ -110,10 +101,6 @@ exporters:
 ` + selfMetrics + `  pipelines:
     metrics: {receivers: [otlp], exporters: [prometheus]}
 `
-	if err := os.WriteFile(filepath.Join(dir, "collector.yaml"), []byte(col), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	scen := filepath.Join(dir, "own.yaml")
 	text := `name: own-binary
 sut: {type: otelcol, signal: metrics, command: ` + bin + `, config_file: collector.yaml}
 target: {driver: otlp}
@@ -124,9 +111,7 @@ drain: 3s
 phases:
   - {name: load, duration: 2s, rate: 1000/s}
 `
-	if err := os.WriteFile(scen, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	scen := writeOwn(t, col, text)
 	res := runFile(t, scen)
 	sent, _ := res.Total.Get("sent")
 	accepted := acceptedTotal(res)
@@ -146,6 +131,22 @@ phases:
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
+}
+
+// writeOwn writes a user's collector configuration and a scenario naming
+// it (config_file: collector.yaml) into a folder of their own, and returns
+// the scenario's path.
+func writeOwn(t *testing.T, collector, scenario string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "collector.yaml"), []byte(collector), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scen := filepath.Join(dir, "own.yaml")
+	if err := os.WriteFile(scen, []byte(scenario), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return scen
 }
 
 // runFile runs the scenario file scen with every built-in plug-in and

@@ -54,13 +54,12 @@ func (d *downstream) count() int {
 
 func start(t *testing.T, cfg Config, target string) *Relay {
 	r := New(cfg, target)
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// Shutdown waits for the queue to drain: bounded, so that a downstream
+	// that stopped answering cannot hold the test.
+	testutil.Start(t, r.Start, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		r.Shutdown(ctx)
+		return r.Shutdown(ctx)
 	})
 	return r
 }
