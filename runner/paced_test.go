@@ -57,27 +57,27 @@ func (d *asyncDriver) SendAsync(ctx context.Context, b *pipebench.Batch, done fu
 	}()
 }
 
+// driverFactory registers d under name, a driver of bytes: every run's
+// driver of that type is d itself, for the test to inspect.
+func driverFactory(name string, d pipebench.Driver) pipebench.Factory[pipebench.Driver] {
+	return pipebench.NewSimpleFactory(name, "test driver",
+		func(pipebench.Env) (pipebench.Driver, error) { return d, nil }).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadBytes})
+}
+
 // The open model hands each due send to an AsyncSender (never Send): every
 // send is counted once, a panic in SendAsync is an error outcome (once, even
 // when the driver had answered), and the phase waits for the last answer.
 func TestPacedHandsSendsToAnAsyncSender(t *testing.T) {
 	d := &asyncDriver{}
-	reg := registry(t)
-	if err := reg.Drivers.Register(pipebench.NewSimpleFactory("async-fake", "test driver",
-		func(pipebench.Env) (pipebench.Driver, error) { return d, nil }).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadBytes})); err != nil {
-		t.Fatal(err)
-	}
-	_, plan := parse(t, reg, `
+	reg := registry(t, driverFactory("async-fake", d))
+	plan := compile(t, reg, `
 name: async
 target: {driver: async-fake}
 workload: {generator: event, size: 64}
 phases:
   - {name: load, duration: 1s, rate: 700/s}
 `)
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	res := runPlan(t, reg, plan)
 	p := &res.Phases[0]
 	if n := d.syncSends.Load(); n != 0 {
 		t.Errorf("%d sends went through Send, want all through SendAsync", n)
@@ -142,18 +142,15 @@ func (g *slowGen) Release(b *pipebench.Batch) {
 // later, far beyond the bound: 3.7 GB for OTLP traces at 400,000 spans/s.)
 func TestPacedBoundsBytesOfBatchesNotYetMade(t *testing.T) {
 	g := &slowGen{each: 10 * time.Millisecond}
-	reg := registry(t)
-	if err := reg.Generators.Register(pipebench.NewSimpleFactory("slow-event", "test generator",
+	reg := registry(t, pipebench.NewSimpleFactory("slow-event", "test generator",
 		func(env pipebench.Env) (pipebench.Generator, error) {
 			c := payload.EventFactory().NewConfig().(*payload.EventConfig)
 			c.Size = 65536
 			var err error
 			g.Generator, err = payload.EventFactory().New(c, env)
 			return g, err
-		}).WithPayloads([]pipebench.Payload{pipebench.PayloadBytes}, nil)); err != nil {
-		t.Fatal(err)
-	}
-	_, plan := parse(t, reg, `
+		}).WithPayloads([]pipebench.Payload{pipebench.PayloadBytes}, nil))
+	plan := compile(t, reg, `
 name: slow-generator
 target: {driver: http, http2: true}
 workload: {generator: slow-event}
@@ -207,12 +204,8 @@ func (d *silentDriver) Send(ctx context.Context, b *pipebench.Batch) pipebench.O
 // (never passed) says the target stopped answering.
 func TestSendsThatNeverReturnDoNotHoldTheRun(t *testing.T) {
 	d := &silentDriver{}
-	reg := registry(t)
-	if err := reg.Drivers.Register(pipebench.NewSimpleFactory("silent-fake", "test driver",
-		func(pipebench.Env) (pipebench.Driver, error) { return d, nil }).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadBytes})); err != nil {
-		t.Fatal(err)
-	}
-	_, plan := parse(t, reg, `
+	reg := registry(t, driverFactory("silent-fake", d))
+	plan := compile(t, reg, `
 name: silent
 target: {driver: silent-fake}
 workload: {generator: event, size: 64}

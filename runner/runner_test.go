@@ -11,49 +11,36 @@ import (
 
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 	httpsink "github.com/pipebench/pipebench/sink/http"
 	"github.com/pipebench/pipebench/sut/relay"
 )
 
-// registry wires the real HTTP plug-ins: the runner is tested against real
+// registry wires the real HTTP plug-ins, and any more factories a test
+// names (its own fakes, other protocols): the runner is tested against real
 // servers on loopback, never mocks.
-func registry(t *testing.T) *pipebench.Registry { return registryTB(t) }
-
-func registryTB(t testing.TB) *pipebench.Registry {
-	t.Helper()
-	reg := pipebench.NewRegistry()
-	for _, err := range []error{
-		reg.Generators.Register(payload.EventFactory()),
-		reg.Generators.Register(payload.CloudEventsFactory()),
-		reg.Drivers.Register(httpdriver.Factory()),
-		reg.Sinks.Register(httpsink.Factory()),
-		reg.SUTs.Register(relay.Factory()),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return reg
+func registry(tb testing.TB, more ...any) *pipebench.Registry {
+	tb.Helper()
+	return scenariotest.Registry(tb, append([]any{payload.EventFactory(), payload.CloudEventsFactory(),
+		httpdriver.Factory(), httpsink.Factory(), relay.Factory()}, more...)...)
 }
 
-func parse(t *testing.T, reg *pipebench.Registry, yaml string) (*scenario.Scenario, pipebench.Plan) {
-	return parseB(t, reg, yaml)
+// compile parses and compiles a scenario written in a test.
+func compile(tb testing.TB, reg *pipebench.Registry, yaml string) pipebench.Plan {
+	tb.Helper()
+	return scenariotest.Plan(tb, reg, "test.yaml", yaml)
 }
 
-func parseB(t testing.TB, reg *pipebench.Registry, yaml string) (*scenario.Scenario, pipebench.Plan) {
+// runPlan runs plan to the end with reg; the runner's error fails the test.
+func runPlan(t *testing.T, reg *pipebench.Registry, plan pipebench.Plan) *pipebench.Result {
 	t.Helper()
-	sc, err := scenario.Parse("test.yaml", []byte(yaml), scenario.Params{Registry: reg})
+	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
 	if err != nil {
-		t.Fatalf("parse: %v", err)
+		t.Fatalf("run: %v", err)
 	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatalf("compile: %v", err)
-	}
-	return sc, plan
+	return res
 }
 
 func get(t *testing.T, p *pipebench.PhaseResult, name string, labels ...string) float64 {
@@ -69,7 +56,7 @@ func get(t *testing.T, p *pipebench.PhaseResult, name string, labels ...string) 
 // with 503: the Result must hold the exact counts.
 func TestRunExactCountsThroughFaultySink(t *testing.T) {
 	reg := registry(t)
-	_, plan := parse(t, reg, `
+	plan := compile(t, reg, `
 name: exact-counts
 version: "1.0"
 target:
@@ -92,10 +79,7 @@ thresholds:
 `)
 	// No system under test: the driver aims at the sink directly, so the
 	// sink's answers are what the driver sees.
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	res := runPlan(t, reg, plan)
 	if res.Manifest.Status != pipebench.StatusPassed {
 		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
 	}
@@ -178,7 +162,7 @@ func hasSeries(res *pipebench.Result, name string) bool {
 // retries, and after recovery everything accepted is delivered.
 func TestRunBackpressureThroughRelayLosesNothing(t *testing.T) {
 	reg := registry(t)
-	_, plan := parse(t, reg, `
+	plan := compile(t, reg, `
 name: relay-backpressure
 target: {driver: http}
 workload: {generator: event, size: 64}
@@ -194,10 +178,7 @@ phases:
   - {name: recovery, duration: 1s, rate: 500/s}
 drain: 20s
 `)
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	res := runPlan(t, reg, plan)
 	if res.Total == nil {
 		t.Fatal("no total")
 	}
@@ -250,7 +231,7 @@ func checkColumnsAddUp(t *testing.T, res *pipebench.Result) {
 // to do.
 func TestSignalDuringDrainAbandonsNotLoses(t *testing.T) {
 	reg := registry(t)
-	_, plan := parse(t, reg, `
+	plan := compile(t, reg, `
 name: drain-abort
 target: {driver: http}
 workload: {generator: event, size: 64}
@@ -295,7 +276,7 @@ drain: 60s
 // A cancelled context stops the load and still returns the partial Result.
 func TestRunAbortKeepsPartialResult(t *testing.T) {
 	reg := registry(t)
-	_, plan := parse(t, reg, `
+	plan := compile(t, reg, `
 name: abort
 target: {driver: http}
 sink: {type: http}
@@ -337,7 +318,7 @@ drain: 2s
 // item arrives, and the table has no target rate for it (there is none).
 func TestRunBlastSendsItsCount(t *testing.T) {
 	reg := registry(t)
-	_, plan := parse(t, reg, `
+	plan := compile(t, reg, `
 name: blast
 target: {driver: http}
 workload: {generator: event, size: 64}
@@ -348,10 +329,7 @@ phases:
     blast: {count: 300, workers: 10}
     duration: 30s
 `)
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	res := runPlan(t, reg, plan)
 	// No thresholds: a valid run without a verdict, never "passed".
 	if res.Manifest.Status != pipebench.StatusCompleted {
 		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
@@ -387,7 +365,7 @@ phases:
 // invalid and says which bound dropped them, and what was sent is exact.
 func TestRunBoundsBytesInFlight(t *testing.T) {
 	reg := registry(t)
-	_, plan := parse(t, reg, `
+	plan := compile(t, reg, `
 name: bytes-bound
 target: {driver: http, connections: 64}
 workload: {generator: event, size: 65536}

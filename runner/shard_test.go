@@ -19,7 +19,7 @@ import (
 func TestShardsMergeToWhatTheSinkReceived(t *testing.T) {
 	sink, arr := sinktest.HTTP(t)
 	reg := registry(t)
-	_, plan := parse(t, reg, fmt.Sprintf(`
+	plan := compile(t, reg, fmt.Sprintf(`
 name: sharded
 target: {driver: http, url: %q, connections: 4}
 workload: {generator: event, size: 64}
@@ -92,7 +92,7 @@ thresholds: ["errors == 0"]
 // only grow, taken from another goroutine than the sends (run with -race).
 func TestCheckpoints(t *testing.T) {
 	reg := registry(t)
-	_, plan := parse(t, reg, `
+	plan := compile(t, reg, `
 name: checkpoints
 target: {driver: http}
 sink: {type: http}
