@@ -8,21 +8,10 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/store/sqlstore"
 	"github.com/pipebench/pipebench/store/storetest"
 )
 
-func opener(ref string) storetest.Opener {
-	return func(t *testing.T) *sqlstore.Store {
-		t.Helper()
-		s, err := Open(context.Background(), ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-}
+func opener(ref string) storetest.Opener { return storetest.OpenerOf(Open, ref) }
 
 func TestConformance(t *testing.T) {
 	base := storetest.PostgresURL(t)

@@ -6,21 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pipebench/pipebench/store/sqlstore"
 	"github.com/pipebench/pipebench/store/storetest"
 )
 
-func opener(path string) storetest.Opener {
-	return func(t *testing.T) *sqlstore.Store {
-		t.Helper()
-		s, err := Open(context.Background(), path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-}
+func opener(path string) storetest.Opener { return storetest.OpenerOf(Open, path) }
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Opener {

@@ -25,6 +25,21 @@ import (
 // called within one test.
 type Opener func(t *testing.T) *sqlstore.Store
 
+// OpenerOf is the Opener of a backend's open function on ref (a file, a
+// connection string): each call opens the store again, an error fails the
+// test, and the store is closed when the test ends.
+func OpenerOf(open func(ctx context.Context, ref string) (*sqlstore.Store, error), ref string) Opener {
+	return func(t *testing.T) *sqlstore.Store {
+		t.Helper()
+		s, err := open(context.Background(), ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
 // Result is a saved-run fixture: the reference pipeline shape, one version.
 func Result(version string, i int) *pipebench.Result {
 	r := resulttest.Pipeline(version, "single", 20000+float64(i))
