@@ -2,6 +2,7 @@ package limit_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,17 @@ func plan(t *testing.T, reg *pipebench.Registry, yaml string) pipebench.Plan {
 	return scenariotest.Plan(t, reg, "limit.yaml", yaml)
 }
 
+// sinkPlan is the plan of scenario name: events of 64 bytes sent over
+// connections HTTP connections to the sink alone, with the scenario's
+// other keys (its phases...) in rest.
+func sinkPlan(t *testing.T, reg *pipebench.Registry, name string, connections int, rest string) pipebench.Plan {
+	t.Helper()
+	return plan(t, reg, fmt.Sprintf(`name: %s
+target: {driver: http, connections: %d}
+workload: {generator: event, size: 64}
+sink: {type: http}`, name, connections)+rest)
+}
+
 func runWith(reg *pipebench.Registry) limit.RunFunc {
 	return func(ctx context.Context, p pipebench.Plan) (*pipebench.Result, error) {
 		return runner.Run(ctx, runner.Params{Plan: p, Registry: reg})
@@ -40,11 +52,7 @@ func TestSearchFindsTheSinksRateLimit(t *testing.T) {
 		t.Skip("a search of about ten 2-second probes")
 	}
 	reg := registry(t)
-	p := plan(t, reg, `
-name: limit-sink
-target: {driver: http, connections: 16}
-workload: {generator: event, size: 64}
-sink: {type: http}
+	p := sinkPlan(t, reg, "limit-sink", 16, `
 drain: 2s
 phases:
   - name: load
@@ -101,11 +109,7 @@ func TestSearchBurstTolerance(t *testing.T) {
 		t.Skip("a search of several probes")
 	}
 	reg := registry(t)
-	p := plan(t, reg, `
-name: burst-sink
-target: {driver: http, connections: 16}
-workload: {generator: event, size: 64}
-sink: {type: http}
+	p := sinkPlan(t, reg, "burst-sink", 16, `
 drain: 2s
 phases:
   - name: load
@@ -178,11 +182,7 @@ func TestSearchStopsAtTheGeneratorsCeiling(t *testing.T) {
 // refused before anything runs.
 func TestBudgetIsAHardLimit(t *testing.T) {
 	reg := registry(t)
-	p := plan(t, reg, `
-name: limit-budget
-target: {driver: http, connections: 4}
-workload: {generator: event, size: 64}
-sink: {type: http}
+	p := sinkPlan(t, reg, "limit-budget", 4, `
 interval: 500ms
 drain: 1s
 phases:
@@ -277,11 +277,7 @@ func TestProbesAreObservedSixTimes(t *testing.T) {
 		interval string
 		want     time.Duration
 	}{{"", 500 * time.Millisecond}, {"interval: 750ms\n", 500 * time.Millisecond}, {"interval: 300ms\n", 300 * time.Millisecond}} {
-		p := plan(t, reg, `
-name: limit-interval
-target: {driver: http, connections: 4}
-workload: {generator: event, size: 64}
-sink: {type: http}
+		p := sinkPlan(t, reg, "limit-interval", 4, `
 `+tc.interval+`drain: 1s
 phases:
   - {name: load, duration: 3s, rate: 100/s}
