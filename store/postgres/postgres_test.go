@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -45,17 +44,9 @@ func TestConcurrentMigrations(t *testing.T) {
 	}
 }
 
-func TestHelperSaveForever(t *testing.T) {
-	ref := os.Getenv(storetest.HelperEnv)
-	if ref == "" {
-		t.Skip("helper process")
-	}
-	s, err := Open(context.Background(), ref)
-	if err != nil {
-		os.Exit(3)
-	}
-	storetest.SaveForever(s)
-}
+// TestHelperSaveForever is not a test: it is the child process of
+// TestKilledMidSaveKeepsHistory.
+func TestHelperSaveForever(t *testing.T) { storetest.SaveForever(t, Open) }
 
 // A process killed in the middle of saves leaves the history intact.
 func TestKilledMidSaveKeepsHistory(t *testing.T) {

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -29,17 +28,7 @@ func TestReopenSameFile(t *testing.T) {
 
 // TestHelperSaveForever is not a test: it is the child process of
 // TestKilledMidSaveKeepsHistory.
-func TestHelperSaveForever(t *testing.T) {
-	path := os.Getenv(storetest.HelperEnv)
-	if path == "" {
-		t.Skip("helper process")
-	}
-	s, err := Open(context.Background(), path)
-	if err != nil {
-		os.Exit(3)
-	}
-	storetest.SaveForever(s)
-}
+func TestHelperSaveForever(t *testing.T) { storetest.SaveForever(t, Open) }
 
 // A process killed in the middle of saves leaves the history intact: the
 // earlier runs are there and the file passes SQLite's integrity check.
