@@ -14,20 +14,13 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/schema/internal/fielddoc"
 	"github.com/pipebench/pipebench/suite"
 )
 
-func registry(t *testing.T) *pipebench.Registry {
-	t.Helper()
-	reg, err := builtins.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reg
-}
+func registry(t *testing.T) *pipebench.Registry { return suitetest.Registry(t) }
 
 // The committed files are what go generate ./schema writes now: the field
 // documentation compiled into the scenario package, and the schemas.
