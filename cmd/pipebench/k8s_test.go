@@ -56,65 +56,7 @@ func TestK8sLauncher(t *testing.T) {
 		}
 	}
 	// left lists what a run left behind in a namespace.
-	left := func(ns string) []string {
-		var out []string
-		sel := metav1.ListOptions{}
-		if l, err := c.Client.CoreV1().Pods(ns).List(ctx, sel); err == nil {
-			for _, p := range l.Items {
-				out = append(out, "pod/"+p.Name)
-			}
-		}
-		if l, err := c.Client.CoreV1().ConfigMaps(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				if o.Name != "kube-root-ca.crt" {
-					out = append(out, "configmap/"+o.Name)
-				}
-			}
-		}
-		if l, err := c.Client.CoreV1().ServiceAccounts(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				if o.Name != "default" {
-					out = append(out, "serviceaccount/"+o.Name)
-				}
-			}
-		}
-		if l, err := c.Client.RbacV1().Roles(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "role/"+o.Name)
-			}
-		}
-		if l, err := c.Client.RbacV1().RoleBindings(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "rolebinding/"+o.Name)
-			}
-		}
-		if l, err := c.Client.BatchV1().Jobs(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "job/"+o.Name)
-			}
-		}
-		if l, err := c.Client.AppsV1().DaemonSets(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "daemonset/"+o.Name)
-			}
-		}
-		if l, err := c.Client.AppsV1().Deployments(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "deployment/"+o.Name)
-			}
-		}
-		if l, err := c.Client.AppsV1().ReplicaSets(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "replicaset/"+o.Name)
-			}
-		}
-		if l, err := c.Client.CoreV1().Services(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "service/"+o.Name)
-			}
-		}
-		return out
-	}
+	left := func(ns string) []string { return c.Left(ctx, ns) }
 	launch := func(t *testing.T, scen, ns string, extra ...string) (*lockedBuffer, *lockedBuffer, chan struct{}, *exec.Cmd) {
 		args := append([]string{"k8s", "run", scen, "--kubeconfig", c.Kubeconfig, "--namespace", ns,
 			"--name", "run-" + ns, "--image", "pipebench:test", "--lead", "4s", "--ready-timeout", "40s", "--no-store"}, extra...)
