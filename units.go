@@ -64,14 +64,7 @@ func ParseDuration(s string) (Duration, error) {
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := ParseDuration(string(b))
-	if err != nil {
-		return err
-	}
-	*d = v
-	return nil
-}
+func (d *Duration) UnmarshalText(b []byte) error { return parseText(b, d, ParseDuration) }
 
 // Rate is a rate in items per second. It reads and writes itself as text:
 // "500/s", "30000/min", "2/ms", "0.5/s", "72000/h". A bare number is items per
@@ -124,14 +117,7 @@ func ParseRate(s string) (Rate, error) {
 func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (r *Rate) UnmarshalText(b []byte) error {
-	v, err := ParseRate(string(b))
-	if err != nil {
-		return err
-	}
-	*r = v
-	return nil
-}
+func (r *Rate) UnmarshalText(b []byte) error { return parseText(b, r, ParseRate) }
 
 // UnmarshalJSON accepts both the text form ("500/s") and a bare JSON number.
 func (r *Rate) UnmarshalJSON(b []byte) error {
@@ -142,6 +128,17 @@ func (r *Rate) UnmarshalJSON(b []byte) error {
 // nanoseconds, which is how time.Duration marshals.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	return numberOrText(b, (*int64)(d), d.UnmarshalText, `duration must be a string like "10s"`)
+}
+
+// parseText sets *v to what parse reads in b, and leaves it as it was
+// when parse refuses b.
+func parseText[T any](b []byte, v *T, parse func(string) (T, error)) error {
+	parsed, err := parse(string(b))
+	if err != nil {
+		return err
+	}
+	*v = parsed
+	return nil
 }
 
 // numberOrText reads a bare JSON number into n (the value's underlying
