@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -57,11 +58,20 @@ func (d *asyncDriver) SendAsync(ctx context.Context, b *pipebench.Batch, done fu
 	}()
 }
 
-// driverFactory registers d under name, a driver of bytes: every run's
-// driver of that type is d itself, for the test to inspect.
-func driverFactory(name string, d pipebench.Driver) pipebench.Factory[pipebench.Driver] {
-	return pipebench.NewSimpleFactory(name, "test driver",
-		func(pipebench.Env) (pipebench.Driver, error) { return d, nil }).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadBytes})
+// throughDriver is the registry and plan of a run that sends 64-byte
+// events through d alone, in one phase (load, of duration at rate): the
+// run's driver is d itself, for the test to inspect.
+func throughDriver(t *testing.T, d pipebench.Driver, duration, rate string) (*pipebench.Registry, pipebench.Plan) {
+	t.Helper()
+	reg := registry(t, pipebench.NewSimpleFactory("fake", "test driver",
+		func(pipebench.Env) (pipebench.Driver, error) { return d, nil }).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadBytes}))
+	return reg, compile(t, reg, fmt.Sprintf(`
+name: through-fake-driver
+target: {driver: fake}
+workload: {generator: event, size: 64}
+phases:
+  - {name: load, duration: %s, rate: %s}
+`, duration, rate))
 }
 
 // The open model hands each due send to an AsyncSender (never Send): every
@@ -69,14 +79,7 @@ func driverFactory(name string, d pipebench.Driver) pipebench.Factory[pipebench.
 // when the driver had answered), and the phase waits for the last answer.
 func TestPacedHandsSendsToAnAsyncSender(t *testing.T) {
 	d := &asyncDriver{}
-	reg := registry(t, driverFactory("async-fake", d))
-	plan := compile(t, reg, `
-name: async
-target: {driver: async-fake}
-workload: {generator: event, size: 64}
-phases:
-  - {name: load, duration: 1s, rate: 700/s}
-`)
+	reg, plan := throughDriver(t, d, "1s", "700/s")
 	res := runPlan(t, reg, plan)
 	p := &res.Phases[0]
 	if n := d.syncSends.Load(); n != 0 {
@@ -204,14 +207,7 @@ func (d *silentDriver) Send(ctx context.Context, b *pipebench.Batch) pipebench.O
 // (never passed) says the target stopped answering.
 func TestSendsThatNeverReturnDoNotHoldTheRun(t *testing.T) {
 	d := &silentDriver{}
-	reg := registry(t, driverFactory("silent-fake", d))
-	plan := compile(t, reg, `
-name: silent
-target: {driver: silent-fake}
-workload: {generator: event, size: 64}
-phases:
-  - {name: load, duration: 500ms, rate: 100/s}
-`)
+	reg, plan := throughDriver(t, d, "500ms", "100/s")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg, SendsGrace: 500 * time.Millisecond})
