@@ -153,25 +153,8 @@ func TestPacedBoundsBytesOfBatchesNotYetMade(t *testing.T) {
 			g.Generator, err = payload.EventFactory().New(c, env)
 			return g, err
 		}).WithPayloads([]pipebench.Payload{pipebench.PayloadBytes}, nil))
-	plan := compile(t, reg, `
-name: slow-generator
-target: {driver: http, http2: true}
-workload: {generator: slow-event}
-sink: {type: http}
-drain: 5s
-defaults: {max_in_flight_bytes: 1MiB}
-phases:
-  - name: hold
-    duration: 2s
-    rate: 400/s
-    faults: {latency: 300ms}
-`)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := heldUnderOneMiB(t, reg, "{driver: http, http2: true}", "{generator: slow-event}", "400/s")
+	res := runWithin(t, reg, plan, 60*time.Second)
 	ph := &res.Phases[0]
 	// 1 MiB holds 16 batches of 64 KiB (a little more: an event's object
 	// is its size plus its brackets).

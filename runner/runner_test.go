@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -36,7 +37,20 @@ func compile(tb testing.TB, reg *pipebench.Registry, yaml string) pipebench.Plan
 // runPlan runs plan to the end with reg; the runner's error fails the test.
 func runPlan(t *testing.T, reg *pipebench.Registry, plan pipebench.Plan) *pipebench.Result {
 	t.Helper()
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
+	return runWithin(t, reg, plan, 0)
+}
+
+// runWithin is runPlan with the run stopped after within (0: no bound), for
+// a test whose run must not hang.
+func runWithin(t *testing.T, reg *pipebench.Registry, plan pipebench.Plan, within time.Duration) *pipebench.Result {
+	t.Helper()
+	ctx := context.Background()
+	if within > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
+	}
+	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -359,34 +373,37 @@ phases:
 	}
 }
 
-// Requests of 64 KiB against a sink that holds every answer 300 ms, at
-// 200/s: 60 sends (3.75 MiB) would be in flight, more than the 1 MiB bound.
-// Sends due while the bound is reached are dropped and counted, the run is
-// invalid and says which bound dropped them, and what was sent is exact.
-func TestRunBoundsBytesInFlight(t *testing.T) {
-	reg := registry(t)
-	plan := compile(t, reg, `
-name: bytes-bound
-target: {driver: http, connections: 64}
-workload: {generator: event, size: 65536}
+// heldUnderOneMiB is the plan of one 2-second phase, hold, at rate, of
+// the scenario's target and workload against the sink holding every
+// answer 300 ms, with the requests' bytes in flight bounded to 1 MiB.
+func heldUnderOneMiB(t *testing.T, reg *pipebench.Registry, target, workload, rate string) pipebench.Plan {
+	t.Helper()
+	return compile(t, reg, fmt.Sprintf(`
+name: held-under-1mib
+target: %s
+workload: %s
 sink: {type: http}
 drain: 5s
 defaults: {max_in_flight_bytes: 1MiB}
 phases:
   - name: hold
     duration: 2s
-    rate: 200/s
+    rate: %s
     faults: {latency: 300ms}
-`)
+`, target, workload, rate))
+}
+
+// Requests of 64 KiB against a sink that holds every answer 300 ms, at
+// 200/s: 60 sends (3.75 MiB) would be in flight, more than the 1 MiB bound.
+// Sends due while the bound is reached are dropped and counted, the run is
+// invalid and says which bound dropped them, and what was sent is exact.
+func TestRunBoundsBytesInFlight(t *testing.T) {
+	reg := registry(t)
+	plan := heldUnderOneMiB(t, reg, "{driver: http, connections: 64}", "{generator: event, size: 65536}", "200/s")
 	if got := plan.Phases[0].MaxInFlightBytes; got != 1<<20 {
 		t.Fatalf("plan max_in_flight_bytes = %d, want 1 MiB", got)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runWithin(t, reg, plan, 30*time.Second)
 	ph := &res.Phases[0]
 	sent, dropped := get(t, ph, "sent"), get(t, ph, "dropped")
 	if sent+dropped != 400 {
