@@ -172,17 +172,24 @@ func hasSeries(res *pipebench.Result, name string) bool {
 	return false
 }
 
+// throughRelay is the plan of 64-byte events sent through the embedded
+// relay (its queue and workers given) to the sink, observed every 250 ms,
+// with the scenario's phases and drain in rest.
+func throughRelay(t *testing.T, reg *pipebench.Registry, queue, workers int, rest string) pipebench.Plan {
+	t.Helper()
+	return compile(t, reg, fmt.Sprintf(`name: through-relay
+target: {driver: http}
+workload: {generator: event, size: 64}
+sut: {type: relay, queue_size: %d, workers: %d}
+sink: {type: http}
+interval: 250ms`, queue, workers)+rest)
+}
+
 // Through the embedded relay: the sink fails 70% for a phase, the relay
 // retries, and after recovery everything accepted is delivered.
 func TestRunBackpressureThroughRelayLosesNothing(t *testing.T) {
 	reg := registry(t)
-	plan := compile(t, reg, `
-name: relay-backpressure
-target: {driver: http}
-workload: {generator: event, size: 64}
-sut: {type: relay, queue_size: 100000, workers: 8}
-sink: {type: http}
-interval: 250ms
+	plan := throughRelay(t, reg, 100000, 8, `
 phases:
   - {name: steady, duration: 1s, rate: 500/s}
   - name: backpressure
@@ -245,13 +252,7 @@ func checkColumnsAddUp(t *testing.T, res *pipebench.Result) {
 // to do.
 func TestSignalDuringDrainAbandonsNotLoses(t *testing.T) {
 	reg := registry(t)
-	plan := compile(t, reg, `
-name: drain-abort
-target: {driver: http}
-workload: {generator: event, size: 64}
-sut: {type: relay, queue_size: 10000, workers: 2}
-sink: {type: http}
-interval: 250ms
+	plan := throughRelay(t, reg, 10000, 2, `
 phases:
   - name: slow
     duration: 1s
