@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/kubetest"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/sinktest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/k8s"
@@ -83,15 +83,7 @@ func TestK8sLauncher(t *testing.T) {
 		namespace(t, ns)
 		sink, arr := sinktest.HTTP(t)
 		_ = arr
-		scen := writeScenario(t, t.TempDir(), fmt.Sprintf(`
-name: k8s-sharded
-target: {driver: http, url: %q, connections: 2}
-workload: {generator: event, size: 64}
-phases:
-  - {name: a, duration: 1s, rate: 300/s}
-  - {name: b, duration: 1s, rate: 600/s}
-thresholds: ["errors == 0"]
-`, sink.Endpoint()))
+		scen := writeScenario(t, t.TempDir(), scenariotest.TwoPhases("k8s-sharded", sink.Endpoint(), 2, 300, 600))
 		before := arr.Delivered()
 		out := filepath.Join(dir, "merged.json")
 		_, stderr, done, cmd := launch(t, scen, ns, "--shards", "3", "--out", out)
