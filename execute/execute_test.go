@@ -25,14 +25,7 @@ import (
 // case fails with the cause.
 func TestRefusedTargetIsKept(t *testing.T) {
 	reg := suitetest.Registry(t)
-	plan := scenariotest.Plan(t, reg, "test.yaml", fmt.Sprintf(`
-name: refused
-target: {driver: http, url: "http://%s/", connections: 2}
-phases:
-  - {name: load, duration: 1s, rate: 20/s}
-thresholds:
-  - "lost == 0"
-`, testutil.FreeAddr(t)))
+	plan := scenariotest.Plan(t, reg, "test.yaml", scenariotest.Refused(testutil.FreeAddr(t), "lost == 0"))
 	dir := t.TempDir()
 	out, hist := filepath.Join(dir, "result.json"), filepath.Join(dir, "history.db")
 	shown := map[string]*bytes.Buffer{}

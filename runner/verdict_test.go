@@ -89,14 +89,7 @@ phases:
 func TestVerdictNothingReachedIsInvalid(t *testing.T) {
 	addr := testutil.FreeAddr(t) // nothing listens there
 	reg := registry(t)
-	plan := compile(t, reg, fmt.Sprintf(`
-name: refused
-target: {driver: http, url: "http://%s/", connections: 2}
-phases:
-  - {name: load, duration: 1s, rate: 20/s}
-thresholds:
-  - "errors < 1000000"
-`, addr))
+	plan := compile(t, reg, scenariotest.Refused(addr, "errors < 1000000"))
 	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
 	if err != nil || res == nil {
 		t.Fatalf("an unreached target is a Result, not an error: %v", err)

@@ -85,3 +85,18 @@ phases:
 thresholds: ["errors == 0"]
 `, name, url, connections, rateA, rateB)
 }
+
+// Refused is the text of a scenario aimed at addr (host:port), where
+// nothing listens: one second at 20 items a second over two HTTP
+// connections, judged by threshold. Its run is invalid: nothing reached
+// the system under test.
+func Refused(addr, threshold string) string {
+	return fmt.Sprintf(`
+name: refused
+target: {driver: http, url: "http://%s/", connections: 2}
+phases:
+  - {name: load, duration: 1s, rate: 20/s}
+thresholds:
+  - %q
+`, addr, threshold)
+}
