@@ -36,6 +36,21 @@ workload: {generator: event, size: 64}
 sink: {type: http}`, name, connections)+rest)
 }
 
+// limitedSink is the plan of the searches against the sink's own limit:
+// one phase, load, of duration at 500/s over 16 connections, under the
+// fault policy faults (the limit), then a 2-second drain.
+func limitedSink(t *testing.T, reg *pipebench.Registry, name, duration, faults string) pipebench.Plan {
+	t.Helper()
+	return sinkPlan(t, reg, name, 16, fmt.Sprintf(`
+drain: 2s
+phases:
+  - name: load
+    duration: %s
+    rate: 500/s
+    faults: %s
+`, duration, faults))
+}
+
 func runWith(reg *pipebench.Registry) limit.RunFunc {
 	return func(ctx context.Context, p pipebench.Plan) (*pipebench.Result, error) {
 		return runner.Run(ctx, runner.Params{Plan: p, Registry: reg})
@@ -52,14 +67,7 @@ func TestSearchFindsTheSinksRateLimit(t *testing.T) {
 		t.Skip("a search of about ten 2-second probes")
 	}
 	reg := registry(t)
-	p := sinkPlan(t, reg, "limit-sink", 16, `
-drain: 2s
-phases:
-  - name: load
-    duration: 2s
-    rate: 500/s
-    faults: {rate_limit: 1000/s, rate_limit_burst: 100ms}
-`)
+	p := limitedSink(t, reg, "limit-sink", "2s", "{rate_limit: 1000/s, rate_limit_burst: 100ms}")
 	var lines []string
 	ans, err := limit.Search(context.Background(), limit.Params{
 		Plan: p, Run: runWith(reg), Start: 750, Probe: 4 * time.Second, Precision: 0.05, Tolerance: 0.01, Budget: 3 * time.Minute,
@@ -109,14 +117,7 @@ func TestSearchBurstTolerance(t *testing.T) {
 		t.Skip("a search of several probes")
 	}
 	reg := registry(t)
-	p := sinkPlan(t, reg, "burst-sink", 16, `
-drain: 2s
-phases:
-  - name: load
-    duration: 1s
-    rate: 500/s
-    faults: {rate_limit: 1000/s}
-`)
+	p := limitedSink(t, reg, "burst-sink", "1s", "{rate_limit: 1000/s}")
 	ans, err := limit.Search(context.Background(), limit.Params{
 		Plan: p, Run: runWith(reg), Burst: 1500, Probe: 500 * time.Millisecond, Precision: 0.1, Budget: 2 * time.Minute,
 	})
