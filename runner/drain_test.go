@@ -48,18 +48,7 @@ func TestDrainWaitsForABacklogNotYetObserved(t *testing.T) {
 	url, received := countingTarget(t)
 	obs := &backlogObserver{received: received, want: 5}
 	reg := registry(t, observerFactory("backlog", obs))
-	plan := compile(t, reg, fmt.Sprintf(`
-name: drain-backlog
-target: {driver: http, url: %q, connections: 2}
-interval: 100ms
-drain: 20s
-observers:
-  - {type: backlog}
-phases:
-  - name: blast
-    blast: {count: 5, workers: 5}
-    duration: 10s
-`, url))
+	plan := observedBlast(t, reg, url, "backlog", 5, "drain: 20s")
 	res := runPlan(t, reg, plan)
 	var last float64 = -1
 	for _, s := range res.Series {
@@ -101,17 +90,7 @@ func TestFirstObservationBeforeTheLoad(t *testing.T) {
 	obs := &firstObserver{received: received}
 	obs.sawSent.Store(-1)
 	reg := registry(t, observerFactory("first", obs))
-	plan := compile(t, reg, fmt.Sprintf(`
-name: first-observation
-target: {driver: http, url: %q, connections: 2}
-interval: 100ms
-observers:
-  - {type: first}
-phases:
-  - name: blast
-    blast: {count: 20, workers: 20}
-    duration: 10s
-`, url))
+	plan := observedBlast(t, reg, url, "first", 20, "")
 	res := runPlan(t, reg, plan)
 	if got := obs.sawSent.Load(); got != 0 {
 		t.Errorf("the first observation saw %d requests at the target, want 0: it was not made before the load", got)
@@ -124,6 +103,25 @@ phases:
 			t.Errorf("the first point of the observer's series %v is not a reading of 0 before the blast started at %v", s.Points, res.Phases[0].Started)
 		}
 	}
+}
+
+// observedBlast is the plan of a blast of n items from n workers at url,
+// observed every 100 ms by the observer registered as observer, with the
+// scenario's other keys (a drain) in extra.
+func observedBlast(t *testing.T, reg *pipebench.Registry, url, observer string, n int, extra string) pipebench.Plan {
+	t.Helper()
+	return compile(t, reg, fmt.Sprintf(`
+name: observed-blast
+target: {driver: http, url: %q, connections: 2}
+interval: 100ms
+observers:
+  - {type: %s}
+phases:
+  - name: blast
+    blast: {count: %d, workers: %d}
+    duration: 10s
+%s
+`, url, observer, n, n, extra))
 }
 
 // countingTarget is an HTTP target on loopback that accepts every request
