@@ -2,6 +2,7 @@ package pipebench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -63,14 +64,7 @@ func ParseDuration(s string) (Duration, error) {
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := ParseDuration(string(b))
-	if err != nil {
-		return err
-	}
-	*d = v
-	return nil
-}
+func (d *Duration) UnmarshalText(b []byte) error { return parseText(b, d, ParseDuration) }
 
 // Rate is a rate in items per second. It reads and writes itself as text:
 // "500/s", "30000/min", "2/ms", "0.5/s", "72000/h". A bare number is items per
@@ -123,42 +117,44 @@ func ParseRate(s string) (Rate, error) {
 func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (r *Rate) UnmarshalText(b []byte) error {
-	v, err := ParseRate(string(b))
-	if err != nil {
-		return err
-	}
-	*r = v
-	return nil
-}
+func (r *Rate) UnmarshalText(b []byte) error { return parseText(b, r, ParseRate) }
 
 // UnmarshalJSON accepts both the text form ("500/s") and a bare JSON number.
 func (r *Rate) UnmarshalJSON(b []byte) error {
-	var f float64
-	if err := json.Unmarshal(b, &f); err == nil {
-		*r = Rate(f)
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("rate must be a string like \"500/s\" or a number")
-	}
-	return r.UnmarshalText([]byte(s))
+	return numberOrText(b, (*float64)(r), r.UnmarshalText, `rate must be a string like "500/s" or a number`)
 }
 
 // UnmarshalJSON accepts the text form ("10s") and a bare number of
 // nanoseconds, which is how time.Duration marshals.
 func (d *Duration) UnmarshalJSON(b []byte) error {
-	var n int64
-	if err := json.Unmarshal(b, &n); err == nil {
-		*d = Duration(n)
+	return numberOrText(b, (*int64)(d), d.UnmarshalText, `duration must be a string like "10s"`)
+}
+
+// parseText sets *v to what parse reads in b, and leaves it as it was
+// when parse refuses b.
+func parseText[T any](b []byte, v *T, parse func(string) (T, error)) error {
+	parsed, err := parse(string(b))
+	if err != nil {
+		return err
+	}
+	*v = parsed
+	return nil
+}
+
+// numberOrText reads a bare JSON number into n (the value's underlying
+// number, so that its own UnmarshalJSON is not called again), or a JSON
+// string with text; anything else is an error saying hint.
+func numberOrText[N int64 | float64](b []byte, n *N, text func([]byte) error, hint string) error {
+	var v N
+	if json.Unmarshal(b, &v) == nil {
+		*n = v
 		return nil
 	}
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string like \"10s\"")
+	if json.Unmarshal(b, &s) != nil {
+		return errors.New(hint)
 	}
-	return d.UnmarshalText([]byte(s))
+	return text([]byte(s))
 }
 
 // Secret is a string that never appears in any output: its String, text and

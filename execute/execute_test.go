@@ -12,43 +12,20 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
+	"github.com/pipebench/pipebench/internal/scenariotest"
+	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/internal/testutil"
-	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/store"
 )
-
-func compile(t *testing.T, reg *pipebench.Registry, yaml string) pipebench.Plan {
-	t.Helper()
-	sc, err := builtins.ScenarioBytes("test.yaml", []byte(yaml), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := scenario.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return plan
-}
 
 // An HTTP target refused before any load: the run is invalid (exit 98),
 // and its Result is kept like any other: the file (owner-only), every
 // report format, the history row, and a JUnit report whose "run valid"
 // case fails with the cause.
 func TestRefusedTargetIsKept(t *testing.T) {
-	reg, err := builtins.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := compile(t, reg, fmt.Sprintf(`
-name: refused
-target: {driver: http, url: "http://%s/", connections: 2}
-phases:
-  - {name: load, duration: 1s, rate: 20/s}
-thresholds:
-  - "lost == 0"
-`, testutil.FreeAddr(t)))
+	reg := suitetest.Registry(t)
+	plan := scenariotest.Plan(t, reg, "test.yaml", scenariotest.Refused(testutil.FreeAddr(t), "lost == 0"))
 	dir := t.TempDir()
 	out, hist := filepath.Join(dir, "result.json"), filepath.Join(dir, "history.db")
 	shown := map[string]*bytes.Buffer{}
@@ -126,10 +103,7 @@ thresholds:
 // during the run) is written to a fallback file, said so, and the exit code
 // of a run that would have exited 0 is 1.
 func TestResultKeptElsewhere(t *testing.T) {
-	reg, err := builtins.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := suitetest.Registry(t)
 	t.Setenv("TMPDIR", t.TempDir())
 	gone := filepath.Join(t.TempDir(), "gone")
 	res := &pipebench.Result{Schema: pipebench.ResultSchema, Manifest: pipebench.Manifest{RunID: pipebench.NewRunID(time.Now(), ""), Status: pipebench.StatusCompleted}}
@@ -150,11 +124,8 @@ func TestResultKeptElsewhere(t *testing.T) {
 // protocol (a gRPC message with a field the method's input type has not)
 // sent nothing to the system under test: invalid, exit 98, with the cause.
 func TestNothingSentIsInvalid(t *testing.T) {
-	reg, err := builtins.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := compile(t, reg, `
+	reg := suitetest.Registry(t)
+	plan := scenariotest.Plan(t, reg, "test.yaml", `
 name: unfit-messages
 sut: {type: healthevents, effect_rate: 50}
 target: {driver: grpc, method: pipebench.healthevents.v1.HealthEventService/Report}

@@ -1,6 +1,7 @@
 package execute
 
 import (
+	"io"
 	"net"
 	"os"
 	"testing"
@@ -17,13 +18,7 @@ func TestOutputClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if outputClosed(int(w.Fd())) {
-		t.Error("a pipe whose reader is open was taken for closed output")
-	}
-	r.Close()
-	if !outputClosed(int(w.Fd())) {
-		t.Error("a pipe whose reader quit was not taken for closed output")
-	}
+	closedWithPeer(t, w, r, "a pipe whose reader")
 
 	f, err := os.Create(t.TempDir() + "/out")
 	if err != nil {
@@ -40,11 +35,18 @@ func TestOutputClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cf.Close()
-	if outputClosed(int(cf.Fd())) {
-		t.Error("a socket whose peer is there was taken for closed output")
+	closedWithPeer(t, cf, peer, "a socket whose peer")
+}
+
+// closedWithPeer checks that out (what names its kind and its peer) is
+// closed output only once its peer is closed.
+func closedWithPeer(t *testing.T, out *os.File, peer io.Closer, what string) {
+	t.Helper()
+	if outputClosed(int(out.Fd())) {
+		t.Error(what + " is there was taken for closed output")
 	}
 	peer.Close()
-	if !outputClosed(int(cf.Fd())) {
-		t.Error("a socket whose peer closed was not taken for closed output")
+	if !outputClosed(int(out.Fd())) {
+		t.Error(what + " closed was not taken for closed output")
 	}
 }

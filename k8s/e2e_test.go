@@ -29,6 +29,7 @@ import (
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/internal/kubetest"
 	"github.com/pipebench/pipebench/internal/sinktest"
+	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/kpi"
 )
@@ -133,10 +134,7 @@ func startE2E(t *testing.T) *e2e {
 			t.Fatal(err)
 		}
 	}
-	reg, err := builtins.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := suitetest.Registry(t)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("apiserver:\n%s\ncontainers:\n%s", c.Log("apiserver", 10), kl.Logs(8))
@@ -192,50 +190,15 @@ func (e *e2e) launch(t *testing.T, ctx context.Context, ns, scen string, s Setup
 }
 
 // left lists what a run left behind in a namespace.
-func (e *e2e) left(ns string) []string {
-	ctx := context.Background()
-	c := e.c.Client
-	var out []string
-	add := func(kind string, names []string, skip string) {
-		for _, n := range names {
-			if n != skip {
-				out = append(out, kind+"/"+n)
-			}
-		}
-	}
-	if l, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
-		add("pod", names(l.Items, func(o corev1.Pod) string { return o.Name }), "")
-	}
-	if l, err := c.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err == nil {
-		add("configmap", names(l.Items, func(o corev1.ConfigMap) string { return o.Name }), "kube-root-ca.crt")
-	}
-	if l, err := c.CoreV1().ServiceAccounts(ns).List(ctx, metav1.ListOptions{}); err == nil {
-		add("serviceaccount", names(l.Items, func(o corev1.ServiceAccount) string { return o.Name }), "default")
-	}
-	if l, err := c.RbacV1().Roles(ns).List(ctx, metav1.ListOptions{}); err == nil {
-		add("role", names(l.Items, func(o rbacv1.Role) string { return o.Name }), "")
-	}
-	if l, err := c.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{}); err == nil {
-		add("rolebinding", names(l.Items, func(o rbacv1.RoleBinding) string { return o.Name }), "")
-	}
-	if l, err := c.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{}); err == nil {
-		add("job", names(l.Items, func(o batchv1.Job) string { return o.Name }), "")
-	}
-	if l, err := c.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{}); err == nil {
-		add("daemonset", names(l.Items, func(o appsv1.DaemonSet) string { return o.Name }), "")
-	}
-	if l, err := c.CoreV1().Services(ns).List(ctx, metav1.ListOptions{}); err == nil {
-		add("service", names(l.Items, func(o corev1.Service) string { return o.Name }), "")
-	}
-	return out
-}
+func (e *e2e) left(ns string) []string { return e.c.Left(context.Background(), ns) }
 
-func names[T any](items []T, name func(T) string) []string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = name(it)
+// nothingLeft checks that a run (which ended in outcome) left nothing
+// behind in namespace ns.
+func (e *e2e) nothingLeft(t *testing.T, ns, outcome string) {
+	t.Helper()
+	if l := e.left(ns); len(l) != 0 {
+		t.Errorf("%s: left behind after %s: %v", ns, outcome, l)
 	}
-	return out
 }
 
 func total(t *testing.T, res *pipebench.Result, name string) float64 {
@@ -311,9 +274,7 @@ thresholds: ["lost == 0"]
 		if !strings.Contains(log.String(), "k8s: live: 3/3 shards running") || !strings.Contains(log.String(), "the shards matched") {
 			t.Errorf("no merged live progress or sink check:\n%s", log)
 		}
-		if l := e.left("insink"); len(l) != 0 {
-			t.Errorf("left behind after success: %v", l)
-		}
+		e.nothingLeft(t, "insink", "success")
 	})
 
 	// The reference shape: a real collector gateway as the system under
@@ -352,9 +313,7 @@ thresholds: ["lost == 0", "errors == 0"]
 		if accepted <= 500 || accepted > 1000 {
 			t.Errorf("the collector accepted %v spans by its own count; both shards sent to it: want 501..1000", accepted)
 		}
-		if l := e.left("collector"); len(l) != 0 {
-			t.Errorf("left behind after success: %v", l)
-		}
+		e.nothingLeft(t, "collector", "success")
 	})
 
 	// GitOps: the objects applied from the manifests (as kubectl would),
@@ -424,9 +383,7 @@ thresholds: ["errors == 0", "lost == 0"]
 				t.Errorf("%s: %v, then %v collected again", k, a, b)
 			}
 		}
-		if l := e.left(ns); len(l) != 0 {
-			t.Errorf("left behind after collect: %v", l)
-		}
+		e.nothingLeft(t, ns, "collect")
 		_, err = e.launcher(io.Discard).Collect(context.Background(), ns, "no-such-run")
 		if pipebench.ExitCode(err) != pipebench.ExitUsage || !strings.Contains(fmt.Sprint(err), "no run no-such-run") {
 			t.Errorf("collect of no run: %v", err)
@@ -466,9 +423,7 @@ phases:
 			if got := float64(arr.Delivered() - before); total(t, res, "accepted") != got || got != 200 || len(col.Shards) != tc.shards {
 				t.Errorf("%s: %d shards, merged accepted %v, the sink received %v; want %d shards and the plan's 200", tc.ns, len(col.Shards), total(t, res, "accepted"), got, tc.shards)
 			}
-			if l := e.left(tc.ns); len(l) != 0 {
-				t.Errorf("%s: left behind after success: %v", tc.ns, l)
-			}
+			e.nothingLeft(t, tc.ns, "success")
 		}
 	})
 
@@ -535,9 +490,7 @@ phases:
 		if err == nil || !strings.Contains(err.Error(), "PB_TARGET_FOR_PODS") || !asShardFailure(err, &sf) || sf.Shard == 0 {
 			t.Errorf("the error does not say which shard failed and why: %v", err)
 		}
-		if l := e.left("failure"); len(l) != 0 {
-			t.Errorf("left behind after failure: %v", l)
-		}
+		e.nothingLeft(t, "failure", "failure")
 	})
 
 	// The system under test's pod cannot start it (its address is taken):
@@ -563,9 +516,7 @@ phases:
 		if !asShardFailure(err, &sf) || !sf.SUT || !strings.HasPrefix(sf.Pod, "run-sutfails-sut") || !strings.Contains(err.Error(), "address already in use") {
 			t.Errorf("the error does not name the system under test's pod and its cause: %v", err)
 		}
-		if l := e.left("sutfails"); len(l) != 0 {
-			t.Errorf("left behind after failure: %v", l)
-		}
+		e.nothingLeft(t, "sutfails", "failure")
 	})
 
 	// Ctrl-C mid-load: the launcher's context ends, and every object of

@@ -76,15 +76,20 @@ func record(kind byte, a, b, c uint64) [recSize]byte {
 	return r
 }
 
+// add routes one record of kind.
+func (f *Feed) add(kind byte, a, b, c uint64) {
+	r := record(kind, a, b, c)
+	f.mu.Lock()
+	f.route(r[:])
+	f.mu.Unlock()
+}
+
 // Arrive implements pipebench.Arrivals.
 func (f *Feed) Arrive(seq uint64, sent, at time.Time) {
 	if f.Also != nil {
 		f.Also.Arrive(seq, sent, at)
 	}
-	r := record(recArrive, seq, uint64(sent.UnixNano()), uint64(at.UnixNano()))
-	f.mu.Lock()
-	f.route(r[:])
-	f.mu.Unlock()
+	f.add(recArrive, seq, uint64(sent.UnixNano()), uint64(at.UnixNano()))
 }
 
 // Faulted implements pipebench.Arrivals.
@@ -92,10 +97,7 @@ func (f *Feed) Faulted(n int) {
 	if f.Also != nil {
 		f.Also.Faulted(n)
 	}
-	r := record(recFaulted, uint64(n), 0, 0)
-	f.mu.Lock()
-	f.route(r[:])
-	f.mu.Unlock()
+	f.add(recFaulted, uint64(n), 0, 0)
 }
 
 // Unmatched implements pipebench.Arrivals.
@@ -103,10 +105,7 @@ func (f *Feed) Unmatched(n int) {
 	if f.Also != nil {
 		f.Also.Unmatched(n)
 	}
-	r := record(recUnmatched, uint64(n), 0, 0)
-	f.mu.Lock()
-	f.route(r[:])
-	f.mu.Unlock()
+	f.add(recUnmatched, uint64(n), 0, 0)
 }
 
 // Dropped returns how many records were held for no subscriber beyond

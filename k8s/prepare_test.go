@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
-	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/internal/suitetest"
 )
 
 // Names come from the scenario and the time, and are valid object names
@@ -36,10 +36,7 @@ func TestDefaultName(t *testing.T) {
 // Requests and limits are sized from the plan's peak rate and
 // connections, per shard, and the flags' values win (0 drops one).
 func TestPrepareSizesPods(t *testing.T) {
-	reg, err := builtins.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := suitetest.Registry(t)
 	scen := []byte(`name: sized
 target: {driver: http, url: "http://sink.load.svc:8080/", connections: 64}
 phases:

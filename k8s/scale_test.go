@@ -32,6 +32,7 @@ import (
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/internal/kubetest"
 	"github.com/pipebench/pipebench/internal/sinktest"
+	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/runner"
 )
@@ -204,10 +205,7 @@ drain: 2s
 phases:
   - {name: a, duration: 3s, rate: %d/s}
 `, sink.Endpoint(), nodes)
-	reg, err := builtins.Registry()
-	if err != nil {
-		b.Fatal(err)
-	}
+	reg := suitetest.Registry(b)
 	names := make([]string, nodes)
 	for i := range names {
 		names[i] = fmt.Sprintf("node-%04d", i+1)

@@ -107,6 +107,25 @@ func (p *InPod) open(ctx context.Context, what, name, role string) (run *corev1.
 	return run, own, ended, err
 }
 
+// startInPod opens the component's own ConfigMap (see open) and starts
+// the component with start, from the run's ConfigMap. stop is true when
+// Main has nothing more to do: the ConfigMap already held an outcome (err
+// is the failure it recorded, if any), or opening or starting failed (a
+// failure to start is recorded as the component's).
+func startInPod[S any](ctx context.Context, p *InPod, what, name, role string, start func(context.Context, *corev1.ConfigMap) (*S, error)) (st *S, own *ownConfigMap, stop bool, err error) {
+	run, own, ended, err := p.open(ctx, what, name, role)
+	if err != nil {
+		return nil, nil, true, err
+	}
+	if ended {
+		return nil, own, true, own.ended(ctx)
+	}
+	if st, err = start(ctx, run); err != nil {
+		return nil, own, true, own.fail(err)
+	}
+	return st, own, false, nil
+}
+
 // ended is the error of a component started again after it ended: the
 // outcome recorded stands.
 func (o *ownConfigMap) ended(ctx context.Context) error {
@@ -125,18 +144,11 @@ func (o *ownConfigMap) ended(ctx context.Context) error {
 // time, writes its counts once the launcher says the run ended, and stays
 // up until ctx ends (its Deployment would restart it otherwise).
 func (p SinkPod) Main(ctx context.Context) error {
-	run, mine, ended, err := p.open(ctx, "the sink listens", SinkName(p.Run), RoleSink)
-	if err != nil {
+	st, mine, stop, err := startInPod(ctx, &p.InPod, "the sink listens", SinkName(p.Run), RoleSink, p.Start)
+	if stop {
 		return err
 	}
-	if ended {
-		return mine.ended(ctx)
-	}
 	fail := mine.fail
-	st, err := p.Start(ctx, run)
-	if err != nil {
-		return fail(err)
-	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(p.IP, strconv.Itoa(FeedPort)))
 	if err != nil {
 		return fail(fmt.Errorf("the arrivals feed: %w", err))

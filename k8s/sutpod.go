@@ -47,18 +47,11 @@ type SUTPod struct {
 // pod's address, publishes those in ConfigMap NAME-sut, reports ready and
 // stays up until ctx ends (the run's deletion).
 func (p SUTPod) Main(ctx context.Context) error {
-	run, mine, ended, err := p.open(ctx, "the system under test is reached", SUTName(p.Run), RoleSUT)
-	if err != nil {
+	st, mine, stop, err := startInPod(ctx, &p.InPod, "the system under test is reached", SUTName(p.Run), RoleSUT, p.Start)
+	if stop {
 		return err
 	}
-	if ended {
-		return mine.ended(ctx)
-	}
 	fail := mine.fail
-	st, err := p.Start(ctx, run)
-	if err != nil {
-		return fail(err)
-	}
 	fw := &forwarders{ip: p.IP, by: map[string]string{}}
 	defer fw.close()
 	pub := func(endpoint string) (string, error) {

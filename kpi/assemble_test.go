@@ -12,7 +12,6 @@ import (
 // the driver started) make the run invalid, with the cause; one answered
 // send makes it valid.
 func TestAssembleNothingReached(t *testing.T) {
-	t0 := time.Unix(1000, 0)
 	plan := pipebench.Plan{Scenario: "x", Phases: []pipebench.PlanPhase{{Name: "p", Duration: pipebench.Duration(time.Second), Items: 10,
 		Profile: pipebench.Profile{Kind: pipebench.ProfileConstant, Rate: 10}}}}
 	rec := func(reached int) RunRecord {

@@ -8,7 +8,14 @@ import (
 	"github.com/pipebench/pipebench"
 )
 
+// t0 is the start of the tests' made-up timelines.
 var t0 = time.Unix(10000, 0).UTC()
+
+// at is the time s seconds after t0.
+func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+
+// reading is a series' point: v, read s seconds after t0.
+func reading(s int, v float64) pipebench.TimeValue { return pipebench.TimeValue{T: at(s), V: v} }
 
 func series(name string, labels map[string]string, f func(i int) float64, n int, step time.Duration) pipebench.Series {
 	s := pipebench.Series{Name: name, Labels: labels}

@@ -12,20 +12,17 @@ import (
 // buckets left out below the lowest reported counting 0 and above the
 // highest counting all.
 func TestHistogramKPIsWindow(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	bucket := func(le string, pts ...pipebench.TimeValue) pipebench.Series {
 		return pipebench.Series{Name: "lat_ms_bucket", Labels: map[string]string{"le": le}, Kind: pipebench.KindCounter, Points: pts}
 	}
-	tv := func(s int, v float64) pipebench.TimeValue { return pipebench.TimeValue{T: at(s), V: v} }
 	series := []pipebench.Series{
 		// t=0: nothing. t=1: 10 observations in (0,10]; t=2: 10 more in
 		// (10,20]; t=3: 10 in (20,40]. Until t=3 the 40 bucket is left
 		// out, above the highest listed: it counts all.
-		bucket("10", tv(1, 10), tv(2, 10), tv(3, 10)),
-		bucket("20", tv(1, 10), tv(2, 20), tv(3, 20)),
-		bucket("40", tv(3, 30)),
-		bucket("+Inf", tv(0, 0), tv(1, 10), tv(2, 20), tv(3, 30)),
+		bucket("10", reading(1, 10), reading(2, 10), reading(3, 10)),
+		bucket("20", reading(1, 10), reading(2, 20), reading(3, 20)),
+		bucket("40", reading(3, 30)),
+		bucket("+Inf", reading(0, 0), reading(1, 10), reading(2, 20), reading(3, 30)),
 	}
 	get := func(ks []pipebench.KPI, name string) float64 {
 		for _, k := range ks {

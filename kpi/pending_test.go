@@ -2,7 +2,6 @@ package kpi
 
 import (
 	"testing"
-	"time"
 
 	"github.com/pipebench/pipebench"
 )
@@ -19,14 +18,12 @@ func phaseLost(name string, lost float64) pipebench.PhaseResult {
 // the sum of the holder series observed then (a series observed no more is
 // not counted), at most the lost count, taken from the last phases first.
 func TestPendingIsNotLost(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	ss := []pipebench.Series{
-		holder("consumer_pending", map[string]string{"stream": "S", "consumer": "D"}, pipebench.TimeValue{T: at(1), V: 9000}, pipebench.TimeValue{T: at(9), V: 4000}),
-		holder("ack_pending", map[string]string{"stream": "S", "consumer": "D"}, pipebench.TimeValue{T: at(9), V: 377}),
+		holder("consumer_pending", map[string]string{"stream": "S", "consumer": "D"}, reading(1, 9000), reading(9, 4000)),
+		holder("ack_pending", map[string]string{"stream": "S", "consumer": "D"}, reading(9, 377)),
 		// A consumer that went away before the end holds nothing now.
-		holder("consumer_pending", map[string]string{"stream": "S", "consumer": "old"}, pipebench.TimeValue{T: at(5), V: 500}),
-		holder("memory_mb", nil, pipebench.TimeValue{T: at(9), V: 80}),
+		holder("consumer_pending", map[string]string{"stream": "S", "consumer": "old"}, reading(5, 500)),
+		holder("memory_mb", nil, reading(9, 80)),
 	}
 	if held, ok := HeldAtEnd(ss, at(9)); !ok || held != 4377 {
 		t.Fatalf("held %v %v, want 4,377", held, ok)
@@ -128,13 +125,11 @@ func TestMergePending(t *testing.T) {
 // lost (the total's and the phases', from the last back); a pipeline that
 // lost nothing is left alone.
 func TestPipelinePending(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	q := func(exporter, instance string, v float64) pipebench.Series {
-		return holder("per_exporter_queue_size", map[string]string{"exporter": exporter, "instance": instance}, pipebench.TimeValue{T: at(9), V: v})
+		return holder("per_exporter_queue_size", map[string]string{"exporter": exporter, "instance": instance}, reading(9, v))
 	}
 	ss := []pipebench.Series{
-		holder("exporter_queue_size", map[string]string{"instance": "collector-0"}, pipebench.TimeValue{T: at(9), V: 30}),
+		holder("exporter_queue_size", map[string]string{"instance": "collector-0"}, reading(9, 30)),
 		q("otlp/p1", "collector-0", 2), q("otlp/p2", "collector-0", 20), q("otlp/p2", "collector-1", 8),
 	}
 	lost := func(name string, p1, p2, total float64) pipebench.PhaseResult {

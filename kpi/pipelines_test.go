@@ -12,10 +12,7 @@ import (
 // copy delivered twice by one pipeline is a duplicate of that pipeline
 // alone; items one pipeline never delivered are its loss, and the totals'.
 func TestArrivalsPerPipeline(t *testing.T) {
-	a := NewArrivals(1, nil)
-	a.StartPhase(0, 0)
-	a.SetRunning(0)
-	a.Accept(0, 100)
+	a := runningPhase(100)
 	now := time.Now()
 	p1, p2, p3 := a.Pipeline("p1"), a.Pipeline("p2"), a.Pipeline("p3")
 	for seq := uint64(0); seq < 100; seq++ {
@@ -96,10 +93,7 @@ func TestSummaryNamesPipelines(t *testing.T) {
 // What each pipeline delivers after the last phase is the drain's, kept
 // apart from the phase's, so the drain row has per-pipeline cells.
 func TestPipelinesDuringDrain(t *testing.T) {
-	a := NewArrivals(1, nil)
-	a.StartPhase(0, 0)
-	a.SetRunning(0)
-	a.Accept(0, 10)
+	a := runningPhase(10)
 	now := time.Now()
 	p1, p2 := a.Pipeline("p1"), a.Pipeline("p2")
 	for seq := uint64(0); seq < 10; seq++ {
@@ -124,4 +118,14 @@ func TestPipelinesDuringDrain(t *testing.T) {
 	if NewArrivals(1, nil).PipelinesDuring(1) != nil {
 		t.Error("no pipelines told apart: want nil")
 	}
+}
+
+// runningPhase is the Arrivals of one phase under way whose first n
+// sends (sequence numbers 0 to n-1) were accepted.
+func runningPhase(n int) *Arrivals {
+	a := NewArrivals(1, nil)
+	a.StartPhase(0, 0)
+	a.SetRunning(0)
+	a.Accept(0, n)
+	return a
 }

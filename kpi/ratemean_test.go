@@ -12,17 +12,13 @@ import (
 // the time it covers (the first point, as long as the next gap), as the
 // counter's growth over the window.
 func TestObservedRateWeighsGaps(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	pt := func(s int, v float64) pipebench.TimeValue {
-		return pipebench.TimeValue{T: t0.Add(time.Duration(s) * time.Second), V: v}
-	}
 	s := pipebench.Series{Name: "handled_rate", Labels: map[string]string{"instance": "eventproxy-0"}, Unit: pipebench.UnitPerSecond,
-		Points: []pipebench.TimeValue{pt(0, 100), pt(1, 100), pt(2, 100), pt(3, 100), pt(33, 10), pt(34, 100)}}
+		Points: []pipebench.TimeValue{reading(0, 100), reading(1, 100), reading(2, 100), reading(3, 100), reading(33, 10), reading(34, 100)}}
 	ks := ObservedKPIs([]pipebench.Series{s}, t0, t0.Add(34*time.Second))
 	if len(ks) != 1 || ks[0].Value != (100*4+10*30+100)/35.0 {
 		t.Errorf("KPIs %+v, want the time-weighted mean %v", ks, (100*4+10*30+100)/35.0)
 	}
-	even := pipebench.Series{Name: "x_rate", Points: []pipebench.TimeValue{pt(0, 1), pt(1, 2), pt(2, 3)}}
+	even := pipebench.Series{Name: "x_rate", Points: []pipebench.TimeValue{reading(0, 1), reading(1, 2), reading(2, 3)}}
 	if ks := ObservedKPIs([]pipebench.Series{even}, t0, t0.Add(2*time.Second)); ks[0].Value != 2 {
 		t.Errorf("even intervals: %v, want the plain mean 2", ks[0].Value)
 	}

@@ -268,12 +268,9 @@ func (s *search) rates(ctx context.Context) (*Answer, error) {
 	}
 	var br Bracket
 	for {
-		if !s.affordable(s.p.Probe) {
-			return s.finish(br, "budget"), nil
-		}
-		pr, err := s.try(ctx, rate, s.p.Probe, &br)
-		if err != nil {
-			return s.stopped(br, err)
+		pr, end, err := s.probe(ctx, rate, s.p.Probe, &br)
+		if end != nil {
+			return end, err
 		}
 		if pr.Ceiling {
 			br.Unstable = 0
@@ -294,13 +291,10 @@ func (s *search) rates(ctx context.Context) (*Answer, error) {
 		}
 	}
 	for (br.Unstable-br.Stable)/br.Stable > s.p.Precision {
-		if !s.affordable(s.p.Probe) {
-			return s.finish(br, "budget"), nil
-		}
 		mid := pipebench.Rate(math.Round((br.Stable + br.Unstable) / 2))
-		pr, err := s.try(ctx, mid, s.p.Probe, &br)
-		if err != nil {
-			return s.stopped(br, err)
+		pr, end, err := s.probe(ctx, mid, s.p.Probe, &br)
+		if end != nil {
+			return end, err
 		}
 		if pr.Ceiling {
 			return s.finish(br, "ceiling"), nil
@@ -315,12 +309,9 @@ func (s *search) bursts(ctx context.Context) (*Answer, error) {
 	d := s.p.Probe
 	var br Bracket
 	for {
-		if !s.affordable(d) {
-			return s.finish(br, "budget"), nil
-		}
-		pr, err := s.try(ctx, s.p.Burst, d, &br)
-		if err != nil {
-			return s.stopped(br, err)
+		pr, end, err := s.probe(ctx, s.p.Burst, d, &br)
+		if end != nil {
+			return end, err
 		}
 		if pr.Ceiling {
 			return s.finish(br, "ceiling"), nil
@@ -338,12 +329,9 @@ func (s *search) bursts(ctx context.Context) (*Answer, error) {
 	}
 	for (br.Unstable-br.Stable)/br.Stable > s.p.Precision {
 		d = time.Duration((br.Stable + br.Unstable) / 2 * float64(time.Second)).Round(10 * time.Millisecond)
-		if !s.affordable(d) {
-			return s.finish(br, "budget"), nil
-		}
-		pr, err := s.try(ctx, s.p.Burst, d, &br)
-		if err != nil {
-			return s.stopped(br, err)
+		pr, end, err := s.probe(ctx, s.p.Burst, d, &br)
+		if end != nil {
+			return end, err
 		}
 		if pr.Stable {
 			if dt, ok := pr.Result.Total.Get("drain_time"); ok && d.Seconds() >= br.Stable {
@@ -352,6 +340,21 @@ func (s *search) bursts(ctx context.Context) (*Answer, error) {
 		}
 	}
 	return s.finish(br, "precision"), nil
+}
+
+// probe runs one probe when the budget affords it (see try). end is the
+// search's answer when it has to stop there: the budget cannot hold the
+// probe, or the probe's error stopped it (see stopped; err is then the
+// search's error).
+func (s *search) probe(ctx context.Context, rate pipebench.Rate, d time.Duration, br *Bracket) (pr Probe, end *Answer, err error) {
+	if !s.affordable(d) {
+		return pr, s.finish(*br, "budget"), nil
+	}
+	pr, err = s.try(ctx, rate, d, br)
+	if err != nil {
+		end, err = s.stopped(*br, err)
+	}
+	return pr, end, err
 }
 
 // stopped ends a search that a probe's error stopped: the budget spent

@@ -2,6 +2,7 @@ package limit_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,32 @@ func plan(t *testing.T, reg *pipebench.Registry, yaml string) pipebench.Plan {
 	return scenariotest.Plan(t, reg, "limit.yaml", yaml)
 }
 
+// sinkPlan is the plan of scenario name: events of 64 bytes sent over
+// connections HTTP connections to the sink alone, with the scenario's
+// other keys (its phases...) in rest.
+func sinkPlan(t *testing.T, reg *pipebench.Registry, name string, connections int, rest string) pipebench.Plan {
+	t.Helper()
+	return plan(t, reg, fmt.Sprintf(`name: %s
+target: {driver: http, connections: %d}
+workload: {generator: event, size: 64}
+sink: {type: http}`, name, connections)+rest)
+}
+
+// limitedSink is the plan of the searches against the sink's own limit:
+// one phase, load, of duration at 500/s over 16 connections, under the
+// fault policy faults (the limit), then a 2-second drain.
+func limitedSink(t *testing.T, reg *pipebench.Registry, name, duration, faults string) pipebench.Plan {
+	t.Helper()
+	return sinkPlan(t, reg, name, 16, fmt.Sprintf(`
+drain: 2s
+phases:
+  - name: load
+    duration: %s
+    rate: 500/s
+    faults: %s
+`, duration, faults))
+}
+
 func runWith(reg *pipebench.Registry) limit.RunFunc {
 	return func(ctx context.Context, p pipebench.Plan) (*pipebench.Result, error) {
 		return runner.Run(ctx, runner.Params{Plan: p, Registry: reg})
@@ -40,18 +67,7 @@ func TestSearchFindsTheSinksRateLimit(t *testing.T) {
 		t.Skip("a search of about ten 2-second probes")
 	}
 	reg := registry(t)
-	p := plan(t, reg, `
-name: limit-sink
-target: {driver: http, connections: 16}
-workload: {generator: event, size: 64}
-sink: {type: http}
-drain: 2s
-phases:
-  - name: load
-    duration: 2s
-    rate: 500/s
-    faults: {rate_limit: 1000/s, rate_limit_burst: 100ms}
-`)
+	p := limitedSink(t, reg, "limit-sink", "2s", "{rate_limit: 1000/s, rate_limit_burst: 100ms}")
 	var lines []string
 	ans, err := limit.Search(context.Background(), limit.Params{
 		Plan: p, Run: runWith(reg), Start: 750, Probe: 4 * time.Second, Precision: 0.05, Tolerance: 0.01, Budget: 3 * time.Minute,
@@ -101,18 +117,7 @@ func TestSearchBurstTolerance(t *testing.T) {
 		t.Skip("a search of several probes")
 	}
 	reg := registry(t)
-	p := plan(t, reg, `
-name: burst-sink
-target: {driver: http, connections: 16}
-workload: {generator: event, size: 64}
-sink: {type: http}
-drain: 2s
-phases:
-  - name: load
-    duration: 1s
-    rate: 500/s
-    faults: {rate_limit: 1000/s}
-`)
+	p := limitedSink(t, reg, "burst-sink", "1s", "{rate_limit: 1000/s}")
 	ans, err := limit.Search(context.Background(), limit.Params{
 		Plan: p, Run: runWith(reg), Burst: 1500, Probe: 500 * time.Millisecond, Precision: 0.1, Budget: 2 * time.Minute,
 	})
@@ -178,11 +183,7 @@ func TestSearchStopsAtTheGeneratorsCeiling(t *testing.T) {
 // refused before anything runs.
 func TestBudgetIsAHardLimit(t *testing.T) {
 	reg := registry(t)
-	p := plan(t, reg, `
-name: limit-budget
-target: {driver: http, connections: 4}
-workload: {generator: event, size: 64}
-sink: {type: http}
+	p := sinkPlan(t, reg, "limit-budget", 4, `
 interval: 500ms
 drain: 1s
 phases:
@@ -277,11 +278,7 @@ func TestProbesAreObservedSixTimes(t *testing.T) {
 		interval string
 		want     time.Duration
 	}{{"", 500 * time.Millisecond}, {"interval: 750ms\n", 500 * time.Millisecond}, {"interval: 300ms\n", 300 * time.Millisecond}} {
-		p := plan(t, reg, `
-name: limit-interval
-target: {driver: http, connections: 4}
-workload: {generator: event, size: 64}
-sink: {type: http}
+		p := sinkPlan(t, reg, "limit-interval", 4, `
 `+tc.interval+`drain: 1s
 phases:
   - {name: load, duration: 3s, rate: 100/s}

@@ -127,17 +127,20 @@ func (a *Answer) Words(burst pipebench.Rate) []string {
 		out = append(out, fmt.Sprintf("first unstable: %s (%s)", value(a.FirstUnstable), a.FailedBecause))
 	}
 	if burst > 0 && a.DrainTime > 0 {
-		out = append(out, fmt.Sprintf("the longest absorbed burst took %s to drain", pipebench.FormatDuration(time.Duration(a.DrainTime*float64(time.Second)).Round(10*time.Millisecond))))
+		out = append(out, fmt.Sprintf("the longest absorbed burst took %s to drain", value(a.DrainTime)))
 	}
-	switch a.Stopped {
-	case "budget":
-		out = append(out, "stopped by the time budget before the asked precision")
-	case "max":
-		out = append(out, "stable up to --max: the limit is higher")
-	case "precision":
-		out = append(out, "stopped at the asked precision")
+	if w, ok := stoppedWords[a.Stopped]; ok {
+		out = append(out, w)
 	}
 	return out
+}
+
+// stoppedWords says why a search that found its answer stopped where it
+// did.
+var stoppedWords = map[string]string{
+	"budget":    "stopped by the time budget before the asked precision",
+	"max":       "stable up to --max: the limit is higher",
+	"precision": "stopped at the asked precision",
 }
 
 // probeSeries joins the probes' series end to end, so the charts of the

@@ -13,7 +13,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
@@ -61,7 +60,7 @@ func BenchmarkOpenModel(b *testing.B) {
 	if addr == "" {
 		addr = startServerProcess(b)
 	}
-	reg := registryB(b)
+	reg := registry(b)
 	yaml := fmt.Sprintf(`
 name: open-model-bench
 target: {driver: http, url: "http://%s/", connections: %d, pipeline: %d}
@@ -70,7 +69,7 @@ phases:
   - {name: hold, duration: %s, rate: %d/s, max_in_flight: %d}
 `, addr, conns, pipeline, dur, rate, maxInFlight)
 	for b.Loop() {
-		_, plan := parseB(b, reg, yaml)
+		plan := compile(b, reg, yaml)
 		run := scenariotest.Bench(b, reg, plan, rate)
 		res, p := run.Result, run.Phase
 		b.ReportMetric(run.Sent/float64(rate)*100, "achieved%")
@@ -134,5 +133,3 @@ func TestHelperHTTPServer(t *testing.T) {
 	io.Copy(io.Discard, os.Stdin) // until the parent closes stdin
 	srv.Shutdown()
 }
-
-func registryB(b *testing.B) *pipebench.Registry { return registryTB(b) }

@@ -33,19 +33,8 @@ func collectorScenario(t *testing.T, phases string) *runner.Params {
 	if testing.Short() {
 		t.Skip("starts a collector")
 	}
-	reg := registryTB(t)
-	for _, err := range []error{
-		reg.Generators.Register(otlpgen.TracesFactory()),
-		reg.Drivers.Register(otlpdriver.Factory()),
-		reg.Sinks.Register(otlpsink.Factory()),
-		reg.SUTs.Register(otelcol.Factory()),
-		reg.Observers.Register(promobs.Factory()),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, plan := parse(t, reg, `
+	reg := registry(t, otlpgen.TracesFactory(), otlpdriver.Factory(), otlpsink.Factory(), otelcol.Factory(), promobs.Factory())
+	plan := compile(t, reg, `
 name: collector-accounting
 sut: {type: otelcol, batch: {timeout: 100ms}}
 target: {driver: otlp}

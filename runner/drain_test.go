@@ -11,7 +11,6 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/testutil"
-	"github.com/pipebench/pipebench/runner"
 )
 
 // backlogObserver plays a system that works off what it received at one
@@ -46,34 +45,11 @@ func (o *backlogObserver) Observe(_ context.Context, at time.Time) ([]pipebench.
 // for the observed backlog to empty, since whether there is one is known
 // only once the observers answered.
 func TestDrainWaitsForABacklogNotYetObserved(t *testing.T) {
-	var received atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		received.Add(1)
-	}))
-	defer srv.Close()
-	reg := registry(t)
-	obs := &backlogObserver{received: &received, want: 5}
-	if err := reg.Observers.Register(pipebench.NewSimpleFactory("backlog", "test observer", func(pipebench.Env) (pipebench.Observer, error) {
-		return obs, nil
-	})); err != nil {
-		t.Fatal(err)
-	}
-	_, plan := parse(t, reg, fmt.Sprintf(`
-name: drain-backlog
-target: {driver: http, url: %q, connections: 2}
-interval: 100ms
-drain: 20s
-observers:
-  - {type: backlog}
-phases:
-  - name: blast
-    blast: {count: 5, workers: 5}
-    duration: 10s
-`, srv.URL))
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, received := countingTarget(t)
+	obs := &backlogObserver{received: received, want: 5}
+	reg := registry(t, observerFactory("backlog", obs))
+	plan := observedBlast(t, reg, url, "backlog", 5, "drain: 20s")
+	res := runPlan(t, reg, plan)
 	var last float64 = -1
 	for _, s := range res.Series {
 		if s.Name == "work_backlog" && len(s.Points) > 0 {
@@ -110,34 +86,12 @@ func (o *firstObserver) Observe(_ context.Context, at time.Time) ([]pipebench.Po
 // blast's first effects in its baseline, and the blast would never seem
 // to complete).
 func TestFirstObservationBeforeTheLoad(t *testing.T) {
-	var received atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		received.Add(1)
-	}))
-	defer srv.Close()
-	reg := registry(t)
-	obs := &firstObserver{received: &received}
+	url, received := countingTarget(t)
+	obs := &firstObserver{received: received}
 	obs.sawSent.Store(-1)
-	if err := reg.Observers.Register(pipebench.NewSimpleFactory("first", "test observer", func(pipebench.Env) (pipebench.Observer, error) {
-		return obs, nil
-	})); err != nil {
-		t.Fatal(err)
-	}
-	_, plan := parse(t, reg, fmt.Sprintf(`
-name: first-observation
-target: {driver: http, url: %q, connections: 2}
-interval: 100ms
-observers:
-  - {type: first}
-phases:
-  - name: blast
-    blast: {count: 20, workers: 20}
-    duration: 10s
-`, srv.URL))
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := registry(t, observerFactory("first", obs))
+	plan := observedBlast(t, reg, url, "first", 20, "")
+	res := runPlan(t, reg, plan)
 	if got := obs.sawSent.Load(); got != 0 {
 		t.Errorf("the first observation saw %d requests at the target, want 0: it was not made before the load", got)
 	}
@@ -149,4 +103,42 @@ phases:
 			t.Errorf("the first point of the observer's series %v is not a reading of 0 before the blast started at %v", s.Points, res.Phases[0].Started)
 		}
 	}
+}
+
+// observedBlast is the plan of a blast of n items from n workers at url,
+// observed every 100 ms by the observer registered as observer, with the
+// scenario's other keys (a drain) in extra.
+func observedBlast(t *testing.T, reg *pipebench.Registry, url, observer string, n int, extra string) pipebench.Plan {
+	t.Helper()
+	return compile(t, reg, fmt.Sprintf(`
+name: observed-blast
+target: {driver: http, url: %q, connections: 2}
+interval: 100ms
+observers:
+  - {type: %s}
+phases:
+  - name: blast
+    blast: {count: %d, workers: %d}
+    duration: 10s
+%s
+`, url, observer, n, n, extra))
+}
+
+// countingTarget is an HTTP target on loopback that accepts every request
+// and counts them; it stops when the test ends.
+func countingTarget(t *testing.T) (url string, received *atomic.Int64) {
+	received = new(atomic.Int64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received.Add(1)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, received
+}
+
+// observerFactory registers obs under name: every run's observer of that
+// type is obs itself, for the test to inspect.
+func observerFactory(name string, obs pipebench.Observer) pipebench.Factory[pipebench.Observer] {
+	return pipebench.NewSimpleFactory(name, "test observer", func(pipebench.Env) (pipebench.Observer, error) {
+		return obs, nil
+	})
 }

@@ -32,20 +32,16 @@ func (o *closingObserver) Close() error { o.closed.Add(1); return nil }
 // ones built already are closed too.
 func TestRunnerClosesObservers(t *testing.T) {
 	var made []*closingObserver
-	reg := registry(t)
-	if err := reg.Observers.Register(pipebench.NewSimpleFactory("closing", "test observer", func(pipebench.Env) (pipebench.Observer, error) {
-		o := &closingObserver{}
-		made = append(made, o)
-		return o, nil
-	})); err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.Observers.Register(pipebench.NewSimpleFactory("broken", "test observer that cannot start", func(pipebench.Env) (pipebench.Observer, error) {
-		return nil, errors.New("cannot start")
-	})); err != nil {
-		t.Fatal(err)
-	}
-	_, plan := parse(t, reg, `
+	reg := registry(t,
+		pipebench.NewSimpleFactory("closing", "test observer", func(pipebench.Env) (pipebench.Observer, error) {
+			o := &closingObserver{}
+			made = append(made, o)
+			return o, nil
+		}),
+		pipebench.NewSimpleFactory("broken", "test observer that cannot start", func(pipebench.Env) (pipebench.Observer, error) {
+			return nil, errors.New("cannot start")
+		}))
+	plan := compile(t, reg, `
 name: close
 target: {driver: http}
 sink: {type: http}
@@ -66,7 +62,7 @@ phases:
 		t.Errorf("closed %d times after %d observations (observed after the close: %v); want once, after the last", o.closed.Load(), o.observed.Load(), o.afterClose.Load())
 	}
 
-	_, plan = parse(t, reg, `
+	plan = compile(t, reg, `
 name: close-broken
 target: {driver: http}
 sink: {type: http}

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -57,27 +58,29 @@ func (d *asyncDriver) SendAsync(ctx context.Context, b *pipebench.Batch, done fu
 	}()
 }
 
+// throughDriver is the registry and plan of a run that sends 64-byte
+// events through d alone, in one phase (load, of duration at rate): the
+// run's driver is d itself, for the test to inspect.
+func throughDriver(t *testing.T, d pipebench.Driver, duration, rate string) (*pipebench.Registry, pipebench.Plan) {
+	t.Helper()
+	reg := registry(t, pipebench.NewSimpleFactory("fake", "test driver",
+		func(pipebench.Env) (pipebench.Driver, error) { return d, nil }).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadBytes}))
+	return reg, compile(t, reg, fmt.Sprintf(`
+name: through-fake-driver
+target: {driver: fake}
+workload: {generator: event, size: 64}
+phases:
+  - {name: load, duration: %s, rate: %s}
+`, duration, rate))
+}
+
 // The open model hands each due send to an AsyncSender (never Send): every
 // send is counted once, a panic in SendAsync is an error outcome (once, even
 // when the driver had answered), and the phase waits for the last answer.
 func TestPacedHandsSendsToAnAsyncSender(t *testing.T) {
 	d := &asyncDriver{}
-	reg := registry(t)
-	if err := reg.Drivers.Register(pipebench.NewSimpleFactory("async-fake", "test driver",
-		func(pipebench.Env) (pipebench.Driver, error) { return d, nil }).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadBytes})); err != nil {
-		t.Fatal(err)
-	}
-	_, plan := parse(t, reg, `
-name: async
-target: {driver: async-fake}
-workload: {generator: event, size: 64}
-phases:
-  - {name: load, duration: 1s, rate: 700/s}
-`)
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	reg, plan := throughDriver(t, d, "1s", "700/s")
+	res := runPlan(t, reg, plan)
 	p := &res.Phases[0]
 	if n := d.syncSends.Load(); n != 0 {
 		t.Errorf("%d sends went through Send, want all through SendAsync", n)
@@ -142,36 +145,16 @@ func (g *slowGen) Release(b *pipebench.Batch) {
 // later, far beyond the bound: 3.7 GB for OTLP traces at 400,000 spans/s.)
 func TestPacedBoundsBytesOfBatchesNotYetMade(t *testing.T) {
 	g := &slowGen{each: 10 * time.Millisecond}
-	reg := registry(t)
-	if err := reg.Generators.Register(pipebench.NewSimpleFactory("slow-event", "test generator",
+	reg := registry(t, pipebench.NewSimpleFactory("slow-event", "test generator",
 		func(env pipebench.Env) (pipebench.Generator, error) {
 			c := payload.EventFactory().NewConfig().(*payload.EventConfig)
 			c.Size = 65536
 			var err error
 			g.Generator, err = payload.EventFactory().New(c, env)
 			return g, err
-		}).WithPayloads([]pipebench.Payload{pipebench.PayloadBytes}, nil)); err != nil {
-		t.Fatal(err)
-	}
-	_, plan := parse(t, reg, `
-name: slow-generator
-target: {driver: http, http2: true}
-workload: {generator: slow-event}
-sink: {type: http}
-drain: 5s
-defaults: {max_in_flight_bytes: 1MiB}
-phases:
-  - name: hold
-    duration: 2s
-    rate: 400/s
-    faults: {latency: 300ms}
-`)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+		}).WithPayloads([]pipebench.Payload{pipebench.PayloadBytes}, nil))
+	plan := heldUnderOneMiB(t, reg, "{driver: http, http2: true}", "{generator: slow-event}", "400/s")
+	res := runWithin(t, reg, plan, 60*time.Second)
 	ph := &res.Phases[0]
 	// 1 MiB holds 16 batches of 64 KiB (a little more: an event's object
 	// is its size plus its brackets).
@@ -207,18 +190,7 @@ func (d *silentDriver) Send(ctx context.Context, b *pipebench.Batch) pipebench.O
 // (never passed) says the target stopped answering.
 func TestSendsThatNeverReturnDoNotHoldTheRun(t *testing.T) {
 	d := &silentDriver{}
-	reg := registry(t)
-	if err := reg.Drivers.Register(pipebench.NewSimpleFactory("silent-fake", "test driver",
-		func(pipebench.Env) (pipebench.Driver, error) { return d, nil }).WithPayloads(nil, []pipebench.Payload{pipebench.PayloadBytes})); err != nil {
-		t.Fatal(err)
-	}
-	_, plan := parse(t, reg, `
-name: silent
-target: {driver: silent-fake}
-workload: {generator: event, size: 64}
-phases:
-  - {name: load, duration: 500ms, rate: 100/s}
-`)
+	reg, plan := throughDriver(t, d, "500ms", "100/s")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg, SendsGrace: 500 * time.Millisecond})

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -11,49 +12,49 @@ import (
 
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/runner"
-	"github.com/pipebench/pipebench/scenario"
 	httpsink "github.com/pipebench/pipebench/sink/http"
 	"github.com/pipebench/pipebench/sut/relay"
 )
 
-// registry wires the real HTTP plug-ins: the runner is tested against real
+// registry wires the real HTTP plug-ins, and any more factories a test
+// names (its own fakes, other protocols): the runner is tested against real
 // servers on loopback, never mocks.
-func registry(t *testing.T) *pipebench.Registry { return registryTB(t) }
-
-func registryTB(t testing.TB) *pipebench.Registry {
-	t.Helper()
-	reg := pipebench.NewRegistry()
-	for _, err := range []error{
-		reg.Generators.Register(payload.EventFactory()),
-		reg.Generators.Register(payload.CloudEventsFactory()),
-		reg.Drivers.Register(httpdriver.Factory()),
-		reg.Sinks.Register(httpsink.Factory()),
-		reg.SUTs.Register(relay.Factory()),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return reg
+func registry(tb testing.TB, more ...any) *pipebench.Registry {
+	tb.Helper()
+	return scenariotest.Registry(tb, append([]any{payload.EventFactory(), payload.CloudEventsFactory(),
+		httpdriver.Factory(), httpsink.Factory(), relay.Factory()}, more...)...)
 }
 
-func parse(t *testing.T, reg *pipebench.Registry, yaml string) (*scenario.Scenario, pipebench.Plan) {
-	return parseB(t, reg, yaml)
+// compile parses and compiles a scenario written in a test.
+func compile(tb testing.TB, reg *pipebench.Registry, yaml string) pipebench.Plan {
+	tb.Helper()
+	return scenariotest.Plan(tb, reg, "test.yaml", yaml)
 }
 
-func parseB(t testing.TB, reg *pipebench.Registry, yaml string) (*scenario.Scenario, pipebench.Plan) {
+// runPlan runs plan to the end with reg; the runner's error fails the test.
+func runPlan(t *testing.T, reg *pipebench.Registry, plan pipebench.Plan) *pipebench.Result {
 	t.Helper()
-	sc, err := scenario.Parse("test.yaml", []byte(yaml), scenario.Params{Registry: reg})
-	if err != nil {
-		t.Fatalf("parse: %v", err)
+	return runWithin(t, reg, plan, 0)
+}
+
+// runWithin is runPlan with the run stopped after within (0: no bound), for
+// a test whose run must not hang.
+func runWithin(t *testing.T, reg *pipebench.Registry, plan pipebench.Plan, within time.Duration) *pipebench.Result {
+	t.Helper()
+	ctx := context.Background()
+	if within > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
 	}
-	plan, err := scenario.Compile(sc)
+	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
 	if err != nil {
-		t.Fatalf("compile: %v", err)
+		t.Fatalf("run: %v", err)
 	}
-	return sc, plan
+	return res
 }
 
 func get(t *testing.T, p *pipebench.PhaseResult, name string, labels ...string) float64 {
@@ -69,7 +70,7 @@ func get(t *testing.T, p *pipebench.PhaseResult, name string, labels ...string) 
 // with 503: the Result must hold the exact counts.
 func TestRunExactCountsThroughFaultySink(t *testing.T) {
 	reg := registry(t)
-	_, plan := parse(t, reg, `
+	plan := compile(t, reg, `
 name: exact-counts
 version: "1.0"
 target:
@@ -92,10 +93,7 @@ thresholds:
 `)
 	// No system under test: the driver aims at the sink directly, so the
 	// sink's answers are what the driver sees.
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	res := runPlan(t, reg, plan)
 	if res.Manifest.Status != pipebench.StatusPassed {
 		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
 	}
@@ -174,17 +172,24 @@ func hasSeries(res *pipebench.Result, name string) bool {
 	return false
 }
 
+// throughRelay is the plan of 64-byte events sent through the embedded
+// relay (its queue and workers given) to the sink, observed every 250 ms,
+// with the scenario's phases and drain in rest.
+func throughRelay(t *testing.T, reg *pipebench.Registry, queue, workers int, rest string) pipebench.Plan {
+	t.Helper()
+	return compile(t, reg, fmt.Sprintf(`name: through-relay
+target: {driver: http}
+workload: {generator: event, size: 64}
+sut: {type: relay, queue_size: %d, workers: %d}
+sink: {type: http}
+interval: 250ms`, queue, workers)+rest)
+}
+
 // Through the embedded relay: the sink fails 70% for a phase, the relay
 // retries, and after recovery everything accepted is delivered.
 func TestRunBackpressureThroughRelayLosesNothing(t *testing.T) {
 	reg := registry(t)
-	_, plan := parse(t, reg, `
-name: relay-backpressure
-target: {driver: http}
-workload: {generator: event, size: 64}
-sut: {type: relay, queue_size: 100000, workers: 8}
-sink: {type: http}
-interval: 250ms
+	plan := throughRelay(t, reg, 100000, 8, `
 phases:
   - {name: steady, duration: 1s, rate: 500/s}
   - name: backpressure
@@ -194,10 +199,7 @@ phases:
   - {name: recovery, duration: 1s, rate: 500/s}
 drain: 20s
 `)
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	res := runPlan(t, reg, plan)
 	if res.Total == nil {
 		t.Fatal("no total")
 	}
@@ -250,13 +252,7 @@ func checkColumnsAddUp(t *testing.T, res *pipebench.Result) {
 // to do.
 func TestSignalDuringDrainAbandonsNotLoses(t *testing.T) {
 	reg := registry(t)
-	_, plan := parse(t, reg, `
-name: drain-abort
-target: {driver: http}
-workload: {generator: event, size: 64}
-sut: {type: relay, queue_size: 10000, workers: 2}
-sink: {type: http}
-interval: 250ms
+	plan := throughRelay(t, reg, 10000, 2, `
 phases:
   - name: slow
     duration: 1s
@@ -295,7 +291,7 @@ drain: 60s
 // A cancelled context stops the load and still returns the partial Result.
 func TestRunAbortKeepsPartialResult(t *testing.T) {
 	reg := registry(t)
-	_, plan := parse(t, reg, `
+	plan := compile(t, reg, `
 name: abort
 target: {driver: http}
 sink: {type: http}
@@ -337,7 +333,7 @@ drain: 2s
 // item arrives, and the table has no target rate for it (there is none).
 func TestRunBlastSendsItsCount(t *testing.T) {
 	reg := registry(t)
-	_, plan := parse(t, reg, `
+	plan := compile(t, reg, `
 name: blast
 target: {driver: http}
 workload: {generator: event, size: 64}
@@ -348,10 +344,7 @@ phases:
     blast: {count: 300, workers: 10}
     duration: 30s
 `)
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	res := runPlan(t, reg, plan)
 	// No thresholds: a valid run without a verdict, never "passed".
 	if res.Manifest.Status != pipebench.StatusCompleted {
 		t.Fatalf("status %s: %v", res.Manifest.Status, res.Manifest.Reasons)
@@ -381,34 +374,37 @@ phases:
 	}
 }
 
-// Requests of 64 KiB against a sink that holds every answer 300 ms, at
-// 200/s: 60 sends (3.75 MiB) would be in flight, more than the 1 MiB bound.
-// Sends due while the bound is reached are dropped and counted, the run is
-// invalid and says which bound dropped them, and what was sent is exact.
-func TestRunBoundsBytesInFlight(t *testing.T) {
-	reg := registry(t)
-	_, plan := parse(t, reg, `
-name: bytes-bound
-target: {driver: http, connections: 64}
-workload: {generator: event, size: 65536}
+// heldUnderOneMiB is the plan of one 2-second phase, hold, at rate, of
+// the scenario's target and workload against the sink holding every
+// answer 300 ms, with the requests' bytes in flight bounded to 1 MiB.
+func heldUnderOneMiB(t *testing.T, reg *pipebench.Registry, target, workload, rate string) pipebench.Plan {
+	t.Helper()
+	return compile(t, reg, fmt.Sprintf(`
+name: held-under-1mib
+target: %s
+workload: %s
 sink: {type: http}
 drain: 5s
 defaults: {max_in_flight_bytes: 1MiB}
 phases:
   - name: hold
     duration: 2s
-    rate: 200/s
+    rate: %s
     faults: {latency: 300ms}
-`)
+`, target, workload, rate))
+}
+
+// Requests of 64 KiB against a sink that holds every answer 300 ms, at
+// 200/s: 60 sends (3.75 MiB) would be in flight, more than the 1 MiB bound.
+// Sends due while the bound is reached are dropped and counted, the run is
+// invalid and says which bound dropped them, and what was sent is exact.
+func TestRunBoundsBytesInFlight(t *testing.T) {
+	reg := registry(t)
+	plan := heldUnderOneMiB(t, reg, "{driver: http, connections: 64}", "{generator: event, size: 65536}", "200/s")
 	if got := plan.Phases[0].MaxInFlightBytes; got != 1<<20 {
 		t.Fatalf("plan max_in_flight_bytes = %d, want 1 MiB", got)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runWithin(t, reg, plan, 30*time.Second)
 	ph := &res.Phases[0]
 	sent, dropped := get(t, ph, "sent"), get(t, ph, "dropped")
 	if sent+dropped != 400 {

@@ -2,12 +2,12 @@ package runner_test
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/sinktest"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/runner"
@@ -19,15 +19,7 @@ import (
 func TestShardsMergeToWhatTheSinkReceived(t *testing.T) {
 	sink, arr := sinktest.HTTP(t)
 	reg := registry(t)
-	_, plan := parse(t, reg, fmt.Sprintf(`
-name: sharded
-target: {driver: http, url: %q, connections: 4}
-workload: {generator: event, size: 64}
-phases:
-  - {name: a, duration: 1s, rate: 800/s}
-  - {name: b, duration: 1s, rate: 1200/s}
-thresholds: ["errors == 0"]
-`, sink.Endpoint()))
+	plan := compile(t, reg, scenariotest.TwoPhases("sharded", sink.Endpoint(), 4, 800, 1200))
 	const n = 4
 	start := time.Now().Add(500 * time.Millisecond)
 	results := make([]*pipebench.Result, n)
@@ -92,7 +84,7 @@ thresholds: ["errors == 0"]
 // only grow, taken from another goroutine than the sends (run with -race).
 func TestCheckpoints(t *testing.T) {
 	reg := registry(t)
-	_, plan := parse(t, reg, `
+	plan := compile(t, reg, `
 name: checkpoints
 target: {driver: http}
 sink: {type: http}

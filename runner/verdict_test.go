@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/runner"
 )
@@ -19,13 +20,7 @@ import (
 
 func run(t *testing.T, yaml string) *pipebench.Result {
 	t.Helper()
-	reg := registry(t)
-	_, plan := parse(t, reg, yaml)
-	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	return res
+	return scenariotest.Run(t, registry(t), "test.yaml", yaml)
 }
 
 func hasLine(lines []string, sub string) bool {
@@ -35,6 +30,23 @@ func hasLine(lines []string, sub string) bool {
 		}
 	}
 	return false
+}
+
+// completedWithErrors checks a run whose target was reached and failed
+// sends: it is valid and completed (never passed), its total counts n
+// errors of class, and its summary says so in words (a line holding
+// words).
+func completedWithErrors(t *testing.T, res *pipebench.Result, class string, n float64, words string) {
+	t.Helper()
+	if res.Manifest.Status != pipebench.StatusCompleted {
+		t.Fatalf("status %s, want completed: %v", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	if got := get(t, res.Total, "errors", "class", class); got != n {
+		t.Errorf("errors{class=%s} = %v, want %v", class, got, n)
+	}
+	if !hasLine(res.Summary, words) {
+		t.Errorf("summary does not say %q: %q", words, res.Summary)
+	}
 }
 
 // A target that answers 503 to everything was reached: the run is valid,
@@ -51,15 +63,7 @@ target: {driver: http, url: %q, connections: 4}
 phases:
   - {name: load, duration: 1s, rate: 200/s}
 `, srv.URL))
-	if res.Manifest.Status != pipebench.StatusCompleted {
-		t.Fatalf("status %s, want completed: %v", res.Manifest.Status, res.Manifest.Reasons)
-	}
-	if got := get(t, res.Total, "errors", "class", "refused"); got != 200 {
-		t.Errorf("errors{class=refused} = %v, want 200", got)
-	}
-	if !hasLine(res.Summary, "200 of 200 items sent were not accepted: refused 200") {
-		t.Errorf("summary does not say it in words: %q", res.Summary)
-	}
+	completedWithErrors(t, res, "refused", 200, "200 of 200 items sent were not accepted: refused 200")
 	if len(res.Errors["refused"]) == 0 {
 		t.Errorf("the refusals lost their cause: %v", res.Errors)
 	}
@@ -75,15 +79,7 @@ target: {driver: http, url: "http://%s/", connections: 4, timeout: 200ms}
 phases:
   - {name: load, duration: 1s, rate: 50/s}
 `, addr))
-	if res.Manifest.Status != pipebench.StatusCompleted {
-		t.Fatalf("status %s, want completed: %v", res.Manifest.Status, res.Manifest.Reasons)
-	}
-	if got := get(t, res.Total, "errors", "class", "timeout"); got != 50 {
-		t.Errorf("errors{class=timeout} = %v, want 50", got)
-	}
-	if !hasLine(res.Summary, "timeout 50") {
-		t.Errorf("summary: %q", res.Summary)
-	}
+	completedWithErrors(t, res, "timeout", 50, "timeout 50")
 }
 
 // Nothing reached the system under test: the port is closed. The driver
@@ -93,14 +89,7 @@ phases:
 func TestVerdictNothingReachedIsInvalid(t *testing.T) {
 	addr := testutil.FreeAddr(t) // nothing listens there
 	reg := registry(t)
-	_, plan := parse(t, reg, fmt.Sprintf(`
-name: refused
-target: {driver: http, url: "http://%s/", connections: 2}
-phases:
-  - {name: load, duration: 1s, rate: 20/s}
-thresholds:
-  - "errors < 1000000"
-`, addr))
+	plan := compile(t, reg, scenariotest.Refused(addr, "errors < 1000000"))
 	res, err := runner.Run(context.Background(), runner.Params{Plan: plan, Registry: reg})
 	if err != nil || res == nil {
 		t.Fatalf("an unreached target is a Result, not an error: %v", err)

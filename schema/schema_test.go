@@ -10,24 +10,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goccy/go-yaml"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/schema/internal/fielddoc"
 	"github.com/pipebench/pipebench/suite"
 )
 
-func registry(t *testing.T) *pipebench.Registry {
-	t.Helper()
-	reg, err := builtins.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reg
-}
+func registry(t *testing.T) *pipebench.Registry { return suitetest.Registry(t) }
 
 // The committed files are what go generate ./schema writes now: the field
 // documentation compiled into the scenario package, and the schemas.
@@ -55,49 +47,26 @@ func TestCommittedFilesAreUpToDate(t *testing.T) {
 	}
 }
 
-// compile compiles a committed schema with a real JSON Schema validator
-// (draft 2020-12), formats asserted, the uniqueKeys vocabulary applied.
+// compile compiles a committed schema (see Compile); an error fails the
+// test.
 func compile(t *testing.T, name string) *jsonschema.Schema {
 	t.Helper()
 	data, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("%s is not JSON: %v", name, err)
-	}
-	voc, err := Vocabulary()
+	s, err := Compile(name, data)
 	if err != nil {
 		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	c.AssertVocabs()
-	c.RegisterVocabulary(voc)
-	if err := c.AddResource(name, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(name)
-	if err != nil {
-		t.Fatalf("%s does not compile: %v", name, err)
 	}
 	return s
 }
 
-// asJSON reads a YAML file as an editor's YAML language server does: the
-// document as JSON values.
+// asJSON reads a YAML file as an editor's YAML language server does (see
+// Instance); an error fails the test.
 func asJSON(t *testing.T, data []byte) any {
 	t.Helper()
-	var v any
-	if err := yaml.Unmarshal(data, &v); err != nil {
-		t.Fatal(err)
-	}
-	j, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+	doc, err := Instance(data)
 	if err != nil {
 		t.Fatal(err)
 	}

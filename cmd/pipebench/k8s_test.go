@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/kubetest"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/sinktest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/k8s"
@@ -56,65 +56,7 @@ func TestK8sLauncher(t *testing.T) {
 		}
 	}
 	// left lists what a run left behind in a namespace.
-	left := func(ns string) []string {
-		var out []string
-		sel := metav1.ListOptions{}
-		if l, err := c.Client.CoreV1().Pods(ns).List(ctx, sel); err == nil {
-			for _, p := range l.Items {
-				out = append(out, "pod/"+p.Name)
-			}
-		}
-		if l, err := c.Client.CoreV1().ConfigMaps(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				if o.Name != "kube-root-ca.crt" {
-					out = append(out, "configmap/"+o.Name)
-				}
-			}
-		}
-		if l, err := c.Client.CoreV1().ServiceAccounts(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				if o.Name != "default" {
-					out = append(out, "serviceaccount/"+o.Name)
-				}
-			}
-		}
-		if l, err := c.Client.RbacV1().Roles(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "role/"+o.Name)
-			}
-		}
-		if l, err := c.Client.RbacV1().RoleBindings(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "rolebinding/"+o.Name)
-			}
-		}
-		if l, err := c.Client.BatchV1().Jobs(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "job/"+o.Name)
-			}
-		}
-		if l, err := c.Client.AppsV1().DaemonSets(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "daemonset/"+o.Name)
-			}
-		}
-		if l, err := c.Client.AppsV1().Deployments(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "deployment/"+o.Name)
-			}
-		}
-		if l, err := c.Client.AppsV1().ReplicaSets(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "replicaset/"+o.Name)
-			}
-		}
-		if l, err := c.Client.CoreV1().Services(ns).List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				out = append(out, "service/"+o.Name)
-			}
-		}
-		return out
-	}
+	left := func(ns string) []string { return c.Left(ctx, ns) }
 	launch := func(t *testing.T, scen, ns string, extra ...string) (*lockedBuffer, *lockedBuffer, chan struct{}, *exec.Cmd) {
 		args := append([]string{"k8s", "run", scen, "--kubeconfig", c.Kubeconfig, "--namespace", ns,
 			"--name", "run-" + ns, "--image", "pipebench:test", "--lead", "4s", "--ready-timeout", "40s", "--no-store"}, extra...)
@@ -141,15 +83,7 @@ func TestK8sLauncher(t *testing.T) {
 		namespace(t, ns)
 		sink, arr := sinktest.HTTP(t)
 		_ = arr
-		scen := writeScenario(t, t.TempDir(), fmt.Sprintf(`
-name: k8s-sharded
-target: {driver: http, url: %q, connections: 2}
-workload: {generator: event, size: 64}
-phases:
-  - {name: a, duration: 1s, rate: 300/s}
-  - {name: b, duration: 1s, rate: 600/s}
-thresholds: ["errors == 0"]
-`, sink.Endpoint()))
+		scen := writeScenario(t, t.TempDir(), scenariotest.TwoPhases("k8s-sharded", sink.Endpoint(), 2, 300, 600))
 		before := arr.Delivered()
 		out := filepath.Join(dir, "merged.json")
 		_, stderr, done, cmd := launch(t, scen, ns, "--shards", "3", "--out", out)

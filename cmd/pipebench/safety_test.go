@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/internal/testutil"
 )
 
@@ -280,10 +280,7 @@ func TestSecretHeaderReachesServerAndNothingElse(t *testing.T) {
 		written[f] = string(data)
 	}
 	res := readJSONResult(t, out)
-	reg, err := builtins.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := suitetest.Registry(t)
 	for _, format := range reg.Reporters.Names() {
 		o, e, code := cli(t, "report", out, "--format", format)
 		if code != 0 {

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/goccy/go-yaml"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/pipebench/pipebench/schema"
 )
 
 var updateSchema = flag.Bool("update-schema", false, "rewrite schema/scenario.json from `pipebench schema`")
@@ -42,47 +41,30 @@ func TestCommittedSchemaIsUpToDate(t *testing.T) {
 	}
 }
 
-// compileSchema compiles the committed schema with a real JSON Schema
-// validator (draft 2020-12).
+// compileSchema compiles the committed schema as a validator should read
+// it (schema.Compile).
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
 	data, err := os.ReadFile(schemaFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	s, err := schema.Compile("scenario.json", data)
 	if err != nil {
-		t.Fatalf("schema/scenario.json is not JSON: %v", err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	if err := c.AddResource("scenario.json", doc); err != nil {
 		t.Fatal(err)
-	}
-	s, err := c.Compile("scenario.json")
-	if err != nil {
-		t.Fatalf("the schema does not compile: %v", err)
 	}
 	return s
 }
 
-// yamlToJSON reads a scenario as an editor's YAML language server does: the
-// YAML document as JSON values.
+// yamlToJSON reads a scenario as an editor's YAML language server does
+// (schema.Instance).
 func yamlToJSON(t *testing.T, path string) any {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v any
-	if err := yaml.Unmarshal(data, &v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	j, err := json.Marshal(v)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+	doc, err := schema.Instance(data)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}

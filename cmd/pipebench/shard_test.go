@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/sinktest"
 )
 
@@ -21,15 +22,7 @@ func TestShardProcessesMergeExactly(t *testing.T) {
 	}
 	sink, arr := sinktest.HTTP(t)
 	dir := t.TempDir()
-	scen := writeScenario(t, dir, fmt.Sprintf(`
-name: sharded-cli
-target: {driver: http, url: %q, connections: 4}
-workload: {generator: event, size: 64}
-phases:
-  - {name: a, duration: 1s, rate: 400/s}
-  - {name: b, duration: 1s, rate: 800/s}
-thresholds: ["errors == 0"]
-`, sink.Endpoint()))
+	scen := writeScenario(t, dir, scenariotest.TwoPhases("sharded-cli", sink.Endpoint(), 4, 400, 800))
 	const n = 4
 	start := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano)
 	var outs []string

@@ -474,34 +474,12 @@ func (k *Kubelet) runStandin(ctx context.Context, key string, pod *corev1.Pod, c
 	k.pods[key] = p
 	k.mu.Unlock()
 	k.setRunning(ctx, pod, ctr, ip)
-	go func() {
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-p.exited:
-				return
-			case <-tick.C:
-				if ready() {
-					k.status(ctx, pod, func(s *corev1.PodStatus) { setReady(s, true) })
-					return
-				}
-			}
-		}
-	}()
+	go k.awaitReady(ctx, pod, p, ready)
 }
 
-// follow runs the readiness probe until the process ends, then reports how
-// it ended.
-func (k *Kubelet) follow(ctx context.Context, pod *corev1.Pod, ctr corev1.Container, p *podProc, env []string, logPath string) {
-	ready := false
-	probe := ctr.ReadinessProbe
-	if probe == nil || probe.Exec == nil {
-		ready = true
-		k.status(ctx, pod, func(s *corev1.PodStatus) { setReady(s, true) })
-	}
+// awaitReady reports the pod ready once ready holds, asking every 200 ms,
+// unless ctx ends or the pod's process exits first.
+func (k *Kubelet) awaitReady(ctx context.Context, pod *corev1.Pod, p *podProc, ready func() bool) {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -509,30 +487,41 @@ func (k *Kubelet) follow(ctx context.Context, pod *corev1.Pod, ctr corev1.Contai
 		case <-ctx.Done():
 			return
 		case <-p.exited:
-			phase, reason := corev1.PodSucceeded, "Completed"
-			if p.code != 0 {
-				phase, reason = corev1.PodFailed, "Error"
-			}
-			now := metav1.Now()
-			k.status(ctx, pod, func(s *corev1.PodStatus) {
-				s.Phase = phase
-				setReady(s, false)
-				s.ContainerStatuses = []corev1.ContainerStatus{{Name: ctr.Name, Image: ctr.Image, Started: ptr(false),
-					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(p.code), Reason: reason,
-						Message: lastLines(logPath, 5), FinishedAt: now}}}}
-			})
 			return
 		case <-tick.C:
-			if ready {
-				continue
-			}
-			cmd := k.command(pod, probe.Exec.Command, env)
-			if cmd.Run() == nil {
-				ready = true
+			if ready() {
 				k.status(ctx, pod, func(s *corev1.PodStatus) { setReady(s, true) })
+				return
 			}
 		}
 	}
+}
+
+// follow runs the readiness probe until the process ends, then reports how
+// it ended.
+func (k *Kubelet) follow(ctx context.Context, pod *corev1.Pod, ctr corev1.Container, p *podProc, env []string, logPath string) {
+	if probe := ctr.ReadinessProbe; probe == nil || probe.Exec == nil {
+		k.status(ctx, pod, func(s *corev1.PodStatus) { setReady(s, true) })
+	} else {
+		k.awaitReady(ctx, pod, p, func() bool { return k.command(pod, probe.Exec.Command, env).Run() == nil })
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-p.exited:
+	}
+	phase, reason := corev1.PodSucceeded, "Completed"
+	if p.code != 0 {
+		phase, reason = corev1.PodFailed, "Error"
+	}
+	now := metav1.Now()
+	k.status(ctx, pod, func(s *corev1.PodStatus) {
+		s.Phase = phase
+		setReady(s, false)
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: ctr.Name, Image: ctr.Image, Started: ptr(false),
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(p.code), Reason: reason,
+				Message: lastLines(logPath, 5), FinishedAt: now}}}}
+	})
 }
 
 func (k *Kubelet) terminate(p *podProc, pod *corev1.Pod) {

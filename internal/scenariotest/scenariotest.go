@@ -69,3 +69,34 @@ func Run(tb testing.TB, reg *pipebench.Registry, file, text string) *pipebench.R
 	}
 	return res
 }
+
+// TwoPhases is the text of a scenario, name, that sends 64-byte events
+// over connections HTTP connections to url in two one-second phases, a
+// and b, at rateA and rateB items a second, allowing no errors: the run
+// the tests of shards split, in one process or in many.
+func TwoPhases(name, url string, connections, rateA, rateB int) string {
+	return fmt.Sprintf(`
+name: %s
+target: {driver: http, url: %q, connections: %d}
+workload: {generator: event, size: 64}
+phases:
+  - {name: a, duration: 1s, rate: %d/s}
+  - {name: b, duration: 1s, rate: %d/s}
+thresholds: ["errors == 0"]
+`, name, url, connections, rateA, rateB)
+}
+
+// Refused is the text of a scenario aimed at addr (host:port), where
+// nothing listens: one second at 20 items a second over two HTTP
+// connections, judged by threshold. Its run is invalid: nothing reached
+// the system under test.
+func Refused(addr, threshold string) string {
+	return fmt.Sprintf(`
+name: refused
+target: {driver: http, url: "http://%s/", connections: 2}
+phases:
+  - {name: load, duration: 1s, rate: 20/s}
+thresholds:
+  - %q
+`, addr, threshold)
+}

@@ -22,6 +22,17 @@ import (
 	"github.com/pipebench/pipebench/suite"
 )
 
+// Registry is the registry of every built-in plug-in, as the commands
+// wire them; an error fails the test.
+func Registry(tb testing.TB) *pipebench.Registry {
+	tb.Helper()
+	reg, err := builtins.Registry()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return reg
+}
+
 // NoAPIServer is an environment in which the nvsentinel scenarios find no
 // API server to start or use.
 var NoAPIServer = map[string]string{"PIPEBENCH_TEST_KUBE_BIN": "", "PIPEBENCH_KUBECONFIG": ""}
@@ -39,10 +50,7 @@ type Outcome struct {
 // env first, then in the process's environment.
 func Run(t *testing.T, ref string, env map[string]string, o scenario.Overrides) Outcome {
 	t.Helper()
-	reg, err := builtins.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := Registry(t)
 	lookup := func(k string) (string, bool) {
 		if v, ok := env[k]; ok {
 			return v, true
@@ -129,10 +137,7 @@ func RunBuiltin(t *testing.T, name string, dur, interval, drain time.Duration, e
 // registry of every built-in plug-in; an error fails the test.
 func BuiltinPlan(t *testing.T, name string, dur time.Duration) (pipebench.Plan, *pipebench.Registry) {
 	t.Helper()
-	reg, err := builtins.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := Registry(t)
 	sc, err := builtins.Scenario("builtin:"+name, reg)
 	if err != nil {
 		t.Fatal(err)

@@ -2,27 +2,15 @@ package postgres
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/store/sqlstore"
 	"github.com/pipebench/pipebench/store/storetest"
 )
 
-func opener(ref string) storetest.Opener {
-	return func(t *testing.T) *sqlstore.Store {
-		t.Helper()
-		s, err := Open(context.Background(), ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-}
+func opener(ref string) storetest.Opener { return storetest.OpenerOf(Open, ref) }
 
 func TestConformance(t *testing.T) {
 	base := storetest.PostgresURL(t)
@@ -56,17 +44,9 @@ func TestConcurrentMigrations(t *testing.T) {
 	}
 }
 
-func TestHelperSaveForever(t *testing.T) {
-	ref := os.Getenv(storetest.HelperEnv)
-	if ref == "" {
-		t.Skip("helper process")
-	}
-	s, err := Open(context.Background(), ref)
-	if err != nil {
-		os.Exit(3)
-	}
-	storetest.SaveForever(s)
-}
+// TestHelperSaveForever is not a test: it is the child process of
+// TestKilledMidSaveKeepsHistory.
+func TestHelperSaveForever(t *testing.T) { storetest.SaveForever(t, Open) }
 
 // A process killed in the middle of saves leaves the history intact.
 func TestKilledMidSaveKeepsHistory(t *testing.T) {

@@ -2,25 +2,13 @@ package sqlite
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/pipebench/pipebench/store/sqlstore"
 	"github.com/pipebench/pipebench/store/storetest"
 )
 
-func opener(path string) storetest.Opener {
-	return func(t *testing.T) *sqlstore.Store {
-		t.Helper()
-		s, err := Open(context.Background(), path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-}
+func opener(path string) storetest.Opener { return storetest.OpenerOf(Open, path) }
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Opener {
@@ -40,17 +28,7 @@ func TestReopenSameFile(t *testing.T) {
 
 // TestHelperSaveForever is not a test: it is the child process of
 // TestKilledMidSaveKeepsHistory.
-func TestHelperSaveForever(t *testing.T) {
-	path := os.Getenv(storetest.HelperEnv)
-	if path == "" {
-		t.Skip("helper process")
-	}
-	s, err := Open(context.Background(), path)
-	if err != nil {
-		os.Exit(3)
-	}
-	storetest.SaveForever(s)
-}
+func TestHelperSaveForever(t *testing.T) { storetest.SaveForever(t, Open) }
 
 // A process killed in the middle of saves leaves the history intact: the
 // earlier runs are there and the file passes SQLite's integrity check.

@@ -25,6 +25,21 @@ import (
 // called within one test.
 type Opener func(t *testing.T) *sqlstore.Store
 
+// OpenerOf is the Opener of a backend's open function on ref (a file, a
+// connection string): each call opens the store again, an error fails the
+// test, and the store is closed when the test ends.
+func OpenerOf(open func(ctx context.Context, ref string) (*sqlstore.Store, error), ref string) Opener {
+	return func(t *testing.T) *sqlstore.Store {
+		t.Helper()
+		s, err := open(context.Background(), ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
 // Result is a saved-run fixture: the reference pipeline shape, one version.
 func Result(version string, i int) *pipebench.Result {
 	r := resulttest.Pipeline(version, "single", 20000+float64(i))
@@ -217,9 +232,20 @@ func PostgresSchema(t *testing.T, base string) string {
 // SaveForever's child.
 const HelperEnv = "PIPEBENCH_STORETEST_SAVE_FOREVER"
 
-// SaveForever saves big runs in a loop until the process is killed. A
-// backend's test calls it from a test function that runs only in the child.
-func SaveForever(s pipebench.Store) {
+// SaveForever is the child of KilledMidSave: in a test binary started
+// with HelperEnv set, it opens that store with the backend's open function
+// and saves big runs in a loop until the process is killed (exit 3: the
+// store would not open). Without HelperEnv it skips the test: a backend's
+// test function that calls it is no test of its own.
+func SaveForever(t *testing.T, open func(ctx context.Context, ref string) (*sqlstore.Store, error)) {
+	ref := os.Getenv(HelperEnv)
+	if ref == "" {
+		t.Skip("helper process")
+	}
+	s, err := open(context.Background(), ref)
+	if err != nil {
+		os.Exit(3)
+	}
 	r := Result("9.9", 0)
 	for i := 0; i < 200; i++ { // a big result, so a save takes a while
 		r.Series = append(r.Series, r.Series[0])
