@@ -318,20 +318,19 @@ func (l Launch) waitReady(ctx context.Context, o Options, tr *tracker) error {
 	defer tick.Stop()
 	for {
 		ready := 0
+		var live []*corev1.Pod
 		for _, p := range tr.podList() {
 			if p.DeletionTimestamp != nil {
 				continue
 			}
-			if f := l.podFailure(o, tr, p, false); f != nil {
-				return f
-			}
+			live = append(live, p)
 			if isReady(p) {
 				ready++
 			}
 		}
 		// A worker that could not compile its shard, or a component that
 		// could not start, says so in its ConfigMap before its pod ends.
-		if f := l.failedMap(o, tr); f != nil {
+		if f := l.failure(o, tr, live, false); f != nil {
 			return f
 		}
 		if line := fmt.Sprintf("k8s: %d of %d pods ready", ready, o.pods()); line != last {
@@ -353,11 +352,39 @@ func (l Launch) waitReady(ctx context.Context, o Options, tr *tracker) error {
 	}
 }
 
+// failure returns what failed, if anything: one of pods that failed (see
+// podFailure; started: whether the run had started) or a part whose
+// ConfigMap says so. A component's failure (the system under test's, the
+// in-cluster sink's) is named before any shard's: the shards load the
+// components, so that when one failed the shards may have failed for it,
+// and the component's failure is the cause to name.
+func (l Launch) failure(o Options, tr *tracker, pods []*corev1.Pod, started bool) *ShardFailure {
+	var shard *ShardFailure
+	for _, p := range pods {
+		f := l.podFailure(o, tr, p, started)
+		switch {
+		case f == nil:
+		case f.SUT || f.Sink:
+			return f
+		case shard == nil:
+			shard = f
+		}
+	}
+	if f := l.failedMap(o, tr); f != nil && (f.SUT || f.Sink || shard == nil) {
+		return f
+	}
+	return shard
+}
+
 // failedMap returns the failure a shard's or component's ConfigMap
-// reports, if any.
+// reports, if any. A component's (the system under test's, the
+// in-cluster sink's) comes first: the shards load it, so that when it
+// failed a shard may have failed for it, and the component's is the cause
+// to name; shards in the order of their names.
 func (l Launch) failedMap(o Options, tr *tracker) *ShardFailure {
 	list, _ := tr.cms.List(labels.Everything())
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	var first *ShardFailure
 	for _, cm := range list {
 		if cm.Data[KeyState] != StateFailed {
 			continue
@@ -366,14 +393,17 @@ func (l Launch) failedMap(o Options, tr *tracker) *ShardFailure {
 		switch {
 		case cm.Name == SinkName(o.Name):
 			f.Sink = true
+			return f
 		case cm.Name == SUTName(o.Name):
 			f.SUT = true
-		default:
-			f.Shard, _ = strconv.Atoi(cm.Labels[LabelShard])
+			return f
 		}
-		return f
+		f.Shard, _ = strconv.Atoi(cm.Labels[LabelShard])
+		if first == nil {
+			first = f
+		}
 	}
-	return nil
+	return first
 }
 
 // podFailure returns the failure of a pod that failed, whose container
@@ -476,8 +506,6 @@ func (l Launch) follow(ctx context.Context, o Options, tr *tracker, start time.T
 				continue
 			}
 			switch cm.Data[KeyState] {
-			case StateFailed:
-				return nil, done, &ShardFailure{Shard: idx, Pod: cm.Annotations["pipebench.dev/pod"], Message: cm.Data[KeyMessage]}
 			case StateDone:
 				ndone++
 			case StateRun:
@@ -506,14 +534,10 @@ func (l Launch) follow(ctx context.Context, o Options, tr *tracker, start time.T
 			fmt.Fprintln(l.Log, line)
 			last, lastAt = line, time.Now()
 		}
-		// A pod that failed without saying so in its ConfigMap (killed,
-		// evicted, a crash) ends the run too.
-		for _, p := range tr.podList() {
-			if f := l.podFailure(o, tr, p, true); f != nil {
-				return nil, done, f
-			}
-		}
-		if f := l.failedMap(o, tr); f != nil {
+		// A part that says it failed in its ConfigMap ends the run, and so
+		// does a pod that failed without saying so (killed, evicted, a
+		// crash).
+		if f := l.failure(o, tr, tr.podList(), true); f != nil {
 			return nil, done, f
 		}
 		if time.Now().After(deadline) {

@@ -4,6 +4,7 @@ package natscluster
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
 	"syscall"
@@ -14,8 +15,15 @@ import (
 // `--signal ldm` does.
 var lameDuckSignal os.Signal = syscall.SIGUSR2
 
-// signalPID sends sig to the process pid.
-func signalPID(pid int, sig syscall.Signal) error { return syscall.Kill(pid, sig) }
+// signalPID sends sig to the process pid. A pid of 0 or less is refused:
+// kill(2) would take it for this process's group (0), another group (less
+// than -1) or every process it may signal (-1).
+func signalPID(pid int, sig syscall.Signal) error {
+	if pid <= 0 {
+		return fmt.Errorf("no process to signal (pid %d)", pid)
+	}
+	return syscall.Kill(pid, sig)
+}
 
 // The signals that freeze and thaw a process (a hung pod) and that ask a
 // node for lame duck mode.
@@ -30,7 +38,7 @@ const (
 // kill returns before the threads stop, and a request sent at once could
 // still be answered by one that had not yet.
 func freezePID(pid int) error {
-	if err := syscall.Kill(pid, sigFreeze); err != nil {
+	if err := signalPID(pid, sigFreeze); err != nil {
 		return err
 	}
 	for deadline := time.Now().Add(5 * time.Second); !allStopped(pid) && time.Now().Before(deadline); {
