@@ -100,9 +100,10 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:   "pipebench",
 		Short: "Load, burst, backpressure, soak and limit tests for event and telemetry pipelines",
 		Long: `pipebench runs reproducible load tests against event and telemetry pipelines
-(OpenTelemetry Collector gateways, HTTP/CloudEvents gateways, NATS, gRPC ingest) and ends
-every run with a KPI table: sent, accepted, exported and delivered rates, queue sizes,
-memory and CPU per instance, latency percentiles, loss and duplicates.
+(OpenTelemetry Collector gateways and agents, HTTP/CloudEvents gateways, NATS JetStream,
+Kafka, gRPC ingest, Prometheus remote write and scrape) and ends every run with a KPI
+table: sent, accepted, exported and delivered rates, queue sizes, memory and CPU per
+instance, latency percentiles, loss and duplicates.
 
 Start with:  pipebench run            (a built-in quickstart, no setup)
 Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where asked),
