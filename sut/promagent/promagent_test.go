@@ -1,7 +1,10 @@
 package promagent
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -29,16 +32,18 @@ func TestAgentDeliversEveryItemOnce(t *testing.T) {
 	testutil.Start(t, func(ctx context.Context) error { return sink.Start(ctx, a) }, sink.Shutdown)
 	f := Factory()
 	cfg := f.NewConfig().(*Config)
-	// The scrape timeout is the interval: at 200 ms a scrape slowed by a
-	// loaded machine was discarded by Prometheus with the items it served.
-	cfg.ScrapeInterval = pipebench.Duration(time.Second)
+	// The scrape timeout is the interval: a scrape slowed past it by a
+	// loaded machine is discarded by Prometheus with the items it served
+	// (at 200 ms often; at 1 s once in a full test run).
+	cfg.ScrapeInterval = pipebench.Duration(2 * time.Second)
 	cfg.Queue.BatchSendDeadline = pipebench.Duration(100 * time.Millisecond)
 	sut, err := f.New(cfg, pipebench.Env{Target: sink.Endpoint(), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	testutil.Start(t, sut.Start, sut.Shutdown)
-	if in := sut.Instances(); len(in) != 1 || in[0].PID == 0 || in[0].MetricsURL == "" {
+	in := sut.Instances()
+	if len(in) != 1 || in[0].PID == 0 || in[0].MetricsURL == "" {
 		t.Fatalf("instances %+v", in)
 	}
 	drv, err := promscrapedriver.Factory().New(promscrapedriver.DefaultConfig(), pipebench.Env{Target: sut.Endpoint()})
@@ -59,17 +64,41 @@ func TestAgentDeliversEveryItemOnce(t *testing.T) {
 			}
 		}
 	}
+	// What the sink and the agent say when an item is missing.
+	state := testutil.Lazy(func() string {
+		n, faulted := a.Count()
+		return fmt.Sprintf("%d at the sink (%d faulted); the agent's own counters:\n%s", n, faulted, agentCounters(in[0].MetricsURL))
+	})
 	send(40)
-	testutil.Eventually(t, 30*time.Second, func() bool { n, _ := a.Count(); return n == int(seq-1) }, "all %d items at the sink", seq-1)
+	testutil.Eventually(t, 30*time.Second, func() bool { n, _ := a.Count(); return n == int(seq-1) }, "all %d items at the sink: %s", seq-1, state)
 	sink.SetFaults(pipebench.FaultPolicy{ErrorRatio: 0.5, ErrorStatus: 503}, time.Now())
 	send(40)
-	testutil.Eventually(t, 60*time.Second, func() bool { n, _ := a.Count(); return n == int(seq-1) }, "all %d items at the sink despite the faults", seq-1)
+	testutil.Eventually(t, 60*time.Second, func() bool { n, _ := a.Count(); return n == int(seq-1) }, "all %d items at the sink despite the faults: %s", seq-1, state)
 	n, faulted := a.Count()
 	if faulted == 0 {
 		t.Error("the sink faulted nothing")
 	}
 	a.ExpectEachOnce(t, 1, seq-1, "item")
 	t.Logf("%d items delivered once each; %d samples faulted and retried by the agent", n, faulted)
+}
+
+// agentCounters returns the lines of the agent's /metrics page that count
+// its scrapes and its remote-write samples.
+func agentCounters(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "#") && (strings.Contains(line, "scrape") || strings.Contains(line, "remote_storage_samples")) {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
 }
 
 func TestConfig(t *testing.T) {
