@@ -16,10 +16,12 @@ import (
 // the run: the client, buffers and goroutines of each of many connections,
 // the latency histograms. Go's default target (GOGC=100) lets the heap
 // reach twice that before a cycle, so that resident memory doubles the
-// state. With 1,000 Kafka producers (65-77 MB live; bench/kafka.sh,
-// conns-p) anonymous memory was 142-145 MB at Go's default, 114-127 MB at
-// a target of 50 and 107-114 MB at 25, at the same CPU: that run
-// allocates little, so more frequent cycles cost little. A small live heap
+// state. With 1,000 Kafka producers (65-68 MB live; bench/kafka.sh,
+// conns-p) anonymous memory was 142-145 MB at Go's default, 113-115 MB at
+// a target of 50 and 102-105 MB at 25, at the same CPU: that run
+// allocates little. With a consumer reading every record back (conns),
+// 122-125 MB at 50 and 106-108 MB at 25 for 10% more CPU: the consumer
+// allocates, and the floor doubles the cycles. A small live heap
 // keeps Go's default: there the doubling costs a few megabytes, and more
 // frequent cycles cost CPU in proportion to what the run allocates. gRPC
 // calls allocate: in driver/grpc's BenchmarkUnaryRate at 20,000 calls/s on
