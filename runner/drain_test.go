@@ -30,9 +30,7 @@ func (o *backlogObserver) Observe(_ context.Context, at time.Time) ([]pipebench.
 		// Past the observation's own timeout if need be (a loaded
 		// machine may take longer than an interval to send the blast),
 		// up to 10 s.
-		for deadline := time.Now().Add(10 * time.Second); o.received.Load() < o.want && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		testutil.Poll(10*time.Second, func() bool { return o.received.Load() >= o.want })
 	}
 	left := o.received.Load() - o.done.Load()
 	if left > 0 {

@@ -22,6 +22,7 @@ import (
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
 	"github.com/pipebench/pipebench/internal/residency"
 	"github.com/pipebench/pipebench/internal/scenariotest"
+	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/payload"
 )
 
@@ -184,23 +185,18 @@ func startServerProcess(b *testing.B, sock string) string {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testutil.Eventually(b, 20*time.Second, func() bool {
 		c1, err1 := net.Dial("tcp", addr)
 		c2, err2 := net.Dial("unix", sock)
-		if err1 == nil && err2 == nil {
-			c1.Close()
-			c2.Close()
-			return addr
-		}
 		if c1 != nil {
 			c1.Close()
 		}
 		if c2 != nil {
 			c2.Close()
 		}
-	}
-	b.Fatal("helper server did not start")
-	return ""
+		return err1 == nil && err2 == nil
+	}, "the helper server did not take connections on %s and %s", addr, sock)
+	return addr
 }
 
 // TestHelperGRPCServer is not a test: it is the benchmark's server process,

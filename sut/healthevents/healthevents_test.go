@@ -102,10 +102,7 @@ func TestEffectsAtTheSetRate(t *testing.T) {
 	if page.Backlog < n-10 {
 		t.Errorf("backlog right after the blast = %d, want about %d", page.Backlog, n)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(s.Applied()) < n && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Poll(30*time.Second, func() bool { return len(s.Applied()) >= n })
 	effects := s.Applied()
 	if len(effects) != n {
 		t.Fatalf("%d effects after 30 s, want %d", len(effects), n)
@@ -231,10 +228,7 @@ func TestReportStream(t *testing.T) {
 	if n := ack.Get(s.stream.Output().Fields().ByName("accepted")).Uint(); n != 5 {
 		t.Errorf("accepted %d, want 5", n)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(s.Applied()) < 5 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Poll(10*time.Second, func() bool { return len(s.Applied()) >= 5 })
 	if got := s.Applied(); len(got) != 5 || got[4].Seq != 5 || got[4].Node != "n5" {
 		t.Errorf("applied %+v", got)
 	}
