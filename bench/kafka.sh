@@ -81,6 +81,13 @@ done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pipebench-kafka-bench.XXXXXX")
 PB=$WORK/pipebench
 (cd "$ROOT" && go build -o "$PB" ./cmd/pipebench)
+# shellcheck source=lib/binaries.sh
+. "$HERE/lib/binaries.sh"
+copy_binary "$PB" "$PB"
+if [ -n "${BASELINE:-}" ]; then
+	copy_binary "$BASELINE" "$WORK/baseline"
+	BASELINE=$WORK/baseline
+fi
 BOOT=127.0.0.1:$PORT
 export PIPEBENCH_KAFKA_BOOTSTRAP=$BOOT
 CP="$LIBS/*"

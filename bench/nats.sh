@@ -39,6 +39,13 @@ done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pipebench-nats-bench.XXXXXX")
 PB=$WORK/pipebench
 (cd "$ROOT" && go build -o "$PB" ./cmd/pipebench)
+# shellcheck source=lib/binaries.sh
+. "$HERE/lib/binaries.sh"
+copy_binary "$PB" "$PB"
+if [ -n "${BASELINE:-}" ]; then
+	copy_binary "$BASELINE" "$WORK/baseline"
+	BASELINE=$WORK/baseline
+fi
 URL=nats://127.0.0.1:$PORT
 export PIPEBENCH_NATS_URL=$URL
 
