@@ -46,7 +46,9 @@
 # (sampled from /proc every 0.2 s): anonymous (what the run allocated)
 # and file (the executable's pages mapped in: the same whatever the run
 # does, as conns-1 shows); live, the most heap the Go collector found in
-# use after a cycle (GODEBUG=gctrace=1).
+# use after a cycle (GODEBUG=gctrace=1). Both binaries (this tree's and
+# BASELINE) run from copies made with cp, their page cache in the same
+# state (bench/lib/binaries.sh says why that matters to the file part).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
