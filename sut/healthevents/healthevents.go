@@ -673,8 +673,8 @@ func (s *Server) handleStream(_ any, ss grpc.ServerStream) error {
 	return ss.SendMsg(s.ack(n))
 }
 
-// queryInt reads the whole number in the query parameter key, at least
-// least; def when the parameter is absent, an error naming key when it is
+// queryInt reads the query parameter key as a whole number no lower than
+// least: def when the parameter is absent, an error naming key when it is
 // not such a number.
 func queryInt(r *http.Request, key string, least, def int) (int, error) {
 	v := r.URL.Query().Get(key)
