@@ -58,6 +58,17 @@ type AsyncSender interface {
 	SendAsync(ctx context.Context, b *Batch, done func(started time.Time, o Outcome))
 }
 
+// Flusher is the optional ability of an AsyncSender to write the sends
+// handed over back to back together, as a closed loop writes a pipeline's
+// requests in one system call: SendAsync may hold a send until the next
+// Flush, so a caller that hands sends to a Flusher calls Flush after the
+// last of a row. The open-model runner calls it after the sends due at one
+// wake-up of its pacer, before it sleeps; a send held meanwhile is late by
+// microseconds, not by a wake-up.
+type Flusher interface {
+	Flush()
+}
+
 // Arrivals is where a Sink reports what reached it. Implementations are safe
 // for concurrent use.
 type Arrivals interface {

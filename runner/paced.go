@@ -41,7 +41,13 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 	var last atomic.Int64
 	workers := &senders{work: make(chan *asyncSend), ctx: sendCtx, last: &last}
 	defer close(workers.work)
-	schedule.Run(ctx, r.pacers[i], r.phaseT0[i], func(n uint64, at time.Time) bool {
+	// A driver that writes the sends of one wake-up together is told
+	// when the row ends.
+	var flush func()
+	if f, ok := as.(pipebench.Flusher); ok {
+		flush = f.Flush
+	}
+	schedule.RunFlushed(ctx, r.pacers[i], r.phaseT0[i], func(n uint64, at time.Time) bool {
 		seq := r.nextSeq.Add(uint64(count)) - uint64(count)
 		if live.InFlight.Load() >= maxInFlight {
 			r.rec.Dropped(i, count)
@@ -67,7 +73,7 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 		}
 		workers.run(s)
 		return true
-	})
+	}, flush)
 	// The phase lasts its planned duration even when the last send is due
 	// earlier (a low rate), so rates divide by the right time.
 	if end := r.phaseT0[i].Add(ph.Duration.D()); ctx.Err() == nil {

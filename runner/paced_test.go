@@ -99,6 +99,53 @@ func TestPacedHandsSendsToAnAsyncSender(t *testing.T) {
 	}
 }
 
+// heldDriver is a pipebench.Flusher: it holds the sends handed over
+// until Flush, which answers them.
+type heldDriver struct {
+	asyncDriver
+	mu      sync.Mutex
+	held    []func(time.Time, pipebench.Outcome)
+	flushes atomic.Int64
+}
+
+func (d *heldDriver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
+	d.sends.Add(1)
+	d.mu.Lock()
+	d.held = append(d.held, done)
+	d.mu.Unlock()
+}
+
+func (d *heldDriver) Flush() {
+	d.flushes.Add(1)
+	d.mu.Lock()
+	held := d.held
+	d.held = nil
+	d.mu.Unlock()
+	for _, done := range held {
+		done(time.Time{}, pipebench.Outcome{Class: pipebench.ClassOK, Written: time.Now()})
+	}
+}
+
+// The open model flushes a pipebench.Flusher after the sends due at each
+// wake-up: a driver that writes only then has every send answered.
+func TestPacedFlushesAFlusher(t *testing.T) {
+	d := &heldDriver{}
+	reg, plan := throughDriver(t, d, "1s", "700/s")
+	res := runPlan(t, reg, plan)
+	p := &res.Phases[0]
+	if got := d.sends.Load(); got != 700 {
+		t.Fatalf("the driver got %d sends, want 700", got)
+	}
+	for name, want := range map[string]float64{"sent": 700, "accepted": 700, "dropped": 0} {
+		if got := get(t, p, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if f := d.flushes.Load(); f == 0 {
+		t.Error("the driver was never flushed")
+	}
+}
+
 // slowGen makes event batches one at a time, each taking at least a fixed
 // time (it simulates a generator that cannot make batches as fast as they
 // fall due: big OTLP batches on a starved core), and keeps the largest

@@ -38,9 +38,24 @@ func Run(ctx context.Context, p *Pacer, start time.Time, due func(n uint64, at t
 	return RunWith(ctx, p, start, Precise, due)
 }
 
+// RunFlushed is Run calling flush after the sends emitted at each wake-up,
+// before the next wait and before it returns: where a driver writes the
+// sends of one wake-up together (pipebench.Flusher).
+func RunFlushed(ctx context.Context, p *Pacer, start time.Time, due func(n uint64, at time.Time) bool, flush func()) uint64 {
+	return run(ctx, p, start, Precise, due, flush)
+}
+
 // RunWith is Run with the given clock (Coarse in a testing/synctest
 // bubble's virtual time).
 func RunWith(ctx context.Context, p *Pacer, start time.Time, clock Clock, due func(n uint64, at time.Time) bool) uint64 {
+	return run(ctx, p, start, clock, due, nil)
+}
+
+// run is RunWith with flush (nil: none) called after each wake-up's sends.
+func run(ctx context.Context, p *Pacer, start time.Time, clock Clock, due func(n uint64, at time.Time) bool, flush func()) uint64 {
+	if flush != nil {
+		defer flush()
+	}
 	var n uint64
 	w := newWaiter(clock)
 	w.begin()
@@ -59,6 +74,9 @@ func RunWith(ctx context.Context, p *Pacer, start time.Time, clock Clock, due fu
 			if !due(n-1, start.Add(at)) {
 				return n
 			}
+		}
+		if flush != nil {
+			flush()
 		}
 		if n >= p.Sends() {
 			break

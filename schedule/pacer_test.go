@@ -266,3 +266,34 @@ func TestRunProducers(t *testing.T) {
 		})
 	}
 }
+
+// In virtual time: run with a flush calls it after the sends of each
+// wake-up, before it waits, so no send is held across a wait, and once
+// more before it returns.
+func TestRunFlushesEachWakeUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := mustNew(t, constant(1000, time.Second))
+		var held, flushes, wakeUps int
+		var last time.Time
+		n := run(context.Background(), p, time.Now(), Coarse, func(uint64, time.Time) bool {
+			if now := time.Now(); !now.Equal(last) {
+				if held != 0 {
+					t.Fatalf("%d sends of the wake-up before were not flushed before the wait", held)
+				}
+				last = now
+				wakeUps++
+			}
+			held++
+			return true
+		}, func() {
+			flushes++
+			held = 0
+		})
+		if n != 1000 || held != 0 {
+			t.Fatalf("emitted %d, %d held at the end", n, held)
+		}
+		if flushes < wakeUps {
+			t.Errorf("%d flushes for %d wake-ups", flushes, wakeUps)
+		}
+	})
+}

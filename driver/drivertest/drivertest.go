@@ -415,6 +415,9 @@ func Run(t *testing.T, h Harness) {
 			batches[i] = h.Generator.Next(uint64(1+i*h.Count), h.Count, time.Now())
 			as.SendAsync(context.Background(), &batches[i], func(_ time.Time, o pipebench.Outcome) { outs <- o })
 		}
+		if f, ok := d.(pipebench.Flusher); ok {
+			f.Flush() // the end of the row, as the runner's pacer
+		}
 		for i := 0; i < n; i++ {
 			select {
 			case o := <-outs:

@@ -68,6 +68,7 @@ var (
 	_ pipebench.Driver             = (*Driver)(nil)
 	_ pipebench.ConnectionReporter = (*Driver)(nil)
 	_ pipebench.AsyncSender        = asyncDriver{}
+	_ pipebench.Flusher            = asyncDriver{}
 	_ pipebench.ConnectionReporter = asyncDriver{}
 )
 
@@ -143,12 +144,12 @@ func New(cfg Config, target string) (*Driver, error) {
 	for _, h := range d.headers {
 		head = append(head, h.Name+": "+h.Value+"\r\n"...)
 	}
-	if cfg.Pipeline > 0 {
+	if cfg.Pipeline > 0 && !canPipeline(tlsCfg) {
 		d.pipe = newPipeClient(d.addr, tlsCfg, timeout, cfg.Connections, cfg.Pipeline, head)
 		d.pipe.stamp = cfg.KernelTimestamps
 		return d, nil
 	}
-	d.h1 = newH1Pool(d.addr, head, tlsCfg, timeout, cfg.Connections)
+	d.h1 = newH1Pool(d.addr, head, tlsCfg, timeout, cfg.Connections, cfg.Pipeline)
 	d.h1.stamp = cfg.KernelTimestamps
 	return d, nil
 }
@@ -284,6 +285,15 @@ type asyncDriver struct{ *Driver }
 // SendAsync implements pipebench.AsyncSender.
 func (a asyncDriver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
 	a.sendAsync(ctx, b, done)
+}
+
+// Flush implements pipebench.Flusher: pipelined on event loops, the
+// requests handed over since the last Flush are written, those of one
+// connection in one system call.
+func (a asyncDriver) Flush() {
+	if a.h1 != nil && a.h1.piped {
+		a.h1.flushPiped()
+	}
 }
 
 // sendAsync hands b over and returns: over HTTP/1.1 on plain TCP on Linux

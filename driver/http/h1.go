@@ -51,6 +51,26 @@ type h1Pool struct {
 	waiting   []h1Job
 	waitHead  int
 	closed    sync.Once
+
+	// piped: pipelined (with event loops only: pipeloop_linux.go), each
+	// connection carrying up to depth requests at once; otherwise one.
+	// Pipelined, under mu: the connection the sends of the current
+	// row join (nil: the next send takes the next connection with room),
+	// where that search starts, and the window slots free on the
+	// connections in use. Under dmu (taken last): the connections holding
+	// requests not written yet (ndirty of them), written by the next
+	// flush; fmu is held by the one flush at a time.
+	piped    bool
+	depth    int
+	cur      *h1Conn
+	rr       int
+	room     int
+	dmu      sync.Mutex
+	dirty    []*h1Conn
+	flushing []*h1Conn
+	ndirty   atomic.Int32
+	fmu      sync.Mutex
+	shut     bool // closed: no waiting send is taken up (under mu)
 }
 
 // h1Conn is one connection of the pool; it is owned by whoever took it from
@@ -82,6 +102,30 @@ type h1Conn struct {
 	deadline time.Time
 	out      []byte // the request's bytes the socket has not taken yet
 	outBody  []byte // the same, of a body written beside the head
+
+	// Pipelined: under the pool's mu, the requests assigned to it and
+	// not ended (load), and whether it is in use (admitted: opened by
+	// start once); under cmu, its requests oldest first from head (those
+	// from unsent on are held: not written yet), their bytes in buf from
+	// sent (up to wlim released for writing by the last flush), whether
+	// it is in the pool's dirty list, and whether a dial is opening it.
+	load     int
+	admitted bool
+	calls    []h1Call
+	head     int
+	unsent   int
+	sent     int
+	wlim     int
+	dirty    bool
+	dialing  bool
+}
+
+// h1Call is a pipelined request on a connection: its send, when it was
+// taken up after waiting for a window slot (zero: it did not wait), when
+// it was written, and when it times out.
+type h1Call struct {
+	job                       h1Job
+	started, written, expires time.Time
 }
 
 // openConn is what openNow needs of an open connection: its socket, to
@@ -100,24 +144,37 @@ var errNoConn = errors.New("no free connection: every connection was busy for lo
 // connections does not keep thousands of copies of large bodies.
 const inlineBody = 16 << 10
 
-func newH1Pool(addr string, head []byte, tlsCfg *tls.Config, timeout time.Duration, conns int) *h1Pool {
-	p := &h1Pool{addr: addr, tls: tlsCfg, timeout: timeout, head: head, evented: canLoop && tlsCfg == nil}
-	if p.evented {
+// newH1Pool returns a pool of conns connections, each carrying one
+// request at a time, or pipelined up to depth (depth 0: not pipelined;
+// with event loops only, canPipeline says where).
+func newH1Pool(addr string, head []byte, tlsCfg *tls.Config, timeout time.Duration, conns, depth int) *h1Pool {
+	p := &h1Pool{addr: addr, tls: tlsCfg, timeout: timeout, head: head, evented: canLoop && tlsCfg == nil, piped: depth > 0, depth: max(depth, 1)}
+	switch {
+	case p.piped:
+		p.room = conns * p.depth
+	case p.evented:
 		p.free, p.freeN = make([]*h1Conn, conns), conns
-	} else {
+	default:
 		p.idle = make(chan *h1Conn, conns)
 	}
 	for i := 0; i < conns; i++ {
-		c := &h1Conn{fd: -1, index: int32(i)}
+		c := &h1Conn{fd: -1, index: int32(i), admitted: true}
 		p.conns = append(p.conns, c)
-		if p.evented {
+		switch {
+		case p.piped:
+		case p.evented:
 			p.free[i] = c
-		} else {
+		default:
 			p.idle <- c
 		}
 	}
 	return p
 }
+
+// canPipeline reports whether a pool of event loops carries pipelined
+// requests to a target reached with tlsCfg (nil: plain TCP); elsewhere the
+// pipelined client (pipeline.go) does.
+func canPipeline(tlsCfg *tls.Config) bool { return canLoop && tlsCfg == nil }
 
 // start takes every connection out of use and opens them as connopen
 // does: what the target takes now, the rest in the background, each put
@@ -129,6 +186,10 @@ func (p *h1Pool) start(ctx context.Context) error {
 		p.mu.Lock()
 		clear(p.free)
 		p.freeHead, p.freeN = 0, 0
+		for _, c := range p.conns {
+			c.admitted = false
+		}
+		p.room, p.cur = 0, nil
 		p.mu.Unlock()
 	} else {
 		for len(p.idle) > 0 {

@@ -281,6 +281,10 @@ func (p *h1Pool) sendAsync(ctx context.Context, b *pipebench.Batch, done func(ti
 	if paced {
 		p.pollLoops()
 	}
+	if p.piped {
+		p.sendPiped(j, paced)
+		return
+	}
 	p.mu.Lock()
 	if p.freeN == 0 {
 		j.at = time.Now()
@@ -329,12 +333,20 @@ var waiters = sync.Pool{New: func() any {
 // admit puts a connection that start (or the background opener) opened
 // to use: to the send waiting longest, if any, else among the idle ones.
 func (p *h1Pool) admit(c *h1Conn) {
+	if p.piped {
+		p.admitPiped(c)
+		return
+	}
 	p.release(c)
 }
 
 // release hands c, free again, to the send waiting longest, or puts it
 // back among the idle connections.
 func (p *h1Pool) release(c *h1Conn) {
+	if p.piped {
+		p.releasePiped(c, true)
+		return
+	}
 	for {
 		p.mu.Lock()
 		j, ok := p.nextWaiting()
@@ -529,7 +541,10 @@ func (l *evloop) run() {
 		l.deliver()
 		scan := l.scan
 		l.mu.Unlock()
-		if n > 0 {
+		if l.p.ndirty.Load() > 0 {
+			l.p.flushPiped() // pipelined: the sends the answers let in
+		}
+		if _, deferred := l.deferred(); n > 0 && !deferred {
 			runtime.Gosched() // the pacer, between two batches
 			continue
 		}
@@ -555,17 +570,27 @@ func (l *evloop) poll() int {
 	return n
 }
 
+// deferred reports whether l's reads are deferred to the senders: they
+// read l's answers less than readGrace ago, and the read before came less
+// than readGrace before that one (a sender will be back soon), and every
+// connection has kernel receive timestamps; d is how long until readGrace
+// after their last read.
+func (l *evloop) deferred() (d time.Duration, ok bool) {
+	if l.unstamped.Load() || l.gap.Load() > int64(readGrace) {
+		return 0, false
+	}
+	d = time.Duration(l.polled.Load()+int64(readGrace)) - time.Since(epoch)
+	return d, d > 0
+}
+
 // wait waits for l's connections to have events, or for the next check
-// of deadlines at scan: while senders read l's answers (they did so less
-// than readGrace ago, and the read before came less than readGrace before
-// that one: a sender will be back soon) it sleeps until readGrace after
-// their last read instead. It returns false when the pool closed.
+// of deadlines at scan: while senders read l's answers (deferred) it
+// sleeps until readGrace after their last read instead. It returns false
+// when the pool closed.
 func (l *evloop) wait(scan time.Time) bool {
-	if !l.unstamped.Load() && l.gap.Load() <= int64(readGrace) {
-		if d := time.Duration(l.polled.Load()+int64(readGrace)) - time.Since(epoch); d > 0 {
-			time.Sleep(min(d, max(time.Until(scan), 0)))
-			return true
-		}
+	if d, deferred := l.deferred(); deferred {
+		time.Sleep(min(d, max(time.Until(scan), 0)))
+		return true
 	}
 	var cerr error
 	if err := l.raw.Control(func(gate uintptr) {
@@ -585,6 +610,10 @@ func (l *evloop) wait(scan time.Time) bool {
 // handle reads what came on c (and writes the rest of its request when
 // the socket takes it).
 func (l *evloop) handle(c *h1Conn, events uint32, now time.Time) {
+	if l.p.piped {
+		l.handlePiped(c, events, now)
+		return
+	}
 	c.cmu.Lock()
 	if c.fd < 0 {
 		c.cmu.Unlock()
@@ -677,10 +706,9 @@ func (l *evloop) deliver() {
 	l.done = l.done[:0]
 }
 
-// expire fails the requests of l's connections that waited longer than
-// their deadline (or whose send was cancelled), and, on the first loop,
-// the sends that waited longer than the timeout for a connection.
-func (l *evloop) expire(now time.Time) {
+// expireOne is expire's part for connections carrying one request at a
+// time.
+func (l *evloop) expireOne(now time.Time) {
 	p := l.p
 	for _, c := range l.conns {
 		c.cmu.Lock()
@@ -696,7 +724,7 @@ func (l *evloop) expire(now time.Time) {
 		case err != nil: // the send's own deadline
 			out = outcome(0, sendTimes{written: c.written}, err)
 		case now.After(c.deadline):
-			out = outcome(0, sendTimes{written: c.written}, fmt.Errorf("no answer within the timeout (%v): %w", p.timeout, os.ErrDeadlineExceeded))
+			out = outcome(0, sendTimes{written: c.written}, noAnswer(p.timeout))
 		default:
 			c.cmu.Unlock()
 			continue
@@ -706,6 +734,21 @@ func (l *evloop) expire(now time.Time) {
 		c.busy, c.job = false, h1Job{}
 		c.cmu.Unlock()
 		l.done = append(l.done, finished{c: c, j: j, started: started, out: out})
+	}
+}
+
+// expire fails the requests of l's connections that waited longer than
+// their deadline (or whose send was cancelled), and, on the first loop,
+// the sends that waited longer than the timeout for a connection (or,
+// pipelined, a window slot).
+func (l *evloop) expire(now time.Time) {
+	p := l.p
+	full := errNoConn
+	if p.piped {
+		l.expirePiped(now)
+		full = errPipelineFull
+	} else {
+		l.expireOne(now)
 	}
 	if l != p.loops[0] {
 		return
@@ -718,8 +761,13 @@ func (l *evloop) expire(now time.Time) {
 		}
 		j, _ := p.nextWaiting()
 		p.mu.Unlock()
-		j.done(j.at, classifyErr(errNoConn))
+		j.done(j.at, classifyErr(full))
 	}
+}
+
+// noAnswer is a request that had no answer within the timeout.
+func noAnswer(timeout time.Duration) error {
+	return fmt.Errorf("no answer within the timeout (%v): %w", timeout, os.ErrDeadlineExceeded)
 }
 
 // errPoolClosed is a send that was in flight when the driver shut down.
@@ -742,7 +790,15 @@ func (c *h1Conn) openLoop() bool {
 // closeLoopConns closes every connection's socket, failing what it
 // carried, and ends the loops.
 func (p *h1Pool) closeLoopConns() {
+	p.mu.Lock()
+	p.shut = true
+	p.mu.Unlock()
 	for _, c := range p.conns {
+		if p.piped {
+			c.cmu.Lock()
+			p.dropPiped(c, errPoolClosed, false)
+			continue
+		}
 		c.cmu.Lock()
 		busy, j, started, written := c.busy, c.job, c.started, c.written
 		c.closeFD()

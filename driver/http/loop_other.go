@@ -22,6 +22,7 @@ func (p *h1Pool) attach(*h1Conn, net.Conn, bool) error { panic("event loops are 
 func (p *h1Pool) admit(*h1Conn)                        { panic("event loops are Linux only") }
 func (p *h1Pool) closeLoopConns()                      {}
 func (c *h1Conn) openLoop() bool                       { return false }
+func (p *h1Pool) flushPiped()                          {}
 
 func (p *h1Pool) sendAsync(context.Context, *pipebench.Batch, func(time.Time, pipebench.Outcome), bool) {
 	panic("event loops are Linux only")
