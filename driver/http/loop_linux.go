@@ -187,11 +187,12 @@ func (p *h1Pool) closeLoops() {
 // pollLoops reads, without waiting, the answers that came on the loops
 // since the last read, unless a sender did so less than pollEvery ago or
 // the loop is reading. It is called by the sender before it takes a
-// connection: the answers read free theirs.
-func (p *h1Pool) pollLoops() {
+// connection: the answers read free theirs. It reports whether it read
+// any loop's.
+func (p *h1Pool) pollLoops() (polled bool) {
 	loops := p.ready.Load()
 	if loops == nil {
-		return
+		return false
 	}
 	t := int64(time.Since(epoch))
 	for _, l := range *loops {
@@ -203,9 +204,11 @@ func (p *h1Pool) pollLoops() {
 		if !l.closed {
 			l.poll()
 			l.deliver()
+			polled = true
 		}
 		l.mu.Unlock()
 	}
+	return polled
 }
 
 // epollET is EPOLLET as the event mask's type holds it.
@@ -278,11 +281,9 @@ func stampFD(fd int) bool {
 // waits for.
 func (p *h1Pool) sendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome), paced bool) {
 	j := h1Job{ctx: ctx, b: b, done: done}
-	if paced {
-		p.pollLoops()
-	}
+	polled := paced && p.pollLoops()
 	if p.piped {
-		p.sendPiped(j, paced)
+		p.sendPiped(j, paced, polled)
 		return
 	}
 	p.mu.Lock()
@@ -544,7 +545,7 @@ func (l *evloop) run() {
 		if l.p.ndirty.Load() > 0 {
 			l.p.flushPiped() // pipelined: the sends the answers let in
 		}
-		if _, deferred := l.deferred(); n > 0 && !deferred {
+		if n > 0 {
 			runtime.Gosched() // the pacer, between two batches
 			continue
 		}

@@ -38,21 +38,42 @@ import (
 
 // sendPiped hands j to the connection the current row joins, or queues it
 // while every window slot is taken. A send that is not the pacer's (paced
-// false: Send, waiting for its answer) is written at once.
-func (p *h1Pool) sendPiped(j h1Job, paced bool) {
+// false: Send, waiting for its answer) is written at once; so are the
+// requests of a connection it fills, and, when the pacer read answers
+// before it (polled: at most every pollEvery), those held before it: a
+// pacer that fell behind hands sends over without a break, and its row
+// would not end until it caught up.
+func (p *h1Pool) sendPiped(j h1Job, paced, polled bool) {
+	if polled && p.ndirty.Load() > 0 {
+		p.flushPiped()
+	}
 	p.mu.Lock()
-	if c := p.roomy(); c != nil {
-		c.load++
-		p.room--
-		p.mu.Unlock()
-		p.assign(c, j)
-	} else {
+	c := p.roomy()
+	if c == nil {
 		j.at = time.Now()
 		p.queue(j)
 		p.mu.Unlock()
+		return
 	}
-	if !paced {
+	c.load++
+	p.room--
+	full := c.load == p.depth
+	p.mu.Unlock()
+	p.assign(c, j)
+	switch {
+	case !paced:
 		p.flushPiped()
+	case full:
+		c.cmu.Lock()
+		if c.fd < 0 {
+			c.cmu.Unlock() // the dial opening it writes them
+			return
+		}
+		if err := p.writeHeld(c, time.Now()); err != nil {
+			p.dropPiped(c, err, true)
+			return
+		}
+		c.cmu.Unlock()
 	}
 }
 
