@@ -69,6 +69,7 @@ type h1Pool struct {
 	dirty    []*h1Conn
 	flushing []*h1Conn
 	ndirty   atomic.Int32
+	flushed  atomic.Int64 // when the last flush began (nanoseconds since epoch)
 	fmu      sync.Mutex
 	shut     bool // closed: no waiting send is taken up (under mu)
 }

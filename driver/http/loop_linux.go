@@ -542,8 +542,10 @@ func (l *evloop) run() {
 		l.deliver()
 		scan := l.scan
 		l.mu.Unlock()
-		if l.p.ndirty.Load() > 0 {
-			l.p.flushPiped() // pipelined: the sends the answers let in
+		if l.p.ndirty.Load() > 0 && time.Since(epoch)-time.Duration(l.polled.Load()) > readGrace {
+			// Pipelined: the sends the answers let in, unless the pacer,
+			// active, writes them with its next row.
+			l.p.flushPiped()
 		}
 		if n > 0 {
 			runtime.Gosched() // the pacer, between two batches
