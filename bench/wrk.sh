@@ -17,7 +17,11 @@
 #     connections, POST of 64 bytes, every latency recorded; once without
 #     pipelining at FRACTION (default 0.7) x the unpipelined wrk figure of the
 #     same round, once with `pipeline: PIPELINE_DEPTH` (32 connections) at
-#     1.0 x the pipelined wrk figure of the same round.
+#     PIPE_FRACTION (default 1.0) x the pipelined wrk figure of the same round.
+# Each round's run also prints srv-CPU: the CPU-seconds nginx's worker used
+# during it. At DURATION of it the server, not the generator, set the
+# closed loop's maximum, and an open model at 1.0x that maximum runs the
+# server at full utilization, where its queue grows without bound.
 # A run "holds" its rate when it sent at least 99% of it, dropped nothing and
 # had no errors. After the rounds, a search runs pipebench (unpipelined and
 # pipelined, each build) at rising fractions of the median wrk figure (of
@@ -39,6 +43,13 @@ REPS=${REPS:-3}
 DURATION=${DURATION:-10s}
 STEP_DURATION=${STEP_DURATION:-5s}
 FRACTION=${FRACTION:-0.7}
+PIPE_FRACTION=${PIPE_FRACTION:-1.0}
+for v in FRACTION PIPE_FRACTION; do
+	if ! awk -v x="${!v}" 'BEGIN {exit !(x ~ /^[0-9]*\.?[0-9]+$/ && x + 0 > 0)}'; then
+		echo "$v=${!v}: give a positive fraction of wrk's figure, like 0.9" >&2
+		exit 2
+	fi
+done
 PIPELINE_DEPTH=${PIPELINE_DEPTH:-100}
 case $PIPELINE_DEPTH in
 '' | *[!0-9]* | 0 | 1)
@@ -123,27 +134,44 @@ pb_run() {
 		| "\(.[0] | floor) \(.[1]) \(.[2]) \(.[3]) \(.[4]) \(.[5] * 10 | floor / 10) \(.[6] * 1000 | floor / 1000) \(.[7] | floor)"' "$W/r.json"
 }
 
+# srv_cs: the CPU time nginx's workers used so far, in clock ticks.
+srv_cs() {
+	local master t=0
+	master=$(cat "$W/nginx/nginx.pid")
+	for w in $(pgrep -P "$master"); do
+		t=$((t + $(awk '{print $14 + $15}' "/proc/$w/stat")))
+	done
+	echo "$t"
+}
+HZ=$(getconf CLK_TCK)
+# srv_since TICKS: CPU-seconds nginx's workers used since srv_cs said TICKS.
+srv_since() { awk -v a="$1" -v b="$(srv_cs)" -v hz="$HZ" 'BEGIN {printf "%.2f", (b - a) / hz}'; }
+
 echo "machine: $(nproc) CPUs, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s\n' round run target/s sent/s p50-ms p99-ms CPU-s µs/req held sleeps/req RSS-MB
+printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' round run target/s sent/s p50-ms p99-ms CPU-s µs/req held sleeps/req RSS-MB srv-CPU
 : >"$W/wrk.all"
 declare -A wr
 for rep in $(seq "$REPS"); do
 	for pl in 0 "$PIPELINE_DEPTH"; do
+		s0=$(srv_cs)
 		read -r w wcpu wus wsl wrss < <(wrk_run "$pl")
+		srv=$(srv_since "$s0")
 		wr[$pl]=$w
 		echo "$pl $w $wus $wsl $wrss" >>"$W/wrk.all"
 		name="wrk -t1 -c64 (closed)"
 		[ "$pl" -gt 0 ] && name="wrk -t1 -c32 pipeline $pl"
-		printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s\n' "$rep" "$name" max "$w" - - "$wcpu" "$wus" - "$wsl" "$wrss"
+		printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$name" max "$w" - - "$wcpu" "$wus" - "$wsl" "$wrss" "$srv"
 	done
 	for b in "${builds[@]}"; do
 		for pl in 0 "$PIPELINE_DEPTH"; do
 			f=$FRACTION
-			[ "$pl" -gt 0 ] && f=1.0
+			[ "$pl" -gt 0 ] && f=$PIPE_FRACTION
 			rate=$(awk -v w="${wr[$pl]}" -v f="$f" 'BEGIN {printf "%d", w * f}')
+			s0=$(srv_cs)
 			read -r sent p50 p99 cpu held us sl rss < <(pb_run "$b" "$rate" "$pl" "$DURATION")
+			srv=$(srv_since "$s0")
 			echo "$b $pl $sent $rate $held $us $sl $rss" >>"$W/pb.all"
-			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s\n' "$rep" "$b pipeline $pl (${f}x)" "$rate" "$sent" "$p50" "$p99" "$cpu" "$us" "$held" "$sl" "$rss"
+			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$b pipeline $pl (${f}x)" "$rate" "$sent" "$p50" "$p99" "$cpu" "$us" "$held" "$sl" "$rss" "$srv"
 		done
 	done
 done
