@@ -146,6 +146,11 @@ srv_cs() {
 HZ=$(getconf CLK_TCK)
 # srv_since TICKS: CPU-seconds nginx's workers used since srv_cs said TICKS.
 srv_since() { awk -v a="$1" -v b="$(srv_cs)" -v hz="$HZ" 'BEGIN {printf "%.2f", (b - a) / hz}'; }
+# secs D: a duration as wrk and pipebench take it (500ms, 10s, 1m) in seconds.
+secs() { awk -v d="$1" 'BEGIN {n = d + 0; u = d; sub(/^[0-9.]+/, "", u); printf "%g", (u == "ms") ? n / 1000 : (u == "m") ? n * 60 : (u == "h") ? n * 3600 : n}'; }
+# full CPU-S DURATION: "*" when nginx's worker used at least 95% of its core
+# over a run of DURATION: the server, not the generator, set the pace.
+full() { awk -v c="$1" -v d="$(secs "$2")" 'BEGIN {if (d > 0 && c >= 0.95 * d) printf "*"}'; }
 
 echo "machine: $(nproc) CPUs, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' round run target/s sent/s p50-ms p99-ms CPU-s µs/req held sleeps/req RSS-MB srv-CPU
@@ -160,7 +165,7 @@ for rep in $(seq "$REPS"); do
 		echo "$pl $w $wus $wsl $wrss" >>"$W/wrk.all"
 		name="wrk -t1 -c64 (closed)"
 		[ "$pl" -gt 0 ] && name="wrk -t1 -c32 pipeline $pl"
-		printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$name" max "$w" - - "$wcpu" "$wus" - "$wsl" "$wrss" "$srv"
+		printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$name" max "$w" - - "$wcpu" "$wus" - "$wsl" "$wrss" "$srv$(full "$srv" "$DURATION")"
 	done
 	for b in "${builds[@]}"; do
 		for pl in 0 "$PIPELINE_DEPTH"; do
@@ -170,11 +175,13 @@ for rep in $(seq "$REPS"); do
 			s0=$(srv_cs)
 			read -r sent p50 p99 cpu held us sl rss < <(pb_run "$b" "$rate" "$pl" "$DURATION")
 			srv=$(srv_since "$s0")
-			echo "$b $pl $sent $rate $held $us $sl $rss" >>"$W/pb.all"
-			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$b pipeline $pl (${f}x)" "$rate" "$sent" "$p50" "$p99" "$cpu" "$us" "$held" "$sl" "$rss" "$srv"
+			sf=$(full "$srv" "$DURATION")
+			echo "$b $pl $sent $rate $held $us $sl $rss ${sf:-.}" >>"$W/pb.all"
+			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$b pipeline $pl (${f}x)" "$rate" "$sent" "$p50" "$p99" "$cpu" "$us" "$held" "$sl" "$rss" "$srv$sf"
 		done
 	done
 done
+echo "(srv-CPU: CPU-seconds of nginx's worker during the run; * at least 95% of its core: the server set the pace)"
 # wcol PIPELINE COLUMN: the median of a column of wrk's runs in that mode.
 wcol() { awk -v p="$1" -v c="$2" '$1 == p {print $c}' "$W/wrk.all" | median; }
 declare -A wm
@@ -192,8 +199,9 @@ for b in "${builds[@]}"; do
 		h=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p && $5 == "yes"' "$W/pb.all" | wc -l)
 		sl=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $7}' "$W/pb.all" | median)
 		rss=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $8}' "$W/pb.all" | median)
-		awk -v b="$b" -v p="$pl" -v s="$s" -v w="${wm[$pl]}" -v h="$h" -v n="$REPS" -v u="$u" -v sl="$sl" -v rss="$rss" \
-			'BEGIN {printf "%-16s pipeline %-3s median sent %7.0f/s = %.2fx wrk (same pipelining); %.1f CPU-µs a request; %.3f sleeps a request; peak RSS %d MB; held its rate in %d of %d rounds\n", b, p, s, s / w, u, sl, rss, h, n}'
+		sat=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p && $9 == "*"' "$W/pb.all" | wc -l)
+		awk -v b="$b" -v p="$pl" -v s="$s" -v w="${wm[$pl]}" -v h="$h" -v n="$REPS" -v u="$u" -v sl="$sl" -v rss="$rss" -v sat="$sat" \
+			'BEGIN {printf "%-16s pipeline %-3s median sent %7.0f/s = %.2fx wrk (same pipelining); %.1f CPU-µs a request; %.3f sleeps a request; peak RSS %d MB; held its rate in %d of %d rounds; the server'"'"'s core full in %d\n", b, p, s, s / w, u, sl, rss, h, n, sat}'
 	done
 done
 
