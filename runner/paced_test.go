@@ -74,19 +74,26 @@ phases:
 `, duration, rate))
 }
 
+// run700 runs 700 sends in a second through d, which counts those it got
+// in sends, and checks it got every one.
+func run700(t *testing.T, d pipebench.Driver, sends *atomic.Int64) *pipebench.PhaseResult {
+	t.Helper()
+	reg, plan := throughDriver(t, d, "1s", "700/s")
+	res := runPlan(t, reg, plan)
+	if got := sends.Load(); got != 700 {
+		t.Fatalf("the driver got %d sends, want 700", got)
+	}
+	return &res.Phases[0]
+}
+
 // The open model hands each due send to an AsyncSender (never Send): every
 // send is counted once, a panic in SendAsync is an error outcome (once, even
 // when the driver had answered), and the phase waits for the last answer.
 func TestPacedHandsSendsToAnAsyncSender(t *testing.T) {
 	d := &asyncDriver{}
-	reg, plan := throughDriver(t, d, "1s", "700/s")
-	res := runPlan(t, reg, plan)
-	p := &res.Phases[0]
+	p := run700(t, d, &d.sends)
 	if n := d.syncSends.Load(); n != 0 {
 		t.Errorf("%d sends went through Send, want all through SendAsync", n)
-	}
-	if got := d.sends.Load(); got != 700 {
-		t.Fatalf("the driver got %d sends, want 700", got)
 	}
 	panicked := float64(d.sends.Load() / 7) // n%7 == 0: no answer before the panic
 	for name, want := range map[string]float64{"sent": 700, "accepted": 700 - panicked, "dropped": 0} {
@@ -130,12 +137,7 @@ func (d *heldDriver) Flush() {
 // wake-up: a driver that writes only then has every send answered.
 func TestPacedFlushesAFlusher(t *testing.T) {
 	d := &heldDriver{}
-	reg, plan := throughDriver(t, d, "1s", "700/s")
-	res := runPlan(t, reg, plan)
-	p := &res.Phases[0]
-	if got := d.sends.Load(); got != 700 {
-		t.Fatalf("the driver got %d sends, want 700", got)
-	}
+	p := run700(t, d, &d.sends)
 	for name, want := range map[string]float64{"sent": 700, "accepted": 700, "dropped": 0} {
 		if got := get(t, p, name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)

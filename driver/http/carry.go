@@ -44,6 +44,21 @@ func (p *h1Pool) nextWaiting() (h1Job, bool) {
 	return j, true
 }
 
+// unanswered is the outcome of a request written at written that ends
+// with no answer: cancelled, or past its send's own deadline, when ctx
+// says so, else failed with err.
+func unanswered(ctx context.Context, written time.Time, err error) pipebench.Outcome {
+	switch cerr := ctx.Err(); {
+	case cerr == context.Canceled:
+		out := cancelled(ctx)
+		out.Written = written
+		return out
+	case cerr != nil: // the send's own deadline
+		err = cerr
+	}
+	return outcome(0, sendTimes{written: written}, err)
+}
+
 // outcome classifies what a request came to.
 func outcome(status int, at sendTimes, err error) pipebench.Outcome {
 	out := statuses.Classify(status)

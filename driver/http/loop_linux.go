@@ -633,13 +633,9 @@ func (l *evloop) handle(c *h1Conn, events uint32, now time.Time) {
 		return
 	}
 	for {
-		n, rx, again, err := recvOnce(c.fd, l.buf, c.stamped)
-		switch {
-		case again:
-			c.cmu.Unlock()
+		n, rx, ok, err := l.recv(c)
+		if !ok {
 			return
-		case err == nil && n == 0:
-			err = io.EOF
 		}
 		if !c.busy {
 			// Bytes or an end with no request waiting: the connection is
@@ -673,6 +669,21 @@ func (l *evloop) handle(c *h1Conn, events uint32, now time.Time) {
 			return
 		}
 	}
+}
+
+// recv reads what came on c into l.buf: ok false when nothing more has
+// come (c.cmu is then released), and an end of the stream as io.EOF.
+// c.cmu is held.
+func (l *evloop) recv(c *h1Conn) (n int, rx int64, ok bool, err error) {
+	n, rx, again, err := recvOnce(c.fd, l.buf, c.stamped)
+	if again {
+		c.cmu.Unlock()
+		return 0, 0, false, nil
+	}
+	if err == nil && n == 0 {
+		err = io.EOF
+	}
+	return n, rx, true, err
 }
 
 // complete ends c's request with its answer; c.cmu is held and released.
@@ -719,19 +730,11 @@ func (l *evloop) expireOne(now time.Time) {
 			c.cmu.Unlock()
 			continue
 		}
-		var out pipebench.Outcome
-		switch err := c.job.ctx.Err(); {
-		case err == context.Canceled:
-			out = cancelled(c.job.ctx)
-			out.Written = c.written
-		case err != nil: // the send's own deadline
-			out = outcome(0, sendTimes{written: c.written}, err)
-		case now.After(c.deadline):
-			out = outcome(0, sendTimes{written: c.written}, noAnswer(p.timeout))
-		default:
+		if c.job.ctx.Err() == nil && !now.After(c.deadline) {
 			c.cmu.Unlock()
 			continue
 		}
+		out := unanswered(c.job.ctx, c.written, noAnswer(p.timeout))
 		j, started := c.job, c.started
 		c.closeFD()
 		c.busy, c.job = false, h1Job{}

@@ -10,7 +10,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/schedule"
 )
 
@@ -262,17 +261,7 @@ func (p *h1Pool) dropPiped(c *h1Conn, err error, keep bool) {
 	}
 	c.cmu.Unlock()
 	for _, k := range failed {
-		var out pipebench.Outcome
-		switch cerr := k.job.ctx.Err(); {
-		case cerr == context.Canceled:
-			out = cancelled(k.job.ctx)
-			out.Written = k.written
-		case cerr != nil: // the send's own deadline
-			out = outcome(0, sendTimes{written: k.written}, cerr)
-		default:
-			out = outcome(0, sendTimes{written: k.written}, err)
-		}
-		k.job.done(k.started, out)
+		k.job.done(k.started, unanswered(k.job.ctx, k.written, err))
 		p.releasePiped(c, true)
 	}
 }
@@ -348,13 +337,9 @@ func (l *evloop) handlePiped(c *h1Conn, events uint32, now time.Time) {
 		return
 	}
 	for {
-		n, rx, again, err := recvOnce(c.fd, l.buf, c.stamped)
-		switch {
-		case again:
-			c.cmu.Unlock()
+		n, rx, ok, err := l.recv(c)
+		if !ok {
 			return
-		case err == nil && n == 0:
-			err = io.EOF
 		}
 		if err != nil {
 			if c.head < c.unsent {
