@@ -6,12 +6,13 @@
 #
 #   bench/all.sh                    # each comparison with its own defaults (an hour or more)
 #   SHORT=1 bench/all.sh            # one round each, short runs (about 10 minutes)
-#   PARTS="wrk vegeta" bench/all.sh # some of: wrk vegeta nats telemetrygen kafka
+#   PARTS="wrk vegeta" bench/all.sh # some of: wrk vegeta nats telemetrygen ghz kafka
 #
 # The parts are the scripts beside this one, run one after the other, each
 # interleaving its generators itself (A B A B): wrk.sh (wrk, closed loop),
 # vegeta.sh (vegeta and k6 at a fixed rate), nats.sh (nats bench),
-# telemetrygen.sh, kafka.sh (Kafka's producer perf test). Each runs alone as
+# telemetrygen.sh, ghz.sh (gRPC unary calls), kafka.sh (Kafka's producer
+# perf test). Each runs alone as
 # well, with more options; a part whose peer is not installed skips itself
 # and has no row. Each part's whole output is kept in a folder printed at
 # the end. Compare figures within one pass only: on a shared machine the
@@ -27,10 +28,14 @@
 #   vegeta, k6:   requests/s sent at the same fixed rate;
 #   nats:         messages/s as each tool reports them (core, JetStream);
 #   telemetrygen: items/s the sink received, same fixed rate;
+#   ghz:          calls/s sent at the same fixed rate, over a Unix socket
+#                 and over TCP; CPU per call from the calls answered per
+#                 CPU-second (no RSS: pipebench runs inside the benchmark's
+#                 process there);
 #   kafka:        records/s acknowledged.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-PARTS=${PARTS:-wrk vegeta nats telemetrygen kafka}
+PARTS=${PARTS:-wrk vegeta nats telemetrygen ghz kafka}
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/pipebench-all.XXXXXX")
 if [ -n "${SHORT:-}" ]; then
 	export REPS=${REPS:-1}
@@ -38,9 +43,10 @@ if [ -n "${SHORT:-}" ]; then
 	short_vegeta=(RATES=40000 DURATION=5s)
 	short_nats=(CORE_MSGS=2000000 JS_MSGS=200000)
 	short_telemetrygen=(SEARCH= DURATION=5s)
+	short_ghz=(DURATION=5s)
 	short_kafka=(MSGS=200000)
 else
-	short_wrk=() short_vegeta=() short_nats=() short_telemetrygen=() short_kafka=()
+	short_wrk=() short_vegeta=() short_nats=() short_telemetrygen=() short_ghz=() short_kafka=()
 fi
 load() { cut -d' ' -f1 /proc/loadavg; }
 
@@ -112,6 +118,17 @@ rows() {
 					a = med("telemetrygen-" s "per"); b = med("pipebench-" s "per")
 					printf "OTLP %s at %s items/s|telemetrygen|%.0f|%.0f|items/s|%.2f|%.2f|%s|%s|%s\n", s, sig[s], med("telemetrygen-" s "rate"), med("pipebench-" s "rate"),
 						(a > 0 ? 1e6 / a : 0), (b > 0 ? 1e6 / b : 0), med("telemetrygen-" s "rss"), med("pipebench-" s "rss"), l}}' "$log"
+		;;
+	ghz)
+		# ghz.sh: median <transport> <rate> <generator> <sent/s> <calls per CPU-second> held <n>/<rounds>
+		awk -v l="$l" '
+			$1 == "median" {k = $2 " " $3; keys[k] = 1; s[k, $4] = $5; c[k, $4] = $6}
+			END {
+				for (k in keys) {
+					if (!((k, "ghz") in s) || !((k, "pipebench") in s)) continue
+					split(k, t, " ")
+					printf "gRPC unary at %s calls/s, %s|ghz|%s|%s|calls/s|%.2f|%.2f|-|-|%s\n", t[2], (t[1] == "uds" ? "Unix socket" : "TCP"),
+						s[k, "ghz"], s[k, "pipebench"], (c[k, "ghz"] > 0 ? 1e6 / c[k, "ghz"] : 0), (c[k, "pipebench"] > 0 ? 1e6 / c[k, "pipebench"] : 0), l}}' "$log"
 		;;
 	kafka)
 		awk -v l="$l" -v n="${MSGS:-$(printf '%s\n' "${short_kafka[@]}" | sed -n 's/^MSGS=//p')}" '
