@@ -190,6 +190,40 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 	return nil
 }
 
+// consumerWait is how long Attach tries to create its consumer: within
+// the 30 s a system under test waits for the attach endpoint's answer.
+const consumerWait = 25 * time.Second
+
+// createConsumer creates (or updates) the consumer cc on stream, asking
+// again while JetStream does not answer, for at most wait. A replicated
+// stream just created may leave the request unanswered while the cluster
+// settles its leaders (seen in CI: 15 s without an answer from a
+// three-node cluster on a loaded machine), or have no JetStream answering
+// yet; the request is idempotent, so it is sent again every attempt
+// (5 s, a quarter of a second apart after no responders). Other errors are
+// returned at once.
+func createConsumer(ctx context.Context, j js.JetStream, stream string, cc js.ConsumerConfig, wait time.Duration) (js.Consumer, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		cons, err := j.CreateOrUpdateConsumer(actx, stream, cc)
+		acancel()
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return cons, err
+		case errors.Is(err, nats.ErrNoResponders):
+			select {
+			case <-ctx.Done():
+				return nil, err
+			case <-time.After(250 * time.Millisecond):
+			}
+		case !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout):
+			return nil, err
+		}
+	}
+}
+
 // Attach connects to url and starts consuming stream (the configured one
 // when empty). It is called by Start with a configured url, or when the SUT
 // posts to Endpoint; a second call is an error.
@@ -232,14 +266,12 @@ func (s *Sink) Attach(ctx context.Context, url, stream string) error {
 		nc.Close()
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
 	cc := js.ConsumerConfig{Durable: s.cfg.Durable, AckPolicy: js.AckExplicitPolicy, AckWait: s.cfg.AckWait.D(),
 		MaxAckPending: s.cfg.MaxAckPending, DeliverPolicy: js.DeliverAllPolicy, Replicas: s.cfg.Replicas}
 	if s.cfg.Subject != "" && s.cfg.Subject != ">" {
 		cc.FilterSubject = s.cfg.Subject
 	}
-	cons, err := j.CreateOrUpdateConsumer(cctx, s.stream, cc)
+	cons, err := createConsumer(ctx, j, s.stream, cc, consumerWait)
 	if err != nil {
 		nc.Close()
 		return fmt.Errorf("create consumer %s on stream %s: %w", s.cfg.Durable, s.stream, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -289,5 +290,57 @@ func TestRateLimitsPaceItemsAndMessages(t *testing.T) {
 				t.Errorf("30 messages of 50 events took %v, want %v..%v", took, c.min, c.max)
 			}
 		})
+	}
+}
+
+// The consumer is created even when JetStream answers late: while nothing
+// answers its request, Attach asks again (until its wait), and succeeds
+// once JetStream is there, its stream recovered from the store.
+func TestConsumerCreatedOnceJetStreamAnswers(t *testing.T) {
+	store := t.TempDir()
+	first := natstest.Start(t, &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: store, NoSigs: true, NoLog: true})
+	_, j0 := natstest.JetStream(t, first.ClientURL())
+	ctx := context.Background()
+	if _, err := j0.CreateStream(ctx, js.StreamConfig{Name: "EVENTS", Subjects: []string{"events.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	first.Shutdown()
+	first.WaitForShutdown()
+
+	s := natstest.Start(t, &server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true}) // no JetStream yet
+	_, j := natstest.JetStream(t, s.ClientURL())
+	cc := js.ConsumerConfig{Durable: "pipebench", AckPolicy: js.AckExplicitPolicy}
+
+	// Nobody answers: it keeps asking until its wait is over, then says so.
+	began := time.Now()
+	if _, err := createConsumer(ctx, j, "EVENTS", cc, 600*time.Millisecond); !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("without JetStream: %v, want no responders", err)
+	}
+	if d := time.Since(began); d < 500*time.Millisecond {
+		t.Fatalf("without JetStream it gave up after %v, want it to ask again for 600ms", d)
+	}
+
+	// JetStream comes while it asks: the consumer is created.
+	in := func() int64 { v, _ := s.Varz(nil); return v.InMsgs }
+	before := in()
+	done := make(chan error, 1)
+	go func() {
+		_, err := createConsumer(ctx, j, "EVENTS", cc, 20*time.Second)
+		done <- err
+	}()
+	waitFor(t, "a request for the consumer", 10*time.Second, func() bool { return in() > before })
+	if err := s.EnableJetStream(&server.JetStreamConfig{StoreDir: store}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("once JetStream answered: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer within 30 s")
+	}
+	if _, err := j.Consumer(ctx, "EVENTS", "pipebench"); err != nil {
+		t.Errorf("the consumer is not there: %v", err)
 	}
 }
