@@ -343,4 +343,14 @@ func TestConsumerCreatedOnceJetStreamAnswers(t *testing.T) {
 	if _, err := j.Consumer(ctx, "EVENTS", "pipebench"); err != nil {
 		t.Errorf("the consumer is not there: %v", err)
 	}
+
+	// An answer that is an error (a stream that does not exist) is not
+	// asked again: it is returned at once.
+	began = time.Now()
+	if _, err := createConsumer(ctx, j, "NOPE", cc, 20*time.Second); !errors.Is(err, js.ErrStreamNotFound) {
+		t.Errorf("a missing stream: %v, want stream not found", err)
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("a missing stream took %v to say so, want at once", d)
+	}
 }
