@@ -37,12 +37,21 @@ func asyncOutcomes(t *testing.T, d *Driver, n int, bound time.Duration) []pipebe
 // batchOutcomes is asyncOutcomes for the given batches.
 func batchOutcomes(t *testing.T, d *Driver, batches []pipebench.Batch, bound time.Duration) []pipebench.Outcome {
 	t.Helper()
+	outs, _ := rowOutcomes(t, d, batches, bound)
+	return outs
+}
+
+// rowOutcomes is batchOutcomes that also says how long handing the
+// batches over took, from the first send to the Flush.
+func rowOutcomes(t *testing.T, d *Driver, batches []pipebench.Batch, bound time.Duration) ([]pipebench.Outcome, time.Duration) {
+	t.Helper()
 	n := len(batches)
 	outs := make([]pipebench.Outcome, n)
 	calls := make([]int, n)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	wg.Add(n)
+	start := time.Now()
 	for i := range n {
 		d.sendAsync(context.Background(), &batches[i], func(_ time.Time, o pipebench.Outcome) {
 			mu.Lock()
@@ -52,6 +61,7 @@ func batchOutcomes(t *testing.T, d *Driver, batches []pipebench.Batch, bound tim
 			wg.Done()
 		})
 	}
+	handed := time.Since(start)
 	asyncDriver{d}.Flush() // the end of the row, as the runner's pacer
 	all := make(chan struct{})
 	go func() { wg.Wait(); close(all) }()
@@ -65,7 +75,7 @@ func batchOutcomes(t *testing.T, d *Driver, batches []pipebench.Batch, bound tim
 			t.Errorf("send %d was answered %d times", i, c)
 		}
 	}
-	return outs
+	return outs, handed
 }
 
 // More sends than connections: the sends no connection is free for wait
@@ -132,23 +142,35 @@ func waitedTooLong(t *testing.T, outs []pipebench.Outcome, detail string) {
 // share a connection (one write, one read), instead of one connection
 // each: on the event loops exactly one, and the next row takes the next
 // connection; with the pipelined client's writers, those the writer had
-// not taken yet.
+// not taken yet. A row whose handing over took flushEvery or longer (the
+// test descheduled on a loaded machine) may be written in parts, as a
+// pacer that fell behind is: it must still share.
 func TestPipelinedSendAsyncBurstSharesAConnection(t *testing.T) {
 	cc := newConnCounter(t)
 	d := started(t, pipelinedConfig(16, 32, 5*time.Second), "http://"+cc.addr+"/in")
 	// One P: the writers run only once this goroutine waits.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	for row := 1; row <= 2; row++ {
-		for i, o := range asyncOutcomes(t, d, 16, 10*time.Second) {
+	row := make([]pipebench.Batch, 16)
+	for i := range row {
+		row[i] = pipebench.Batch{Body: []byte("{}"), Count: 1}
+	}
+	before := 0
+	for r := 1; r <= 2; r++ {
+		outs, handed := rowOutcomes(t, d, row, 10*time.Second)
+		for i, o := range outs {
 			if o.Class != pipebench.ClassOK || o.Written.IsZero() {
-				t.Fatalf("row %d, send %d: %+v", row, i, o)
+				t.Fatalf("row %d, send %d: %+v", r, i, o)
 			}
 		}
-		switch n := cc.distinct(); {
-		case canPipeline(nil) && n != row:
-			t.Errorf("%d rows of 16 sends went over %d connections, want one each", row, n)
-		case n >= 16*row:
-			t.Errorf("%d rows of 16 sends went over %d connections, want them to share", row, n)
+		n := cc.distinct() - before
+		before += n
+		switch {
+		case canPipeline(nil) && handed < flushEvery && n != 1:
+			t.Errorf("row %d of 16 sends, handed over in %v, went over %d new connections, want one", r, handed, n)
+		case n >= 16:
+			t.Errorf("row %d of 16 sends went over %d new connections, want them to share", r, n)
+		case canPipeline(nil) && n != 1:
+			t.Logf("row %d: handed over in %v (a pacer behind), written over %d connections", r, handed, n)
 		}
 	}
 }

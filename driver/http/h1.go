@@ -17,6 +17,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/connopen"
 	"github.com/pipebench/pipebench/internal/netclass"
+	"github.com/pipebench/pipebench/schedule"
 )
 
 // h1Pool holds a fixed set of HTTP/1.1 keep-alive connections, opened by
@@ -69,7 +70,7 @@ type h1Pool struct {
 	dirty    []*h1Conn
 	flushing []*h1Conn
 	ndirty   atomic.Int32
-	flushed  atomic.Int64 // when the last flush began (nanoseconds since epoch)
+	heldAt   atomic.Int64 // when the oldest request held for the next flush joined (nanoseconds since epoch)
 	fmu      sync.Mutex
 	shut     bool // closed: no waiting send is taken up (under mu)
 }
@@ -144,6 +145,11 @@ var errNoConn = errors.New("no free connection: every connection was busy for lo
 // ones are written beside it (writev), so that a pool of thousands of
 // connections does not keep thousands of copies of large bodies.
 const inlineBody = 16 << 10
+
+// flushEvery is how often at least a pacer that fell behind writes the
+// pipelined requests it holds: the pacer's shortest interval between
+// wake-ups, so that its writes are as large as when it keeps up.
+const flushEvery = schedule.MinWake
 
 // newH1Pool returns a pool of conns connections, each carrying one
 // request at a time, or pipelined up to depth (depth 0: not pipelined;

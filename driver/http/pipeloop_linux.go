@@ -10,7 +10,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/pipebench/pipebench/schedule"
 )
 
 // Pipelined on the event loops: over plain TCP on Linux, `pipeline: N`
@@ -36,20 +35,16 @@ import (
 // pool's queue until an answer frees one, or fails as "pipeline full"
 // after the timeout.
 
-// flushEvery is how often at least a pacer that fell behind writes the
-// requests it holds: the pacer's shortest interval between wake-ups, so
-// that its writes are as large as when it keeps up.
-const flushEvery = schedule.MinWake
-
 // sendPiped hands j to the connection the current row joins, or queues it
 // while every window slot is taken. A send that is not the pacer's (paced
 // false: Send, waiting for its answer) is written at once; so are the
 // requests of a connection it fills, and, when the pacer read answers
-// before it (polled: at most every pollEvery) and no flush came for
-// flushEvery, those held before it: a pacer that fell behind hands sends
-// over without a break, and its row would not end until it caught up.
+// before it (polled: at most every pollEvery) and the oldest request held
+// has waited flushEvery, those held before it: a pacer that fell behind
+// hands sends over without a break, and its row would not end until it
+// caught up.
 func (p *h1Pool) sendPiped(j h1Job, paced, polled bool) {
-	if polled && p.ndirty.Load() > 0 && time.Since(epoch)-time.Duration(p.flushed.Load()) >= flushEvery {
+	if polled && p.ndirty.Load() > 0 && time.Since(epoch)-time.Duration(p.heldAt.Load()) >= flushEvery {
 		p.flushPiped()
 	}
 	p.mu.Lock()
@@ -120,7 +115,9 @@ func (p *h1Pool) assign(c *h1Conn, j h1Job) {
 		c.dirty = true
 		p.dmu.Lock()
 		p.dirty = append(p.dirty, c)
-		p.ndirty.Add(1)
+		if p.ndirty.Add(1) == 1 { // the first request held since the last flush
+			p.heldAt.Store(int64(time.Since(epoch)))
+		}
 		p.dmu.Unlock()
 	}
 	c.cmu.Unlock()
@@ -146,7 +143,6 @@ func (p *h1Pool) flushPiped() {
 		p.ndirty.Store(0)
 		p.dmu.Unlock()
 		now := time.Now()
-		p.flushed.Store(int64(now.Sub(epoch)))
 		for i, c := range list {
 			list[i] = nil
 			c.cmu.Lock()
