@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
-
 )
 
 // Pipelined on the event loops: over plain TCP on Linux, `pipeline: N`
