@@ -5,6 +5,7 @@
 #   bench/wrk.sh                 # REPS=3 rounds of 10 s runs, then a search
 #   BASE=main bench/wrk.sh       # also pipebench built from git ref BASE, in the same pass
 #   SEARCH=0 bench/wrk.sh        # the rounds only, no search
+#   SAME_RATE=0 bench/wrk.sh     # without the same-rate rounds
 #
 # Target: nginx, one worker pinned to CPU 1, `return 200 'ok'`, on
 # 127.0.0.1:$PORT (default 18091), started here from a config of its own in a
@@ -22,6 +23,15 @@
 # during it. At DURATION of it the server, not the generator, set the
 # closed loop's maximum, and an open model at 1.0x that maximum runs the
 # server at full utilization, where its queue grows without bound.
+# Same-rate rounds (SAME_RATE, default "1 2"; 0 skips them): wrk's closed
+# loop with that many connections, too few to keep nginx busy (it idles
+# between arrivals, below its 64-connection maximum; from about 4
+# connections on this machine nginx's core is full again), then each
+# pipebench build unpipelined at the rate that wrk run reached: the CPU a
+# request of the two at one rate, one operating point of the server. A
+# generator pays more a request when its server idles between arrivals
+# (each write wakes it), closed loop or open model alike, so the rounds
+# above compare an open model below the maximum with a closed loop at it.
 # A run "holds" its rate when it sent at least 99% of it, dropped nothing and
 # had no errors. After the rounds, a search runs pipebench (unpipelined and
 # pipelined, each build) at rising fractions of the median wrk figure (of
@@ -49,6 +59,16 @@ for v in FRACTION PIPE_FRACTION; do
 		echo "$v=${!v}: give a positive fraction of wrk's figure, like 0.9" >&2
 		exit 2
 	fi
+done
+SAME_RATE=${SAME_RATE-1 2}
+[ "$SAME_RATE" = 0 ] && SAME_RATE=
+for c in $SAME_RATE; do
+	case $c in
+	'' | *[!0-9]* | 0)
+		echo "SAME_RATE=$SAME_RATE: give wrk connection counts, like \"1 2\" (0 for none)" >&2
+		exit 2
+		;;
+	esac
 done
 PIPELINE_DEPTH=${PIPELINE_DEPTH:-100}
 case $PIPELINE_DEPTH in
@@ -99,11 +119,11 @@ if [ -n "${BASE:-}" ]; then
 	builds+=(pipebench-base)
 fi
 
-# wrk_run PIPELINE -> "req/s CPU-s µs-per-request sleeps-per-request peak-RSS-MB"
-# (PIPELINE 0: 64 connections, one request at a time; else 32 connections,
-# PIPELINE requests a write)
+# wrk_run PIPELINE [CONNS] -> "req/s CPU-s µs-per-request sleeps-per-request peak-RSS-MB"
+# (PIPELINE 0: CONNS (64) connections, one request at a time; else 32
+# connections, PIPELINE requests a write)
 wrk_run() {
-	local args=(-c64 -s "$W/post.lua" "$URL")
+	local args=(-c"${2:-64}" -s "$W/post.lua" "$URL")
 	[ "$1" -gt 0 ] && args=(-c32 -s "$W/pipe.lua" "$URL" -- "$1")
 	/usr/bin/time -f '%U %S %w %M' -o "$W/time" "${cpu0[@]}" timeout 60 "$WRK" -t1 -d"$DURATION" "${args[@]}" >"$W/wrk.out" 2>&1
 	read -r user sys vcs rss < <(tail -n 1 "$W/time")
@@ -204,6 +224,38 @@ for b in "${builds[@]}"; do
 			'BEGIN {printf "%-16s pipeline %-3s median sent %7.0f/s = %.2fx wrk (same pipelining); %.1f CPU-µs a request; %.3f sleeps a request; peak RSS %d MB; held its rate in %d of %d rounds; the server'"'"'s core full in %d\n", b, p, s, s / w, u, sl, rss, h, n, sat}'
 	done
 done
+
+if [ -n "$SAME_RATE" ]; then
+	echo
+	echo "same rate: wrk closed loop with fewer connections, then pipebench unpipelined (64 connections) at the rate it reached"
+	: >"$W/same.all"
+	for rep in $(seq "$REPS"); do
+		for c in $SAME_RATE; do
+			s0=$(srv_cs)
+			read -r w wcpu wus wsl _ < <(wrk_run 0 "$c")
+			srv=$(srv_since "$s0")
+			echo "wrk $c $w $wus yes" >>"$W/same.all"
+			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "wrk -t1 -c$c (closed)" max "$w" - - "$wcpu" "$wus" - "$wsl" - "$srv$(full "$srv" "$DURATION")"
+			for b in "${builds[@]}"; do
+				s0=$(srv_cs)
+				read -r sent p50 p99 cpu held us sl _ < <(pb_run "$b" "$w" 0 "$DURATION")
+				srv=$(srv_since "$s0")
+				echo "$b $c $sent $us $held" >>"$W/same.all"
+				printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$b pipeline 0 (wrk -c$c)" "$w" "$sent" "$p50" "$p99" "$cpu" "$us" "$held" "$sl" - "$srv$(full "$srv" "$DURATION")"
+			done
+		done
+	done
+	for c in $SAME_RATE; do
+		wu=$(awk -v c="$c" '$1 == "wrk" && $2 == c {print $4}' "$W/same.all" | median)
+		wrate=$(awk -v c="$c" '$1 == "wrk" && $2 == c {print $3}' "$W/same.all" | median)
+		for b in "${builds[@]}"; do
+			u=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c {print $4}' "$W/same.all" | median)
+			h=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c && $5 == "yes"' "$W/same.all" | wc -l)
+			awk -v b="$b" -v c="$c" -v wr="$wrate" -v wu="$wu" -v u="$u" -v h="$h" -v n="$REPS" -v m="${wm[0]}" \
+				'BEGIN {printf "same rate as wrk -c%-3s (median %6.0f/s = %.2fx its -c64 median): wrk %.1f CPU-µs a request, %-16s %.1f = %.2fx; held in %d of %d\n", c, wr, wr / m, wu, b, u, (wu > 0 ? u / wu : 0), h, n}'
+		done
+	done
+fi
 
 [ "${SEARCH:-1}" = 0 ] && exit 0
 echo
