@@ -24,7 +24,9 @@
 #   wrk:          requests/s; wrk's is its closed-loop maximum (unpipelined,
 #                 and pipelined 100 deep), pipebench's the fixed rate it sent
 #                 at (0.7x unpipelined wrk's; 1.0x pipelined wrk's with
-#                 pipeline 100): the ratio that matters is CPU's;
+#                 pipeline 100): the ratio that matters is CPU's; then
+#                 wrk with 1 and 2 connections (below nginx's capacity)
+#                 and pipebench at the rate each reached: CPU at one rate;
 #   vegeta, k6:   requests/s sent at the same fixed rate;
 #   nats:         messages/s as each tool reports them (core, JetStream);
 #   telemetrygen: items/s the sink received, same fixed rate;
@@ -77,7 +79,12 @@ rows() {
 				for (i = 1; i <= NF; i++) {if ($i == "sent") s = $(i + 1); if ($i == "CPU-µs") c = $(i - 1); if ($i == "RSS") m = $(i + 1)}
 				sub(/\/s$/, "", s); sub(/;$/, "", c)
 				peer = ($3 > 0) ? "wrk -t1 -c32 pipeline " $3 " (max)" : "wrk -t1 -c64 (max)"
-				printf "HTTP/1.1, pipeline %s|%s|%s|%s|req/s|%s|%s|%s|%s|%s\n", $3, peer, w[$3], s, wc[$3], c, wm[$3], m, l}' "$log"
+				printf "HTTP/1.1, pipeline %s|%s|%s|%s|req/s|%s|%s|%s|%s|%s\n", $3, peer, w[$3], s, wc[$3], c, wm[$3], m, l}
+			/^same rate as wrk -c[0-9]+ .* pipebench / {
+				c = $5; sub(/^-c/, "", c); r = $7; sub(/\/s$/, "", r)
+				for (i = 1; i <= NF; i++) {if ($i == "wrk" && $(i + 1) + 0 > 0) wu = $(i + 1); if ($i == "pipebench") pu = $(i + 1); if ($i == "sent") s = $(i + 1)}
+				sub(/\/s;$/, "", s)
+				printf "HTTP/1.1 at wrk -c%s'"'"'s rate|wrk -t1 -c%s (closed)|%s|%s|req/s|%s|%s|-|-|%s\n", c, c, r, s, wu, pu, l}' "$log"
 		;;
 	vegeta)
 		awk -v l="$l" '

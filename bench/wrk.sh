@@ -250,9 +250,10 @@ if [ -n "$SAME_RATE" ]; then
 		wrate=$(awk -v c="$c" '$1 == "wrk" && $2 == c {print $3}' "$W/same.all" | median)
 		for b in "${builds[@]}"; do
 			u=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c {print $4}' "$W/same.all" | median)
+			sent=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c {print $3}' "$W/same.all" | median)
 			h=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c && $5 == "yes"' "$W/same.all" | wc -l)
-			awk -v b="$b" -v c="$c" -v wr="$wrate" -v wu="$wu" -v u="$u" -v h="$h" -v n="$REPS" -v m="${wm[0]}" \
-				'BEGIN {printf "same rate as wrk -c%-3s (median %6.0f/s = %.2fx its -c64 median): wrk %.1f CPU-µs a request, %-16s %.1f = %.2fx; held in %d of %d\n", c, wr, wr / m, wu, b, u, (wu > 0 ? u / wu : 0), h, n}'
+			awk -v b="$b" -v c="$c" -v wr="$wrate" -v wu="$wu" -v u="$u" -v s="$sent" -v h="$h" -v n="$REPS" -v m="${wm[0]}" \
+				'BEGIN {printf "same rate as wrk -c%-3s (median %6.0f/s = %.2fx its -c64 median): wrk %.1f CPU-µs a request, %-16s %.1f = %.2fx; sent %.0f/s; held in %d of %d\n", c, wr, wr / m, wu, b, u, (wu > 0 ? u / wu : 0), s, h, n}'
 		done
 	done
 fi
