@@ -70,6 +70,9 @@ EOF
 
 mkdir -p "$W/bin"
 (cd "$ROOT" && go build -o "$W/bin/pipebench" ./cmd/pipebench)
+# shellcheck source=lib/binaries.sh
+. "$HERE/lib/binaries.sh"
+copy_binary "$W/bin/pipebench" "$W/bin/pipebench" # peak RSS as an installed binary shows it
 gens=(vegeta)
 [ -n "$K6" ] && gens+=(k6)
 gens+=(pipebench)
@@ -77,6 +80,7 @@ if [ -n "${BASE:-}" ]; then
 	mkdir -p "$W/base"
 	(cd "$ROOT" && git archive "$BASE" | tar -x -C "$W/base")
 	(cd "$W/base" && go build -o "$W/bin/pipebench-base" ./cmd/pipebench)
+	copy_binary "$W/bin/pipebench-base" "$W/bin/pipebench-base"
 	gens+=(pipebench-base)
 fi
 

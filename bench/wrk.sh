@@ -111,11 +111,15 @@ EOF
 URL=http://127.0.0.1:$PORT/
 
 (cd "$ROOT" && go build -o "$W/bin/pipebench" ./cmd/pipebench)
+# shellcheck source=lib/binaries.sh
+. "$HERE/lib/binaries.sh"
+copy_binary "$W/bin/pipebench" "$W/bin/pipebench" # peak RSS as an installed binary shows it
 builds=(pipebench)
 if [ -n "${BASE:-}" ]; then
 	mkdir -p "$W/base"
 	(cd "$ROOT" && git archive "$BASE" | tar -x -C "$W/base")
 	(cd "$W/base" && go build -o "$W/bin/pipebench-base" ./cmd/pipebench)
+	copy_binary "$W/bin/pipebench-base" "$W/bin/pipebench-base"
 	builds+=(pipebench-base)
 fi
 

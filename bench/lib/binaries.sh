@@ -1,5 +1,6 @@
 # Sourced by the scripts that compare this tree's build with an older
-# binary (kafka.sh, nats.sh). Not a script of its own.
+# binary or a peer's (kafka.sh, nats.sh, wrk.sh, vegeta.sh). Not a script
+# of its own.
 #
 # copy_binary SRC DST: DST is a copy of the executable SRC written with cp,
 # so that the two binaries of one pass have their page cache in the same
@@ -8,7 +9,7 @@
 # `go build`, pipebench maps 40-80 MB more of itself than the same
 # executable copied with cp (README, "Why a freshly built binary shows
 # 40-80 MB more"), which a comparison of peak RSS would read as a
-# difference between the builds.
+# difference between the builds, or against a peer's installed binary.
 copy_binary() {
 	if [ ! -f "$1" ] || [ ! -x "$1" ]; then
 		echo "$1: no such executable (BASELINE names an older pipebench binary)" >&2

@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"debug/buildinfo"
 	"fmt"
 	"io"
 	"os"
@@ -132,6 +133,7 @@ func TestImage(t *testing.T) {
 		t.Fatalf("the image's binary: %v\n%s", err, out)
 	}
 	t.Logf("pipebench version, from the image:\n%s", out)
+	linkedAsTagged(t, filepath.Join(root, Binary))
 	for _, want := range []string{"pipebench v0.0.0-imagetest", "commit:  " + s.Commit, "go:      go", "linux/"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("no %q in:\n%s", want, out)
@@ -150,6 +152,41 @@ func TestImage(t *testing.T) {
 		}
 	} else {
 		t.Log("skopeo not installed: the tarball was read back with go-containerregistry only")
+	}
+}
+
+// linkedAsTagged checks, from the build information in the binary at
+// path, that it was built with BuildTags and linked what they keep
+// (Prometheus, its Kubernetes discovery) and not what they leave out (the
+// cloud providers' discovery and their SDKs).
+func linkedAsTagged(t *testing.T, path string) {
+	t.Helper()
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the image's binary: %v", err)
+	}
+	tags := ""
+	for _, s := range bi.Settings {
+		if s.Key == "-tags" {
+			tags = s.Value
+		}
+	}
+	if tags != BuildTags {
+		t.Errorf("the image's binary was built with tags %q, want %q", tags, BuildTags)
+	}
+	linked := map[string]bool{}
+	for _, m := range bi.Deps {
+		linked[m.Path] = true
+	}
+	for _, m := range []string{"github.com/prometheus/prometheus", "k8s.io/client-go"} {
+		if !linked[m] {
+			t.Errorf("the image's binary does not link %s", m)
+		}
+	}
+	for _, m := range []string{"github.com/aws/aws-sdk-go", "github.com/aws/aws-sdk-go-v2/service/ec2", "github.com/hetznercloud/hcloud-go/v2", "github.com/oracle/oci-go-sdk/v65"} {
+		if linked[m] {
+			t.Errorf("the image's binary links %s, which %s leaves out", m, BuildTags)
+		}
 	}
 }
 

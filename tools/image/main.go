@@ -60,6 +60,15 @@ const (
 	Binary = "/usr/local/bin/pipebench"
 	// Repo is where the release workflow pushes the image.
 	Repo = "ghcr.io/pipebench/pipebench"
+	// BuildTags are Prometheus's own build tags: they leave out of the
+	// image's binary the service discovery of cloud providers (AWS,
+	// EC2, OCI, Hetzner, Linode and the others), which the embedded
+	// collector's Prometheus receiver links by default, and keep
+	// Kubernetes' (a pod's own); static, file and HTTP discovery (what
+	// pipebench writes) are always built. The binary is 40 MB smaller, a
+	// process of it starts with about 20 MB less resident and half the
+	// initialisation (README, "The image").
+	BuildTags = "remove_all_sd,enable_kubernetes_sd"
 )
 
 func main() {
@@ -209,7 +218,7 @@ func Build(s Spec) (v1.Image, error) {
 	bin := filepath.Join(dir, "pipebench")
 	ld := fmt.Sprintf("-s -w -buildid= -X main.version=%s -X github.com/pipebench/pipebench/internal/buildinfo.LinkedCommit=%s -X github.com/pipebench/pipebench/internal/buildinfo.LinkedCommitTime=%s",
 		s.Version, s.Commit, s.Created.Format(time.RFC3339))
-	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ld, "-o", bin, "./cmd/pipebench")
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-tags", BuildTags, "-ldflags", ld, "-o", bin, "./cmd/pipebench")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+s.Arch, "GOFLAGS=-buildvcs=false")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -232,7 +241,7 @@ func Build(s Spec) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{
-		Created: v1.Time{Time: s.Created}, CreatedBy: "tools/image: go build ./cmd/pipebench", Comment: "pipebench " + s.Version}})
+		Created: v1.Time{Time: s.Created}, CreatedBy: "tools/image: go build -tags " + BuildTags + " ./cmd/pipebench", Comment: "pipebench " + s.Version}})
 	if err != nil {
 		return nil, err
 	}
