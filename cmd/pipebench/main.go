@@ -11,9 +11,15 @@ import (
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/internal/residency"
+	"github.com/pipebench/pipebench/internal/tlsroots"
 )
 
 func main() {
+	// The image holds no CA certificates: there, TLS verifies with
+	// Mozilla's roots, bundled; a machine's own roots are used where it
+	// has them.
+	tlsroots.FallbackWhereNone()
+
 	// The embedded OpenTelemetry Collector and nats-server nodes run as
 	// child processes of this same binary. Their memory is a measurement
 	// of the system under test, left as it is.

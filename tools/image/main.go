@@ -22,8 +22,7 @@
 // the pods' command `pipebench k8s worker` finds it), /etc/passwd and
 // /etc/group naming the non-root user nonroot (65532) it runs as, and a
 // /tmp writable by it. No shell, no package manager. TLS roots: the
-// binary's own (golang.org/x/crypto/x509roots/fallback) when the image
-// has none.
+// binary's own (internal/tlsroots), since the image has none.
 package main
 
 import (
