@@ -203,25 +203,41 @@ const consumerWait = 25 * time.Second
 // (5 s, a quarter of a second apart after no responders). Other errors are
 // returned at once.
 func createConsumer(ctx context.Context, j js.JetStream, stream string, cc js.ConsumerConfig, wait time.Duration) (js.Consumer, error) {
-	ctx, cancel := context.WithTimeout(ctx, wait)
+	ctx, cancel := context.WithTimeoutCause(ctx, wait, errConsumerWait)
 	defer cancel()
 	for {
 		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
 		cons, err := j.CreateOrUpdateConsumer(actx, stream, cc)
 		acancel()
 		switch {
-		case err == nil || ctx.Err() != nil:
-			return cons, err
+		case err == nil:
+			return cons, nil
+		case ctx.Err() != nil:
+			return nil, gaveUp(ctx, wait, err)
 		case errors.Is(err, nats.ErrNoResponders):
 			select {
 			case <-ctx.Done():
-				return nil, err
+				return nil, gaveUp(ctx, wait, err)
 			case <-time.After(250 * time.Millisecond):
 			}
 		case !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout):
 			return nil, err
 		}
 	}
+}
+
+// errConsumerWait is the cause of createConsumer's context when its own
+// wait ran out (not its caller's).
+var errConsumerWait = errors.New("consumer wait over")
+
+// gaveUp says why createConsumer stopped asking: its caller's context
+// ended, or JetStream did not answer within wait (err: the last attempt's
+// error).
+func gaveUp(ctx context.Context, wait time.Duration, err error) error {
+	if context.Cause(ctx) == errConsumerWait {
+		return fmt.Errorf("JetStream did not create it within %v (is JetStream enabled, and the stream's cluster up?): %w", wait, err)
+	}
+	return err
 }
 
 // Attach connects to url and starts consuming stream (the configured one

@@ -313,8 +313,9 @@ func TestConsumerCreatedOnceJetStreamAnswers(t *testing.T) {
 
 	// Nobody answers: it keeps asking until its wait is over, then says so.
 	began := time.Now()
-	if _, err := createConsumer(ctx, j, "EVENTS", cc, 600*time.Millisecond); !errors.Is(err, nats.ErrNoResponders) {
-		t.Fatalf("without JetStream: %v, want no responders", err)
+	_, err := createConsumer(ctx, j, "EVENTS", cc, 600*time.Millisecond)
+	if !errors.Is(err, nats.ErrNoResponders) || !strings.Contains(err.Error(), "did not create it within 600ms") {
+		t.Fatalf("without JetStream: %v, want no responders, and the wait named", err)
 	}
 	if d := time.Since(began); d < 500*time.Millisecond {
 		t.Fatalf("without JetStream it gave up after %v, want it to ask again for 600ms", d)
