@@ -318,6 +318,10 @@ const (
 	// process counts as saturated: the system's held-back sends cannot
 	// then be told from pipebench's slowness in reading answers.
 	SaturatedCPU = 0.9
+	// StarvedCPU is the CPU-seconds a second, per CPU it may use, that
+	// pipebench's threads may wait for a CPU other processes hold before
+	// it counts as starved, with the same consequence.
+	StarvedCPU = 0.5
 )
 
 // Validity returns why a phase's numbers describe pipebench rather than
@@ -349,6 +353,16 @@ func Validity(ph pipebench.PlanPhase, pr *pipebench.PhaseResult, s SendStats) []
 	if why := saturatedGenerator(pr); why != "" {
 		reasons = append(reasons, fmt.Sprintf("phase %s: %s", ph.Name, why))
 	}
+	if held := s.HeldBackItems(); held > 0 && s.ReadLag != nil && s.ReadLag.TotalCount() > 0 && s.Service != nil && s.Service.TotalCount() > 0 {
+		// A connection or in-flight slot is held from the write to the
+		// answer's arrival by the system, and from there until pipebench
+		// read the answer by pipebench: when pipebench held them longer,
+		// its slowness, not the system, kept them busy.
+		if rl, svc := s.ReadLag.Mean()/1000, s.Service.Mean()/1000; rl > svc {
+			reasons = append(reasons, fmt.Sprintf("phase %s: pipebench held its connections and in-flight slots longer than the system did: answers waited %.1f ms on average for pipebench to read them, against %.1f ms from the write to the answer's arrival, so the %s items held back are pipebench's slowness%s; lower the rate, add generator CPU, or spread the load over shards",
+				ph.Name, rl, svc, pipebench.FormatCount(float64(held)), evidence))
+		}
+	}
 	return reasons
 }
 
@@ -359,11 +373,18 @@ func saturatedGenerator(pr *pipebench.PhaseResult) string {
 	held, _ := pr.Get("held_back")
 	used, ok := pr.Get("generator_cpu_cores")
 	cpus, _ := pr.Get("generator_cpus")
-	if !ok || held <= 0 || cpus <= 0 || used < SaturatedCPU*cpus {
+	wait, _ := pr.Get("generator_cpu_wait")
+	switch {
+	case !ok || held <= 0 || cpus <= 0:
 		return ""
+	case used >= SaturatedCPU*cpus:
+		return fmt.Sprintf("pipebench's own process used %.2f of its %.0f CPUs while the system under test held back %s items: whether the system or pipebench's reading of its answers held them cannot be told; give pipebench more CPU (fewer, larger sends, shards, another machine)",
+			used, cpus, pipebench.FormatCount(held))
+	case wait >= StarvedCPU*cpus:
+		return fmt.Sprintf("pipebench was starved of CPU: its threads waited %.2f CPU-seconds a second for a CPU that other processes held (it used %.2f of its %.0f CPUs) while the system under test held back %s items: whether the system or pipebench's reading of its answers held them cannot be told; give pipebench a CPU of its own (taskset, fewer processes beside it, another machine)",
+			wait, used, cpus, pipebench.FormatCount(held))
 	}
-	return fmt.Sprintf("pipebench's own process used %.2f of its %.0f CPUs while the system under test held back %s items: whether the system or pipebench's reading of its answers held them cannot be told; give pipebench more CPU (fewer, larger sends, shards, another machine)",
-		used, cpus, pipebench.FormatCount(held))
+	return ""
 }
 
 // generatorEvidence says, for a reason that names pipebench, what its own

@@ -268,3 +268,63 @@ func TestSendsThatNeverReturnDoNotHoldTheRun(t *testing.T) {
 		t.Errorf("status %s, reasons %q", st, res.Manifest.Reasons)
 	}
 }
+
+// instantDriver answers every send at the hand-over: the cheapest driver
+// there is, so that what limits a run through it is pipebench's pacing.
+type instantDriver struct{ sends atomic.Int64 }
+
+func (d *instantDriver) Start(context.Context) error    { return nil }
+func (d *instantDriver) Shutdown(context.Context) error { return nil }
+func (d *instantDriver) Send(context.Context, *pipebench.Batch) pipebench.Outcome {
+	d.sends.Add(1)
+	return pipebench.Outcome{Class: pipebench.ClassOK}
+}
+func (d *instantDriver) SendAsync(_ context.Context, _ *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
+	d.sends.Add(1)
+	done(time.Time{}, pipebench.Outcome{Class: pipebench.ClassOK})
+}
+
+// A plan no machine this size can make (10 million sends a second): the pacer gives
+// up a second after the phase's end instead of running on past it, the
+// sends it did not make are missed (pipebench's own share), the run is
+// invalid and names pipebench, and target = sent + held back + missed.
+func TestPacerGivesUpOnAPlanItCannotMake(t *testing.T) {
+	d := &instantDriver{}
+	reg, plan := throughDriver(t, d, "1s", "10000000/s")
+	start := time.Now()
+	res := runWithin(t, reg, plan, time.Minute)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the run took %v: the pacer ran on past its phase's end", took)
+	}
+	ph := &res.Phases[0]
+	if d := ph.Ended.Sub(ph.Started); d > 2500*time.Millisecond {
+		t.Errorf("the phase lasted %v, want its 1 s and the 1 s grace at most", d)
+	}
+	if res.Manifest.Status != pipebench.StatusInvalid || !strings.Contains(strings.Join(res.Manifest.Reasons, "; "), "pipebench could not keep up") {
+		t.Errorf("status %s, reasons %q: want invalid, naming pipebench", res.Manifest.Status, res.Manifest.Reasons)
+	}
+	sent, held, missed := get(t, ph, "sent"), get(t, ph, "held_back"), get(t, ph, "missed")
+	if planned := float64(plan.Phases[0].Items); sent+held+missed != planned || missed == 0 {
+		t.Errorf("sent %v + held back %v + missed %v != planned %v", sent, held, missed, planned)
+	}
+	if got := float64(d.sends.Load()); got != sent {
+		t.Errorf("the driver got %v sends, sent says %v", got, sent)
+	}
+}
+
+// A signal during a phase the pacer cannot keep up with stops it at once:
+// the pacer looks at its context between overdue sends, not only between
+// wake-ups.
+func TestPacerFarBehindHonoursAStop(t *testing.T) {
+	reg, plan := throughDriver(t, &instantDriver{}, "20s", "10000000/s")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	res, _ := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("stopped after %v, want within a second of the signal", took)
+	}
+	if res == nil || res.Manifest.Status != pipebench.StatusAborted {
+		t.Fatalf("want an aborted Result, got %+v", res)
+	}
+}
