@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/kpi"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
 	"github.com/pipebench/pipebench/internal/scenariotest"
+	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/limit"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/runner"
