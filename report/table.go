@@ -34,7 +34,14 @@ func Table(r *pipebench.Result) ([]*pipebench.PhaseResult, []Row) {
 			out = append(out, row)
 		}
 	}
-	out = append(out, heldRows(phases)...)
+	// The held-back reasons right under the held-back row.
+	at := len(out)
+	for i, row := range out {
+		if row.Label == heldBackLabel {
+			at = i + 1
+		}
+	}
+	out = append(out[:at], append(heldRows(phases), out[at:]...)...)
 	out = append(out, pipelineRows(phases)...)
 	return phases, append(out, observedRows(r, phases)...)
 }
@@ -60,10 +67,13 @@ func heldRows(phases []*pipebench.PhaseResult) []Row {
 				cells[i] = Number(v)
 			}
 		}
-		out = append(out, Row{Group: "load", Label: "  held back: " + r, Cells: cells})
+		out = append(out, Row{Group: "load", Label: "  for " + r, Cells: cells})
 	}
 	return out
 }
+
+// heldBackLabel is the label of the held-back row.
+const heldBackLabel = "held back by the system"
 
 // heldBack is the held_back cell; a Result written before held_back
 // existed shows its dropped items there (max_in_flight's, the system's).
@@ -200,7 +210,7 @@ func specs(item string) []spec {
 		{"load", "sent/s", kpi("sent_rate"), "sent_rate"},
 		{"load", "accepted/s", kpi("accepted_rate"), "accepted_rate"},
 		{"load", "sent", kpi("sent"), "sent"},
-		{"load", "held back by the system", heldBack, "held_back"},
+		{"load", heldBackLabel, heldBack, "held_back"},
 		{"load", "missed by pipebench", nonZero("missed"), "missed"},
 		{"load", "connections open", kpi("connections_open.max"), "connections_open.max"},
 		{"load", "errors refused", labelled("errors", "class", "refused"), "errors"},
