@@ -28,7 +28,7 @@ missing slice are refused.`,
 			if err != nil {
 				return err
 			}
-			shards, err := execute.ReadShards(args)
+			shards, err := execute.ReadShards(a.ctx, args)
 			if err != nil {
 				return err
 			}
