@@ -51,7 +51,8 @@ const Unheld = time.Second
 // ends within Unheld, whatever the command was doing.
 func Signals(w io.Writer) (stopCtx, cut context.Context, release func()) {
 	st := &holds{}
-	stopCtx, stop := context.WithCancel(context.WithValue(context.Background(), holdsKey{}, st))
+	stopCtx, stopBy := context.WithCancelCause(context.WithValue(context.Background(), holdsKey{}, st))
+	stop := func() { stopBy(context.Canceled) }
 	cut, cutNow := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, append([]os.Signal{QuitSignal}, StopSignals...)...)
@@ -82,7 +83,7 @@ func Signals(w io.Writer) (stopCtx, cut context.Context, release func()) {
 		if !ok {
 			return
 		}
-		stop()
+		stopBy(Stopped{signalName(s)})
 		if !st.held() {
 			fmt.Fprintf(w, "\npipebench: %s: stopping\n", signalName(s))
 			// A command holding nothing measured ends by itself at once
@@ -129,6 +130,14 @@ func Signals(w io.Writer) (stopCtx, cut context.Context, release func()) {
 		cutNow()
 	}
 }
+
+// Stopped is the cause of the context Signals returns once a signal came
+// (context.Cause): "stopped while reading scenario x.yaml: interrupt". It
+// is a context.Canceled.
+type Stopped struct{ Signal string }
+
+func (s Stopped) Error() string        { return s.Signal }
+func (s Stopped) Is(target error) bool { return target == context.Canceled }
 
 // holds counts what is at stake in a process: runs measuring and Results
 // being kept.

@@ -120,7 +120,18 @@ Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where
 	root.AddCommand(a.historyCommands()...)
 	root.AddCommand(a.k8sCommand(), a.versionCommand())
 	a.completions(root)
+	nonNegativeDurations(root)
 	return root
+}
+
+// nonNegativeDurations makes every duration flag of the tree refuse a
+// negative duration.
+func nonNegativeDurations(cmd *cobra.Command) {
+	cliflag.NonNegativeDurations(cmd.Flags())
+	cliflag.NonNegativeDurations(cmd.PersistentFlags())
+	for _, c := range cmd.Commands() {
+		nonNegativeDurations(c)
+	}
 }
 
 // completions offers, in every command of the tree, the values a shell can
