@@ -7,9 +7,9 @@ import (
 
 // Exit codes of the pipebench command.
 const (
-	ExitOK         = 0  // ran and every threshold held
-	ExitFailure    = 1  // pipebench itself failed
-	ExitUsage      = 2  // bad usage or bad scenario
+	ExitOK      = 0 // ran and every threshold held
+	ExitFailure = 1 // pipebench itself failed
+	ExitUsage   = 2 // bad usage or bad scenario
 	// ExitUndecided: `gate` could not decide every KPI it judges (too
 	// few runs, too erratic, an interval that reaches past the
 	// tolerance): no evidence that the candidate did not regress. CI

@@ -311,7 +311,9 @@ type DamagedError struct {
 	Err error
 }
 
-func (e *DamagedError) Error() string { return "run " + e.ID + " is damaged in the history: " + e.Err.Error() }
+func (e *DamagedError) Error() string {
+	return "run " + e.ID + " is damaged in the history: " + e.Err.Error()
+}
 func (e *DamagedError) Unwrap() error { return e.Err }
 
 // likePrefix escapes LIKE's wildcards with '!' (the same in every SQL
