@@ -370,6 +370,27 @@ func InDir(dir, path string) string {
 	return filepath.Join(dir, path)
 }
 
+// Resource is a named thing of a system under test a component uses: a
+// Kafka topic. Key is the component's key naming it ("topic").
+type Resource struct{ Kind, Name, Key string }
+
+// ResourceHolder is the optional ability of an embedded system under
+// test's configuration to list the resources of a kind it creates for the
+// run (nil: it does not know, any name may do). `validate` then refuses a
+// target or sink that uses one it does not create (ResourceUser), before
+// anything runs: a Kafka driver aimed at a topic the embedded broker does
+// not have would otherwise fail every send.
+type ResourceHolder interface {
+	Holds(kind string) []string
+}
+
+// ResourceUser is the optional ability of a driver's or a sink's
+// configuration to name the resources of the embedded system under test
+// it uses (none when it is aimed elsewhere).
+type ResourceUser interface {
+	Uses() []Resource
+}
+
 // TimeScaler is the optional ability of a component's configuration to keep
 // its own times in step with the phases when Plan.Scale stretches or shrinks
 // a run: a system under test's schedule of faults, a cap sized to be
