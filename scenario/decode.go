@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml"
