@@ -6,6 +6,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,12 @@ func Open(ctx context.Context, ref string) (pipebench.Store, error) {
 		return postgres.Open(ctx, ref)
 	}
 	path := strings.TrimPrefix(ref, "sqlite://")
+	if fi, err := os.Stat(strings.SplitN(path, "?", 2)[0]); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		// SQLite would open a FIFO or a device and wait on it, or read
+		// it without end.
+		return nil, pipebench.UsageError(fmt.Sprintf("the results history %s is not a regular file (%s)", path, fi.Mode().Type()),
+			"give --store a SQLite file, or a postgres:// URL", nil)
+	}
 	return sqlite.Open(ctx, path)
 }
 
