@@ -363,8 +363,8 @@ func ReadResultContext(ctx context.Context, path string) (*Result, error) {
 	defer r.Close()
 	// Decoded as it is read, through the limit: a file that is no JSON
 	// fails at its first byte, one too large at the limit.
-	var res Result
-	if err := json.NewDecoder(r).Decode(&res); err != nil {
+	res, err := DecodeResult(r, ResultCheck{})
+	if err != nil {
 		if ir, ok := r.(*inputReader); ok && ir.left <= 0 {
 			return nil, &Error{Code: ExitUsage, Msg: fmt.Sprintf("%s is larger than %s, the most pipebench reads of a Result", path, FormatBytes(MaxResultSize)),
 				Hint: "check that it is the file you meant"}
@@ -377,7 +377,7 @@ func ReadResultContext(ctx context.Context, path string) (*Result, error) {
 	if res.Schema == 0 || res.Schema > ResultSchema {
 		return nil, UsageError(fmt.Sprintf("%s has result schema %d; this pipebench reads up to %d", path, res.Schema, ResultSchema), "", nil)
 	}
-	return &res, nil
+	return res, nil
 }
 
 // CheckFile reads the file at path as ReadInput does with Regular set,
@@ -387,4 +387,129 @@ func ReadResultContext(ctx context.Context, path string) (*Result, error) {
 func CheckFile(what, path string, limit int64) error {
 	_, err := ReadInput(context.Background(), Input{Path: path, What: what, Limit: limit, Regular: true})
 	return err
+}
+
+// ResultCheck is what DecodeResult calls as it decodes: the plan once
+// decoded, each phase row and each series as it is decoded, the errors.
+// An error stops the decoding. Any of them may be nil.
+type ResultCheck struct {
+	Plan   func(*Plan) error
+	Phase  func(i int, p *PhaseResult) error
+	Series func(i int, s *Series) error
+	Errors func(map[string][]string) error
+}
+
+// DecodeResult decodes a Result from r as it reads it: its fields one by
+// one, and its phase rows and series one element at a time, so that what
+// it holds is the Result being built and one element, not the whole text
+// besides (a json.Decoder reads a whole value before decoding it). check
+// sees each part as it is decoded (see ResultCheck).
+func DecodeResult(r io.Reader, check ResultCheck) (*Result, error) {
+	dec := json.NewDecoder(r)
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	fields := map[string]any{
+		"schema": &res.Schema, "manifest": &res.Manifest, "drain": &res.Drain, "total": &res.Total,
+		"summary": &res.Summary, "thresholds": &res.Thresholds, "detections": &res.Detections,
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := tok.(string)
+		switch key {
+		case "plan":
+			if err := dec.Decode(&res.Plan); err != nil {
+				return nil, fmt.Errorf("plan: %w", err)
+			}
+			if check.Plan != nil {
+				err = check.Plan(&res.Plan)
+			}
+		case "phases":
+			res.Phases = nil
+			err = decodeList(dec, "phases", func(i int) error {
+				var p PhaseResult
+				if err := dec.Decode(&p); err != nil {
+					return fmt.Errorf("phases[%d]: %w", i, err)
+				}
+				res.Phases = append(res.Phases, p)
+				if check.Phase != nil {
+					return check.Phase(i, &res.Phases[i])
+				}
+				return nil
+			})
+		case "series":
+			res.Series = nil
+			err = decodeList(dec, "series", func(i int) error {
+				var s Series
+				if err := dec.Decode(&s); err != nil {
+					return fmt.Errorf("series[%d]: %w", i, err)
+				}
+				res.Series = append(res.Series, s)
+				if check.Series != nil {
+					return check.Series(i, &res.Series[i])
+				}
+				return nil
+			})
+		case "errors":
+			if err := dec.Decode(&res.Errors); err != nil {
+				return nil, fmt.Errorf("errors: %w", err)
+			}
+			if check.Errors != nil {
+				err = check.Errors(res.Errors)
+			}
+		default:
+			f, ok := fields[key]
+			if !ok {
+				var skip json.RawMessage // a field of a newer pipebench
+				f = &skip
+			}
+			if err := dec.Decode(f); err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// decodeList reads a JSON list (or null) from dec, calling each for its
+// elements, which decodes its element from dec; each's error is returned
+// as it is.
+func decodeList(dec *json.Decoder, what string, each func(i int) error) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return fmt.Errorf("%s: want a list, not %v", what, tok)
+	}
+	for i := 0; dec.More(); i++ {
+		if err := each(i); err != nil {
+			return err
+		}
+	}
+	return expectDelim(dec, ']')
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("want %q, not %v", want, tok)
+	}
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"compress/zlib"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,76 +65,32 @@ func limitsOf(p pipebench.Plan) shardLimits {
 }
 
 // DecodeShard decodes a shard's Result from r as it reads it, one phase
-// row and one series at a time, refusing it (the file was changed, or is
-// not a shard of this plan) as soon as it holds more than a run of its
-// plan records: more phase rows than its plan has phases, more points in
-// a series than its length at its interval, more series, KPIs, labels,
-// messages or longer texts than the bounds above, an encoded histogram of
-// another shape than the recorder's. The error says what and where.
+// row and one series at a time (pipebench.DecodeResult), refusing it (the
+// file was changed, or is not a shard of this plan) as soon as it holds
+// more than a run of its plan records: more phase rows than its plan has
+// phases, more points in a series than its length at its interval, more
+// series, KPIs, labels, messages or longer texts than the bounds above,
+// an encoded histogram of another shape than the recorder's. The error
+// says what and where.
 func DecodeShard(r io.Reader) (*pipebench.Result, error) {
-	dec := json.NewDecoder(r)
-	if err := expectDelim(dec, '{'); err != nil {
-		return nil, err
-	}
-	res := &pipebench.Result{}
 	lim := shardLimits{points: maxPoints}
-	fields := resultFields(res)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, _ := tok.(string)
-		switch key {
-		case "plan":
-			if err := dec.Decode(&res.Plan); err != nil {
-				return nil, fmt.Errorf("plan: %w", err)
+	res, err := pipebench.DecodeResult(r, pipebench.ResultCheck{
+		Plan: func(p *pipebench.Plan) error { lim = limitsOf(*p); return nil },
+		Phase: func(i int, p *pipebench.PhaseResult) error {
+			if lim.phases > 0 && i >= lim.phases {
+				return fmt.Errorf("more rows than the %d phases of its plan", lim.phases-1)
 			}
-			lim = limitsOf(res.Plan)
-		case "phases":
-			err = decodeArray(dec, func(i int) error {
-				if lim.phases > 0 && i >= lim.phases {
-					return fmt.Errorf("phases: more rows than the %d phases of its plan", lim.phases-1)
-				}
-				var p pipebench.PhaseResult
-				if err := decodeBounded(dec, &p, "phases"); err != nil {
-					return err
-				}
-				res.Phases = append(res.Phases, p)
-				return checkRow(&p, fmt.Sprintf("phases[%d]", i))
-			})
-		case "series":
-			err = decodeArray(dec, func(i int) error {
-				if i >= MaxShardSeries {
-					return fmt.Errorf("series: more than %d", MaxShardSeries)
-				}
-				var s pipebench.Series
-				if err := decodeBounded(dec, &s, "series"); err != nil {
-					return err
-				}
-				res.Series = append(res.Series, s)
-				return checkSeries(&s, fmt.Sprintf("series[%d]", i), lim.points)
-			})
-		case "errors":
-			if err := dec.Decode(&res.Errors); err != nil {
-				return nil, fmt.Errorf("errors: %w", err)
+			return checkRow(p, fmt.Sprintf("phases[%d]", i))
+		},
+		Series: func(i int, s *pipebench.Series) error {
+			if i >= MaxShardSeries {
+				return fmt.Errorf("more than %d series", MaxShardSeries)
 			}
-			err = checkErrors(res.Errors)
-		default:
-			f, ok := fields[key]
-			if !ok {
-				var skip json.RawMessage
-				f = &skip
-			}
-			if err := dec.Decode(f); err != nil {
-				return nil, fmt.Errorf("%s: %w", key, err)
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := expectDelim(dec, '}'); err != nil {
+			return checkSeries(s, fmt.Sprintf("series[%d]", i), lim.points)
+		},
+		Errors: checkErrors,
+	})
+	if err != nil {
 		return nil, err
 	}
 	// The plan may have come after what it bounds (a file written by
@@ -144,15 +99,6 @@ func DecodeShard(r io.Reader) (*pipebench.Result, error) {
 		return nil, err
 	}
 	return res, nil
-}
-
-// resultFields are the Result's fields DecodeShard decodes whole, by JSON
-// key (phases, series and errors are read element by element).
-func resultFields(res *pipebench.Result) map[string]any {
-	return map[string]any{
-		"schema": &res.Schema, "manifest": &res.Manifest, "drain": &res.Drain, "total": &res.Total,
-		"summary": &res.Summary, "thresholds": &res.Thresholds, "detections": &res.Detections,
-	}
 }
 
 // CheckShardShape checks a decoded shard against the bounds DecodeShard
@@ -291,46 +237,6 @@ func checkHistogram(enc string) error {
 	}
 	if h.Lowest != histMin || h.Highest != histMax || h.Digits != histDigits {
 		return fmt.Errorf("a histogram of %d..%d at %d digits, not the recorder's %d..%d at %d", h.Lowest, h.Highest, h.Digits, histMin, histMax, histDigits)
-	}
-	return nil
-}
-
-// decodeArray reads a JSON array from dec, calling each for its
-// elements (each decodes its element from dec).
-func decodeArray(dec *json.Decoder, each func(i int) error) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok == nil {
-		return nil // null
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return fmt.Errorf("want a list, not %v", tok)
-	}
-	for i := 0; dec.More(); i++ {
-		if err := each(i); err != nil {
-			return err
-		}
-	}
-	return expectDelim(dec, ']')
-}
-
-// decodeBounded decodes one element into v.
-func decodeBounded(dec *json.Decoder, v any, where string) error {
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%s: %w", where, err)
-	}
-	return nil
-}
-
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		return fmt.Errorf("want %q, not %v", want, tok)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -97,6 +98,7 @@ type child struct {
 	cmd            *exec.Cmd
 	stdout, stderr *lockedBuffer
 	done           chan struct{}
+	hwm            atomic.Int64 // its peak resident memory, as last read
 }
 
 // startLimited runs the CLI with args in a child process limited to
@@ -113,6 +115,7 @@ func startLimited(t *testing.T, stdin *os.File, args ...string) *child {
 		t.Fatal(err)
 	}
 	go func() { c.cmd.Wait(); close(c.done) }()
+	go c.watchMemory()
 	t.Cleanup(func() {
 		select {
 		case <-c.done:
@@ -137,13 +140,35 @@ func (c *child) wait(t *testing.T, within time.Duration) (int, time.Duration) {
 	return c.cmd.ProcessState.ExitCode(), time.Since(start)
 }
 
-// maxRSS is the child's peak resident memory, once it ended.
-func (c *child) maxRSS() int64 {
-	if ru, ok := c.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss << 10 // KiB on Linux
+// watchMemory reads the child's peak resident memory (VmHWM, of its own
+// address space: getrusage's maxrss would count the test's, which the
+// child was forked from) every 20 ms until it ends.
+func (c *child) watchMemory() {
+	path := fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid)
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+					kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+					if kb<<10 > c.hwm.Load() {
+						c.hwm.Store(kb << 10)
+					}
+				}
+			}
+		}
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
 	}
-	return 0
 }
+
+// maxRSS is the child's peak resident memory as last read (to 20 ms
+// before its end).
+func (c *child) maxRSS() int64 { return c.hwm.Load() }
 
 // waiting reports whether a thread of process pid sleeps in the kernel in
 // a function whose name holds one of names (/proc/PID/task/*/wchan):
