@@ -393,10 +393,11 @@ func CheckFile(what, path string, limit int64) error {
 // decoded, each phase row and each series as it is decoded, the errors.
 // An error stops the decoding. Any of them may be nil.
 type ResultCheck struct {
-	Plan   func(*Plan) error
-	Phase  func(i int, p *PhaseResult) error
-	Series func(i int, s *Series) error
-	Errors func(map[string][]string) error
+	Manifest func(*Manifest) error
+	Plan     func(*Plan) error
+	Phase    func(i int, p *PhaseResult) error
+	Series   func(i int, s *Series) error
+	Errors   func(map[string][]string) error
 }
 
 // DecodeResult decodes a Result from r as it reads it: its fields one by
@@ -411,7 +412,7 @@ func DecodeResult(r io.Reader, check ResultCheck) (*Result, error) {
 	}
 	res := &Result{}
 	fields := map[string]any{
-		"schema": &res.Schema, "manifest": &res.Manifest, "drain": &res.Drain, "total": &res.Total,
+		"schema": &res.Schema, "drain": &res.Drain, "total": &res.Total,
 		"summary": &res.Summary, "thresholds": &res.Thresholds, "detections": &res.Detections,
 	}
 	for dec.More() {
@@ -421,6 +422,13 @@ func DecodeResult(r io.Reader, check ResultCheck) (*Result, error) {
 		}
 		key, _ := tok.(string)
 		switch key {
+		case "manifest":
+			if err := dec.Decode(&res.Manifest); err != nil {
+				return nil, fmt.Errorf("manifest: %w", err)
+			}
+			if check.Manifest != nil {
+				err = check.Manifest(&res.Manifest)
+			}
 		case "plan":
 			if err := dec.Decode(&res.Plan); err != nil {
 				return nil, fmt.Errorf("plan: %w", err)

@@ -41,12 +41,14 @@ type shardLimits struct {
 	points int
 }
 
-// limitsOf derives a shard's limits from its plan: as many phase rows as
-// the plan has phases (and one more: a row of a phase cut short), and at
-// most a point per interval (the shortest of the run's and its
-// observers') over the load, the drain and 15 minutes of waiting around
-// them (a start barrier, a slow stop).
-func limitsOf(p pipebench.Plan) shardLimits {
+// limitsOf derives a shard's limits from its plan and its manifest: as
+// many phase rows as the plan has phases (and one more: a row of a phase
+// cut short), and at most a point per interval (the shortest of the run's
+// and its observers') over the longer of the plan's load, drain and 15
+// minutes of waiting around them, and the run's own start to end (a
+// shard waits for its shared start with its observers on), never more
+// than a run keeps of a series.
+func limitsOf(p pipebench.Plan, m pipebench.Manifest) shardLimits {
 	l := shardLimits{phases: len(p.Phases) + 1, points: maxPoints}
 	iv := p.Interval.D()
 	for _, o := range p.Observers {
@@ -58,6 +60,9 @@ func limitsOf(p pipebench.Plan) shardLimits {
 		return l
 	}
 	span := p.Duration() + p.Drain.D() + 15*time.Minute
+	if ran := m.Ended.Sub(m.Started) + time.Minute; ran > span {
+		span = ran
+	}
 	if n := float64(span/iv) + 64; n < float64(l.points) {
 		l.points = int(n)
 	}
@@ -74,8 +79,10 @@ func limitsOf(p pipebench.Plan) shardLimits {
 // says what and where.
 func DecodeShard(r io.Reader) (*pipebench.Result, error) {
 	lim := shardLimits{points: maxPoints}
+	var m pipebench.Manifest
 	res, err := pipebench.DecodeResult(r, pipebench.ResultCheck{
-		Plan: func(p *pipebench.Plan) error { lim = limitsOf(*p); return nil },
+		Manifest: func(got *pipebench.Manifest) error { m = *got; return nil },
+		Plan:     func(p *pipebench.Plan) error { lim = limitsOf(*p, m); return nil },
 		Phase: func(i int, p *pipebench.PhaseResult) error {
 			if lim.phases > 0 && i >= lim.phases {
 				return fmt.Errorf("more rows than the %d phases of its plan", lim.phases-1)
@@ -104,7 +111,7 @@ func DecodeShard(r io.Reader) (*pipebench.Result, error) {
 // CheckShardShape checks a decoded shard against the bounds DecodeShard
 // applies while reading (see there).
 func CheckShardShape(res *pipebench.Result) error {
-	lim := limitsOf(res.Plan)
+	lim := limitsOf(res.Plan, res.Manifest)
 	if len(res.Phases) > lim.phases {
 		return fmt.Errorf("phases: %d rows, more than the %d phases of its plan", len(res.Phases), lim.phases-1)
 	}
