@@ -395,6 +395,10 @@ func CheckFile(what, path string, limit int64) error {
 type ResultCheck struct {
 	Manifest func(*Manifest) error
 	Plan     func(*Plan) error
+	// Points, if set, is the most points a series may hold (0: any),
+	// asked as each series begins: a series past it is refused as its
+	// points are read, before they are all held.
+	Points func() int
 	Phase    func(i int, p *PhaseResult) error
 	Series   func(i int, s *Series) error
 	Errors   func(map[string][]string) error
@@ -452,9 +456,13 @@ func DecodeResult(r io.Reader, check ResultCheck) (*Result, error) {
 		case "series":
 			res.Series = nil
 			err = decodeList(dec, "series", func(i int) error {
+				limit := 0
+				if check.Points != nil {
+					limit = check.Points()
+				}
 				var s Series
-				if err := dec.Decode(&s); err != nil {
-					return fmt.Errorf("series[%d]: %w", i, err)
+				if err := decodeSeries(dec, &s, limit); err != nil {
+					return fmt.Errorf("series[%d]%s: %w", i, nameOf(s), err)
 				}
 				res.Series = append(res.Series, s)
 				if check.Series != nil {
@@ -487,6 +495,57 @@ func DecodeResult(r io.Reader, check ResultCheck) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// decodeSeries decodes one series from dec, its points one at a time,
+// refusing more than limit of them (0: any).
+func decodeSeries(dec *json.Decoder, s *Series, limit int) error {
+	if err := expectDelim(dec, '{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch key, _ := tok.(string); key {
+		case "points":
+			err = decodeList(dec, "points", func(i int) error {
+				if limit > 0 && i >= limit {
+					return fmt.Errorf("more than the %d points a series of this Result can hold", limit)
+				}
+				var tv TimeValue
+				if err := dec.Decode(&tv); err != nil {
+					return err
+				}
+				s.Points = append(s.Points, tv)
+				return nil
+			})
+		case "name":
+			err = dec.Decode(&s.Name)
+		case "labels":
+			err = dec.Decode(&s.Labels)
+		case "unit":
+			err = dec.Decode(&s.Unit)
+		case "kind":
+			err = dec.Decode(&s.Kind)
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return expectDelim(dec, '}')
+}
+
+// nameOf names a series in an error, once its name is known.
+func nameOf(s Series) string {
+	if s.Name == "" {
+		return ""
+	}
+	return " (" + s.Name + ")"
 }
 
 // decodeList reads a JSON list (or null) from dec, calling each for its

@@ -83,6 +83,7 @@ func DecodeShard(r io.Reader) (*pipebench.Result, error) {
 	res, err := pipebench.DecodeResult(r, pipebench.ResultCheck{
 		Manifest: func(got *pipebench.Manifest) error { m = *got; return nil },
 		Plan:     func(p *pipebench.Plan) error { lim = limitsOf(*p, m); return nil },
+		Points:   func() int { return lim.points },
 		Phase: func(i int, p *pipebench.PhaseResult) error {
 			if lim.phases > 0 && i >= lim.phases {
 				return fmt.Errorf("more rows than the %d phases of its plan", lim.phases-1)

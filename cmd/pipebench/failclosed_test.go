@@ -207,7 +207,7 @@ func TestMergeHeldToThePlan(t *testing.T) {
 	writeBig(t, stuffed, read(outs[1]), 69, 1_000_000, time.Millisecond)
 	c := startLimited(t, nil, "merge", outs[0], stuffed, "--no-store")
 	code, took := c.wait(t, 60*time.Second)
-	if code != pipebench.ExitUsage || !strings.Contains(c.stderr.String(), "points, more than the") {
+	if code != pipebench.ExitUsage || !strings.Contains(c.stderr.String(), "points a series of this Result can hold") {
 		t.Errorf("a shard stuffed with points: exit %d\n%s", code, c.stderr.String())
 	}
 	t.Logf("a 69 MiB shard stuffed with points refused after %s, peak RSS %d MiB (%d MiB before reading)", took.Round(time.Millisecond), c.maxRSS()>>20, baseline>>20)
