@@ -399,9 +399,9 @@ type ResultCheck struct {
 	// asked as each series begins: a series past it is refused as its
 	// points are read, before they are all held.
 	Points func() int
-	Phase    func(i int, p *PhaseResult) error
-	Series   func(i int, s *Series) error
-	Errors   func(map[string][]string) error
+	Phase  func(i int, p *PhaseResult) error
+	Series func(i int, s *Series) error
+	Errors func(map[string][]string) error
 }
 
 // DecodeResult decodes a Result from r as it reads it: its fields one by
