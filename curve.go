@@ -124,6 +124,9 @@ func (ph PlanPhase) Curve() (*Curve, error) {
 		c.prod = newProducers(pr)
 		n := uint64(len(c.prod.offsets))
 		full := math.Floor(dur / c.prod.every)
+		if !(full*float64(n)*b <= MaxItems) {
+			return nil, tooManyItems(full * float64(n) * b)
+		}
 		rest := dur - full*c.prod.every
 		c.sends = uint64(full) * n
 		for _, o := range c.prod.offsets {
@@ -177,12 +180,24 @@ func (ph PlanPhase) Curve() (*Curve, error) {
 	}
 	// Send k is due when the integral reaches k, so sends 0..ceil(N)-1
 	// fall within the phase (a tolerance keeps 2000.0000001 at 2000).
+	if !(n*b <= MaxItems) { // NaN too
+		return nil, tooManyItems(n * b)
+	}
 	c.expected = n
 	c.sends = uint64(math.Ceil(n - 1e-9))
 	if n < 1e-9 {
 		c.sends = 0
 	}
 	return c, nil
+}
+
+// ErrTooManyItems marks a plan of more than MaxItems items.
+var ErrTooManyItems = errors.New("more items than a count holds exactly")
+
+// tooManyItems is the error of a phase of more than MaxItems items.
+func tooManyItems(items float64) error {
+	return fmt.Errorf("%s items, %w (%s): give a lower rate or a shorter phase",
+		FormatCount(items), ErrTooManyItems, FormatCount(MaxItems))
 }
 
 // stagger scales the rate by t/st over [0, st), splitting segments at st and
@@ -334,8 +349,8 @@ func (p Profile) Validate() error {
 			add("burst.rate: %s must be above the base rate %s", p.Burst.Rate, p.Rate)
 		}
 	case ProfileBlast:
-		if p.Count == 0 {
-			add("blast.count: must be at least 1")
+		if p.Count == 0 || p.Count > MaxItems {
+			add("blast.count: %s is outside 1..%s", FormatCount(float64(p.Count)), FormatCount(MaxItems))
 		}
 		if p.Workers < 1 || p.Workers > MaxWorkers {
 			add("blast.workers: %d is outside 1..%s: each worker is a sender of its own for the whole phase", p.Workers, FormatCount(MaxWorkers))

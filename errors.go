@@ -7,9 +7,15 @@ import (
 
 // Exit codes of the pipebench command.
 const (
-	ExitOK         = 0  // ran and every threshold held
-	ExitFailure    = 1  // pipebench itself failed
-	ExitUsage      = 2  // bad usage or bad scenario
+	ExitOK      = 0 // ran and every threshold held
+	ExitFailure = 1 // pipebench itself failed
+	ExitUsage   = 2 // bad usage or bad scenario
+	// ExitUndecided: `gate` could not decide every KPI it judges (too
+	// few runs, too erratic, an interval that reaches past the
+	// tolerance): no evidence that the candidate did not regress. CI
+	// treats it as a failure, as any non-zero code; --allow-undecided
+	// passes it.
+	ExitUndecided  = 97
 	ExitInvalid    = 98 // the generator could not hold the asked rate
 	ExitThresholds = 99 // thresholds failed
 	// ExitCut: cut short by a second signal (128 + SIGINT, as shells

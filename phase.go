@@ -18,6 +18,10 @@ const (
 	// machine generates (the pacer would spend the run counting them
 	// dropped).
 	MaxSendRate = 10_000_000
+	// MaxItems is the most items a plan may send in all: a count in a
+	// Result is a float64, exact up to 2^53; a plan beyond it would print
+	// and compare counts it cannot hold (--rate 1e308 made 2^63).
+	MaxItems = 1 << 53
 	// MaxBurstPeriods is the most burst periods (every) a phase may hold:
 	// the pacer keeps two pieces of its rate curve per period.
 	MaxBurstPeriods = 100_000

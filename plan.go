@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -240,6 +241,7 @@ func (p *Plan) FirstSeq() uint64 {
 // CountItems sets every phase's Items from its profile, exactly as the
 // pacer will send them (whole batches).
 func (p *Plan) CountItems() error {
+	var total uint64
 	for i := range p.Phases {
 		ph := &p.Phases[i]
 		c, err := ph.Curve()
@@ -249,6 +251,9 @@ func (p *Plan) CountItems() error {
 		ph.Items = c.Sends() * uint64(ph.batch())
 		if ph.Blast() {
 			ph.Items = ph.Profile.Count
+		}
+		if total += ph.Items; total > MaxItems || total < ph.Items {
+			return fmt.Errorf("the phases up to %s: %w", ph.Name, tooManyItems(float64(total)))
 		}
 	}
 	return nil
@@ -320,7 +325,17 @@ func (p Plan) Scale(total time.Duration) (Plan, error) {
 			last.Duration += d
 		}
 	}
+	for _, ph := range out.Phases {
+		// Longer phases may make more bursts or items than a phase may
+		// hold.
+		if err := errors.Join(ph.checkGenerable()...); err != nil {
+			return p, fmt.Errorf("at %s in total, phase %s: %w", FormatDuration(total), ph.Name, err)
+		}
+	}
 	if err := out.CountItems(); err != nil {
+		if errors.Is(err, ErrTooManyItems) {
+			return p, fmt.Errorf("at %s in total, %w", FormatDuration(total), err)
+		}
 		return p, fmt.Errorf("at %s in total a phase would be too short to keep its shape (%v): give a longer duration", FormatDuration(total), err)
 	}
 	for i, ph := range out.Phases {
@@ -353,6 +368,27 @@ func InDir(dir, path string) string {
 		return path
 	}
 	return filepath.Join(dir, path)
+}
+
+// Resource is a named thing of a system under test a component uses: a
+// Kafka topic. Key is the component's key naming it ("topic").
+type Resource struct{ Kind, Name, Key string }
+
+// ResourceHolder is the optional ability of an embedded system under
+// test's configuration to list the resources of a kind it creates for the
+// run (nil: it does not know, any name may do). `validate` then refuses a
+// target or sink that uses one it does not create (ResourceUser), before
+// anything runs: a Kafka driver aimed at a topic the embedded broker does
+// not have would otherwise fail every send.
+type ResourceHolder interface {
+	Holds(kind string) []string
+}
+
+// ResourceUser is the optional ability of a driver's or a sink's
+// configuration to name the resources of the embedded system under test
+// it uses (none when it is aimed elsewhere).
+type ResourceUser interface {
+	Uses() []Resource
 }
 
 // TimeScaler is the optional ability of a component's configuration to keep

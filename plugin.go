@@ -240,9 +240,14 @@ type RunSummary struct {
 	ID       RunID
 	Scenario string
 	Version  string
+	Case     string
 	Status   Status
 	Started  time.Time
 	Duration time.Duration
+	// Labels are the run's manifest labels (a suite's run: suite=NAME),
+	// kept beside its Result so that a run whose Result cannot be read is
+	// still known by them.
+	Labels map[string]string
 }
 
 // Store keeps the history of Results.

@@ -1,6 +1,7 @@
 package pipebench
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -57,6 +58,11 @@ func (p Plan) ScaleRate(peak Rate) (Plan, error) {
 			pr.Burst = &b
 		}
 		ph.Profile = pr
+		// A rate the scale made too high to pace, or infinite (1e308
+		// times a factor), is refused as the scenario's own would be.
+		if err := errors.Join(append([]error{ph.Profile.Validate()}, ph.checkGenerable()...)...); err != nil {
+			return p, fmt.Errorf("phase %s: %w", ph.Name, err)
+		}
 		out.Phases[i] = ph
 	}
 	if err := out.CountItems(); err != nil {

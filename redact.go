@@ -1,7 +1,9 @@
 package pipebench
 
 import (
+	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -28,13 +30,111 @@ func RedactURL(s string) string { return RedactText(s) }
 // the URL, so a password that itself holds '@', ':' or '/' is hidden whole;
 // the price is that a URL with an '@' in its path and a port before it
 // (http://h:80/a@b) is over-redacted.
+//
+// A query string's values are written only for parameters on a short list
+// known to carry no secret (SafeQueryParam): every other value is
+// redacted, so that a signed URL's signature (X-Amz-Signature, sig=) is
+// hidden whatever the vendor calls it.
 func RedactText(s string) string {
 	if !strings.Contains(s, "://") && !strings.Contains(s, "=") {
 		return s
 	}
 	s = userinfo.ReplaceAllString(s, "${1}:"+Redacted+"@${3}")
 	s = natsToken.ReplaceAllString(s, "${1}"+Redacted+"@")
+	s = queryString.ReplaceAllStringFunc(s, redactQuery)
 	return secretParam.ReplaceAllString(s, "${1}"+Redacted)
+}
+
+// queryString finds a query string: '?' right after a URL's or a path's
+// last character, then name=value pairs separated by '&' or ';'.
+var queryString = regexp.MustCompile(`[^\s?"'<>]\?[^\s=&;#"'<>?]+=[^\s#"'<>]*`)
+
+// redactQuery redacts the values of a query string (with the character
+// before its '?') whose names are not SafeQueryParam.
+func redactQuery(m string) string {
+	lead, q, _ := strings.Cut(m, "?")
+	var b strings.Builder
+	b.WriteString(lead + "?")
+	for q != "" {
+		i := strings.IndexAny(q, "&;")
+		pair, sep := q, ""
+		if i >= 0 {
+			pair, sep, q = q[:i], q[i:i+1], q[i+1:]
+		} else {
+			q = ""
+		}
+		name, value, hasValue := strings.Cut(pair, "=")
+		if hasValue && value != "" && value != Redacted && !SafeQueryParam(name) {
+			value = Redacted
+		}
+		b.WriteString(name)
+		if hasValue {
+			b.WriteString("=" + value)
+		}
+		b.WriteString(sep)
+	}
+	return b.String()
+}
+
+// safeQueryParams are the query parameters whose values pipebench writes
+// out (in Results, the history, reports, logs, Kubernetes objects): names
+// known to carry no secret. Any other value is redacted.
+var safeQueryParams = []string{
+	// what a request asks for
+	"format", "timeout", "encoding", "compression", "precision", "limit", "query", "match[]", "start", "end", "step",
+	"db", "org", "bucket", "partition",
+	// database connection settings (PostgreSQL, SQLite)
+	"sslmode", "connect_timeout", "application_name", "search_path", "target_session_attrs",
+	"mode", "cache", "_pragma", "_busy_timeout", "_journal_mode", "_txlock",
+}
+
+// SafeQueryParam tells whether the value of a URL's query parameter name
+// (any case, URL-escaped or not) may be written out: whether it is on
+// pipebench's short list of parameters known to carry no secret.
+func SafeQueryParam(name string) bool {
+	if u, err := url.QueryUnescape(name); err == nil {
+		name = u
+	}
+	return slices.Contains(safeQueryParams, strings.ToLower(name))
+}
+
+// safeHeaders are the HTTP header (and Kafka record header) names whose
+// values pipebench writes out: names known to carry no secret. Any other
+// header's value is redacted in every output, and refused as a literal
+// from Kubernetes objects (it must come from a Secret there).
+var safeHeaders = []string{
+	// content negotiation and the request itself
+	"accept", "accept-charset", "accept-encoding", "accept-language", "cache-control", "connection",
+	"content-encoding", "content-language", "content-length", "content-type", "expect", "host", "te", "user-agent",
+	// tracing and request identifiers
+	"traceparent", "tracestate", "x-request-id", "x-correlation-id",
+	// a tenant's name, which routes requests (Loki, Mimir, Tempo; the
+	// cloudevents example's X-Tenant); a secret tenant belongs in
+	// secret_headers
+	"x-scope-orgid", "x-tenant",
+	// the CloudEvents attributes in binary mode
+	"ce-specversion", "ce-id", "ce-source", "ce-type", "ce-subject", "ce-time", "ce-dataschema", "ce-datacontenttype",
+	"ce-traceparent", "ce-tracestate", "ce-partitionkey", "ce-sequence",
+	// pipebench's own (the sequence headers, the pipeline of a request)
+	"pipebench-seq", "pipebench-sent", "pipebench-count", "x-pipebench-pipeline",
+	// Prometheus remote write's
+	"x-prometheus-remote-write-version",
+}
+
+// SafeHeader tells whether the value of a header (any case) may be
+// written out: whether its name is on pipebench's short list of headers
+// known to carry no secret (content type, user agent, accept, CloudEvents
+// attributes and the like).
+func SafeHeader(name string) bool {
+	return slices.Contains(safeHeaders, strings.ToLower(strings.TrimSpace(name)))
+}
+
+// IsHeadersKey tells whether a configuration key holds headers by name
+// (headers, record_headers): the values under it are shown only for
+// SafeHeader names.
+func IsHeadersKey(key string) bool {
+	k := strings.ToLower(key)
+	return k == "headers" || strings.HasSuffix(k, "_headers")
 }
 
 // natsToken finds the user info of a NATS URL without a password
@@ -61,15 +161,15 @@ func IsSecretName(name string) bool {
 	return false
 }
 
-// secretHeader tells whether an HTTP header "Name: value" carries a
-// credential.
+// secretHeader tells whether the value of an HTTP header "Name: value"
+// is to be hidden: whenever its name is not SafeHeader.
 func secretHeader(h string) (name string, ok bool) {
 	name, _, found := strings.Cut(h, ":")
 	if !found {
 		return "", false
 	}
 	name = strings.TrimSpace(name)
-	return name, IsSecretName(name) || strings.EqualFold(name, "proxy-authorization")
+	return name, !SafeHeader(name)
 }
 
 // RedactArgs returns a copy of a command line with every credential
@@ -77,7 +177,7 @@ func secretHeader(h string) (name string, ok bool) {
 //   - the password of every URL (--store postgres://u:p@h/db, --store=...);
 //   - the value of a flag whose name is a secret (--token X, --password=X);
 //   - NAME=VALUE arguments whose NAME is a secret (PB_TOKEN=X);
-//   - header flags whose header is a credential (-H "Authorization: Bearer X").
+//   - header flags whose header is not SafeHeader (-H "Authorization: Bearer X").
 //
 // args itself is not changed.
 func RedactArgs(args []string) []string {

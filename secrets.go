@@ -4,9 +4,12 @@ import "encoding/json"
 
 // Redacted returns a copy of p fit to be written anywhere (the Result, a
 // report, the history): every component's configuration as generic data
-// with credentials masked: the password of any URL with user info, and the
-// value of any key that names a credential. Secret fields already write
-// themselves as "***".
+// with credentials masked: the password of any URL with user info, every
+// query parameter's value but those known to carry no secret
+// (SafeQueryParam), the value of any key that names a credential, and
+// every header's value but those known to carry no secret (SafeHeader,
+// under a key IsHeadersKey). Secret fields already write themselves as
+// "***".
 func (p Plan) Redacted() Plan {
 	out := p
 	redact := func(c *Component) {
@@ -48,7 +51,12 @@ func (p Plan) Redacted() Plan {
 func redactValue(key string, v any) any {
 	switch x := v.(type) {
 	case map[string]any:
+		headers := IsHeadersKey(key)
 		for k, e := range x {
+			if s, ok := e.(string); ok && headers && s != "" && !SafeHeader(k) {
+				x[k] = Redacted
+				continue
+			}
 			x[k] = redactValue(k, e)
 		}
 		return x

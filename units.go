@@ -185,6 +185,10 @@ func FormatCount(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "-"
 	}
+	if math.Abs(v) >= 1e21 {
+		// Past any count a run makes: digits no one reads (1e+308).
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
 	s := strconv.FormatFloat(math.Abs(math.Round(v)), 'f', 0, 64)
 	var b strings.Builder
 	if math.Round(v) < 0 {

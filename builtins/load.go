@@ -1,6 +1,7 @@
 package builtins
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -92,13 +93,13 @@ func ScenarioBytes(file string, data []byte, reg *pipebench.Registry) (*scenario
 
 // ScenarioSource returns a scenario's text and the file name it goes by
 // (NAME.yaml for builtin:NAME), for a run that ships the scenario elsewhere
-// (a Kubernetes ConfigMap).
-func ScenarioSource(ref string) (data []byte, file string, err error) {
+// (a Kubernetes ConfigMap); a file's read stops when ctx is done.
+func ScenarioSource(ctx context.Context, ref string) (data []byte, file string, err error) {
 	if name, ok := strings.CutPrefix(ref, Prefix); ok {
 		data, err = fs.ReadFile(examples.FS, name+".yaml")
 		file = name + ".yaml"
 	} else {
-		data, err = pipebench.ReadFile(ref, pipebench.MaxScenarioSize)
+		data, err = pipebench.ReadInput(ctx, pipebench.Input{Path: ref, What: "scenario file", Limit: pipebench.MaxScenarioSize})
 		file = ref
 	}
 	if pe := (*pipebench.Error)(nil); errors.As(err, &pe) {
@@ -111,7 +112,11 @@ func ScenarioSource(ref string) (data []byte, file string, err error) {
 }
 
 // Suite reads a suite from a file or builtin:NAME.
-func Suite(ref string) (*suite.Suite, error) {
+func Suite(ref string) (*suite.Suite, error) { return SuiteContext(context.Background(), ref) }
+
+// SuiteContext is Suite, whose read of a file stops when ctx is done (a
+// signal), even a FIFO's that no one writes.
+func SuiteContext(ctx context.Context, ref string) (*suite.Suite, error) {
 	if name, ok := strings.CutPrefix(ref, Prefix); ok {
 		data, err := fs.ReadFile(examples.FS, "suites/"+name+".yaml")
 		if err != nil {
@@ -120,7 +125,7 @@ func Suite(ref string) (*suite.Suite, error) {
 		}
 		return suite.Parse(ref, data)
 	}
-	data, err := pipebench.ReadFile(ref, pipebench.MaxScenarioSize)
+	data, err := pipebench.ReadInput(ctx, pipebench.Input{Path: ref, What: "suite file", Limit: pipebench.MaxScenarioSize})
 	if pe := (*pipebench.Error)(nil); errors.As(err, &pe) {
 		return nil, err
 	}
@@ -189,7 +194,7 @@ func firstLine(s string) string {
 // suites). note, if set, is told what planning decided that a person
 // should know.
 func SuitePlans(ref string, p scenario.Params, o scenario.Overrides, note func(string)) (*suite.Suite, []pipebench.Plan, error) {
-	s, err := Suite(ref)
+	s, err := SuiteContext(p.Context, ref)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -66,11 +66,13 @@ func (r *Report) Write(w io.Writer, base, cand string) error {
 }
 
 // Gate decides a gate from the report of cand against base, whose sides
-// had nb and nc runs: nil when no KPI regressed (Undecided says which were
-// not decided), an error with pipebench.ExitInvalid when a side had no
-// valid run, a usage error when the versions share nothing to compare, and
-// an error with pipebench.ExitThresholds naming the regressions.
-func (r *Report) Gate(base, cand string, nb, nc int) error {
+// had nb and nc runs. It fails closed: nil only when every KPI was decided
+// and none regressed; an error with pipebench.ExitThresholds naming the
+// regressions; with pipebench.ExitUndecided when a KPI could not be
+// decided (too few runs, too erratic, unclear), unless allowUndecided (then
+// nil: Undecided says which); with pipebench.ExitInvalid when a side had no
+// valid run; a usage error when the versions share nothing to compare.
+func (r *Report) Gate(base, cand string, nb, nc int, allowUndecided bool) error {
 	if len(r.Verdicts) == 0 {
 		if r.Usable[0] == 0 || r.Usable[1] == 0 {
 			return &pipebench.Error{Code: pipebench.ExitInvalid,
@@ -83,6 +85,12 @@ func (r *Report) Gate(base, cand string, nb, nc int) error {
 	if bad := r.Regressions(); len(bad) > 0 {
 		return &pipebench.Error{Code: pipebench.ExitThresholds,
 			Msg: fmt.Sprintf("gate: %d KPI(s) regressed: their whole %s interval lies beyond ±%s", len(bad), Percent(r.Options.Confidence), Percent(r.Options.Tolerance))}
+	}
+	if u := r.Undecided(); u != "" && !allowUndecided {
+		return &pipebench.Error{Code: pipebench.ExitUndecided,
+			Msg: fmt.Sprintf("gate: not every KPI was decided (%s), so nothing shows that %s did not regress against %s (%d valid baseline run(s), %d candidate)",
+				u, cand, base, r.Usable[0], r.Usable[1]),
+			Hint: fmt.Sprintf("run each version %d times or more, interleaved, and look at why erratic KPIs vary (see the notes above); --allow-undecided lets undecided KPIs pass", MinRuns+1)}
 	}
 	return nil
 }

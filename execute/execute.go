@@ -84,6 +84,7 @@ func (p Params) Validate(ctx context.Context) error {
 // Run runs plan and keeps its Result as p says. Call p.Validate first, so
 // that a Result that could not be kept is found before the load.
 func Run(ctx context.Context, plan pipebench.Plan, p Params) Outcome {
+	defer Hold(ctx)()
 	log := p.log()
 	rp := runner.Params{
 		Plan: plan, Registry: p.Registry, Logger: p.Logger,
@@ -116,6 +117,7 @@ func Run(ctx context.Context, plan pipebench.Plan, p Params) Outcome {
 // fallback file), shown, saved in the history; the exit code from its
 // status.
 func KeepResult(ctx context.Context, res *pipebench.Result, p Params) Outcome {
+	defer Hold(ctx)()
 	log := p.log()
 	res.Redact()
 	kp := keeper{k: p.Keep, log: log}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pipebench/pipebench"
@@ -100,6 +101,18 @@ func WriteResult(path string, res *pipebench.Result) error {
 	return WriteFile(path, 0o600, func(w io.Writer) error { return jsonreport.New().Report(w, res) })
 }
 
+// writing holds the temporary files WriteFile is writing, by name: a
+// process that Signals ends removes them first.
+var writing sync.Map
+
+// removeWriting removes the temporary files being written.
+func removeWriting() {
+	writing.Range(func(k, _ any) bool {
+		os.Remove(k.(string))
+		return true
+	})
+}
+
 // WriteFile writes what write produces to path atomically, with the
 // permissions perm.
 func WriteFile(path string, perm fs.FileMode, write func(io.Writer) error) error {
@@ -109,6 +122,8 @@ func WriteFile(path string, perm fs.FileMode, write func(io.Writer) error) error
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
+	writing.Store(tmp.Name(), struct{}{})
+	defer writing.Delete(tmp.Name())
 	fail := func(err error) error {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)

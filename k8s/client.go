@@ -32,6 +32,13 @@ type Conn struct {
 func Connect(kubeconfig, namespace string) (*Conn, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
+	if kubeconfig != "" {
+		// client-go reads it whole: a regular file, bounded, checked
+		// first.
+		if err := pipebench.CheckFile("--kubeconfig", kubeconfig, 0); err != nil {
+			return nil, err
+		}
+	}
 	over := &clientcmd.ConfigOverrides{}
 	if namespace != "" {
 		over.Context.Namespace = namespace

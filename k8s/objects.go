@@ -758,9 +758,11 @@ var authScheme = regexp.MustCompile(`(?i)^\s*(bearer|basic|token|apikey|api-key|
 // root package redacts, judged on each string of the scenario as the
 // pods would read it with no variable set (a default in ${VAR:-default}
 // is a literal): the value under a key that names a credential
-// (pipebench.IsSecretName: password, token, secret_headers, ...); any
-// text pipebench.RedactText changes (a URL's password, a NATS token
-// URL's token, a query parameter named like a credential); and the
+// (pipebench.IsSecretName: password, token, secret_headers, ...) or a
+// header's value whose name is not on the root package's list of headers
+// known to carry no secret (pipebench.SafeHeader); any text
+// pipebench.RedactText changes (a URL's password, a NATS token URL's
+// token, a query parameter's value but for a few known harmless); and the
 // default of a variable named like one (${API_TOKEN:-...}). The error
 // names where, never what.
 func CheckNoLiteralSecrets(scenario []byte) error {
@@ -769,20 +771,21 @@ func CheckNoLiteralSecrets(scenario []byte) error {
 		return nil // the scenario's own parser reports it, with its line
 	}
 	var bad []string
-	var walk func(path string, v any, secret bool)
-	walk = func(path string, v any, secret bool) {
+	var walk func(path, key string, v any, secret bool)
+	walk = func(path, key string, v any, secret bool) {
 		switch x := v.(type) {
 		case map[string]any:
+			headers := pipebench.IsHeadersKey(key)
 			for k, e := range x {
 				p := strings.TrimPrefix(path+"."+k, ".")
 				if literalSecret(k, false) != "" {
 					bad = append(bad, p+": the key itself "+literalSecret(k, false))
 				}
-				walk(p, e, secret || pipebench.IsSecretName(k))
+				walk(p, k, e, secret || pipebench.IsSecretName(k) || headers && !pipebench.SafeHeader(k))
 			}
 		case []any:
 			for i, e := range x {
-				walk(fmt.Sprintf("%s[%d]", path, i), e, secret)
+				walk(fmt.Sprintf("%s[%d]", path, i), key, e, secret)
 			}
 		case string:
 			if why := literalSecret(x, secret); why != "" {
@@ -790,7 +793,7 @@ func CheckNoLiteralSecrets(scenario []byte) error {
 			}
 		}
 	}
-	walk("", doc, false)
+	walk("", "", doc, false)
 	if len(bad) > 0 {
 		sort.Strings(bad)
 		return fmt.Errorf("the scenario would put credentials into a ConfigMap (%s): write them as ${VAR} with no default and give the pods a Secret holding VAR with --env-from-secret NAME", strings.Join(bad, "; "))

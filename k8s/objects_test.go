@@ -111,9 +111,12 @@ func credentialShapes(t *testing.T) (urls []string, keys []string) {
 	for _, scheme := range []string{"nats", "tls", "ws", "wss"} {
 		urls = append(urls, scheme+"://LITERAL@nats.example:4222")
 	}
+	// Any parameter but a few known harmless: the credential names, and
+	// vendors' signed URLs' names.
 	for _, name := range []string{"password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "credential", "auth",
-		"access_token", "X-Auth-Key", "client_secret", "PGPASSWORD"} {
-		for _, sep := range []string{"?", "?a=1&", "?a=1;"} {
+		"access_token", "X-Auth-Key", "client_secret", "PGPASSWORD", "X-Amz-Signature", "X-Amz-Security-Token", "sig",
+		"X-Goog-Signature", "Signature", "Key-Pair-Id", "a"} {
+		for _, sep := range []string{"?", "?format=json&", "?format=json;"} {
 			urls = append(urls, "https://h.example/p"+sep+name+"=LITERAL")
 		}
 	}
@@ -177,6 +180,15 @@ func TestLiteralSecretsRefused(t *testing.T) {
 		passes("key "+k+" reference", doc(k, "${PW}"))
 		passes("key "+k+" scheme reference", doc(k, "Bearer ${TOKEN}"))
 		passes("key "+k+" empty default", doc(k, "${PW:-}"))
+	}
+	// Any header but a few known harmless, whatever the vendor calls it.
+	for _, h := range []string{"X-Honeycomb-Team", "DD-API-KEY", "X-Sentry-Auth", "X-SF-Token", "Lightstep-Access-Token",
+		"Ocp-Apim-Subscription-Key", "X-Goog-Api-Key", "Api-Key", "X-License-Key", "X-Anything"} {
+		refused("header "+h, []byte("name: s\ntarget:\n  headers:\n    "+h+": LITERAL\n"))
+		passes("header "+h+" reference", []byte("name: s\ntarget:\n  headers:\n    "+h+": ${V}\n"))
+	}
+	for _, h := range []string{"Content-Type", "User-Agent", "ce-type", "X-Tenant"} {
+		passes("safe header "+h, []byte("name: s\ntarget:\n  headers:\n    "+h+": demo\n"))
 	}
 	// A variable named like a credential, given a default under any key.
 	refused("secret variable default", doc("headers", "${API_TOKEN:-LITERAL}"))

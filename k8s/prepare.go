@@ -2,10 +2,10 @@ package k8s
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/yamlnode"
 )
 
 // Setup is what a person chooses for a launch besides the scenario: the
@@ -339,8 +340,9 @@ type PodFlags struct {
 	PatchFile        string            // --pod-patch: a file holding a strategic merge patch
 }
 
-// Apply reads the flags (and the files they name) into ps.
-func (f PodFlags) Apply(ps *PodSettings) error {
+// Apply reads the flags (and the files they name, each bounded and
+// stopped when ctx is done, see readPodFile) into ps.
+func (f PodFlags) Apply(ctx context.Context, ps *PodSettings) error {
 	var err error
 	if ps.Requests, err = ParseResources("--requests", f.Requests); err != nil {
 		return err
@@ -357,18 +359,37 @@ func (f PodFlags) Apply(ps *PodSettings) error {
 		ps.Tolerations = append(ps.Tolerations, tol)
 	}
 	if f.AffinityFile != "" {
-		data, err := os.ReadFile(f.AffinityFile)
+		data, err := readPodFile(ctx, "--affinity", f.AffinityFile)
 		if err != nil {
-			return pipebench.UsageError("cannot read --affinity", "", err)
+			return err
 		}
 		if ps.Affinity, err = ParseAffinity(data); err != nil {
 			return err
 		}
 	}
 	if f.PatchFile != "" {
-		if ps.Patch, err = os.ReadFile(f.PatchFile); err != nil {
-			return pipebench.UsageError("cannot read --pod-patch", "", err)
+		if ps.Patch, err = readPodFile(ctx, "--pod-patch", f.PatchFile); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// MaxPodFileSize bounds --affinity and --pod-patch: what goes into a pod
+// template (an object of the API server's, at most 1.5 MB with the rest).
+const MaxPodFileSize = 1 << 20
+
+// readPodFile reads the file of flag (--affinity, --pod-patch) through
+// pipebench's input limits (MaxPodFileSize, a FIFO or the standard input
+// read until ctx is done) and refuses YAML nested deeper than any pod
+// template, or with anchors, before any parser reads it.
+func readPodFile(ctx context.Context, flag, path string) ([]byte, error) {
+	data, err := pipebench.ReadInput(ctx, pipebench.Input{Path: path, What: flag, Limit: MaxPodFileSize})
+	if err != nil {
+		return nil, err
+	}
+	if _, p := yamlnode.Tokens(path, flag+" file", string(data)); p != nil {
+		return nil, pipebench.UsageError(flag+": "+p.String(), "give a pod's affinity or a patch of a pod template, as YAML or JSON", nil)
+	}
+	return data, nil
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/kpi"
 )
 
 // PartSize is the most Result bytes (gzip'd) one ConfigMap holds. An
@@ -43,6 +43,11 @@ func partName(run string, i, k int, id string) string {
 
 // KeyPartsID is the id in the names of a shard's Result parts.
 const KeyPartsID = "parts-id"
+
+// maxParts bounds the parts a shard's ConfigMap may say its Result has:
+// the most a Result of pipebench.MaxResultSize compresses into, were it
+// not compressed at all.
+func maxParts() int { return pipebench.MaxResultSize/PartSize + 1 }
 
 // gz compresses data.
 func gz(data []byte) []byte {
@@ -97,7 +102,7 @@ func ReadResult(ctx context.Context, c kubernetes.Interface, ns, run string, cm 
 	z := cm.BinaryData[KeyResult]
 	if p := cm.Data[KeyParts]; p != "" {
 		parts, err := strconv.Atoi(p)
-		if err != nil || parts < 1 {
+		if err != nil || parts < 1 || parts > maxParts() {
 			return nil, fmt.Errorf("ConfigMap %s: parts %q is not a count", cm.Name, p)
 		}
 		i, _ := strconv.Atoi(cm.Labels[LabelShard])
@@ -116,13 +121,16 @@ func ReadResult(ctx context.Context, c kubernetes.Interface, ns, run string, cm 
 	if err != nil {
 		return nil, fmt.Errorf("ConfigMap %s: the Result is not gzip'd: %w", cm.Name, err)
 	}
-	data, err := io.ReadAll(io.LimitReader(r, 4<<30))
+	// Decoded as it is inflated, within a Result file's limit and a
+	// shard's bounds (kpi.DecodeShard): a ConfigMap anyone with write
+	// access to the namespace changed cannot make the launcher hold more.
+	lr := &io.LimitedReader{R: r, N: pipebench.MaxResultSize + 1}
+	res, err := kpi.DecodeShard(lr)
+	if lr.N <= 0 {
+		return nil, fmt.Errorf("ConfigMap %s: the Result inflates to more than %s, the most pipebench reads of a Result", cm.Name, pipebench.FormatBytes(pipebench.MaxResultSize))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s: %w", cm.Name, err)
+		return nil, fmt.Errorf("ConfigMap %s: not a pipebench Result of a shard: %w", cm.Name, err)
 	}
-	var res pipebench.Result
-	if err := json.Unmarshal(data, &res); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s: not a pipebench Result: %w", cm.Name, err)
-	}
-	return &res, nil
+	return res, nil
 }

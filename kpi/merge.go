@@ -112,11 +112,14 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 			}
 		}
 		for _, se := range s.Series {
-			l := map[string]string{"shard": fmt.Sprint(s.Plan.Shard.Index + 1)}
-			for k, v := range se.Labels {
-				l[k] = v
+			// Labelled in place: a copy of every series' labels would
+			// double what the merge holds.
+			if se.Labels == nil {
+				se.Labels = map[string]string{}
 			}
-			se.Labels = l
+			if _, ok := se.Labels["shard"]; !ok {
+				se.Labels["shard"] = fmt.Sprint(s.Plan.Shard.Index + 1)
+			}
 			res.Series = append(res.Series, se)
 		}
 	}
@@ -365,7 +368,8 @@ func flatten(m map[string]string) []string {
 
 // checkShard refuses a shard whose Result cannot be merged as a finished
 // run's: a checkpoint of a run still going, a count that is negative or
-// not a number, more accepted than sent.
+// not a number, more accepted than sent, more than its plan's slice sends
+// (checkCounts), more than a run of its plan records (CheckShardShape).
 func checkShard(r *pipebench.Result) error {
 	if r.Manifest.Status == pipebench.StatusRunning {
 		return errors.New("it is a checkpoint of a run still going (status running): merge the shards once every one has ended")
@@ -385,5 +389,8 @@ func checkShard(r *pipebench.Result) error {
 			return fmt.Errorf("phase %s: %v items accepted of %v sent: the counts do not add up; the file was changed or damaged", p.Name, acc, sent)
 		}
 	}
-	return nil
+	if err := CheckShardShape(r); err != nil {
+		return err
+	}
+	return checkCounts(r)
 }

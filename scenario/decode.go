@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -271,6 +272,7 @@ func (d *decoder) decode(data []byte) *Scenario {
 		}
 		sc.Observers = append(sc.Observers, c)
 	}
+	d.checkResources(sc, top.Target.node, top.Sink.node)
 	sc.Phases = d.phases(body, top, sc.Batch)
 	d.checkPipelineFaults(body, sc)
 	sc.Thresholds = d.thresholds(body, top.Thresholds, sc.Phases)
@@ -417,6 +419,47 @@ func flowEnvRef(src []byte, line int) bool {
 		}
 	}
 	return false
+}
+
+// checkResources refuses a target or a sink using a resource (a Kafka
+// topic) that the embedded system under test does not create, at its key.
+func (d *decoder) checkResources(sc *Scenario, target, sink ast.Node) {
+	if sc.SUT == nil {
+		return
+	}
+	h, ok := sc.SUT.Config.(pipebench.ResourceHolder)
+	if !ok {
+		return
+	}
+	for _, c := range []struct {
+		path string
+		comp *Component
+		node ast.Node
+	}{{"target", &sc.Target, target}, {"sink", sc.Sink, sink}} {
+		if c.comp == nil {
+			continue
+		}
+		u, ok := c.comp.Config.(pipebench.ResourceUser)
+		if !ok {
+			continue
+		}
+		for _, r := range u.Uses() {
+			have := h.Holds(r.Kind)
+			if have == nil || slices.Contains(have, r.Name) {
+				continue
+			}
+			n := c.node
+			if pairs, ok := yamlnode.Pairs(c.node); ok {
+				for _, p := range pairs {
+					if yamlnode.KeyOf(p) == r.Key {
+						n = p.Value
+					}
+				}
+			}
+			d.add(n, join(c.path, r.Key), "the embedded %s system under test creates no %s %q (it creates %s): add it to sut.topics, or name one of those%s",
+				sc.SUT.Type, r.Kind, r.Name, strings.Join(have, ", "), pipebench.DidYouMean(r.Name, have))
+		}
+	}
 }
 
 // checkFit refuses a generator whose payload the driver cannot send, naming

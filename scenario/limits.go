@@ -2,11 +2,11 @@ package scenario
 
 import (
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
-	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/pipebench/pipebench/internal/yamlnode"
 )
 
 // Limits on what Parse reads, so that any input, hostile or broken, is
@@ -20,7 +20,7 @@ const (
 	MaxSize = 64 << 10
 	// MaxDepth is the deepest nesting of mappings and lists accepted; a
 	// scenario needs about six levels.
-	MaxDepth = 64
+	MaxDepth = yamlnode.MaxDepth
 )
 
 // checkText rejects a file too big to be a scenario, and one that is not
@@ -69,56 +69,14 @@ func sizeOf(n int) string {
 	return fmt.Sprintf("%d KiB", n>>10)
 }
 
-// tokens splits the file into YAML tokens (a linear pass) and checks them
-// before the parser runs: nesting deeper than MaxDepth, and anchors (&name)
-// and aliases (*name), which the scenario format does not take (an alias
-// would let a small file expand into a huge one: "billion laughs"). It
-// returns false after recording the problem.
+// tokens splits the file into YAML tokens and checks them before the
+// parser runs (yamlnode.Tokens: nesting, anchors and aliases). It returns
+// false after recording the problem.
 func (d *decoder) tokens(data []byte) (token.Tokens, bool) {
-	// A byte order mark is not part of the YAML text.
-	tks := lexer.Tokenize(strings.TrimPrefix(string(data), "\uFEFF"))
-	flow := 0
-	var block []int // columns of the open block collections
-	for i, tk := range tks {
-		switch tk.Type {
-		case token.AnchorType, token.AliasType:
-			kind, sign := "anchor", "&"
-			if tk.Type == token.AliasType {
-				kind, sign = "alias", "*"
-			}
-			name := ""
-			if i+1 < len(tks) {
-				name = tks[i+1].Value
-			}
-			d.addAt(tk, "YAML %s %s%s is not supported: write the value out in full (anchors and aliases are refused so that a small file cannot expand into a huge one)", kind, sign, name)
-			return nil, false
-		case token.DocumentHeaderType:
-			flow, block = 0, block[:0]
-		case token.SequenceStartType, token.MappingStartType:
-			flow++
-		case token.SequenceEndType, token.MappingEndType:
-			if flow > 0 {
-				flow--
-			}
-		case token.SequenceEntryType, token.MappingValueType, token.MappingKeyType:
-			if flow > 0 {
-				break
-			}
-			col := tk.Position.Column
-			if tk.Type == token.MappingValueType && i > 0 {
-				col = tks[i-1].Position.Column // the key's column
-			}
-			for len(block) > 0 && block[len(block)-1] > col {
-				block = block[:len(block)-1]
-			}
-			if len(block) == 0 || block[len(block)-1] < col {
-				block = append(block, col)
-			}
-		}
-		if flow+len(block) > MaxDepth {
-			d.addAt(tk, "the file nests more than %d levels deep; a scenario needs far fewer: check the brackets and the indentation", MaxDepth)
-			return nil, false
-		}
+	tks, p := yamlnode.Tokens(d.file, "scenario", string(data))
+	if p != nil {
+		d.errs = append(d.errs, *p)
+		return nil, false
 	}
 	return tks, true
 }

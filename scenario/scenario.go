@@ -4,6 +4,7 @@
 package scenario
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -54,6 +55,9 @@ type Scenario struct {
 
 // Params is what decoding needs besides the file.
 type Params struct {
+	// Context, when done (a signal), stops Load reading the scenario
+	// file, even a FIFO no one writes; nil: never.
+	Context context.Context
 	// Registry gives the valid plug-in names and their configurations.
 	Registry *pipebench.Registry
 	// Env looks up ${VAR}; nil means os.LookupEnv.
@@ -83,15 +87,13 @@ const (
 
 // Load reads and decodes the scenario at path ("-" reads standard input).
 func Load(path string, p Params) (*Scenario, error) {
-	var data []byte
-	var err error
-	data, err = pipebench.ReadFile(path, pipebench.MaxScenarioSize)
+	data, err := pipebench.ReadInput(p.Context, pipebench.Input{Path: path, What: "scenario file", Limit: pipebench.MaxScenarioSize})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, pipebench.UsageError(fmt.Sprintf("scenario file %s does not exist", path),
+			"give the path of a scenario YAML file, or builtin:NAME (pipebench run --list)", nil)
+	}
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, pipebench.UsageError(fmt.Sprintf("scenario file %s does not exist", path),
-				"give the path of a scenario YAML file, or builtin:NAME (pipebench run --list)", nil)
-		}
-		return nil, pipebench.UsageError(fmt.Sprintf("cannot read scenario %s", path), "", err)
+		return nil, err
 	}
 	if p.Dir == "" {
 		p.Dir = filepath.Dir(path)

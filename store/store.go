@@ -5,6 +5,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/store/postgres"
 	"github.com/pipebench/pipebench/store/sqlite"
+	"github.com/pipebench/pipebench/store/sqlstore"
 )
 
 // DefaultPath is where the history lives unless --store says otherwise:
@@ -41,6 +44,12 @@ func Open(ctx context.Context, ref string) (pipebench.Store, error) {
 		return postgres.Open(ctx, ref)
 	}
 	path := strings.TrimPrefix(ref, "sqlite://")
+	if fi, err := os.Stat(strings.SplitN(path, "?", 2)[0]); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		// SQLite would open a FIFO or a device and wait on it, or read
+		// it without end.
+		return nil, pipebench.UsageError(fmt.Sprintf("the results history %s is not a regular file (%s)", path, fi.Mode().Type()),
+			"give --store a SQLite file, or a postgres:// URL", nil)
+	}
 	return sqlite.Open(ctx, path)
 }
 
@@ -61,7 +70,9 @@ func Check(ctx context.Context, ref string) error {
 }
 
 // ReadAll reads every run in st (of scenario, when it is not ""), whole,
-// oldest first.
+// oldest first. A run whose Result the history holds damaged stands as
+// Damaged: one bad row leaves that run out of comparisons, named, not
+// the whole history.
 func ReadAll(ctx context.Context, st pipebench.Store, scenario string) ([]*pipebench.Result, error) {
 	runs, err := st.Runs(ctx, pipebench.RunFilter{Scenario: scenario})
 	if err != nil {
@@ -69,11 +80,32 @@ func ReadAll(ctx context.Context, st pipebench.Store, scenario string) ([]*pipeb
 	}
 	out := make([]*pipebench.Result, 0, len(runs))
 	for i := len(runs) - 1; i >= 0; i-- {
-		r, err := st.Run(ctx, runs[i].ID)
+		r, err := ReadRun(ctx, st, runs[i])
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// ReadRun reads the run sum lists, whole, or Damaged when the history
+// holds its Result damaged.
+func ReadRun(ctx context.Context, st pipebench.Store, sum pipebench.RunSummary) (*pipebench.Result, error) {
+	r, err := st.Run(ctx, sum.ID)
+	if de := (*sqlstore.DamagedError)(nil); errors.As(err, &de) {
+		return Damaged(sum, err), nil
+	}
+	return r, err
+}
+
+// Damaged stands in for a run whose Result the history holds damaged: its
+// manifest as the history's list of runs has it, status error, and why as
+// its reason, so that comparisons and tables leave it out and name it.
+func Damaged(sum pipebench.RunSummary, why error) *pipebench.Result {
+	return &pipebench.Result{Schema: pipebench.ResultSchema, Manifest: pipebench.Manifest{
+		RunID: string(sum.ID), Scenario: sum.Scenario, Version: sum.Version, Case: sum.Case, Labels: sum.Labels,
+		Started: sum.Started, Ended: sum.Started.Add(sum.Duration), Status: pipebench.StatusError,
+		Reasons: []string{why.Error()},
+	}}
 }

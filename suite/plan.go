@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/store"
 )
 
 // PlanParams says how a suite's scenarios become plans.
@@ -141,7 +142,10 @@ func History(ctx context.Context, st pipebench.Store, name string, scenarios []s
 			return nil, err
 		}
 		for _, sum := range runs {
-			r, err := st.Run(ctx, sum.ID)
+			if sum.Labels != nil && sum.Labels[LabelKey] != name {
+				continue // another suite's, or none's: not read
+			}
+			r, err := store.ReadRun(ctx, st, sum) // a damaged row stands as store.Damaged
 			if err != nil {
 				return nil, err
 			}

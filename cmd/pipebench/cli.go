@@ -107,8 +107,9 @@ instance, latency percentiles, loss and duplicates.
 
 Start with:  pipebench run            (a built-in quickstart, no setup)
 Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where asked),
-             2 bad usage or scenario, 98 run invalid (generator could not hold the rate),
-             99 thresholds failed, 130 cut short by a second Ctrl-C (partial result still written)`,
+             2 bad usage or scenario, 97 gate could not decide a KPI, 98 run invalid (generator
+             could not hold the rate), 99 thresholds failed, 130 cut short by a second Ctrl-C or
+             SIGQUIT (partial result still written)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
@@ -120,7 +121,18 @@ Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where
 	root.AddCommand(a.historyCommands()...)
 	root.AddCommand(a.k8sCommand(), a.versionCommand())
 	a.completions(root)
+	nonNegativeDurations(root)
 	return root
+}
+
+// nonNegativeDurations makes every duration flag of the tree refuse a
+// negative duration.
+func nonNegativeDurations(cmd *cobra.Command) {
+	cliflag.NonNegativeDurations(cmd.Flags())
+	cliflag.NonNegativeDurations(cmd.PersistentFlags())
+	for _, c := range cmd.Commands() {
+		nonNegativeDurations(c)
+	}
 }
 
 // completions offers, in every command of the tree, the values a shell can

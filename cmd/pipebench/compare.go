@@ -17,6 +17,7 @@ import (
 type diffFlags struct {
 	store, scenario, suite, baseline, candidate string
 	tolerance, confidence, maxCV                float64
+	allowUndecided                              bool // gate only
 }
 
 func diffFlagsOn(cmd *cobra.Command, f *diffFlags, tolerance float64, toleranceDoc string) {
@@ -133,14 +134,20 @@ func (a *app) gateCommand() *cobra.Command {
 	var f diffFlags
 	cmd := &cobra.Command{
 		Use:   "gate --baseline VERSION",
-		Short: "Exit 99 when a KPI of the candidate version regressed: its whole interval beyond --tolerance (for CI)",
+		Short: "Exit 99 when a KPI of the candidate version regressed, 97 when one could not be decided (for CI)",
 		Long: `gate judges the candidate version (default: the newest) against --baseline as compare does,
-from repeated runs of each (at least ` + fmt.Sprint(compare.MinRuns) + ` a side; more narrow the intervals), and exits 99 when a
-KPI regressed: the whole confidence interval of its change lies beyond --tolerance on the worse
-side. KPIs whose interval cannot decide (unclear, erratic) or with too few runs never fail the
-gate; they are named. Run each version 3 times or more: with 2, a noisy KPI's interval is wide.
-Invalid, aborted and still-running runs are left out, with the reason; when no valid run is
-left on a side, the gate exits 98.`,
+from repeated runs of each (at least ` + fmt.Sprint(compare.MinRuns) + ` a side; more narrow the intervals), and fails closed:
+
+  0   every KPI was decided, and none regressed
+  99  a KPI regressed: the whole confidence interval of its change lies beyond --tolerance
+      on the worse side
+  97  a KPI could not be decided (too few runs, too erratic, an interval reaching past
+      --tolerance): nothing shows the candidate did not regress; --allow-undecided passes it
+  98  a side has no valid run left
+
+Run each version 3 times or more, interleaved: with 2, a noisy KPI's interval is wide. Invalid,
+aborted and still-running runs, and runs the history holds damaged, are left out and named, with
+the reason.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.baseline == "" {
@@ -162,11 +169,11 @@ left on a side, the gate exits 98.`,
 			if err := rep.Write(a.stdout, base, cand); err != nil {
 				return err
 			}
-			if err := rep.Gate(base, cand, len(b), len(c)); err != nil {
+			if err := rep.Gate(base, cand, len(b), len(c), f.allowUndecided); err != nil {
 				return err
 			}
 			if u := rep.Undecided(); u != "" {
-				fmt.Fprintf(a.stdout, "gate: passed, but not every KPI was decided: %s (see above)\n", u)
+				fmt.Fprintf(a.stdout, "gate: passed, though not every KPI was decided (--allow-undecided): %s (see above)\n", u)
 				return nil
 			}
 			fmt.Fprintln(a.stdout, "gate: passed")
@@ -175,5 +182,6 @@ left on a side, the gate exits 98.`,
 	}
 	diffFlagsOn(cmd, &f, 0.10, "relative change allowed: a KPI fails the gate only when its whole interval lies beyond it (0.10 = ±10%)")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "version to hold the candidate to (required)")
+	cmd.Flags().BoolVar(&f.allowUndecided, "allow-undecided", false, "pass when no KPI regressed though some could not be decided (default: exit 97)")
 	return cmd
 }

@@ -100,10 +100,10 @@ func (a *app) k8sPrepare(cmd *cobra.Command, ref string, f *k8sFlags) (*k8s.Prep
 	s := f.setup
 	s.ShardsSet = cmd.Flags().Changed("shards")
 	s.Wait = f.readyTimeout + f.lead
-	if err := f.pods.Apply(&s.Pods); err != nil {
+	if err := f.pods.Apply(a.ctx, &s.Pods); err != nil {
 		return nil, err
 	}
-	data, file, err := builtins.ScenarioSource(ref)
+	data, file, err := builtins.ScenarioSource(a.ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +262,9 @@ func (a *app) k8sRun(cmd *cobra.Command, ref string, f *k8sFlags) error {
 	}
 	l := k8s.Launch{Client: conn.Client, Dynamic: dyn, Log: a.stderr, ReadyTimeout: f.readyTimeout, Lead: f.lead,
 		RunTimeout: p.Length + 2*time.Minute, Keep: f.keep}
+	// What the launch creates is deleted after a signal too, and the
+	// shards' Results collected so far are kept.
+	defer execute.Hold(a.ctx)()
 	col, err := l.Run(a.ctx, *o)
 	return a.k8sMerge(col, err, rep, *f)
 }
@@ -295,6 +298,7 @@ func (a *app) k8sCollect(name string, f k8sFlags, timeout time.Duration) error {
 	if timeout <= 0 {
 		l.RunTimeout = k8s.RunLength(a.ctx, conn.Client, a.reg, conn.Namespace, name) + 2*time.Minute
 	}
+	defer execute.Hold(a.ctx)()
 	col, err := l.Collect(a.ctx, conn.Namespace, name)
 	return a.k8sMerge(col, err, rep, f)
 }
@@ -319,6 +323,7 @@ func (a *app) podCommand(name, short string, main func(k8s.Runtime, context.Cont
 			}
 			defer os.RemoveAll(dir)
 			rt := k8s.Runtime{Exec: a.execParams(false, execute.Keep{NoStore: true, Quiet: true}), Log: a.stderr, Dir: dir}
+			defer execute.Hold(a.ctx)() // a pod's shard reports its Result after a signal
 			return main(rt, a.ctx, p)
 		},
 	}

@@ -109,6 +109,9 @@ func (a *app) limit(ref string, f limitFlags) error {
 			version, p.Plan.Scenario, what, pipebench.FormatDuration(f.probe), f.precision*100, pipebench.FormatDuration(f.budget))
 		p.Progress = func(pr limit.Probe, br limit.Bracket) { fmt.Fprintln(a.stderr, pr.Line(br, p.Burst > 0)) }
 	}
+	// The probes' results are the answer: a signal between two of them
+	// stops the search and keeps it.
+	defer execute.Hold(a.ctx)()
 	started := time.Now()
 	ans, searchErr := limit.Search(a.ctx, p)
 	if ans == nil {

@@ -13,6 +13,9 @@ func (a *app) loadScenario(ref string) (*scenario.Scenario, error) {
 	return builtins.ScenarioWith(ref, a.params())
 }
 
-// params are the decoder's: the registry, and ${VAR} looked up in a.env
-// (the process's environment when nil).
-func (a *app) params() scenario.Params { return scenario.Params{Registry: a.reg, Env: a.env} }
+// params are the decoder's: the registry, ${VAR} looked up in a.env
+// (the process's environment when nil), and the context a signal ends
+// the reading of the scenario file with.
+func (a *app) params() scenario.Params {
+	return scenario.Params{Context: a.ctx, Registry: a.reg, Env: a.env}
+}

@@ -71,18 +71,23 @@ func TestGateNeverMixesScenarios(t *testing.T) {
 	})
 }
 
-// One run against one run is too few to tell noise from change: exit 0 and
-// a note, whatever the numbers.
+// One run against one run is too few to tell noise from change: the
+// gate fails closed (exit 97, ExitUndecided) with a note, whatever the
+// numbers, and passes with a line saying so only when told to
+// (--allow-undecided).
 func TestGateOneRunEachIsTooFew(t *testing.T) {
 	onBothStores(t, func(t *testing.T, ref string) {
 		saveRuns(t, ref, saved{"a", "traces", "1.0", 20000, time.Hour}, saved{"b", "traces", "2.0", 9000, 0})
 		out, errOut, code := cli(t, "gate", "--baseline", "1.0", "--store", ref)
-		if code != 0 {
-			t.Fatalf("exit %d\n%s%s", code, out, errOut)
+		if code != pipebench.ExitUndecided || !strings.Contains(errOut, "not every KPI was decided") {
+			t.Fatalf("exit %d, want %d\n%s%s", code, pipebench.ExitUndecided, out, errOut)
 		}
-		if !strings.Contains(out, "gate: passed, but") || !strings.Contains(out, "too few runs to tell") ||
-			!strings.Contains(out, "repeat each side at least 2 times") {
+		if !strings.Contains(out, "too few runs to tell") || !strings.Contains(out, "repeat each side at least 2 times") {
 			t.Errorf("no note:\n%s", out)
+		}
+		out, errOut, code = cli(t, "gate", "--baseline", "1.0", "--store", ref, "--allow-undecided")
+		if code != 0 || !strings.Contains(out, "gate: passed, though not every KPI was decided") {
+			t.Errorf("--allow-undecided: exit %d\n%s%s", code, out, errOut)
 		}
 		if strings.Contains(out, "▼ worse") {
 			t.Errorf("a one-run change reported as a regression:\n%s", out)

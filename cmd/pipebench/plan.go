@@ -24,6 +24,9 @@ func (a *app) validateCommand() *cobra.Command {
 				if err == nil {
 					_, err = scenario.Compile(sc)
 				}
+				if err != nil && a.ctx.Err() != nil {
+					return err // a signal: stop, exit 1
+				}
 				if err != nil {
 					bad++
 					printError(a.stderr, err)

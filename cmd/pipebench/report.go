@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -54,6 +55,8 @@ func (a *app) reportCommand() *cobra.Command {
 				return writeCharts(a.stdout, charts, results)
 			}
 			render := func(w io.Writer) error {
+				// A signal stops the rendering at its next write.
+				w = ctxWriter{a.ctx, w}
 				if multi != nil {
 					return multi.ReportAll(w, results)
 				}
@@ -62,7 +65,8 @@ func (a *app) reportCommand() *cobra.Command {
 			if out == "" {
 				return render(a.stdout)
 			}
-			return execute.WriteFile(out, 0o644, render)
+			// Readable by its owner only, as the Result it shows.
+			return execute.WriteFile(out, 0o600, render)
 		},
 	}
 	cmd.Flags().StringVarP(&format, "format", "f", "text", "report format: "+strings.Join(a.reg.Reporters.Names(), ", "))
@@ -77,7 +81,7 @@ func (a *app) reportCommand() *cobra.Command {
 func (a *app) loadResult(storeRef, arg string) (*pipebench.Result, error) {
 	_, statErr := os.Stat(arg)
 	if statErr == nil || strings.HasSuffix(arg, ".json") || strings.ContainsRune(arg, filepath.Separator) {
-		return pipebench.ReadResult(arg) // a path: say what is wrong with the file
+		return pipebench.ReadResultContext(a.ctx, arg) // a path: say what is wrong with the file
 	}
 	r, err := a.loadRun(storeRef, arg)
 	if err != nil {
@@ -102,11 +106,25 @@ func writeCharts(stdout io.Writer, dir string, results []*pipebench.Result) erro
 			draw func(io.Writer) error
 		}{{"svg", c.SVG}, {"png", c.PNG}} {
 			path := filepath.Join(dir, c.ID+"."+f.ext)
-			if err := execute.WriteFile(path, 0o644, f.draw); err != nil {
+			if err := execute.WriteFile(path, 0o600, f.draw); err != nil {
 				return err
 			}
 			fmt.Fprintln(stdout, path)
 		}
 	}
 	return nil
+}
+
+// ctxWriter writes to w until ctx is done, then fails every write with
+// ctx's error.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("stopped while writing the report: %w", err)
+	}
+	return c.w.Write(p)
 }

@@ -28,12 +28,14 @@ missing slice are refused.`,
 			if err != nil {
 				return err
 			}
-			shards, err := execute.ReadShards(args)
-			if err != nil {
-				return err
-			}
+			// Where the Result goes is checked before the shards are
+			// read: they may be large.
 			keep := execute.Keep{Out: out, Store: store, NoStore: noStore}
 			if err := keep.Check(a.ctx); err != nil {
+				return err
+			}
+			shards, err := execute.ReadShards(a.ctx, args)
+			if err != nil {
 				return err
 			}
 			return a.mergeShards(shards, rep, keep)

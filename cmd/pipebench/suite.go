@@ -124,7 +124,7 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 }
 
 // loadSuite reads a suite from a file or builtin:NAME.
-func (a *app) loadSuite(ref string) (*suite.Suite, error) { return builtins.Suite(ref) }
+func (a *app) loadSuite(ref string) (*suite.Suite, error) { return builtins.SuiteContext(a.ctx, ref) }
 
 // planSuite loads a suite and compiles every scenario it names (see
 // builtins.SuitePlans).
@@ -157,6 +157,8 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 	if err != nil {
 		return err
 	}
+	// A signal between two cases stops the suite and prints its table.
+	defer execute.Hold(a.ctx)()
 	_, code := s.Run(a.ctx, plans, suite.RunParams{Exec: p, Outs: outs, Live: lv, Cut: a.cut, Log: a.stderr, Table: a.stdout,
 		Problem: func(err error) { printError(a.stderr, err) }})
 	return &silentExit{code: code}

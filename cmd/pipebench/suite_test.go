@@ -89,9 +89,15 @@ func TestSuiteRunTwoVersions(t *testing.T) {
 		!strings.Contains(out, "First Case") || !strings.Contains(out, "Second Case") {
 		t.Errorf("compare --suite: exit %d\n%s\n%s", code, out, errOut)
 	}
+	// One run of each version: too few to decide, and the gate does
+	// not pass (a p99 many times worse may be among them).
 	out, errOut, code = cli(t, "gate", "--suite", file, "--baseline", "1.0.0", "--store", db)
+	if code != pipebench.ExitUndecided || !strings.Contains(out, "First Case") || !strings.Contains(errOut, "not every KPI was decided") {
+		t.Errorf("gate --suite: exit %d, want %d\n%s\n%s", code, pipebench.ExitUndecided, out, errOut)
+	}
+	out, errOut, code = cli(t, "gate", "--suite", file, "--baseline", "1.0.0", "--store", db, "--allow-undecided")
 	if code != 0 || !strings.Contains(out, "gate: passed") {
-		t.Errorf("gate --suite: exit %d\n%s\n%s", code, out, errOut)
+		t.Errorf("gate --suite --allow-undecided: exit %d\n%s\n%s", code, out, errOut)
 	}
 	_, errOut, code = cli(t, "compare", "--suite", "nope", "--store", db)
 	if code != pipebench.ExitUsage || !strings.Contains(errOut, `no runs of suite "nope"`) {

@@ -104,7 +104,7 @@ func TestHeadersAndSecretsAreSentNotPrinted(t *testing.T) {
 func TestConfigErrorsNameTheKey(t *testing.T) {
 	c := &Config{URL: "ftp://x", Method: "GET", Connections: 0, TLS: tlsconf.Client{CertFile: "/nonexistent.pem"}}
 	err := c.Validate()
-	for _, want := range []string{"url:", "method:", "connections:", "timeout:", "tls: cert_file and key_file", "tls.cert_file: cannot read"} {
+	for _, want := range []string{"url:", "method:", "connections:", "timeout:", "tls: cert_file and key_file", "tls.cert_file: the file /nonexistent.pem does not exist"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v lacks %q", err, want)
 		}

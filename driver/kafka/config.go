@@ -150,3 +150,15 @@ func codec(s string) (kgo.CompressionCodec, error) {
 	}
 	return kgo.CompressionCodec{}, fmt.Errorf("%q is not none, gzip, snappy, lz4 or zstd", s)
 }
+
+var _ pipebench.ResourceUser = (*Config)(nil)
+
+// Uses implements pipebench.ResourceUser: the topic, when the driver
+// produces to the embedded kafka system under test (no bootstrap of its
+// own).
+func (c *Config) Uses() []pipebench.Resource {
+	if c.Bootstrap != "" {
+		return nil
+	}
+	return []pipebench.Resource{{Kind: kafkaclient.TopicKind, Name: c.Topic, Key: "topic"}}
+}

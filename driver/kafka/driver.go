@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -72,6 +73,7 @@ type Driver struct {
 type producer struct {
 	cl    *kgo.Client
 	hooks *hooks
+	topic string // the topic it produces to, for its outcomes' details
 }
 
 var (
@@ -167,7 +169,7 @@ func (d *Driver) Start(ctx context.Context) error {
 			d.Shutdown(context.Background())
 			return pipebench.UsageError("kafka driver", "", err)
 		}
-		d.clients = append(d.clients, &producer{cl: cl, hooks: h})
+		d.clients = append(d.clients, &producer{cl: cl, hooks: h, topic: d.cfg.Topic})
 	}
 	// One round trip per producer opens its connections before the first
 	// send, as a held connection would be.
@@ -196,15 +198,68 @@ func (d *Driver) Start(ctx context.Context) error {
 			failed++
 		}
 	}
-	if failed == len(errs) && !d.takesConnections(ctx) {
-		// No producer got through and no broker takes a connection at
-		// all (a full accept queue, a filtered port): unreached, not a
-		// slow broker.
+	if failed == len(errs) {
 		err := errs[0]
+		if !d.takesConnections(ctx) {
+			// No producer got through and no broker takes a connection
+			// at all (a full accept queue, a filtered port): unreached,
+			// not a slow broker.
+			d.Shutdown(context.Background())
+			return pipebench.Unreached(fmt.Errorf("kafka driver: no broker at %s took a connection (%w); check bootstrap and that the brokers are running", d.bootstrap, err))
+		}
+		if notKafka(err) || d.notKafkaAnswers(ctx) {
+			// The port takes connections and answers, but not as a
+			// Kafka broker does (an HTTP server, a closed connection):
+			// nothing sent there would reach a broker.
+			d.Shutdown(context.Background())
+			return netclass.StartError(fmt.Sprintf("kafka driver: %s answers, but not as a Kafka broker", d.bootstrap),
+				fmt.Errorf("%w (%s)", netclass.ErrProtocolMismatch, err), "check bootstrap: the brokers' host:port (9092 by default)")
+		}
+	}
+	if err := d.checkTopic(ctx); err != nil {
 		d.Shutdown(context.Background())
-		return pipebench.Unreached(fmt.Errorf("kafka driver: no broker at %s took a connection (%w); check bootstrap and that the brokers are running", d.bootstrap, err))
+		return err
 	}
 	d.overdue.start()
+	return nil
+}
+
+// notKafka tells whether a producer's failure to start says the peer is
+// not a Kafka broker: its answer could not be read as Kafka's (a size no
+// broker sends, an HTTP or TLS answer), or it closed the connection at the
+// first request. A timeout does not: a broker that is slow to answer is
+// measured by its sends' timeouts.
+func notKafka(err error) bool {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout(), isAuth(err):
+		return false
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"invalid large response size", "unable to read", "invalid response", "not a valid", "correlation ID", "tls alert"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTopic asks the brokers once whether the topic exists: one that does
+// not (the brokers do not create topics for franz-go's producers) fails
+// the start, naming it, rather than every send after its retries. A
+// broker that does not answer in time leaves it to the sends.
+func (d *Driver) checkTopic(ctx context.Context) error {
+	if len(d.clients) == 0 {
+		return nil
+	}
+	mctx, cancel := context.WithTimeout(ctx, min(d.cfg.Timeout.D(), 10*time.Second))
+	defer cancel()
+	if err := kafkaclient.CheckTopic(mctx, d.clients[0].cl, d.cfg.Topic); err != nil {
+		return pipebench.UsageError(fmt.Sprintf("kafka driver: the brokers at %s: %v", d.bootstrap, err),
+			"create the topic, or set target.topic to one the brokers have (with the embedded kafka system under test: one of sut.topics)", nil)
+	}
 	return nil
 }
 
@@ -581,6 +636,11 @@ func (p *producer) classify(err error) pipebench.Outcome {
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: msg}
 	case errors.Is(err, kgo.ErrClientClosed):
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "producer closed", Message: msg}
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		// The topic went away during the run (or never was): named, so
+		// that the summary says which.
+		errors.As(err, &ke)
+		return pipebench.Outcome{Class: pipebench.ClassError, Code: int(ke.Code), Detail: "no topic " + strconv.Quote(p.topic), Message: msg}
 	case errors.As(err, &ke):
 		return pipebench.Outcome{Class: pipebench.ClassError, Code: int(ke.Code), Detail: ke.Message, Message: msg}
 	}

@@ -1,8 +1,6 @@
 package natsdriver
 
 import (
-	"os"
-
 	"github.com/nats-io/nkeys"
 
 	"github.com/pipebench/pipebench"
@@ -16,7 +14,7 @@ import (
 func applyAuth(cfg Config, opts *wire.Options) error {
 	switch {
 	case cfg.Creds != "":
-		data, err := os.ReadFile(cfg.Creds)
+		data, err := tlsconf.ReadFile(cfg.Creds)
 		if err != nil {
 			return pipebench.UsageError("nats driver: creds: cannot read "+cfg.Creds, "give the path of a credentials file (nsc generate creds)", err)
 		}
@@ -30,7 +28,7 @@ func applyAuth(cfg Config, opts *wire.Options) error {
 		}
 		opts.JWT, opts.Sign = jwt, kp.Sign
 	case cfg.NKey != "":
-		data, err := os.ReadFile(cfg.NKey)
+		data, err := tlsconf.ReadFile(cfg.NKey)
 		if err != nil {
 			return pipebench.UsageError("nats driver: nkey: cannot read "+cfg.NKey, "give the path of a file holding an NKey seed (SU...)", err)
 		}

@@ -94,6 +94,14 @@ func (c *Config) Validate() error {
 	if c.Creds != "" && c.NKey != "" {
 		errs = append(errs, fmt.Errorf("creds: give creds or nkey, not both"))
 	}
+	for _, f := range []struct{ key, path string }{{"creds", c.Creds}, {"nkey", c.NKey}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := tlsconf.ReadFile(f.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.key, err))
+		}
+	}
 	errs = append(errs, c.TLS.Validate("tls"))
 	return errors.Join(errs...)
 }

@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -17,12 +19,19 @@ import (
 // with env's value and exits the process, with status 1 after writing
 // "what: ERROR" to stderr when run fails, else 0. When env is not set it
 // returns at once.
+//
+// The child ignores SIGQUIT: Ctrl-\ on a terminal reaches every process
+// of the foreground group, and pipebench answers it by cutting its run
+// short and keeping its Result, which a system under test dumping its
+// goroutines and dying under it would turn into a failure of the system.
+// pipebench stops its children itself.
 func RunIfChild(env, what string, run func(value string) error) {
 	handled.Store(env, true)
 	v := os.Getenv(env)
 	if v == "" {
 		return
 	}
+	signal.Ignore(syscall.SIGQUIT)
 	if err := run(v); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
 		os.Exit(1)

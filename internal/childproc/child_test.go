@@ -1,14 +1,17 @@
 package childproc
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -18,8 +21,17 @@ const childEnv = "PIPEBENCH_CHILDPROC_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	RunIfChild(childEnv, "test child", func(v string) error {
-		if v == "fail" {
+		switch v {
+		case "fail":
 			return errors.New("told to fail")
+		case "panic":
+			panic("told to panic")
+		case "wait":
+			// Ready, then wait for SIGTERM.
+			term := make(chan os.Signal, 1)
+			signal.Notify(term, syscall.SIGTERM)
+			fmt.Println("ready")
+			<-term
 		}
 		return nil
 	})
@@ -95,5 +107,59 @@ func TestWriteSpecPortTakenAnswers(t *testing.T) {
 	}
 	if !Answers(srv.URL+"/ready", http.StatusNoContent, time.Second) || Answers(srv.URL+"/ready", http.StatusOK, 0) || Answers("http://127.0.0.1:1/", http.StatusOK, time.Second) {
 		t.Error("Answers")
+	}
+}
+
+// A child ignores SIGQUIT (Ctrl-\ reaches the whole foreground group:
+// pipebench keeps its run's Result and stops its children itself), and
+// still ends at SIGTERM, without a goroutine dump.
+func TestChildIgnoresSIGQUIT(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=wait")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the child said %q", line)
+	}
+	cmd.Process.Signal(syscall.SIGQUIT)
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || strings.Contains(stderr.String(), "goroutine ") {
+			t.Errorf("the child ended with %v after SIGQUIT and SIGTERM, stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the child did not end at SIGTERM")
+	}
+}
+
+// A child's Go crash is quoted as what it said (the panic, its lines
+// before), not as its goroutine dump, which stays in the log it names.
+func TestTailOfACrash(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "child.log")
+	f, err := os.Create(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=panic")
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Run(); err == nil {
+		t.Fatal("the child that panics exited 0")
+	}
+	tail := Tail(log, 20)
+	if !strings.Contains(tail, "panic: told to panic") || strings.Contains(tail, "goroutine ") || !strings.Contains(tail, "goroutines is in "+log) {
+		t.Errorf("tail of a crash:\n%s", tail)
 	}
 }

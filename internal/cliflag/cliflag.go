@@ -8,6 +8,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // Float is a float64 flag (a pflag.Value) that refuses NaN, infinities and
@@ -76,3 +79,25 @@ func (f *Float) String() string {
 
 // Type names the flag's kind in help.
 func (f *Float) Type() string { return "float" }
+
+// NonNegativeDurations makes every duration flag of fs refuse a negative
+// duration (--metrics-linger -1s, --ready-timeout -1s), naming the flag:
+// no command has a use for one. Called on every command of a tree once it
+// is built, it covers flags added later too.
+func NonNegativeDurations(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if _, done := f.Value.(nonNegative); !done && f.Value.Type() == "duration" {
+			f.Value = nonNegative{f.Value}
+		}
+	})
+}
+
+// nonNegative is a duration flag that refuses negative durations.
+type nonNegative struct{ pflag.Value }
+
+func (d nonNegative) Set(s string) error {
+	if v, err := time.ParseDuration(strings.TrimSpace(s)); err == nil && v < 0 {
+		return fmt.Errorf("%s is negative: give a duration of 0 or more, like 30s", s)
+	}
+	return d.Value.Set(s)
+}

@@ -31,6 +31,13 @@ func Error(cmd *cobra.Command, err error) error {
 		names := strings.Split(flag, ",")
 		name := strings.TrimLeft(names[len(names)-1], " -")
 		word := "value"
+		if strings.HasSuffix(msg, "is negative: give a duration of 0 or more, like 30s") {
+			hint := "give a duration of 0 or more, like 30s"
+			if z := zeroMeans(cmd, name); z != "" {
+				hint += " (0: " + z + ")"
+			}
+			return pipebench.UsageError(fmt.Sprintf("--%s %s is negative", name, value), hint, nil)
+		}
 		if f := cmd.Flags().Lookup(name); f != nil {
 			if w, ok := kinds[f.Value.Type()]; ok {
 				word, hint = w.word, w.hint
@@ -60,4 +67,16 @@ func IsUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// zeroMeans says what 0 means for a duration flag, from its help ("0:
+// off"); "" when the help does not say.
+func zeroMeans(cmd *cobra.Command, name string) string {
+	if f := cmd.Flags().Lookup(name); f != nil {
+		if _, after, ok := strings.Cut(f.Usage, "0: "); ok {
+			what, _, _ := strings.Cut(after, ")")
+			return strings.TrimSuffix(strings.TrimSpace(what), ".")
+		}
+	}
+	return ""
 }

@@ -5,12 +5,16 @@
 package kafkaclient
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -84,6 +88,9 @@ func (t TLS) on() bool {
 	return t.Enabled || t.CAFile != "" || t.CertFile != "" || t.InsecureSkipVerify || t.ServerName != ""
 }
 
+// Config builds the client TLS configuration, or nil without TLS.
+func (t TLS) Config() (*tls.Config, error) { return t.config() }
+
 // config builds the client TLS configuration, or nil without TLS.
 func (t TLS) config() (*tls.Config, error) {
 	if !t.on() {
@@ -108,6 +115,11 @@ func Opts(bootstrap, clientID string, s SASL, t TLS) ([]kgo.Opt, error) {
 	}
 	return opts, nil
 }
+
+// TopicKind is the kind of pipebench.Resource a Kafka topic is: the
+// embedded kafka system under test holds topics, the kafka driver and
+// sink use one.
+const TopicKind = "topic"
 
 // ValidTopic reports whether s is a legal topic name.
 func ValidTopic(s string) bool {
@@ -143,4 +155,35 @@ func ValidateBootstrap(s string) []error {
 		}
 	}
 	return errs
+}
+
+// ErrNoTopic marks a topic the brokers do not have.
+var ErrNoTopic = errors.New("no such topic")
+
+// CheckTopic asks the brokers cl talks to, once, whether topic exists: an
+// error naming it (wrapping ErrNoTopic) when they do not have it, or one
+// naming it when they do not let the client use it; nil when it exists,
+// or when they do not answer within ctx (what uses the topic finds out
+// then). franz-go's producers and consumers never ask the brokers to
+// create a topic: without this, a missing topic fails each send after
+// its retries, or leaves a consumer group waiting for partitions for
+// ever.
+func CheckTopic(ctx context.Context, cl *kgo.Client, topic string) error {
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil
+	}
+	for _, rt := range resp.Topics {
+		switch err := kerr.ErrorForCode(rt.ErrorCode); {
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			return fmt.Errorf("topic %q: %w (%s)", topic, ErrNoTopic, err)
+		case errors.Is(err, kerr.TopicAuthorizationFailed):
+			return fmt.Errorf("topic %q: the brokers do not let this client use it (%s)", topic, err)
+		}
+	}
+	return nil
 }

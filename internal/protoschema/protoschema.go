@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/bufbuild/protocompile"
@@ -49,19 +48,22 @@ type Resolver interface {
 // problems.
 func Compile(ctx context.Context, files, importPaths []string, fsys fs.FS) (*protoregistry.Files, error) {
 	src := &protocompile.SourceResolver{ImportPaths: importPaths}
-	open := func(path string) (io.ReadCloser, error) { return os.Open(path) }
-	if fsys != nil {
-		open = func(path string) (io.ReadCloser, error) { return fsys.Open(path) }
-	}
-	// Every file through a size limit, checked while reading: a wrong
-	// file (/dev/zero) is an error, not an exhausted memory.
+	// Every file as pipebench reads every file a user names: a regular
+	// file (a FIFO would hold the run; /dev/zero is not a .proto file),
+	// through a size limit checked while reading.
 	src.Accessor = func(path string) (io.ReadCloser, error) {
-		f, err := open(path)
-		if err != nil {
-			return nil, err
+		var data []byte
+		var err error
+		if fsys == nil {
+			data, err = pipebench.ReadInput(ctx, pipebench.Input{Path: path, What: "proto file", Limit: pipebench.MaxProtoSize, Regular: true})
+		} else {
+			var f fs.File
+			if f, err = fsys.Open(path); err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			data, err = pipebench.ReadAllLimit(f, path, pipebench.MaxProtoSize)
 		}
-		defer f.Close()
-		data, err := pipebench.ReadAllLimit(f, path, pipebench.MaxProtoSize)
 		if err != nil {
 			return nil, err
 		}

@@ -6,11 +6,13 @@
 package tlsconf
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
+
+	"github.com/pipebench/pipebench"
 )
 
 // Client holds the client TLS settings of a driver. The zero value trusts
@@ -34,7 +36,8 @@ type Client struct {
 // Validate reports every problem of the settings, one line each, prefixed
 // with key (the section's key, "tls") as a configuration's Validate must:
 // a certificate without its key (or the reverse), a file that cannot be
-// read. It does not parse the files: Load does.
+// read (it must be a regular file of at most MaxFileSize: see ReadFile).
+// It does not parse the files: Load does.
 func (c Client) Validate(key string) error {
 	var errs []error
 	if (c.CertFile == "") != (c.KeyFile == "") {
@@ -44,11 +47,24 @@ func (c Client) Validate(key string) error {
 		if f.path == "" {
 			continue
 		}
-		if _, err := os.Stat(f.path); err != nil {
-			errs = append(errs, fmt.Errorf("%s.%s: cannot read %s", key, f.name, f.path))
+		if _, err := ReadFile(f.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s.%s: %w", key, f.name, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// MaxFileSize bounds a CA, certificate or key file (PEM): a bundle of every
+// public CA is about 250 KiB.
+const MaxFileSize = 4 << 20
+
+// ReadFile reads a file a scenario key names (a tls section's PEM files,
+// NATS credentials) as pipebench reads every file a user names: a regular
+// file (a driver reads it while the run starts, where a FIFO would hold
+// it), at most MaxFileSize. Its errors say "the file PATH ...": the caller
+// puts the key before them.
+func ReadFile(path string) ([]byte, error) {
+	return pipebench.ReadInput(context.Background(), pipebench.Input{Path: path, What: "the file", Limit: MaxFileSize, Regular: true})
 }
 
 // Load builds the crypto/tls client configuration: TLS 1.2 at least, the
@@ -62,7 +78,7 @@ func (c Client) Load(serverName string) (*tls.Config, error) {
 		t.ServerName = serverName
 	}
 	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
+		pem, err := ReadFile(c.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("tls.ca_file: %w", err)
 		}
@@ -73,7 +89,15 @@ func (c Client) Load(serverName string) (*tls.Config, error) {
 		t.RootCAs = pool
 	}
 	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		certPEM, err := ReadFile(c.CertFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls.cert_file: %w", err)
+		}
+		keyPEM, err := ReadFile(c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls.key_file: %w", err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("tls.cert_file/key_file: %w", err)
 		}

@@ -17,7 +17,7 @@ func TestValidateNamesTheKeys(t *testing.T) {
 		t.Errorf("the zero settings: %v", err)
 	}
 	err := Client{CAFile: "/nonexistent/ca.pem", CertFile: "/nonexistent/cert.pem"}.Validate("tls")
-	for _, want := range []string{"tls: cert_file and key_file go together", "tls.ca_file: cannot read /nonexistent/ca.pem", "tls.cert_file: cannot read"} {
+	for _, want := range []string{"tls: cert_file and key_file go together", "tls.ca_file: the file /nonexistent/ca.pem does not exist", "tls.cert_file: the file /nonexistent/cert.pem does not exist"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v lacks %q", err, want)
 		}

@@ -87,6 +87,13 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("sent: %v", err))
 		}
 	}
+	if c.Kubeconfig != "" {
+		// client-go reads it when the observer is built: a regular file,
+		// bounded, checked first.
+		if err := pipebench.CheckFile("kubeconfig", c.Kubeconfig, 0); err != nil {
+			errs = append(errs, fmt.Errorf("kubeconfig: %v", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -189,9 +189,11 @@ func (s *Sink) Start(ctx context.Context, rec pipebench.Arrivals) error {
 
 // Attach joins the group on the brokers at bootstrap and starts consuming
 // topic (the configured one wins; topic is used when none is). It returns
-// once the group has assigned the sink its partitions (at most 30 s), so
-// that the load the runner starts next is read from its first record
-// rather than after the group's join. It is called by Start with a
+// once the group has assigned the sink its partitions (at most 25 s:
+// within the 30 s the system under test waits for the attach), so that
+// the load the runner starts next is read from its first record rather
+// than after the group's join. A topic the brokers do not have is an
+// error naming it, at once. It is called by Start with a
 // configured bootstrap, or when the SUT posts to Endpoint; a second call
 // is an error.
 func (s *Sink) Attach(ctx context.Context, bootstrap, topic string) error {
@@ -199,7 +201,7 @@ func (s *Sink) Attach(ctx context.Context, bootstrap, topic string) error {
 	if err != nil {
 		return err
 	}
-	t := time.NewTimer(30 * time.Second)
+	t := time.NewTimer(25 * time.Second)
 	defer t.Stop()
 	select {
 	case <-assigned:
@@ -252,6 +254,15 @@ func (s *Sink) attach(ctx context.Context, bootstrap, topic string) (<-chan stru
 	if err != nil {
 		cl.Close()
 		return nil, fmt.Errorf("the kafka sink cannot reach the brokers at %s: %w", bootstrap, err)
+	}
+	// A topic the brokers do not have would leave the group without
+	// partitions until the attach's deadline: named now instead.
+	tctx, tcancel := context.WithTimeout(ctx, 10*time.Second)
+	err = kafkaclient.CheckTopic(tctx, cl, s.topic)
+	tcancel()
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("the kafka sink: the brokers at %s: %w: create it, or set sink.topic to one they have", bootstrap, err)
 	}
 	if s.paused {
 		cl.PauseFetchTopics(s.topic)
@@ -494,4 +505,16 @@ func (s *Sink) shutdown(ctx context.Context) error {
 		}
 	}
 	return s.attachSrv.Shutdown(ctx)
+}
+
+var _ pipebench.ResourceUser = (*Config)(nil)
+
+// Uses implements pipebench.ResourceUser: the topic, when the sink
+// consumes from the embedded kafka system under test (no bootstrap of its
+// own) and names one.
+func (c *Config) Uses() []pipebench.Resource {
+	if c.Bootstrap != "" || c.Topic == "" {
+		return nil
+	}
+	return []pipebench.Resource{{Kind: kafkaclient.TopicKind, Name: c.Topic, Key: "topic"}}
 }

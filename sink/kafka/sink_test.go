@@ -192,3 +192,32 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// A topic the brokers do not have is an error naming it at once: told by
+// the system under test (the attach answers it, so the system's start
+// fails with it) or configured with a bootstrap (Start fails), never a
+// wait for partitions until a deadline.
+func TestMissingTopicIsNamed(t *testing.T) {
+	b := kafkatest.Get(t)
+	cfg := *DefaultConfig()
+	cfg.Group = "g-missing"
+	s := start(t, cfg, kpi.NewArrivals(1, nil))
+	began := time.Now()
+	err := kafkaattach.Post(context.Background(), s.Endpoint(), b.Bootstrap(), "no-such-topic")
+	if err == nil || !strings.Contains(err.Error(), `"no-such-topic"`) {
+		t.Errorf("attach to a missing topic: %v, want an error naming it", err)
+	}
+	if took := time.Since(began); took > 15*time.Second {
+		t.Errorf("the attach took %s", took)
+	}
+	cfg.Bootstrap, cfg.Topic = b.Bootstrap(), "no-such-topic"
+	sk := New(cfg)
+	began = time.Now()
+	if err := sk.Start(context.Background(), kpi.NewArrivals(1, nil)); err == nil || !strings.Contains(err.Error(), `"no-such-topic"`) {
+		t.Errorf("Start on a missing topic: %v, want an error naming it", err)
+		sk.Shutdown(context.Background())
+	}
+	if took := time.Since(began); took > 15*time.Second {
+		t.Errorf("the start took %s", took)
+	}
+}

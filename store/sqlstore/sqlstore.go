@@ -219,7 +219,7 @@ func (s *Store) Save(ctx context.Context, r *pipebench.Result) (pipebench.RunID,
 
 // Runs lists runs matching f, newest first.
 func (s *Store) Runs(ctx context.Context, f pipebench.RunFilter) ([]pipebench.RunSummary, error) {
-	q := `SELECT id, scenario, version, status, started, ended FROM runs WHERE 1=1`
+	q := `SELECT id, scenario, version, run_case, status, started, ended, labels FROM runs WHERE 1=1`
 	var args []any
 	if f.Scenario != "" {
 		q += ` AND scenario = ?`
@@ -249,11 +249,12 @@ func (s *Store) Runs(ctx context.Context, f pipebench.RunFilter) ([]pipebench.Ru
 	var out []pipebench.RunSummary
 	for rows.Next() {
 		var rs pipebench.RunSummary
-		var status string
+		var status, labels string
 		var st, en int64
-		if err := rows.Scan(&rs.ID, &rs.Scenario, &rs.Version, &status, &st, &en); err != nil {
+		if err := rows.Scan(&rs.ID, &rs.Scenario, &rs.Version, &rs.Case, &status, &st, &en, &labels); err != nil {
 			return nil, err
 		}
+		json.Unmarshal([]byte(labels), &rs.Labels) // a damaged column leaves none
 		rs.Status = pipebench.Status(status)
 		rs.Started = time.Unix(0, st).UTC()
 		rs.Duration = time.Duration(en - st)
@@ -295,10 +296,25 @@ func (s *Store) Run(ctx context.Context, id pipebench.RunID) (*pipebench.Result,
 	}
 	var r pipebench.Result
 	if err := json.Unmarshal([]byte(docs[0]), &r); err != nil {
-		return nil, fmt.Errorf("run %s is damaged: %w", ids[0], err)
+		return nil, &DamagedError{ID: ids[0], Err: err}
+	}
+	if r.Schema == 0 || r.Schema > pipebench.ResultSchema {
+		return nil, &DamagedError{ID: ids[0], Err: fmt.Errorf("its Result has schema %d; this pipebench reads up to %d", r.Schema, pipebench.ResultSchema)}
 	}
 	return &r, nil
 }
+
+// DamagedError is a run the history holds but whose Result cannot be read
+// (changed, truncated, or written by a newer pipebench).
+type DamagedError struct {
+	ID  string
+	Err error
+}
+
+func (e *DamagedError) Error() string {
+	return "run " + e.ID + " is damaged in the history: " + e.Err.Error()
+}
+func (e *DamagedError) Unwrap() error { return e.Err }
 
 // likePrefix escapes LIKE's wildcards with '!' (the same in every SQL
 // dialect, unlike backslash) and appends %.

@@ -142,7 +142,7 @@ func (c *Config) Validate() error {
 	}
 	k := c.Kube
 	if k.Kubeconfig != "" {
-		if _, err := os.Stat(k.Kubeconfig); err != nil {
+		if err := pipebench.CheckFile("kube.kubeconfig", k.Kubeconfig, 0); err != nil {
 			errs = append(errs, fmt.Errorf("kube.kubeconfig: %v", err))
 		}
 	}

@@ -198,3 +198,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	return s.cluster.Stop(ctx)
 }
+
+var _ pipebench.ResourceHolder = (*Config)(nil)
+
+// Holds implements pipebench.ResourceHolder: the topics the brokers are
+// given. (The brokers' own auto-creation does not count: franz-go's
+// producers and consumers do not ask for it.)
+func (c *Config) Holds(kind string) []string {
+	if kind != kafkaclient.TopicKind {
+		return nil
+	}
+	names := make([]string, len(c.Topics))
+	for i, t := range c.Topics {
+		names[i] = t.Name
+	}
+	return names
+}

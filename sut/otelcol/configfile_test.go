@@ -199,3 +199,39 @@ func acceptedTotal(res *pipebench.Result) float64 {
 	}
 	return n
 }
+
+// config_file is checked before anything runs by the embedded collector's
+// own validation (its dry run), with pipebench's variables set to
+// stand-ins: a component it does not have, a setting its component
+// refuses, a pipeline naming a receiver that is not configured are each
+// refused by validate with the collector's words, naming the file; a
+// file the collector takes passes. What the collector runs is the file
+// as it was checked, copied into the run's folder.
+func TestConfigFileValidatedByTheCollector(t *testing.T) {
+	reg, err := builtins.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := `name: own-collector
+sut: {type: otelcol, config_file: collector.yaml}
+target: {driver: otlp}
+workload: {generator: otlp-traces}
+phases:
+  - {name: load, duration: 1s, rate: 10/s}
+`
+	for name, tc := range map[string]struct{ collector, want string }{
+		"unknown exporter": {strings.Replace(userCollector, "exporters:\n  otlp:", "exporters:\n  kafka:", 1), "kafka"},
+		"bad setting":      {strings.Replace(userCollector, "batch: {}", "batch: {send_batch_size: -5}", 1), "batch"},
+		"missing receiver": {strings.Replace(userCollector, "receivers: [otlp]", "receivers: [otlp, jaeger]", 1), "jaeger"},
+	} {
+		scen := writeOwn(t, tc.collector, text)
+		_, err := builtins.Scenario(scen, reg)
+		if err == nil || !strings.Contains(err.Error(), "sut.config_file") || !strings.Contains(err.Error(), "refuses it") ||
+			!strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "collector.yaml") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := builtins.Scenario(writeOwn(t, userCollector, text), reg); err != nil {
+		t.Errorf("a configuration the collector takes: %v", err)
+	}
+}

@@ -339,8 +339,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("filelog.max_concurrent_files: must be at least 2"))
 	}
 	if c.ConfigFile != "" {
-		if _, err := os.Stat(c.ConfigFile); err != nil {
-			errs = append(errs, fmt.Errorf("config_file: cannot read %s", c.ConfigFile))
+		if err := c.checkConfigFile(); err != nil {
+			errs = append(errs, fmt.Errorf("config_file: %w", err))
 		}
 	}
 	if c.Command != "" {
@@ -575,8 +575,12 @@ func (c *Collector) start(ctx context.Context, r *replica) error {
 			return fmt.Errorf("the collector's storage folder: %w", err)
 		}
 	}
-	path := c.cfg.ConfigFile
-	if path == "" {
+	var path string
+	if c.cfg.ConfigFile != "" {
+		if path, err = c.copyConfigFile(sfx); err != nil {
+			return fmt.Errorf("config_file: %w", err)
+		}
+	} else {
 		path = filepath.Join(c.dir, c.prefix+"otelcol"+sfx+".yaml")
 		if err := os.WriteFile(path, []byte(c.yamlFor(r)), 0o644); err != nil {
 			return err
