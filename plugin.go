@@ -212,6 +212,37 @@ type ConnectionReporter interface {
 	OpenConnections() int
 }
 
+// LedgerReporter is the optional ability of a system under test or a
+// driver to read, from the pipeline's own state, the terms of the run's
+// ledger it can see (kpi.Ledger*: the items it holds, the items written
+// at the source and not read yet, the items it says it dropped, a term it
+// cannot read and why). The runner asks at every observation, the last
+// one after the drain included, as it asks observers.
+type LedgerReporter interface {
+	Ledger(ctx context.Context, at time.Time) ([]Point, error)
+}
+
+// The series of the ledger, which a LedgerReporter or an observer reports
+// as gauges from the pipeline's own state (the last reading after the
+// drain is the one the ledger takes; a series read before but not then
+// makes its term unknown):
+//
+//	ledger_held{where, pipeline?, counts?}    items the pipeline holds (a queue, a stream's consumer, a store)
+//	ledger_unread{where, counts?}             items written at the source it has not read yet (a file's lines)
+//	ledger_dropped{where, pipeline?, counts?} items it says it dropped, since it started (its own counters)
+//	ledger_unknown{term, because}             1: term (held or unread) cannot be read now, and why
+//
+// where says what holds the items, in words ("collector-0 exporter
+// otlp/p2", "stream EVENTS"); pipeline names the pipeline, for the sink's
+// account of each; counts names the pipeline's own unit when it is not the
+// run's items ("metric points").
+const (
+	LedgerHeld    = "ledger_held"
+	LedgerUnread  = "ledger_unread"
+	LedgerDropped = "ledger_dropped"
+	LedgerUnknown = "ledger_unknown"
+)
+
 // Reporter renders a Result. It only formats: every number comes from r.
 type Reporter interface {
 	Report(w io.Writer, r *Result) error

@@ -68,7 +68,7 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 		}
 	}
 	if len(res.Phases) > 0 {
-		res.Total = buildTotal(rec, total, res)
+		res.Total = buildTotal(rec, total, res, m.Item)
 		if rec.Plan.Shard != nil {
 			in := PhaseInput{Sends: total, Arrivals: rec.Arrivals}
 			res.Total.Histograms = encodeHistograms(in)
@@ -106,7 +106,7 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 // buildTotal is the whole run's row: every phase's sends, the whole
 // sequence range's arrivals and loss, the pipeline's own totals including
 // what it exported during the drain, the drain time and the backlog peak.
-func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result) *pipebench.PhaseResult {
+func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result, item string) *pipebench.PhaseResult {
 	first, last := res.Phases[0], res.Phases[len(res.Phases)-1]
 	in := PhaseInput{Name: "total", Started: first.Started, Ended: last.Ended, Sends: sends}
 	var planned float64
@@ -158,7 +158,7 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result) *pipebenc
 	if b, ok := seriesMax(res.Series, "backlog", first.Started, until); ok {
 		t.Set(pipebench.KPI{Name: "backlog.max", Value: b, Unit: pipebench.UnitCount})
 	}
-	applyPending(&t, res.Phases, res.Series, until) // lost is only what the pipeline no longer holds
+	applyPending(&t, res.Phases, res.Series, until, item, rec.Partial) // lost is only what the pipeline no longer holds
 	return &t
 }
 

@@ -176,6 +176,7 @@ type run struct {
 	pacers    []*schedule.Pacer
 	loadStart time.Time
 	draining  atomic.Bool
+	final     atomic.Bool // the last observation, after the drain
 	acceptedN atomic.Uint64
 	lastQueue atomic.Value // float64
 	ostate    *obsState
@@ -244,6 +245,7 @@ func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {
 	}
 	lastObs := time.Now()
 	// The last observation, cut short by a second signal.
+	r.final.Store(true)
 	r.observeOnce(r.p.Cut, lastObs)
 	if er, ok := r.c.sut.(pipebench.ExitReporter); ok {
 		r.sutExits = er.Exited()
