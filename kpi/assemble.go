@@ -100,6 +100,7 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 	}
 	m.Reasons = reasons
 	res.Manifest = m
+	res.Summary = append(res.Summary, LedgerSummary(res)...)
 	return res
 }
 

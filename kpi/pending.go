@@ -483,3 +483,122 @@ func mergePending(shards []*pipebench.Result, merged *pipebench.Result) {
 	resum(merged.Total, totals)
 	applyLedger(merged.Total, merged.Phases, r)
 }
+
+// LedgerSummary states the run's ledger in words, in the run's items
+// (item, singular; "" for items): what was sent, not accepted, delivered,
+// unread at the source, pending at the end (and where), lost (and what
+// the pipeline itself counted dropped), unaccounted for (and why); each
+// pipeline's apart when the sink told several apart. Nothing without a
+// sink.
+func LedgerSummary(r *pipebench.Result) []string {
+	t := r.Total
+	if t == nil {
+		return nil
+	}
+	missing, ok := t.Get(kpiMissing)
+	if !ok {
+		return nil
+	}
+	items := plural(r.Manifest.Item)
+	sent, _ := t.Get("sent")
+	accepted, _ := t.Get("accepted")
+	abandoned, _ := t.Get("abandoned")
+	head := fmt.Sprintf("Ledger (%s): %s sent = %s not accepted + ", items, pipebench.FormatCount(sent), pipebench.FormatCount(math.Max(0, sent-accepted-abandoned)))
+	if abandoned > 0 {
+		head += pipebench.FormatCount(abandoned) + " with no answer + "
+	}
+	pipes := t.All("pipeline_" + kpiMissing)
+	if len(pipes) == 0 {
+		line := head + terms(t, nil, accepted-missing, r.Manifest.Item)
+		if d, _ := t.Get("duplicates"); d > 0 {
+			line += fmt.Sprintf("; and %s duplicates delivered", pipebench.FormatCount(d))
+		}
+		return []string{line}
+	}
+	out := []string{head + pipebench.FormatCount(accepted) + " accepted, each through " + fmt.Sprint(len(pipes)) + " pipelines:"}
+	sort.Slice(pipes, func(i, j int) bool { return pipes[i].Labels["pipeline"] < pipes[j].Labels["pipeline"] })
+	for _, k := range pipes {
+		line := "  " + k.Labels["pipeline"] + ": " + pipebench.FormatCount(accepted) + " = " + terms(t, k.Labels, accepted-k.Value, r.Manifest.Item)
+		if d, _ := t.Get("pipeline_duplicates", "pipeline", k.Labels["pipeline"]); d > 0 {
+			line += fmt.Sprintf("; and %s duplicates delivered", pipebench.FormatCount(d))
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// terms writes a row's (or a pipeline's) missing items split: delivered
+// + unread + pending + lost, or unaccounted with why.
+func terms(t *pipebench.PhaseResult, lbl map[string]string, delivered float64, item string) string {
+	get := func(name string) (float64, bool) {
+		if lbl != nil {
+			return t.Get("pipeline_"+name, flatten(lbl)...)
+		}
+		return t.Get(name)
+	}
+	parts := []string{pipebench.FormatCount(delivered) + " delivered"}
+	if v, ok := get(kpiUnread); ok {
+		s := pipebench.FormatCount(v) + " unread at the source"
+		if w := t.All(kpiUnreadRaw + "_where"); v > 0 && len(w) > 0 {
+			s += " (" + w[0].Labels["where"] + ")"
+		}
+		parts = append(parts, s)
+	}
+	if v, ok := get(kpiPending); ok {
+		s := pipebench.FormatCount(v) + " pending at end"
+		if w := t.All(kpiHeld + "_where"); v > 0 && len(w) > 0 {
+			s += " (held: " + w[0].Labels["where"] + ")"
+		}
+		parts = append(parts, s)
+	}
+	if v, ok := get(kpiLost); ok {
+		s := pipebench.FormatCount(v) + " lost"
+		if c, ok := t.Get(kpiDropped); ok && lbl == nil {
+			s += fmt.Sprintf(" (the pipeline counted %s dropped)", pipebench.FormatCount(c))
+		}
+		parts = append(parts, s)
+	}
+	if v, ok := get(kpiUnacc); ok {
+		var why []string
+		for _, k := range t.All(kpiUnknown) {
+			why = append(why, strings.ReplaceAll(k.Labels["term"], "_", " ")+" unknown, because "+k.Labels["because"])
+		}
+		parts = append(parts, pipebench.FormatCount(v)+" unaccounted for ("+strings.Join(why, "; ")+")")
+	}
+	return strings.Join(parts, " + ")
+}
+
+// WorkLeft is what a run ended with still to do, from its ledger: the
+// items the pipeline still held (pending at end), those the source had
+// not handed over (unread), and those whose fate is unknown
+// (unaccounted), with where they are and why, in words; 0 and "" when
+// the run ended with nothing left (or has no ledger). A case that ends
+// with work left is not stable.
+func WorkLeft(r *pipebench.Result) (items float64, where string) {
+	t := r.Total
+	if t == nil {
+		return 0, ""
+	}
+	var parts []string
+	if v, _ := t.Get(kpiPending); v > 0 {
+		items += v
+		s := pipebench.FormatCount(v) + " pending at end"
+		if w := t.All(kpiHeld + "_where"); len(w) > 0 {
+			s += " (" + w[0].Labels["where"] + ")"
+		}
+		parts = append(parts, s)
+	}
+	if v, _ := t.Get(kpiUnread); v > 0 {
+		items += v
+		parts = append(parts, pipebench.FormatCount(v)+" unread at the source")
+	}
+	if v, _ := t.Get(kpiUnacc); v > 0 {
+		items += v
+		parts = append(parts, pipebench.FormatCount(v)+" unaccounted for")
+	}
+	if v, _ := t.Get("effect_backlog_at_end"); v > 0 {
+		items += v
+		parts = append(parts, pipebench.FormatCount(v)+" not yet taken effect")
+	}
+	return items, strings.Join(parts, ", ")
+}

@@ -153,54 +153,116 @@ phases:
 	if phases != pending {
 		t.Errorf("the phases' pending add up to %v, the total's is %v", phases, pending)
 	}
+	want := fmt.Sprintf("Ledger (spans): 3,000 sent = 0 not accepted + 1,000 delivered + 0 unread at the source + %s pending at end (held: collector-0 exporter otlp/p1 %s) + %s lost (the pipeline counted %s dropped)",
+		pipebench.FormatCount(pending), pipebench.FormatCount(pending), pipebench.FormatCount(lost), pipebench.FormatCount(unqueued))
+	if !strings.Contains(strings.Join(res.Summary, "\n"), want) {
+		t.Errorf("the summary\n%s\nlacks the ledger\n%s", strings.Join(res.Summary, "\n"), want)
+	}
 }
 
 // The log agent stopped mid-drain (the Multi Pipeline Backpressure case,
-// scaled): three pipelines each with a queue on disk, the sink failing
-// every export of the last phase and through a drain shorter than the
-// retries' wait, and the agent reading slower than the lines are written
-// (a 1 s poll). Every term is in lines: unread is the lines in the files
-// (counted by the test) less the log records the filelog receiver read
-// (its own counters); each pipeline's pending is what its exporter
-// accepted and neither sent nor dropped; lost is 0, or what the
-// collector's own counters say it dropped.
+// scaled): three pipelines each with a queue on disk (counting log
+// records: queue_sizer items), the sink failing every export of p2 and
+// retries 3 s apart, and the agent tailing two of the four producers'
+// files only, so that the lines of the others are never read. Every term is in
+// lines: sent is the lines in the files (counted by the test); unread is
+// those lines less the log records the filelog receiver read (its own
+// counters); p2's pending is its queue's own size in log records; p1 and
+// p3 deliver what was read; lost is 0, or what the collector's own
+// counters say it dropped.
 func TestLedgerLogAgentMidDrain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a collector")
 	}
-	dir := ""
 	rd := testutil.NewReading(func(ctx context.Context, env pipebench.Env) (collectorReading, error) {
 		r, err := readCollector(ctx, env)
 		if err != nil {
 			return nil, err
 		}
-		n, err := wcLines(dir)
+		n, err := wcLines(env.Target) // the log agent's folder
 		r["lines in the files"] = float64(n)
 		return r, err
 	})
 	reg := scenariotest.Registry(t, loglines.Factory(), logfile.Factory(), otlpsink.Factory(), Factory(), promobs.Factory(), rd.Factory("reading"))
-	plan := scenariotest.Plan(t, reg, "ledger-logs.yaml", `
+	dir := t.TempDir()
+	res := scenariotest.Run(t, reg, "ledger-logs.yaml", `
 name: ledger-logs
 sut:
   type: otelcol
   receiver: filelog
   exporter: otlphttp
   pipelines: 3
-  filelog: {poll_interval: 1s}
+  queue_sizer: items
+  queue_size: 100000
+  filelog: {include: ["`+dir+`/producer-0.log", "`+dir+`/producer-1.log"]}
   batch: {timeout: 100ms}
   retry_on_failure: {enabled: true, initial_interval: 3s, max_interval: 3s, max_elapsed_time: 5m}
-target: {driver: logfile, producers: 4}
+target: {driver: logfile, producers: 4, dir: "`+dir+`"}
 workload: {generator: loglines, format: apache_combined, size: 256, batch: 50}
 sink: {type: otlp, grpc_listen: 127.0.0.1:0, http_listen: 127.0.0.1:0}
 observers: [{type: prometheus, preset: otelcol}, {type: reading}]
 interval: 500ms
 drain: 1s
 phases:
-  - {name: steady, duration: 1s, rate: 2000/s}
-  - {name: backpressure, duration: 2s, rate: 2000/s, faults: {error_ratio: 1, error_status: 503}}
+  - {name: load, duration: 4s, rate: 1000/s, faults: {pipeline: p2, error_ratio: 1, error_status: 503}}
 `)
-	_ = plan
-	t.Skip("wired below")
+	got, at, err := rd.Last()
+	if err != nil || at.IsZero() {
+		t.Fatalf("the test's reading: %v at %v", err, at)
+	}
+	if la := ledgerAt(res); !la.Equal(at) {
+		t.Fatalf("the ledger read at %v, the test at %v: want the same observation", la, at)
+	}
+	tot := res.Total
+	lines := got["lines in the files"]
+	read := got["otelcol_receiver_accepted_log_records"] + got["otelcol_receiver_refused_log_records"]
+	dropped := got["otelcol_exporter_send_failed_log_records"] + got["otelcol_exporter_enqueue_failed_log_records"] + got["otelcol_receiver_refused_log_records"]
+	sent, accepted := kpiOf(t, tot, "sent"), kpiOf(t, tot, "accepted")
+	t.Logf("sent %v lines, %v in the files, %v read by the receiver; ledger total (copies): %v\n%s", sent, lines, read, ledgerLine(tot), strings.Join(res.Summary, "\n"))
+	if sent != lines || accepted != lines {
+		t.Errorf("sent %v, accepted %v, the files hold %v lines: want every line written counted once, in lines", sent, accepted, lines)
+	}
+	if lines-read <= 0 || read == 0 {
+		t.Fatalf("the receiver read %v of %v lines: want some read and some not yet", read, lines)
+	}
+	for _, p := range []string{"p1", "p2", "p3"} {
+		get := func(name string) float64 { return kpiOf(t, tot, "pipeline_"+name, "pipeline", p) }
+		d, u, pe, l := get("delivered"), get("unread_at_source"), get("pending_at_end"), get("lost")
+		if u != lines-read {
+			t.Errorf("%s: unread %v, the files' lines less what the receiver read: %v", p, u, lines-read)
+		}
+		if d+u+pe+l != accepted {
+			t.Errorf("%s: delivered %v + unread %v + pending %v + lost %v != %v accepted", p, d, u, pe, l, accepted)
+		}
+		if l != 0 && l != dropped {
+			t.Errorf("%s: lost %v, the collector dropped %v", p, l, dropped)
+		}
+		queue := got["otelcol_exporter_queue_size{otlphttp/"+p+"}"]
+		switch p {
+		case "p2":
+			if pe == 0 || pe != queue {
+				t.Errorf("p2: pending %v, its queue's own size %v log records: want them equal and not 0", pe, queue)
+			}
+		default:
+			if d != read || pe != 0 {
+				t.Errorf("%s: delivered %v pending %v, want what was read (%v) and nothing pending", p, d, pe, read)
+			}
+		}
+	}
+	if u := kpiOf(t, tot, "unread_at_source"); u != 3*(lines-read) {
+		t.Errorf("the total's unread %v, want each pipeline's %v (copies)", u, lines-read)
+	}
+}
+
+// ledgerLine prints a row's ledger terms.
+func ledgerLine(p *pipebench.PhaseResult) string {
+	var parts []string
+	for _, n := range []string{"sent", "accepted", "delivered", "missing", "unread_at_source", "pending_at_end", "lost", "lost_confirmed", "unaccounted", "held_at_end"} {
+		if v, ok := p.Get(n); ok {
+			parts = append(parts, fmt.Sprintf("%s %v", n, v))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // wcLines counts the newlines of every file in dir, as wc -l would.
@@ -229,4 +291,3 @@ func kpiOf(t *testing.T, p *pipebench.PhaseResult, name string, labels ...string
 	return v
 }
 
-var _ = fmt.Sprint
