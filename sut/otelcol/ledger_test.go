@@ -19,9 +19,9 @@ import (
 	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
+	"github.com/pipebench/pipebench/payload/loglines"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	"github.com/pipebench/pipebench/producer/logfile"
-	"github.com/pipebench/pipebench/payload/loglines"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
 )
 
@@ -290,4 +290,3 @@ func kpiOf(t *testing.T, p *pipebench.PhaseResult, name string, labels ...string
 	}
 	return v
 }
-
