@@ -230,7 +230,7 @@ type LedgerReporter interface {
 //	ledger_held{where, pipeline?, counts?}    items the pipeline holds (a queue, a stream's consumer, a store)
 //	ledger_unread{where, counts?}             items written at the source it has not read yet (a file's lines)
 //	ledger_dropped{where, pipeline?, counts?} items it says it dropped, since it started (its own counters)
-//	ledger_unknown{term, because}             1: term (held or unread) cannot be read now, and why
+//	ledger_unknown{term, because, where?}     1: term (held or unread) cannot be read now, and why
 //
 // where says what holds the items, in words ("collector-0 exporter
 // otlp/p2", "stream EVENTS"); pipeline names the pipeline, for the sink's

@@ -83,6 +83,16 @@ const endSlack = 10 * time.Millisecond
 // is the run's item in singular ("span"; "" for items).
 func readLedger(series []pipebench.Series, until time.Time, item string, partial bool) ledgerReading {
 	r := ledgerReading{heldBy: map[string]float64{}, where: map[string][]string{}}
+	// A holder that said at the end that it cannot be read says why
+	// itself: its earlier readings are not "not read".
+	said := map[string]bool{}
+	for _, s := range series {
+		if s.Name == pipebench.LedgerUnknown && s.Labels["where"] != "" && len(s.Points) > 0 {
+			if p := s.Points[len(s.Points)-1]; partial || !p.T.Before(until.Add(-endSlack)) && !p.T.After(until) {
+				said[s.Labels["where"]] = true
+			}
+		}
+	}
 	for _, s := range series {
 		term := ""
 		switch s.Name {
@@ -124,7 +134,7 @@ func readLedger(series []pipebench.Series, until time.Time, item string, partial
 			continue
 		}
 		if !atEnd {
-			if term != "dropped" {
+			if term != "dropped" && !said[where] {
 				r.why(term, "%s was not read after the drain (its last reading was %s before the end)", where, until.Sub(p.T).Round(time.Millisecond))
 			}
 			continue
