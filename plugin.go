@@ -222,6 +222,15 @@ type LedgerReporter interface {
 	Ledger(ctx context.Context, at time.Time) ([]Point, error)
 }
 
+// Settler is the optional ability of a Sink to bring what the pipeline
+// records of its consumption up to date (a Kafka consumer group's
+// committed offsets) before the run's last observation: the ledger then
+// reads what the pipeline still holds for it, not also what it delivered
+// since its last commit. The runner calls it once, after the drain.
+type Settler interface {
+	Settle(ctx context.Context) error
+}
+
 // The series of the ledger, which a LedgerReporter or an observer reports
 // as gauges from the pipeline's own state (the last reading after the
 // drain is the one the ledger takes; a series read before but not then
