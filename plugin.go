@@ -216,10 +216,12 @@ type ConnectionReporter interface {
 // driver to read, from the pipeline's own state, the terms of the run's
 // ledger it can see (kpi.Ledger*: the items it holds, the items written
 // at the source and not read yet, the items it says it dropped, a term it
-// cannot read and why). The runner asks at every observation, the last
-// one after the drain included, as it asks observers.
+// cannot read and why). The runner asks at every observation, as it asks
+// observers; last is true for the last one, after the drain, whose
+// readings the ledger takes (a reading too costly to take every interval,
+// such as counting a store's documents, is taken then).
 type LedgerReporter interface {
-	Ledger(ctx context.Context, at time.Time) ([]Point, error)
+	Ledger(ctx context.Context, at time.Time, last bool) ([]Point, error)
 }
 
 // Settler is the optional ability of a Sink to bring what the pipeline
@@ -240,16 +242,18 @@ type Settler interface {
 //	ledger_unread{where, counts?}             items written at the source it has not read yet (a file's lines)
 //	ledger_dropped{where, pipeline?, counts?} items it says it dropped, since it started (its own counters)
 //	ledger_unknown{term, because, where?}     1: term (held or unread) cannot be read now, and why
+//	ledger_effected{where}                    items that took effect, by its own count since it started (a run without a sink)
 //
 // where says what holds the items, in words ("collector-0 exporter
 // otlp/p2", "stream EVENTS"); pipeline names the pipeline, for the sink's
 // account of each; counts names the pipeline's own unit when it is not the
 // run's items ("metric points").
 const (
-	LedgerHeld    = "ledger_held"
-	LedgerUnread  = "ledger_unread"
-	LedgerDropped = "ledger_dropped"
-	LedgerUnknown = "ledger_unknown"
+	LedgerHeld     = "ledger_held"
+	LedgerUnread   = "ledger_unread"
+	LedgerDropped  = "ledger_dropped"
+	LedgerUnknown  = "ledger_unknown"
+	LedgerEffected = "ledger_effected"
 )
 
 // Reporter renders a Result. It only formats: every number comes from r.

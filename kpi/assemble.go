@@ -141,6 +141,7 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result, item stri
 		setHistograms(&t, res.Series, first.Started, until)
 		totals(&t)
 		wholeRunPeaks(&t, res.Series, first.Started, until)
+		effectLedger(&t, res.Series, first.Started, until, item, rec.Partial)
 		return &t
 	}
 	in.Arrivals = rec.Arrivals

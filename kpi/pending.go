@@ -520,6 +520,9 @@ func LedgerSummary(r *pipebench.Result) []string {
 	pipes := t.All("pipeline_" + kpiMissing)
 	if len(pipes) == 0 {
 		line := head + terms(t, nil, accepted-missing, r.Manifest.Item)
+		if _, ok := t.Get("effected"); ok {
+			line = strings.Replace(line, " delivered", " took effect", 1)
+		}
 		if d, _ := t.Get("duplicates"); d > 0 {
 			line += fmt.Sprintf("; and %s duplicates delivered", pipebench.FormatCount(d))
 		}
@@ -606,9 +609,47 @@ func WorkLeft(r *pipebench.Result) (items float64, where string) {
 		items += v
 		parts = append(parts, pipebench.FormatCount(v)+" unaccounted for")
 	}
-	if v, _ := t.Get("effect_backlog_at_end"); v > 0 {
-		items += v
-		parts = append(parts, pipebench.FormatCount(v)+" not yet taken effect")
-	}
 	return items, strings.Join(parts, ", ")
+}
+
+// effectLedger balances the ledger of a run without a sink whose effects
+// an effect observer counted (the unlabelled "effects" counter: events
+// that took effect): what was accepted and had not taken effect when the
+// drain ended is missing, split as a sink's missing items are (what the
+// system still holds is pending, the rest lost). effected is how many took
+// effect during the run.
+func effectLedger(t *pipebench.PhaseResult, series []pipebench.Series, from, until time.Time, item string, partial bool) {
+	// The system's own count of what took effect, read with what it
+	// holds, is preferred to an observer's, read at another moment.
+	var effects *pipebench.Series
+	for i := range series {
+		if series[i].Name == pipebench.LedgerEffected && effects == nil {
+			effects = &series[i]
+		}
+	}
+	for i := range series {
+		if series[i].Name == "effects" && len(series[i].Labels) == 0 && effects == nil {
+			effects = &series[i]
+		}
+	}
+	if effects == nil || len(effects.Points) == 0 {
+		return
+	}
+	base, end, ok := effects.Points[0].V, 0.0, false
+	for _, p := range effects.Points {
+		if !p.T.After(from) {
+			base = p.V
+		}
+		if !p.T.After(until) {
+			end, ok = p.V, true
+		}
+	}
+	accepted, has := t.Get("accepted")
+	if !ok || !has {
+		return
+	}
+	effected := math.Max(0, end-base)
+	t.Set(pipebench.KPI{Name: "effected", Value: effected, Unit: pipebench.UnitCount})
+	t.Set(pipebench.KPI{Name: kpiLost, Value: math.Max(0, accepted-effected), Unit: pipebench.UnitCount})
+	applyLedger(t, nil, readLedger(series, until, item, partial))
 }

@@ -163,7 +163,7 @@ func (r *run) ledger(ctx context.Context, now time.Time) []pipebench.Point {
 			continue
 		}
 		lctx, cancel := context.WithTimeout(ctx, r.interval())
-		pts, err := lr.Ledger(lctx, now)
+		pts, err := lr.Ledger(lctx, now, r.final.Load())
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			r.log.Warn("reading the ledger failed", "from", c.name, "err", err)

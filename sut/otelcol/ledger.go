@@ -37,7 +37,7 @@ var _ pipebench.LedgerReporter = (*Collector)(nil)
 // lines are the lines in the files it tails less the log records its
 // filelog receiver read. A metric agent counts metric points, of which
 // the run's items (its tracer samples) are a few: its points carry counts.
-func (c *Collector) Ledger(ctx context.Context, at time.Time) ([]pipebench.Point, error) {
+func (c *Collector) Ledger(ctx context.Context, at time.Time, _ bool) ([]pipebench.Point, error) {
 	var pts []pipebench.Point
 	var errs []error
 	read := func(col *Collector, name string, r *replica, counts string) {
