@@ -20,9 +20,12 @@ import (
 	"github.com/pipebench/pipebench/internal/testutil"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
 	"github.com/pipebench/pipebench/payload/loglines"
+	"github.com/pipebench/pipebench/payload"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	"github.com/pipebench/pipebench/producer/logfile"
+	"github.com/pipebench/pipebench/producer/promtarget"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
+	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 )
 
 // collectorReading is the test's own reading of a collector's metrics,
@@ -94,22 +97,34 @@ func ledgerAt(res *pipebench.Result) time.Time {
 // queue (otelcol_exporter_enqueue_failed_spans, which lost_confirmed
 // says too), and delivered + pending + lost is what was accepted.
 func TestLedgerTracesMidDrain(t *testing.T) {
+	ledgerGatewayMidDrain(t, "traces", "spans", "otlp-traces")
+}
+
+// The metrics gateway stopped mid-drain, as the traces gateway: in
+// metric points.
+func TestLedgerMetricsMidDrain(t *testing.T) {
+	ledgerGatewayMidDrain(t, "metrics", "metric points", "otlp-metrics")
+}
+
+func ledgerGatewayMidDrain(t *testing.T, signal, items, generator string) {
 	if testing.Short() {
 		t.Skip("starts a collector")
 	}
+	unit := strings.ReplaceAll(items, " ", "_")
 	rd := testutil.NewReading(readCollector)
-	reg := scenariotest.Registry(t, otlpgen.TracesFactory(), otlpdriver.Factory(), otlpsink.Factory(), Factory(), promobs.Factory(), rd.Factory("reading"))
-	res := scenariotest.Run(t, reg, "ledger-traces.yaml", `
-name: ledger-traces
+	reg := scenariotest.Registry(t, otlpgen.TracesFactory(), otlpgen.MetricsFactory(), otlpdriver.Factory(), otlpsink.Factory(), Factory(), promobs.Factory(), rd.Factory("reading"))
+	res := scenariotest.Run(t, reg, "ledger-"+signal+".yaml", `
+name: ledger-`+signal+`
 sut:
   type: otelcol
+  signal: `+signal+`
   queue_sizer: items
   queue_size: 1500
   num_consumers: 2
   batch: {timeout: 100ms, send_batch_size: 200}
   retry_on_failure: {enabled: true, initial_interval: 2s, max_interval: 2s, max_elapsed_time: 5m}
 target: {driver: otlp}
-workload: {generator: otlp-traces, batch: 100}
+workload: {generator: `+generator+`, batch: 100}
 sink: {type: otlp}
 observers: [{type: prometheus, preset: otelcol}, {type: reading}]
 interval: 500ms
@@ -128,14 +143,14 @@ phases:
 	tot := res.Total
 	accepted, delivered := kpiOf(t, tot, "accepted"), kpiOf(t, tot, "delivered")
 	pending, lost, missing := kpiOf(t, tot, "pending_at_end"), kpiOf(t, tot, "lost"), kpiOf(t, tot, "missing")
-	queue, unqueued := got["otelcol_exporter_queue_size"], got["otelcol_exporter_enqueue_failed_spans"]
-	t.Logf("accepted %v delivered %v missing %v: pending %v lost %v (confirmed %v); the collector: queue %v spans, enqueue failed %v, sent %v, accepted %v",
-		accepted, delivered, missing, pending, lost, kpiOf(t, tot, "lost_confirmed"), queue, unqueued, got["otelcol_exporter_sent_spans"], got["otelcol_receiver_accepted_spans"])
+	queue, unqueued := got["otelcol_exporter_queue_size"], got["otelcol_exporter_enqueue_failed_"+unit]
+	t.Logf("accepted %v delivered %v missing %v: pending %v lost %v (confirmed %v); the collector: queue %v %s, enqueue failed %v, sent %v, accepted %v",
+		accepted, delivered, missing, pending, lost, kpiOf(t, tot, "lost_confirmed"), queue, items, unqueued, got["otelcol_exporter_sent_"+unit], got["otelcol_receiver_accepted_"+unit])
 	if pending == 0 || lost == 0 {
 		t.Fatalf("pending %v, lost %v: want the run stopped with spans queued and some refused by the full queue", pending, lost)
 	}
 	if pending != queue {
-		t.Errorf("pending at end %v, the queue's own size in spans %v", pending, queue)
+		t.Errorf("pending at end %v, the queue's own size in %s %v", pending, items, queue)
 	}
 	if lost != unqueued || kpiOf(t, tot, "lost_confirmed") != unqueued {
 		t.Errorf("lost %v (confirmed %v), the exporter's own enqueue failures %v", lost, kpiOf(t, tot, "lost_confirmed"), unqueued)
@@ -153,8 +168,8 @@ phases:
 	if phases != pending {
 		t.Errorf("the phases' pending add up to %v, the total's is %v", phases, pending)
 	}
-	want := fmt.Sprintf("Ledger (spans): 3,000 sent = 0 not accepted + 1,000 delivered + 0 unread at the source + %s pending at end (held: collector-0 exporter otlp/p1 %s) + %s lost (the pipeline counted %s dropped)",
-		pipebench.FormatCount(pending), pipebench.FormatCount(pending), pipebench.FormatCount(lost), pipebench.FormatCount(unqueued))
+	want := fmt.Sprintf("Ledger (%s): 3,000 sent = 0 not accepted + 1,000 delivered + 0 unread at the source + %s pending at end (held: collector-0 exporter otlp/p1 %s) + %s lost (the pipeline counted %s dropped)",
+		items, pipebench.FormatCount(pending), pipebench.FormatCount(pending), pipebench.FormatCount(lost), pipebench.FormatCount(unqueued))
 	if !strings.Contains(strings.Join(res.Summary, "\n"), want) {
 		t.Errorf("the summary\n%s\nlacks the ledger\n%s", strings.Join(res.Summary, "\n"), want)
 	}
@@ -289,4 +304,81 @@ func kpiOf(t *testing.T, p *pipebench.PhaseResult, name string, labels ...string
 		t.Fatalf("%s has no %s%v: %v", p.Name, name, labels, p.KPIs)
 	}
 	return v
+}
+
+// The metric agent stopped mid-drain: two producers scraped every 500 ms,
+// the agent remote-writing to the sink, which fails every write of the
+// last phase, so the agent holds what it scraped then. The run's items
+// are the tracer samples in the scrapes: those still waiting for a scrape
+// are unread at the source, as the producers' own served count says
+// (what was accepted less what was served); what the agent holds it
+// counts in metric points, of which the tracer items are a few, so
+// pending in items is unknown and the ledger says so with the agent's own
+// count (what its receivers accepted less what its exporter sent or gave
+// up, from its metrics read by the test); nothing is called lost.
+func TestLedgerMetricAgentMidDrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a collector")
+	}
+	rd := testutil.NewReading(func(ctx context.Context, env pipebench.Env) (collectorReading, error) {
+		r, err := readCollector(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		// The producers' own count of the tracer items they served.
+		served, err := readCollector(ctx, pipebench.Env{Instances: []pipebench.Instance{{MetricsURL: "http://" + env.Target + "/metrics"}}})
+		r["served"] = served["pipebench_producer_items_served"]
+		return r, err
+	})
+	reg := scenariotest.Registry(t, payload.EventFactory(), promtarget.DriverFactory(), promrwsink.Factory(), Factory(), promobs.Factory(), rd.Factory("reading"))
+	res := scenariotest.Run(t, reg, "ledger-agent.yaml", `
+name: ledger-agent
+sut:
+  type: otelcol
+  receiver: prometheus
+  exporter: prometheusremotewrite
+  prometheus: {scrape_interval: 500ms}
+  retry_on_failure: {enabled: true, initial_interval: 3s, max_interval: 3s, max_elapsed_time: 5m}
+target: {driver: prometheus-producers, producers: 2, metrics: 10, series: 2}
+workload: {generator: event, size: 16, batch: 5}
+sink: {type: prometheus-remote-write}
+observers: [{type: prometheus, preset: otelcol}, {type: reading}]
+interval: 500ms
+drain: 1s
+phases:
+  - {name: scraped, duration: 7s, rate: 50/s}
+  - {name: backpressure, duration: 2s, rate: 50/s, faults: {error_ratio: 1, error_status: 503}}
+`)
+	got, at, err := rd.Last()
+	if err != nil || at.IsZero() {
+		t.Fatalf("the test's reading: %v at %v", err, at)
+	}
+	tot := res.Total
+	accepted, delivered, missing := kpiOf(t, tot, "accepted"), kpiOf(t, tot, "delivered"), kpiOf(t, tot, "missing")
+	unread, unacc := kpiOf(t, tot, "unread_at_source"), kpiOf(t, tot, "unaccounted")
+	const e = "{prometheusremotewrite/p1}"
+	held := got["otelcol_receiver_accepted_metric_points"] - got["otelcol_exporter_sent_metric_points"+e] - got["otelcol_exporter_send_failed_metric_points"+e] - got["otelcol_exporter_enqueue_failed_metric_points"+e]
+	t.Logf("accepted %v, served %v, the agent holds %v points\n%s", accepted, got["served"], held, strings.Join(res.Summary, "\n"))
+	if unread != accepted-got["served"] {
+		t.Errorf("unread at the source %v, accepted %v less what the producers served %v", unread, accepted, got["served"])
+	}
+	if delivered == 0 || held == 0 {
+		t.Fatalf("delivered %v, the agent holds %v points: want some delivered and some held", delivered, held)
+	}
+	if _, ok := tot.Get("pending_at_end"); ok {
+		t.Error("pending given in items although the agent counts metric points")
+	}
+	if _, ok := tot.Get("lost"); ok {
+		t.Error("lost given although what the agent holds is unknown in items")
+	}
+	if unacc != missing-unread || unacc == 0 {
+		t.Errorf("unaccounted %v, want missing %v less unread %v", unacc, missing, unread)
+	}
+	var why string
+	for _, k := range tot.All("ledger_unknown") {
+		why += k.Labels["because"]
+	}
+	if want := fmt.Sprintf("collector-0 exporter prometheusremotewrite/p1 holds %s metric points, and the run counts events", pipebench.FormatCount(held)); !strings.Contains(why, want) {
+		t.Errorf("unknown because %q, want %q", why, want)
+	}
 }
