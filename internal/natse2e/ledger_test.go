@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/scenariotest"
+	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/internal/testutil"
 	"github.com/pipebench/pipebench/runner"
 )
@@ -212,5 +213,56 @@ func TestLedgerEventingWithoutLeader(t *testing.T) {
 	}
 	if s := strings.Join(res.Summary, "\n"); !strings.Contains(s, fmt.Sprintf("%s unaccounted for (pending at end unknown, because no node leads consumer EVENTS/pipebench", pipebench.FormatCount(missing))) {
 		t.Errorf("the summary does not say which events are unaccounted for, and why:\n%s", s)
+	}
+}
+
+// The chef reference (chef-capacity at a tenth of its length, its steady
+// and buffered phases: 3,000 connections, services every 30 s, the
+// consumer at 650/s under 800/s buffered) stopped mid-drain: what is pending at the end is what the
+// server's own /jsz says the consumer has not delivered or not had
+// acknowledged, at the run's last observation.
+func TestLedgerChefMidDrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a run with 3,000 connections through nats-server")
+	}
+	rd := testutil.NewReading(readJSZ("EVENTS", "eas"))
+	plan, reg := suitetest.BuiltinPlan(t, "chef-capacity", 18*time.Second)
+	// Steady, then buffered with the consumer slowed to 300/s: the run
+	// ends with a backlog the drain does not clear.
+	plan.Phases = plan.Phases[:2]
+	plan.Phases[1].Faults.RateLimit = 300
+	if err := reg.Observers.Register(rd.Factory("reading")); err != nil {
+		t.Fatal(err)
+	}
+	plan.Observers = append(plan.Observers, pipebench.Component{Type: "reading"})
+	plan.Interval, plan.Drain = pipebench.Duration(500*time.Millisecond), pipebench.Duration(time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	suitetest.SkipIfOverloaded(t, res)
+	views, _, err := rd.Last()
+	if err != nil || len(views) != 1 {
+		t.Fatalf("the test's reading: %v, %+v", err, views)
+	}
+	var node nodeView
+	for _, v := range views {
+		node = v // one server, not clustered: it holds the consumer
+	}
+	tot := res.Total
+	accepted, _ := tot.Get("accepted")
+	delivered, _ := tot.Get("delivered")
+	pending, okP := tot.Get("pending_at_end")
+	lost, okL := tot.Get("lost")
+	held, _ := tot.Get("held_at_end")
+	t.Logf("/jsz at the last observation: %+v\n%s", node, strings.Join(res.Summary, "\n"))
+	// The readings are milliseconds apart, the consumer at 300/s.
+	if d := held - (node.Pending + node.AckPending); d > 30 || d < -30 {
+		t.Errorf("held at end %v, the server said %v pending + %v ack pending", held, node.Pending, node.AckPending)
+	}
+	if !okP || !okL || pending == 0 || lost != 0 || delivered+pending != accepted {
+		t.Errorf("delivered %v + pending %v (%v) + lost %v (%v) != accepted %v: want every event delivered or pending", delivered, pending, okP, lost, okL, accepted)
 	}
 }
