@@ -49,8 +49,10 @@ var LedgerKPIs = []string{kpiMissing, kpiUnread, kpiPending, kpiLost, kpiUnacc, 
 // ledgerReading is what the pipeline's own state said after the drain.
 type ledgerReading struct {
 	held, unread, dropped float64 // in items
-	// heldBy and unreadBy split held by pipeline (the label pipeline).
-	heldBy map[string]float64
+	// heldBy splits held by pipeline (the label pipeline), whereBy its
+	// holders.
+	heldBy  map[string]float64
+	whereBy map[string][]string
 	// readHeld, readUnread and readDropped say a reading exists.
 	readHeld, readUnread, readDropped bool
 	// where says, per term, what held the items ("collector-0 exporter
@@ -82,7 +84,7 @@ const endSlack = 10 * time.Millisecond
 // items when it held nothing, and leaves its term unknown otherwise. item
 // is the run's item in singular ("span"; "" for items).
 func readLedger(series []pipebench.Series, until time.Time, item string, partial bool) ledgerReading {
-	r := ledgerReading{heldBy: map[string]float64{}, where: map[string][]string{}}
+	r := ledgerReading{heldBy: map[string]float64{}, where: map[string][]string{}, whereBy: map[string][]string{}}
 	// A holder that said at the end that it cannot be read says why
 	// itself: its earlier readings are not "not read".
 	said := map[string]bool{}
@@ -155,6 +157,9 @@ func readLedger(series []pipebench.Series, until time.Time, item string, partial
 			r.readHeld = true
 			if pl := s.Labels["pipeline"]; pl != "" {
 				r.heldBy[pl] += p.V
+				if p.V > 0 {
+					r.whereBy[pl] = append(r.whereBy[pl], where+" "+pipebench.FormatCount(p.V))
+				}
 			}
 			if p.V > 0 {
 				r.where["held"] = append(r.where["held"], where+" "+pipebench.FormatCount(p.V))
@@ -173,7 +178,21 @@ func readLedger(series []pipebench.Series, until time.Time, item string, partial
 	for _, ws := range r.where {
 		sort.Strings(ws)
 	}
+	for _, ws := range r.whereBy {
+		sort.Strings(ws)
+	}
 	return r
+}
+
+// holders writes where items are held: "collector-0 exporter otlp/p1" for
+// one holder, each with its count for several.
+func holders(ws []string) string {
+	if len(ws) == 1 {
+		if i := strings.LastIndexByte(ws[0], ' '); i > 0 {
+			return ws[0][:i]
+		}
+	}
+	return strings.Join(ws, ", ")
 }
 
 // mark records that a term was read (as 0 items).
@@ -239,10 +258,13 @@ func applyLedger(total *pipebench.PhaseResult, phases []pipebench.PhaseResult, r
 		}
 	}
 	if w := r.where["held"]; len(w) > 0 {
-		total.Set(pipebench.KPI{Name: kpiHeld + "_where", Labels: map[string]string{"where": strings.Join(w, ", ")}, Value: r.held})
+		total.Set(pipebench.KPI{Name: kpiHeld + "_where", Labels: map[string]string{"where": holders(w)}, Value: r.held})
+	}
+	for p, w := range r.whereBy {
+		total.Set(pipebench.KPI{Name: "pipeline_" + kpiHeld + "_where", Labels: map[string]string{"pipeline": p, "where": holders(w)}, Value: r.heldBy[p]})
 	}
 	if w := r.where["unread"]; len(w) > 0 {
-		total.Set(pipebench.KPI{Name: kpiUnreadRaw + "_where", Labels: map[string]string{"where": strings.Join(w, ", ")}, Value: r.unread})
+		total.Set(pipebench.KPI{Name: kpiUnreadRaw + "_where", Labels: map[string]string{"where": holders(w)}, Value: r.unread})
 	}
 
 	pipes := total.All("pipeline_" + kpiLost)
@@ -427,8 +449,12 @@ func readingOf(t *pipebench.PhaseResult) ledgerReading {
 			}
 		}
 	}
+	r.whereBy = map[string][]string{}
 	for _, k := range t.All(kpiHeld + "_where") {
-		r.where["held"] = append(r.where["held"], k.Labels["where"])
+		r.where["held"] = append(r.where["held"], k.Labels["where"]+" "+pipebench.FormatCount(k.Value))
+	}
+	for _, k := range t.All("pipeline_" + kpiHeld + "_where") {
+		r.whereBy[k.Labels["pipeline"]] = append(r.whereBy[k.Labels["pipeline"]], k.Labels["where"]+" "+pipebench.FormatCount(k.Value))
 	}
 	for _, k := range t.All(kpiUnreadRaw + "_where") {
 		r.where["unread"] = append(r.where["unread"], k.Labels["where"])
@@ -465,7 +491,7 @@ func mergePending(shards []*pipebench.Result, merged *pipebench.Result) {
 		}
 		p.KPIs = slices.DeleteFunc(p.KPIs, func(k pipebench.KPI) bool {
 			n := strings.TrimPrefix(k.Name, "pipeline_")
-			return slices.Contains(ledgerNames, n) || slices.Contains([]string{kpiHeld, kpiUnreadRaw, kpiDropped, kpiUnknown, kpiHeld + "_where", kpiUnreadRaw + "_where"}, k.Name)
+			return slices.Contains(ledgerNames, n) || slices.Contains([]string{kpiHeld, kpiUnreadRaw, kpiDropped, kpiUnknown, kpiHeld + "_where", kpiUnreadRaw + "_where"}, n)
 		})
 		for key, v := range sums {
 			name := kpiLost
@@ -559,7 +585,16 @@ func terms(t *pipebench.PhaseResult, lbl map[string]string, delivered float64, i
 	}
 	if v, ok := get(kpiPending); ok {
 		s := pipebench.FormatCount(v) + " pending at end"
-		if w := t.All(kpiHeld + "_where"); v > 0 && len(w) > 0 {
+		w := t.All(kpiHeld + "_where")
+		if lbl != nil {
+			w = nil
+			for _, k := range t.All("pipeline_" + kpiHeld + "_where") {
+				if k.Labels["pipeline"] == lbl["pipeline"] {
+					w = append(w, k)
+				}
+			}
+		}
+		if v > 0 && len(w) > 0 {
 			s += " (held: " + w[0].Labels["where"] + ")"
 		}
 		parts = append(parts, s)
