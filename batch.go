@@ -47,7 +47,7 @@ const (
 	ClassRefused              // refused: backpressure (429, 503, RESOURCE_EXHAUSTED) or a connection refused
 	ClassTimeout              // no answer in time
 	ClassError                // anything else: connection refused, protocol error, 4xx/5xx
-	ClassDropped              // never started: max_in_flight was reached when it was due
+	ClassDropped              // never started: held back at its due time, max_in_flight or max_in_flight_bytes answers outstanding
 	numClasses
 )
 
@@ -100,6 +100,36 @@ type Outcome struct {
 	// busy generator is the generator's own (KPI read_lag), as its
 	// lateness in starting a send is (schedule_lag).
 	Answered time.Time
+	// Unsent, when not OwnerNone, says that no part of the request left
+	// pipebench, and whose limit kept it: OwnerSystem when the system
+	// under test did not let it leave (every connection or window slot
+	// stayed busy until the driver gave up waiting, a connect was refused
+	// or not accepted in time), OwnerPipebench when pipebench itself could
+	// not make it (its own limits: open files). Such a send is not counted
+	// as sent: the system's share is held_back, pipebench's is missed.
+	// Leave it OwnerNone when any of the request may have been written.
+	Unsent Owner
+}
+
+// Owner says whose limit kept a due send from being made on time.
+type Owner uint8
+
+// The owners of a send not made.
+const (
+	OwnerNone      Owner = iota // the send was made (or the driver cannot tell)
+	OwnerSystem                 // the system under test held it back: a result
+	OwnerPipebench              // pipebench could not make it: the run is invalid when it matters
+)
+
+// String returns "system", "pipebench" or "".
+func (o Owner) String() string {
+	switch o {
+	case OwnerSystem:
+		return "system"
+	case OwnerPipebench:
+		return "pipebench"
+	}
+	return ""
 }
 
 // Sample is one send as the runner measured it.

@@ -51,7 +51,7 @@ type RunRecord struct {
 func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 	res := &pipebench.Result{Schema: pipebench.ResultSchema, Plan: rec.Plan, Series: rec.Series, Errors: rec.Messages}
 	var reasons []string
-	total := SendStats{Details: map[string]uint64{}, Latency: newHist(), Service: newHist(), Wait: newHist(), Lag: newHist(), ReadLag: newHist()}
+	total := SendStats{Details: map[string]uint64{}, HeldBack: map[string]uint64{}, Latency: newHist(), Service: newHist(), Wait: newHist(), Lag: newHist(), ReadLag: newHist()}
 	for i, in := range rec.Phases {
 		ph := rec.Plan.Phases[i]
 		pr := Build(in, rec.Series)
@@ -92,7 +92,7 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 		reasons = append(reasons, Restarts(rec.Series, res.Phases[0].Started, rec.ObservedUntil)...)
 	}
 	res.Thresholds = EvalThresholds(rec.Plan, res.Phases)
-	res.Detections = DetectAll(res)
+	res.Detections = append(Saturation(res, reasons), DetectAll(res)...)
 	res.Summary = append(Summary(res), Capacity(res)...)
 
 	m.Status, reasons = Verdict(Judgement{Thresholds: res.Thresholds, Invalid: append(rec.Invalid, reasons...), Failures: rec.Failures, Error: rec.SetupError,
@@ -112,6 +112,16 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result, item string) *pipebench.PhaseResult {
 	first, last := res.Phases[0], res.Phases[len(res.Phases)-1]
 	in := PhaseInput{Name: "total", Started: first.Started, Ended: last.Ended, Sends: sends}
+	for _, ph := range rec.Phases {
+		if g := ph.Generator; g != nil {
+			if in.Generator == nil {
+				in.Generator = &GeneratorUse{}
+			}
+			in.Generator.CPU += g.CPU
+			in.Generator.Wait += g.Wait
+			in.Generator.CPUs = max(in.Generator.CPUs, g.CPUs)
+		}
+	}
 	var planned float64
 	paced := true // a closed-model (blast) phase has no target rate
 	for i, ph := range rec.Plan.Phases[:len(res.Phases)] {
@@ -350,58 +360,126 @@ func nearest(series []pipebench.Series, name string, t time.Time) (float64, bool
 	return best, dist >= 0
 }
 
+// The limits past which a phase's numbers describe pipebench rather than
+// the system under test.
+const (
+	// MissedShare is the share of a phase's planned items pipebench may
+	// fail to make before the run is invalid.
+	MissedShare = 0.01
+	// LagLimit is the p99 of the schedule lag and of the read lag above
+	// which pipebench, not the system, set the pace (ms).
+	LagLimit = 1000
+	// SaturatedCPU is the share of its CPUs above which pipebench's own
+	// process counts as saturated: the system's held-back sends cannot
+	// then be told from pipebench's slowness in reading answers.
+	SaturatedCPU = 0.9
+	// StarvedCPU is the CPU-seconds a second, per CPU it may use, that
+	// pipebench's threads may wait for a CPU other processes hold before
+	// it counts as starved, with the same consequence.
+	StarvedCPU = 0.5
+)
+
 // Validity returns why a phase's numbers describe pipebench rather than
-// the system under test, or nothing when they are sound: fewer than 99% of
-// the planned items started, sends starting more than a second late, or
-// answers waiting more than a second for the generator to read them.
+// the system under test, or nothing when they are sound. Every send not
+// made on time has an owner. The system under test's share (held back:
+// max_in_flight answers outstanding, no free connection, a connect
+// refused) is a result, never a reason here. Pipebench's own share is:
+// more than MissedShare of the planned items not made (its pacer fell
+// behind), sends starting or answers waiting to be read more than
+// LagLimit late at p99, or sends held back while its own process used
+// SaturatedCPU of its CPUs or more (whose limit it was cannot be told).
 func Validity(ph pipebench.PlanPhase, pr *pipebench.PhaseResult, s SendStats) []string {
 	var reasons []string
 	if ph.Blast() {
 		return nil
 	}
-	var started uint64
-	for c := pipebench.ClassOK; c < pipebench.ClassDropped; c++ {
-		started += s.Items[c]
-	}
-	dropped := s.Items[pipebench.ClassDropped]
+	evidence := generatorEvidence(pr)
 	planned := float64(ph.Items)
-	if planned > 0 && float64(started) < 0.99*planned {
-		why := fmt.Sprintf("phase %s: the generator started %s of %s planned items (%.1f%%)", ph.Name,
-			pipebench.FormatCount(float64(started)), pipebench.FormatCount(planned), 100*float64(started)/planned)
-		if byBytes := s.DroppedForBytes; byBytes > 0 {
-			why += fmt.Sprintf("; %s were dropped because max_in_flight_bytes (%s of requests) were still waiting for answers: lower the rate or the batch size, or raise max_in_flight_bytes if the machine has the memory",
-				pipebench.FormatCount(float64(byBytes)), pipebench.FormatBytes(ph.MaxInFlightBytes))
-			dropped -= min(dropped, byBytes)
-		}
-		if dropped > 0 {
-			why += fmt.Sprintf("; %s were dropped because max_in_flight (%d) sends were still waiting for answers: raise max_in_flight or lower the rate",
-				pipebench.FormatCount(float64(dropped)), ph.MaxInFlight)
-		} else if s.DroppedForBytes == 0 {
-			why += ": pipebench could not keep up; lower the rate, add generator CPU, or scale out"
-		}
-		reasons = append(reasons, why)
+	if missed := float64(s.Missed); planned > 0 && missed > MissedShare*planned {
+		reasons = append(reasons, fmt.Sprintf("phase %s: pipebench could not keep up: it did not make %s of %s planned items (%.1f%%) by a second after the phase's end%s; lower the rate, send more items per send, or spread the load over shards (run --shard, k8s run)",
+			ph.Name, pipebench.FormatCount(missed), pipebench.FormatCount(planned), 100*missed/planned, evidence))
 	}
-	if lag, ok := pr.Get("schedule_lag.p99"); ok && lag > 1000 {
-		reasons = append(reasons, fmt.Sprintf("phase %s: sends started %.0f ms late at p99: the generator fell behind its schedule", ph.Name, lag))
+	if lag, ok := pr.Get("schedule_lag.p99"); ok && lag > LagLimit {
+		reasons = append(reasons, fmt.Sprintf("phase %s: pipebench fell behind its schedule: sends started %.0f ms late at p99 while connections and in-flight slots were free%s; lower the rate, send more items per send, or spread the load over shards", ph.Name, lag, evidence))
 	}
-	if lag, ok := pr.Get("read_lag.p99"); ok && lag > 1000 {
-		reasons = append(reasons, fmt.Sprintf("phase %s: answers waited %.0f ms at p99 for the generator to read them: it fell behind reading; lower the rate, add generator CPU, or scale out", ph.Name, lag))
+	if lag, ok := pr.Get("read_lag.p99"); ok && lag > LagLimit {
+		reasons = append(reasons, fmt.Sprintf("phase %s: pipebench fell behind reading answers: they waited %.0f ms at p99 for it to read them%s; lower the rate, add generator CPU, or spread the load over shards", ph.Name, lag, evidence))
+	}
+	if why := saturatedGenerator(pr); why != "" {
+		reasons = append(reasons, fmt.Sprintf("phase %s: %s", ph.Name, why))
+	}
+	if held := s.HeldBackItems(); held > 0 && s.ReadLag != nil && s.ReadLag.TotalCount() > 0 && s.Service != nil && s.Service.TotalCount() > 0 {
+		// A connection or in-flight slot is held from the write to the
+		// answer's arrival by the system, and from there until pipebench
+		// read the answer by pipebench: when pipebench held them longer,
+		// its slowness, not the system, kept them busy.
+		if rl, svc := s.ReadLag.Mean()/1000, s.Service.Mean()/1000; rl > svc {
+			reasons = append(reasons, fmt.Sprintf("phase %s: pipebench held its connections and in-flight slots longer than the system did: answers waited %.1f ms on average for pipebench to read them, against %.1f ms from the write to the answer's arrival, so the %s items held back are pipebench's slowness%s; lower the rate, add generator CPU, or spread the load over shards",
+				ph.Name, rl, svc, pipebench.FormatCount(float64(held)), evidence))
+		}
 	}
 	return reasons
 }
 
-// reached says the run is invalid when nothing reached the system under
-// test: planned items were not sent at all (every one dropped, or none
-// built), or every send failed before the target answered (refused, a
-// message the protocol cannot carry).
-func reached(s SendStats, planned uint64) []string {
-	var started uint64
-	for c := pipebench.ClassOK; c < pipebench.ClassDropped; c++ {
-		started += s.Items[c]
+// saturatedGenerator says why a phase whose sends the system held back
+// cannot be judged: pipebench's own process used SaturatedCPU of its CPUs
+// or more ("" when it did not, or nothing was held back).
+func saturatedGenerator(pr *pipebench.PhaseResult) string {
+	held, _ := pr.Get("held_back")
+	used, ok := pr.Get("generator_cpu_cores")
+	cpus, _ := pr.Get("generator_cpus")
+	wait, _ := pr.Get("generator_cpu_wait")
+	switch {
+	case !ok || held <= 0 || cpus <= 0:
+		return ""
+	case used >= SaturatedCPU*cpus:
+		return fmt.Sprintf("pipebench's own process used %.2f of its %.0f CPUs while the system under test held back %s items: whether the system or pipebench's reading of its answers held them cannot be told; give pipebench more CPU (fewer, larger sends, shards, another machine)",
+			used, cpus, pipebench.FormatCount(held))
+	case wait >= StarvedCPU*cpus:
+		return fmt.Sprintf("pipebench was starved of CPU: its threads waited %.2f CPU-seconds a second for a CPU that other processes held (it used %.2f of its %.0f CPUs) while the system under test held back %s items: whether the system or pipebench's reading of its answers held them cannot be told; give pipebench a CPU of its own (taskset, fewer processes beside it, another machine)",
+			wait, used, cpus, pipebench.FormatCount(held))
 	}
+	return ""
+}
+
+// generatorEvidence says, for a reason that names pipebench, what its own
+// process spent: "; pipebench used 1.98 of its 2 CPUs and waited for a
+// CPU 0.40 of the time" (empty when the phase has no such KPIs).
+func generatorEvidence(pr *pipebench.PhaseResult) string {
+	used, ok := pr.Get("generator_cpu_cores")
+	if !ok {
+		return ""
+	}
+	cpus, _ := pr.Get("generator_cpus")
+	out := fmt.Sprintf(" (pipebench's process used %.2f of its %.0f CPUs", used, cpus)
+	if wait, _ := pr.Get("generator_cpu_wait"); wait >= 0.05 {
+		out += fmt.Sprintf(" and its threads waited %.2f CPU-seconds a second for a CPU another process held", wait)
+	}
+	return out + ")"
+}
+
+// reached says the run is invalid when nothing reached the system under
+// test: planned items were not sent at all (every one held back or
+// missed, or none built), or every send failed before the target answered
+// (refused, a message the protocol cannot carry).
+func reached(s SendStats, planned uint64) []string {
+	started := s.SentItems()
 	if started == 0 && planned > 0 {
-		return []string{fmt.Sprintf("nothing was sent: none of the %s planned items left the generator (%s dropped)",
-			pipebench.FormatCount(float64(planned)), pipebench.FormatCount(float64(s.Items[pipebench.ClassDropped])))}
+		why := fmt.Sprintf("nothing was sent: none of the %s planned items left pipebench", pipebench.FormatCount(float64(planned)))
+		var causes []string
+		for _, k := range sortedKeys(s.HeldBack) {
+			causes = append(causes, fmt.Sprintf("%s %s", k, pipebench.FormatCount(float64(s.HeldBack[k]))))
+		}
+		if s.Missed > 0 {
+			causes = append(causes, fmt.Sprintf("missed by pipebench %s", pipebench.FormatCount(float64(s.Missed))))
+		}
+		if len(causes) > 0 {
+			why += " (held back: " + strings.Join(causes, ", ") + ")"
+		}
+		if s.HeldBackItems() > s.Items[pipebench.ClassDropped] {
+			why += ": check the target's address, port, protocol and TLS settings, and that it is running"
+		}
+		return []string{why}
 	}
 	if started == 0 || s.Unreached < started {
 		return nil
@@ -469,8 +547,17 @@ func Summary(r *pipebench.Result) []string {
 	if v, _ := t.Get("abandoned_queued"); v > 0 {
 		out = append(out, fmt.Sprintf("%s accepted items had not arrived when the run was stopped: abandoned in the pipeline, not counted as lost (nobody watched for them)", pipebench.FormatCount(v)))
 	}
-	if v, _ := t.Get("dropped"); v > 0 {
-		out = append(out, fmt.Sprintf("%s items were never sent: max_in_flight or max_in_flight_bytes was reached when they were due", pipebench.FormatCount(v)))
+	if v, _ := t.Get("held_back"); v > 0 {
+		var reasons []string
+		for _, k := range t.All("held_back") {
+			if r := k.Labels["reason"]; r != "" {
+				reasons = append(reasons, fmt.Sprintf("%s %s", heldWords(r), pipebench.FormatCount(k.Value)))
+			}
+		}
+		out = append(out, fmt.Sprintf("%s items were held back by the system under test and never sent (%s): it did not let them be sent on time, a result about it, not counted as sent", pipebench.FormatCount(v), strings.Join(reasons, ", ")))
+	}
+	if v, _ := t.Get("missed"); v > 0 {
+		out = append(out, fmt.Sprintf("%s items were missed by pipebench: it had not made them a second after their phase ended", pipebench.FormatCount(v)))
 	}
 	if v, ok := t.Get("lost"); ok && v > 0 {
 		acc, _ := t.Get("accepted")
@@ -488,10 +575,32 @@ func Summary(r *pipebench.Result) []string {
 	return out
 }
 
+// heldWords says a held-back reason in words.
+func heldWords(reason string) string {
+	switch reason {
+	case HeldMaxInFlight:
+		return "max_in_flight answers outstanding"
+	case HeldMaxInFlightBytes:
+		return "max_in_flight_bytes of requests outstanding"
+	}
+	return reason
+}
+
 func (dst *SendStats) merge(src SendStats) {
 	for c := range dst.Items {
 		dst.Items[c] += src.Items[c]
 		dst.Batches[c] += src.Batches[c]
+	}
+	if dst.HeldBack == nil {
+		dst.HeldBack = map[string]uint64{}
+	}
+	for k, v := range src.HeldBack {
+		dst.HeldBack[k] += v
+	}
+	dst.Missed += src.Missed
+	dst.DroppedForBytes += src.DroppedForBytes
+	if !src.FirstHeld.IsZero() && (dst.FirstHeld.IsZero() || src.FirstHeld.Before(dst.FirstHeld)) {
+		dst.FirstHeld = src.FirstHeld
 	}
 	dst.Bytes += src.Bytes
 	dst.Unreached += src.Unreached

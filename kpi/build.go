@@ -30,6 +30,22 @@ type PhaseInput struct {
 	// Arrivals is nil when the run has no sink.
 	Arrivals *ArrivalStats
 	Faulted  uint64
+	// Generator is what pipebench's own process spent while the phase
+	// ran; nil when not measured (a merge of shards).
+	Generator *GeneratorUse
+}
+
+// GeneratorUse is what pipebench's own process spent over a stretch of
+// time, to tell its own limit from the system's.
+type GeneratorUse struct {
+	// CPU is the process's CPU time, user and system.
+	CPU time.Duration
+	// Wait is how long its threads were ready to run but waited for a
+	// CPU that something else held (Linux: schedstat's run delay, summed
+	// over its threads; 0 where unknown).
+	Wait time.Duration
+	// CPUs is how many CPUs it may use at once (GOMAXPROCS).
+	CPUs int
 }
 
 // Build computes the KPIs of one phase from its samples, its arrivals and
@@ -55,12 +71,13 @@ func Build(in PhaseInput, series []pipebench.Series) pipebench.PhaseResult {
 		p.KPIs = append(p.KPIs, k)
 	}
 	s := in.Sends
-	var sent uint64
-	for c := pipebench.ClassOK; c < pipebench.ClassDropped; c++ {
-		sent += s.Items[c]
-	}
-	sent += s.Abandoned
+	// sent counts what left pipebench; what the system under test held
+	// back (held_back) and what pipebench missed (missed) are apart, so
+	// that target = sent + held_back + missed for a phase that ran to its
+	// end.
+	sent := s.SentItems()
 	accepted := s.Items[pipebench.ClassOK]
+	held := s.HeldBackItems()
 	if in.TargetRate > 0 { // 0: a closed-model phase, which has no target
 		add("target_rate", in.TargetRate, pipebench.UnitPerSecond)
 	}
@@ -68,7 +85,17 @@ func Build(in PhaseInput, series []pipebench.Series) pipebench.PhaseResult {
 	add("accepted_rate", rate(accepted), pipebench.UnitPerSecond)
 	add("sent", float64(sent), pipebench.UnitCount)
 	add("accepted", float64(accepted), pipebench.UnitCount)
-	add("dropped", float64(s.Items[pipebench.ClassDropped]), pipebench.UnitCount)
+	add("held_back", float64(held), pipebench.UnitCount)
+	add("held_back_rate", rate(held), pipebench.UnitPerSecond)
+	for _, reason := range sortedKeys(s.HeldBack) {
+		add("held_back", float64(s.HeldBack[reason]), pipebench.UnitCount, "reason", reason)
+	}
+	if after := heldAfter(s, in.Started); !math.IsNaN(after) {
+		add(HeldAfter, after, pipebench.UnitSeconds)
+	}
+	add("missed", float64(s.Missed), pipebench.UnitCount)
+	// dropped: every planned item not sent, whoever's limit it was.
+	add("dropped", float64(held+s.Missed), pipebench.UnitCount)
 	if s.Abandoned > 0 {
 		add("abandoned", float64(s.Abandoned), pipebench.UnitCount)
 	}
@@ -81,12 +108,16 @@ func Build(in PhaseInput, series []pipebench.Series) pipebench.PhaseResult {
 		if s.Wait != nil && s.Wait.TotalCount() > 0 {
 			addQuantiles(add, "wait", s.Wait)
 		}
-		add("schedule_lag.p99", ms(s.Lag.ValueAtQuantile(99)), pipebench.UnitMillis)
-		add("schedule_lag.max", ms(s.Lag.Max()), pipebench.UnitMillis)
+		addQuantiles(add, "schedule_lag", s.Lag)
 		if s.ReadLag != nil && s.ReadLag.TotalCount() > 0 {
 			add("read_lag.p99", ms(s.ReadLag.ValueAtQuantile(99)), pipebench.UnitMillis)
 			add("read_lag.max", ms(s.ReadLag.Max()), pipebench.UnitMillis)
 		}
+	}
+	if g := in.Generator; g != nil && secs > 0 {
+		add("generator_cpu_cores", g.CPU.Seconds()/secs, pipebench.UnitCores)
+		add("generator_cpu_wait", g.Wait.Seconds()/secs, pipebench.UnitCores)
+		add("generator_cpus", float64(g.CPUs), pipebench.UnitCount)
 	}
 	if a := in.Arrivals; a != nil {
 		add("delivered_rate", rate(a.Delivered), pipebench.UnitPerSecond)
@@ -166,7 +197,7 @@ func ObservedKPIs(series []pipebench.Series, from, to time.Time) []pipebench.KPI
 
 // runnerSeries are the series the runner derives from its own counts.
 var runnerSeries = map[string]bool{
-	"target_rate": true, "sent_rate": true, "accepted_rate": true, "delivered_rate": true,
+	"target_rate": true, "sent_rate": true, "accepted_rate": true, "delivered_rate": true, "held_back_rate": true,
 	"backlog": true, "schedule_lag_ms": true, "in_flight": true,
 	"latency_p50_ms": true, "latency_p90_ms": true, "latency_p99_ms": true,
 	"failed_rate": true, "faulted_rate": true, "e2e_p50_ms": true, "e2e_p90_ms": true, "e2e_p99_ms": true,

@@ -103,8 +103,12 @@ func Detect(r *pipebench.Result, o DetectOptions) []pipebench.Detection {
 				run++
 				if run == o.ShortfallPoints {
 					began := sent[i-run+1].T
+					whose := "pipebench sent"
+					if held := one("held_back_rate"); len(held) > 0 && valueAt(held, p.T) > 0 {
+						whose = "the system under test held sends back: pipebench sent"
+					}
 					out = append(out, pipebench.Detection{Detector: "shortfall", Series: "sent_rate", Phase: phaseAt(r, began), Began: began,
-						Message: fmt.Sprintf("the generator sent %s/s against a target of %s/s for %d observations in a row", pipebench.FormatCount(p.V), pipebench.FormatCount(tg), run), Value: p.V / tg})
+						Message: fmt.Sprintf("%s %s/s against a target of %s/s for %d observations in a row", whose, pipebench.FormatCount(p.V), pipebench.FormatCount(tg), run), Value: p.V / tg})
 				}
 			} else {
 				run = 0

@@ -141,6 +141,12 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 		}
 		if i < len(plan.Phases) && (!aborted || i < phases-1) {
 			reasons = append(reasons, Validity(plan.Phases[i], &pr, in.Sends)...)
+			// A generator's CPU is its own shard's: judged there.
+			for j, p := range parts {
+				if why := saturatedGenerator(p); why != "" {
+					reasons = append(reasons, fmt.Sprintf("phase %s, shard %d: %s", pr.Name, ordered[j].Plan.Shard.Index+1, why))
+				}
+			}
 		}
 	}
 	if first.Total != nil {
@@ -165,7 +171,7 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 	mergePending(ordered, res) // the pipeline held its pending items once, not once per shard
 	reasons = append(reasons, reached(totalSends, planned)...)
 	res.Thresholds = EvalThresholds(plan, res.Phases)
-	res.Detections = DetectAll(res)
+	res.Detections = append(Saturation(res, reasons), DetectAll(res)...)
 	res.Summary = append(Summary(res), Capacity(res)...)
 
 	m := first.Manifest
@@ -228,7 +234,7 @@ func wholePlan(shards []*pipebench.Result) pipebench.Plan {
 
 // The KPIs mergePhase adds up across shards; Build recomputes the rest of
 // the generator's and the sink's from them.
-var summed = []string{"sent", "accepted", "dropped", "abandoned", "delivered", "lost", "duplicates", "reordered", "faulted"}
+var summed = []string{"sent", "accepted", "dropped", "held_back", "missed", "abandoned", "delivered", "lost", "duplicates", "reordered", "faulted"}
 
 // mergePhase joins one phase of every shard.
 func mergePhase(parts []*pipebench.PhaseResult) (pipebench.PhaseResult, PhaseInput, error) {
@@ -253,14 +259,30 @@ func mergePhase(parts []*pipebench.PhaseResult) (pipebench.PhaseResult, PhaseInp
 			if k.Name == "errors" {
 				sum["errors."+k.Labels["class"]] += k.Value
 			}
+			if k.Name == "held_back" && k.Labels["reason"] != "" {
+				sum["held_back."+k.Labels["reason"]] += k.Value
+			}
 		}
 	}
-	s := SendStats{Details: map[string]uint64{}}
+	s := SendStats{Details: map[string]uint64{}, HeldBack: map[string]uint64{}}
 	s.Items[pipebench.ClassRefused] = uint64(sum["errors.refused"])
 	s.Items[pipebench.ClassTimeout] = uint64(sum["errors.timeout"])
 	s.Items[pipebench.ClassError] = uint64(sum["errors.error"])
 	s.Items[pipebench.ClassOK] = uint64(sum["accepted"])
-	s.Items[pipebench.ClassDropped] = uint64(sum["dropped"])
+	for k, v := range sum {
+		if reason, ok := strings.CutPrefix(k, "held_back."); ok {
+			s.HeldBack[reason] = uint64(v)
+		}
+	}
+	s.Items[pipebench.ClassDropped] = s.HeldBack[HeldMaxInFlight] + s.HeldBack[HeldMaxInFlightBytes]
+	s.DroppedForBytes = s.HeldBack[HeldMaxInFlightBytes]
+	s.Missed = uint64(sum["missed"])
+	if !has["held_back"] && !has["missed"] {
+		// A shard written before held_back and missed existed: its
+		// dropped items were max_in_flight's.
+		s.Items[pipebench.ClassDropped] = uint64(sum["dropped"])
+		s.HeldBack[HeldMaxInFlight] = uint64(sum["dropped"])
+	}
 	s.Abandoned = uint64(sum["abandoned"])
 	var hists = map[string]*hdrhistogram.Histogram{}
 	for _, name := range shardHistograms {
@@ -294,10 +316,23 @@ func mergePhase(parts []*pipebench.PhaseResult) (pipebench.PhaseResult, PhaseInp
 		in.Faulted = uint64(sum["faulted"])
 	}
 	pr := Build(in, nil)
+	// The first item held back in any shard.
+	after := math.NaN()
+	for _, p := range parts {
+		if v, ok := p.Get(HeldAfter); ok && (math.IsNaN(after) || p.Started.Add(time.Duration(v*float64(time.Second))).Before(in.Started.Add(time.Duration(after*float64(time.Second))))) {
+			after = p.Started.Add(time.Duration(v * float64(time.Second))).Sub(in.Started).Seconds()
+		}
+	}
+	if !math.IsNaN(after) {
+		pr.Set(pipebench.KPI{Name: HeldAfter, Value: math.Max(after, 0), Unit: pipebench.UnitSeconds})
+	}
 	// The rest (the pipeline's own KPIs, derived ones) from the first
 	// shard that has them: every shard observed the same system.
 	for _, p := range parts {
 		for _, k := range p.KPIs {
+			if strings.HasPrefix(k.Name, "generator_") {
+				continue // each shard's own process: no one figure for all
+			}
 			if _, ok := pr.Get(k.Name, flatten(k.Labels)...); !ok {
 				pr.Set(k)
 			}

@@ -35,11 +35,20 @@ func micros(d time.Duration) int64 {
 // Live holds counters of one phase that can be read while the run goes on.
 // All fields are updated atomically.
 type Live struct {
-	Sent     atomic.Uint64 // items whose send started
+	// Sent counts the items of the sends handed to the driver; those that
+	// came back without having left pipebench are Unsent too, so what
+	// left so far is Sent less Unsent (SentNow).
+	Sent     atomic.Uint64
+	Unsent   atomic.Uint64
 	Accepted atomic.Uint64 // items answered ok
 	Failed   atomic.Uint64 // items answered with any failure class
-	Dropped  atomic.Uint64 // items never started (max_in_flight reached)
-	InFlight atomic.Int64  // sends started, not yet answered
+	Dropped  atomic.Uint64 // items never started (max_in_flight or max_in_flight_bytes reached)
+	// HeldBack counts the items the system under test held back: Dropped
+	// and the sends that came back unsent through its doing
+	// (Outcome.Unsent OwnerSystem). Missed counts pipebench's own share.
+	HeldBack atomic.Uint64
+	Missed   atomic.Uint64
+	InFlight atomic.Int64 // sends started, not yet answered
 	// InFlightBytes are the bytes of the requests of the sends in flight
 	// (counted once the generator made them).
 	InFlightBytes atomic.Int64
@@ -54,14 +63,32 @@ type Live struct {
 	FailedBy [pipebench.NumClasses]atomic.Uint64
 }
 
+// SentNow returns the items whose request left pipebench so far.
+func (l *Live) SentNow() uint64 {
+	sent, unsent := l.Sent.Load(), l.Unsent.Load()
+	if unsent > sent {
+		return 0
+	}
+	return sent - unsent
+}
+
+// The reasons for which the runner itself holds a due send back (the
+// system under test's answers outstanding); a send the driver gave back
+// unsent is held back for the driver's Detail ("no free connection").
+const (
+	HeldMaxInFlight      = "max_in_flight"
+	HeldMaxInFlightBytes = "max_in_flight_bytes"
+)
+
 // SendStats is what a phase's sends added up to.
 type SendStats struct {
 	Batches [pipebench.NumClasses]uint64 // sends by outcome class
 	Items   [pipebench.NumClasses]uint64 // items by outcome class
 	Bytes   uint64
 	Details map[string]uint64 // failure details ("503", "timeout")
-	// Unreached counts the items of sends that failed before the target
-	// answered at all (Outcome.Unreached).
+	// Unreached counts the sent items of sends that failed before the
+	// target answered at all (Outcome.Unreached; those that never left
+	// are held back or missed instead).
 	Unreached uint64
 	// Abandoned counts the items of sends that started but had not
 	// returned when the run was cut short (a second interrupt): they are
@@ -70,22 +97,57 @@ type SendStats struct {
 	// DroppedForBytes are the dropped items that max_in_flight_bytes
 	// dropped (the rest of the dropped items were max_in_flight's).
 	DroppedForBytes uint64
+	// HeldBack counts the items the system under test did not let
+	// pipebench send, by reason: HeldMaxInFlight and HeldMaxInFlightBytes
+	// (dropped at their due time: Items[ClassDropped] holds them too),
+	// and the Detail of each send a driver gave back unsent through the
+	// system's doing ("no free connection", "connection refused"). They
+	// are not sent: a result about the system, not a failure of
+	// pipebench's.
+	HeldBack map[string]uint64
+	// FirstHeld is the due time of the first item held back.
+	FirstHeld time.Time
+	// Missed counts the items pipebench itself did not send: due sends
+	// its pacer had not made when the phase's grace ran out (it fell
+	// behind), and sends a driver gave back unsent through pipebench's
+	// own limits (Outcome.Unsent OwnerPipebench).
+	Missed uint64
 	// LastEnded is when the phase's last send returned.
 	LastEnded time.Time
-	// Latency is measured from the scheduled time (coordinated-omission
-	// corrected: a send waits for nobody, and its wait for a connection
-	// or window slot counts) less the generator's own lateness in
-	// starting it (Lag, reported apart: the system did not cause it);
-	// so Latency = Wait + Service. Wait is from the start of the send to
-	// the write of the request (a free connection or window slot),
-	// Service from that write to the answer, Lag from scheduled to
-	// start; all in µs. Wait holds only the sends whose driver reported
-	// Outcome.Written; for the others Service counts from the start.
-	// Service ends when the answer reached the machine where the driver
-	// reports it (Outcome.Answered), else when the send returned; ReadLag
-	// holds the time in between (the answer waiting for the generator to
-	// read it), for the sends whose driver reported it.
+	// Latency is measured from the scheduled time, as wrk2 does
+	// (coordinated-omission corrected: a send waits for nobody): the
+	// generator's lateness in starting it (Lag), its wait for a
+	// connection or window slot (Wait) and the service (Service), so
+	// Latency = Lag + Wait + Service. Wait is from the start of the send
+	// to the write of the request, Service from that write to the
+	// answer, Lag from scheduled to start; all in µs. Wait holds only the
+	// sends whose driver reported Outcome.Written; for the others Service
+	// counts from the start. Service ends when the answer reached the
+	// machine where the driver reports it (Outcome.Answered), else when
+	// the send returned; ReadLag holds the time in between (the answer
+	// waiting for the generator to read it), for the sends whose driver
+	// reported it: it is pipebench's, and not in Latency. Sends held back
+	// (never sent) have no latency.
 	Latency, Service, Wait, Lag, ReadLag *hdrhistogram.Histogram
+}
+
+// HeldBackItems returns the items the system under test held back.
+func (s *SendStats) HeldBackItems() uint64 {
+	var n uint64
+	for _, v := range s.HeldBack {
+		n += v
+	}
+	return n
+}
+
+// SentItems returns the items whose request left pipebench: every
+// outcome class but dropped, and the sends abandoned in flight.
+func (s *SendStats) SentItems() uint64 {
+	var n uint64
+	for c := pipebench.ClassOK; c < pipebench.ClassDropped; c++ {
+		n += s.Items[c]
+	}
+	return n + s.Abandoned
 }
 
 // Recorder collects the samples of one run, phase by phase. Record is safe
@@ -109,7 +171,7 @@ func NewRecorder(n int) *Recorder {
 	r := &Recorder{phases: make([]*SendStats, n), live: make([]*Live, n), window: newHist()}
 	for i := range r.phases {
 		r.phases[i] = &SendStats{
-			Details: map[string]uint64{},
+			Details: map[string]uint64{}, HeldBack: map[string]uint64{},
 			Latency: newHist(), Service: newHist(), Wait: newHist(), Lag: newHist(), ReadLag: newHist(),
 		}
 		r.live[i] = &Live{}
@@ -135,10 +197,16 @@ func (r *Recorder) Started(i, n int, lag time.Duration) {
 	}
 }
 
-// Record adds a finished send of phase i. Call Started first.
+// Record adds a finished send of phase i. Call Started first. A send the
+// driver gave back unsent (Outcome.Unsent) is held back or missed, not
+// sent: it has no latency and no outcome class.
 func (r *Recorder) Record(i int, s pipebench.Sample) {
 	l := r.live[i]
 	l.InFlight.Add(-1)
+	if owner := s.Outcome.Unsent; owner != pipebench.OwnerNone {
+		r.unsent(i, s, owner)
+		return
+	}
 	if s.Outcome.Class == pipebench.ClassOK {
 		l.Accepted.Add(uint64(s.Count))
 	} else {
@@ -177,11 +245,49 @@ func (r *Recorder) Record(i int, s pipebench.Sample) {
 	r.mu.Unlock()
 }
 
-// split divides a send into latency (wait + service), service (write to
-// answer), wait (start to write), lag (scheduled to start) and read lag
-// (the answer's arrival to the send's end); answered says whether the
-// driver told when the answer arrived. Lag and read lag are the
-// generator's own lateness, not charged to the system.
+// unsent records a send that never left pipebench: held back by the
+// system under test (its Detail is the reason) or missed by pipebench.
+func (r *Recorder) unsent(i int, s pipebench.Sample, owner pipebench.Owner) {
+	l := r.live[i]
+	n := uint64(s.Count)
+	l.Unsent.Add(n)
+	if owner == pipebench.OwnerSystem {
+		l.HeldBack.Add(n)
+	} else {
+		l.Missed.Add(n)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.phases[i]
+	if owner == pipebench.OwnerSystem {
+		reason := s.Outcome.Detail
+		if reason == "" {
+			reason = s.Outcome.Class.String()
+		}
+		if _, ok := p.HeldBack[reason]; ok || len(p.HeldBack) < 64 {
+			p.HeldBack[reason] += n
+		} else {
+			p.HeldBack["other"] += n
+		}
+		if at := s.Scheduled; !at.IsZero() && (p.FirstHeld.IsZero() || at.Before(p.FirstHeld)) {
+			p.FirstHeld = at
+		}
+	} else {
+		p.Missed += n
+	}
+	r.keepMessage(s.Outcome.Class, s.Outcome)
+	if s.Ended.After(p.LastEnded) {
+		p.LastEnded = s.Ended
+	}
+}
+
+// split divides a send into latency (lag + wait + service: from the
+// scheduled time to the answer), service (write to answer), wait (start
+// to write), lag (scheduled to start) and read lag (the answer's arrival
+// to the send's end); answered says whether the driver told when the
+// answer arrived. Lag and read lag are the generator's own lateness:
+// latency includes lag (the user waited for it as for the system, as
+// wrk2 counts) but not read lag (the answer had arrived).
 func split(s pipebench.Sample) (lat, svc, wait, lag, readLag time.Duration, answered bool) {
 	written := s.Outcome.Written
 	if written.IsZero() || written.Before(s.Started) || written.After(s.Ended) {
@@ -192,7 +298,11 @@ func split(s pipebench.Sample) (lat, svc, wait, lag, readLag time.Duration, answ
 		end, answered = a, true
 	}
 	wait, svc = written.Sub(s.Started), end.Sub(written)
-	return wait + svc, svc, wait, max(s.Started.Sub(s.Scheduled), 0), s.Ended.Sub(end), answered
+	lag = 0
+	if !s.Scheduled.IsZero() {
+		lag = max(s.Started.Sub(s.Scheduled), 0)
+	}
+	return lag + wait + svc, svc, wait, lag, s.Ended.Sub(end), answered
 }
 
 func (r *Recorder) keepMessage(c pipebench.Class, o pipebench.Outcome) {
@@ -252,13 +362,33 @@ func takeWindow(w *hdrhistogram.Histogram) WindowQuantiles {
 	return q
 }
 
-// Dropped counts a send of n items of phase i that never started because
-// max_in_flight was reached.
-func (r *Recorder) Dropped(i, n int) {
-	r.live[i].Dropped.Add(uint64(n))
+// Dropped counts a send of n items of phase i, due at at, that the
+// runner held back for reason (HeldMaxInFlight, HeldMaxInFlightBytes):
+// the system under test had that many answers outstanding.
+func (r *Recorder) Dropped(i, n int, reason string, at time.Time) {
+	l := r.live[i]
+	l.Dropped.Add(uint64(n))
+	l.HeldBack.Add(uint64(n))
+	if reason == HeldMaxInFlightBytes {
+		l.DroppedForBytes.Add(uint64(n))
+	}
 	r.mu.Lock()
-	r.phases[i].Batches[pipebench.ClassDropped]++
-	r.phases[i].Items[pipebench.ClassDropped] += uint64(n)
+	p := r.phases[i]
+	p.Batches[pipebench.ClassDropped]++
+	p.Items[pipebench.ClassDropped] += uint64(n)
+	p.HeldBack[reason] += uint64(n)
+	if p.FirstHeld.IsZero() || at.Before(p.FirstHeld) {
+		p.FirstHeld = at
+	}
+	r.mu.Unlock()
+}
+
+// Missed counts n items of phase i that pipebench did not send: due sends
+// its pacer had not made when the phase's grace ran out.
+func (r *Recorder) Missed(i int, n uint64) {
+	r.live[i].Missed.Add(n)
+	r.mu.Lock()
+	r.phases[i].Missed += n
 	r.mu.Unlock()
 }
 
@@ -271,6 +401,10 @@ func (r *Recorder) Stats(i int) SendStats {
 	out.Details = make(map[string]uint64, len(p.Details))
 	for k, v := range p.Details {
 		out.Details[k] = v
+	}
+	out.HeldBack = make(map[string]uint64, len(p.HeldBack))
+	for k, v := range p.HeldBack {
+		out.HeldBack[k] = v
 	}
 	out.Latency = hdrhistogram.Import(p.Latency.Export())
 	out.Service = hdrhistogram.Import(p.Service.Export())

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/kpi"
 )
 
 // RunFunc runs one probe plan to its Result (the runner, in production).
@@ -137,6 +138,11 @@ type Answer struct {
 	// DrainTime is, for a burst search, how long the longest absorbed
 	// burst took to drain.
 	DrainTime float64
+	// Ceiling is, when the search stopped at pipebench's own limit, the
+	// rate it did send in the probe it could not make (items/s), and
+	// CeilingAt that probe's rate and CeilingWhy its reason.
+	Ceiling, CeilingAt float64
+	CeilingWhy         string
 }
 
 // Search runs probes until the answer is as precise as asked, the budget
@@ -274,7 +280,7 @@ func (s *search) rates(ctx context.Context) (*Answer, error) {
 		}
 		if pr.Ceiling {
 			br.Unstable = 0
-			return s.finish(br, "ceiling"), nil
+			return s.atCeiling(br, pr), nil
 		}
 		if !pr.Stable {
 			if br.Stable == 0 {
@@ -297,7 +303,7 @@ func (s *search) rates(ctx context.Context) (*Answer, error) {
 			return end, err
 		}
 		if pr.Ceiling {
-			return s.finish(br, "ceiling"), nil
+			return s.atCeiling(br, pr), nil
 		}
 	}
 	return s.finish(br, "precision"), nil
@@ -314,7 +320,7 @@ func (s *search) bursts(ctx context.Context) (*Answer, error) {
 			return end, err
 		}
 		if pr.Ceiling {
-			return s.finish(br, "ceiling"), nil
+			return s.atCeiling(br, pr), nil
 		}
 		if !pr.Stable {
 			if br.Stable == 0 {
@@ -370,6 +376,17 @@ func (s *search) stopped(br Bracket, err error) (*Answer, error) {
 	return s.finish(br, "failed"), err
 }
 
+// atCeiling ends a search at pipebench's own limit, found by probe pr: the
+// answer is a lower bound, and the ceiling is what pipebench did send.
+func (s *search) atCeiling(br Bracket, pr Probe) *Answer {
+	a := s.finish(br, "ceiling")
+	a.CeilingAt, a.CeilingWhy = float64(pr.Rate), pr.Why
+	if pr.Result != nil && pr.Result.Total != nil {
+		a.Ceiling, _ = pr.Result.Total.Get("sent_rate")
+	}
+	return a
+}
+
 func (s *search) finish(br Bracket, why string) *Answer {
 	a := s.ans
 	a.Stopped = why
@@ -391,14 +408,12 @@ func (s *search) finish(br Bracket, why string) *Answer {
 func Judge(res *pipebench.Result, tolerance float64) Probe {
 	pr := Probe{Result: res}
 	if res.Manifest.Status == pipebench.StatusInvalid {
-		for _, r := range res.Manifest.Reasons {
-			// Drops at max_in_flight mean the system answered too
-			// slowly; only a generator that could not keep up, or fell
-			// behind its schedule, is pipebench's own ceiling.
-			if strings.Contains(r, "could not keep up") || strings.Contains(r, "fell behind its schedule") {
-				pr.Ceiling, pr.Why = true, "pipebench's own ceiling: "+r
-				return pr
-			}
+		// Sends the system held back (max_in_flight answers outstanding,
+		// no free connection) are a result about it; only pipebench's own
+		// limit, as the run's validity names it, is its ceiling.
+		if why, ok := kpi.GeneratorLimited(res); ok {
+			pr.Ceiling, pr.Why = true, why
+			return pr
 		}
 		pr.Why = strings.Join(res.Manifest.Reasons, "; ")
 		return pr
@@ -422,8 +437,14 @@ func Judge(res *pipebench.Result, tolerance float64) Probe {
 	if failed > allow {
 		why = append(why, fmt.Sprintf("%s of %s items refused or failed", pipebench.FormatCount(failed), pipebench.FormatCount(sent)))
 	}
-	if v, _ := t.Get("dropped"); v > allow {
-		why = append(why, fmt.Sprintf("%s items dropped at max_in_flight (the system answered too slowly)", pipebench.FormatCount(v)))
+	if v, _ := t.Get("held_back"); v > allow {
+		var reasons []string
+		for _, k := range t.All("held_back") {
+			if r := k.Labels["reason"]; r != "" {
+				reasons = append(reasons, r)
+			}
+		}
+		why = append(why, fmt.Sprintf("%s items held back by the system under test (%s: it did not take them on time)", pipebench.FormatCount(v), strings.Join(reasons, ", ")))
 	}
 	if v, ok := t.Get("lost"); ok && v > allow {
 		why = append(why, fmt.Sprintf("%s items lost", pipebench.FormatCount(v)))

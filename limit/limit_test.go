@@ -10,6 +10,7 @@ import (
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
 	"github.com/pipebench/pipebench/internal/scenariotest"
+	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/limit"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/runner"
@@ -129,17 +130,30 @@ func TestSearchBurstTolerance(t *testing.T) {
 	}
 }
 
-// Judge: the generator's shortfall is pipebench's ceiling, never the
-// system's limit; drops at max_in_flight are the system's slowness.
+// Judge: pipebench's own limit (a generator_limit detection, from the
+// run's validity) is its ceiling, never the system's limit; items the
+// system held back (max_in_flight answers outstanding) are the system's
+// limit: a valid run, unstable.
 func TestJudgeTellsTheCeilingApart(t *testing.T) {
 	res := &pipebench.Result{Manifest: pipebench.Manifest{Status: pipebench.StatusInvalid,
-		Reasons: []string{"phase probe: the generator started 10 of 100 planned items (10.0%): pipebench could not keep up; lower the rate"}}}
-	if pr := limit.Judge(res, 0.001); !pr.Ceiling || pr.Stable {
-		t.Errorf("shortfall: %+v", pr)
+		Reasons: []string{"phase probe: pipebench could not keep up: it did not make 90 of 100 planned items"}},
+		Detections: []pipebench.Detection{{Detector: kpi.DetectGeneratorLimit, Phase: "probe", Message: "pipebench's own limit: it did not make 90 of 100 planned items"}}}
+	if pr := limit.Judge(res, 0.001); !pr.Ceiling || pr.Stable || !strings.Contains(pr.Why, "pipebench's own limit") {
+		t.Errorf("pipebench's shortfall: %+v", pr)
 	}
-	res.Manifest.Reasons = []string{"phase probe: the generator started 10 of 100 planned items (10.0%); 90 were dropped because max_in_flight (10) sends were still waiting"}
+	held := pipebench.PhaseResult{Name: "probe"}
+	held.Set(pipebench.KPI{Name: "sent", Value: 10})
+	held.Set(pipebench.KPI{Name: "held_back", Value: 90})
+	held.Set(pipebench.KPI{Name: "held_back", Value: 90, Labels: map[string]string{"reason": kpi.HeldMaxInFlight}})
+	res = &pipebench.Result{Manifest: pipebench.Manifest{Status: pipebench.StatusCompleted}, Phases: []pipebench.PhaseResult{held}, Total: &held}
+	if pr := limit.Judge(res, 0.001); pr.Ceiling || pr.Stable || !strings.Contains(pr.Why, "90 items held back by the system under test (max_in_flight") {
+		t.Errorf("held back by the system: %+v", pr)
+	}
+	// An invalid probe for any other reason (nothing reached the target)
+	// is neither.
+	res = &pipebench.Result{Manifest: pipebench.Manifest{Status: pipebench.StatusInvalid, Reasons: []string{"nothing reached the system under test"}}}
 	if pr := limit.Judge(res, 0.001); pr.Ceiling || pr.Stable {
-		t.Errorf("drops: %+v", pr)
+		t.Errorf("nothing reached: %+v", pr)
 	}
 }
 
@@ -158,9 +172,11 @@ func TestSearchStopsAtTheGeneratorsCeiling(t *testing.T) {
 		if rate > 1000 {
 			res.Manifest.Status = pipebench.StatusInvalid
 			res.Manifest.Reasons = []string{"phase probe: pipebench could not keep up"}
+			res.Detections = []pipebench.Detection{{Detector: kpi.DetectGeneratorLimit, Phase: "probe", Message: "pipebench's own limit: pipebench could not keep up"}}
 			sent = 1000
 		}
 		ph.Set(pipebench.KPI{Name: "sent", Value: sent})
+		ph.Set(pipebench.KPI{Name: "sent_rate", Value: sent})
 		res.Phases = []pipebench.PhaseResult{ph}
 		res.Total = &ph
 		return res, nil
@@ -172,7 +188,7 @@ func TestSearchStopsAtTheGeneratorsCeiling(t *testing.T) {
 	if ans.Stopped != "ceiling" || ans.Sustainable != 800 {
 		t.Errorf("stopped %s at %v, want the ceiling after 800/s", ans.Stopped, ans.Sustainable)
 	}
-	if w := strings.Join(ans.Words(0), " "); !strings.Contains(w, "pipebench could not go higher") {
+	if w := strings.Join(ans.Words(0), " "); !strings.Contains(w, "at least 800/s") || !strings.Contains(w, "pipebench's own ceiling here is 1,000/s (it sent that much of the 1,600/s probe)") || !strings.Contains(w, "shards") {
 		t.Errorf("words: %s", w)
 	}
 }

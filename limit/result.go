@@ -73,6 +73,9 @@ func (a *Answer) Result(plan pipebench.Plan, burst pipebench.Rate, started time.
 		total.Set(pipebench.KPI{Name: "drain_time", Value: a.DrainTime, Unit: pipebench.UnitSeconds})
 	}
 	total.Set(pipebench.KPI{Name: "probes", Value: float64(len(a.Probes)), Unit: pipebench.UnitCount})
+	if a.Stopped == "ceiling" && a.Ceiling > 0 {
+		total.Set(pipebench.KPI{Name: "generator_ceiling", Value: a.Ceiling, Unit: pipebench.UnitPerSecond})
+	}
 	res.Total = &total
 	j := kpi.Judgement{Ran: len(a.Probes), Planned: len(a.Probes)}
 	switch {
@@ -115,7 +118,14 @@ func (a *Answer) Words(burst pipebench.Rate) []string {
 		out = append(out, fmt.Sprintf("unstable already at the first probe (%s): start lower (--start)", a.FailedBecause))
 		return out
 	case "ceiling":
-		out = append(out, fmt.Sprintf("%s: at least %s: pipebench could not go higher on this machine, so the system's limit is above what this generator reaches (scale out with shards)", what, value(a.Sustainable)))
+		s := fmt.Sprintf("%s: at least %s: the system's limit is above what this generator reaches", what, value(a.Sustainable))
+		if a.Ceiling > 0 {
+			s += fmt.Sprintf("; pipebench's own ceiling here is %s/s (it sent that much of the %s/s probe)", pipebench.FormatCount(a.Ceiling), pipebench.FormatCount(a.CeilingAt))
+		}
+		out = append(out, s+": spread the load over shards (run --shard I/N on several machines, or k8s run --shards N) to go higher")
+		if a.CeilingWhy != "" {
+			out = append(out, a.CeilingWhy)
+		}
 		return out
 	}
 	s := fmt.Sprintf("%s: %s", what, value(a.Sustainable))

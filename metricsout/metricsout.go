@@ -53,6 +53,8 @@ const (
 	MetricAccepted    = "pipebench_items_accepted_total"
 	MetricFailed      = "pipebench_items_failed_total"
 	MetricDropped     = "pipebench_items_dropped_total"
+	MetricHeldBack    = "pipebench_items_held_back_total"
+	MetricMissed      = "pipebench_items_missed_total"
 	MetricSentBytes   = "pipebench_sent_bytes_total"
 	MetricSends       = "pipebench_sends_total"
 	MetricInFlight    = "pipebench_sends_in_flight"
@@ -88,18 +90,20 @@ var specs = map[string]spec{
 	MetricElapsed:     {gauge, "s", "Seconds since the load started."},
 	MetricRemaining:   {gauge, "s", "Planned seconds of load left, drain excluded."},
 	MetricTargetRate:  {gauge, "{item}/s", "Items per second the pacer asks for now (0 in a closed-model phase and after the load)."},
-	MetricSent:        {counter, "{item}", "Items whose send started, whole run."},
+	MetricSent:        {counter, "{item}", "Items whose request left pipebench, whole run: " + pipebench.MeaningSent + "."},
 	MetricAccepted:    {counter, "{item}", "Items the target answered ok, whole run."},
 	MetricFailed:      {counter, "{item}", "Items whose send failed, by outcome class (refused, timeout, error), whole run."},
-	MetricDropped:     {counter, "{item}", "Items never sent because max_in_flight was reached, whole run."},
+	MetricDropped:     {counter, "{item}", "Items planned and never sent, held back by the system under test or missed by pipebench, whole run."},
+	MetricHeldBack:    {counter, "{item}", "Items the system under test held back (never sent), by reason (max_in_flight, no free connection, connection refused...), whole run."},
+	MetricMissed:      {counter, "{item}", "Items pipebench itself did not make on time (its own limit), whole run."},
 	MetricSentBytes:   {counter, "By", "Bytes of the request bodies sent, whole run."},
 	MetricSends:       {counter, "{send}", "Sends (batches) by outcome class (ok, refused, timeout, error), whole run."},
 	MetricInFlight:    {gauge, "{send}", "Sends started and not yet answered."},
 	MetricDelivered:   {counter, "{item}", "Unique items that arrived at pipebench's sink, whole run."},
 	MetricDuplicates:  {counter, "{item}", "Items that arrived at the sink more than once, whole run."},
 	MetricBacklog:     {gauge, "{item}", "Items accepted by the pipeline and not yet delivered."},
-	MetricLatency:     {histogram, "s", "Send latency from the scheduled time to the answer (coordinated omission corrected), per send."},
-	MetricServiceTime: {histogram, "s", "Send service time from the actual start to the answer, per send."},
+	MetricLatency:     {histogram, "s", "Send latency, per send: " + pipebench.MeaningLatency + "."},
+	MetricServiceTime: {histogram, "s", "Send service time, per send: from the write of the request to the answer's arrival."},
 	MetricE2ELatency:  {histogram, "s", "End-to-end latency from the send to the arrival at the sink, per unique item."},
 }
 
@@ -114,6 +118,10 @@ func Names() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Help returns the description of one of pipebench's own families (its
+// Prometheus HELP text and OTLP description), "" for another name.
+func Help(prom string) string { return specs[prom].help }
 
 // OTLPName returns the OTLP name and unit of one of pipebench's own
 // Prometheus names (Names): the name without _total and without the
@@ -266,7 +274,14 @@ func (e *Exporter) snapshot() (fs *families, began time.Time) {
 	for _, c := range failureClasses {
 		fs.set(MetricFailed, float64(t.items[c]), "class", c.String())
 	}
-	fs.set(MetricDropped, float64(t.items[pipebench.ClassDropped]))
+	fs.set(MetricDropped, float64(t.held+t.missed))
+	fs.set(MetricMissed, float64(t.missed))
+	if len(t.heldBy) == 0 {
+		fs.set(MetricHeldBack, 0, "reason", kpi.HeldMaxInFlight)
+	}
+	for _, r := range sortedReasons(t.heldBy) {
+		fs.set(MetricHeldBack, float64(t.heldBy[r]), "reason", r)
+	}
 	fs.set(MetricSentBytes, float64(t.bytes))
 	for _, c := range sendClasses {
 		fs.set(MetricSends, float64(t.batches[c]), "class", c.String())
@@ -289,6 +304,16 @@ func (e *Exporter) snapshot() (fs *families, began time.Time) {
 	return fs, began
 }
 
+// sortedReasons returns m's keys in order.
+func sortedReasons(m map[string]uint64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 func b2f(b bool) float64 {
 	if b {
 		return 1
@@ -299,6 +324,8 @@ func b2f(b bool) float64 {
 // totals adds up the phases.
 type totals struct {
 	sent, bytes           uint64
+	held, missed          uint64
+	heldBy                map[string]uint64
 	items, batches        [pipebench.NumClasses]uint64
 	delivered, duplicates uint64
 	latency, service, e2e *hdrhistogram.Histogram
@@ -314,6 +341,14 @@ func (t *totals) add(s kpi.SendStats, a *kpi.ArrivalStats) {
 	}
 	t.sent += s.Abandoned
 	t.bytes += s.Bytes
+	t.missed += s.Missed
+	for r, n := range s.HeldBack {
+		if t.heldBy == nil {
+			t.heldBy = map[string]uint64{}
+		}
+		t.heldBy[r] += n
+		t.held += n
+	}
 	t.latency = merge(t.latency, s.Latency)
 	t.service = merge(t.service, s.Service)
 	if a != nil {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,15 +34,74 @@ func Table(r *pipebench.Result) ([]*pipebench.PhaseResult, []Row) {
 			out = append(out, row)
 		}
 	}
+	// The held-back reasons right under the held-back row.
+	at := len(out)
+	for i, row := range out {
+		if row.Label == heldBackLabel {
+			at = i + 1
+		}
+	}
+	out = append(out[:at], append(heldRows(phases), out[at:]...)...)
 	out = append(out, pipelineRows(phases)...)
 	return phases, append(out, observedRows(r, phases)...)
+}
+
+// heldRows are the held-back items by reason, one row each ("held back:
+// no free connection"), after the load rows.
+func heldRows(phases []*pipebench.PhaseResult) []Row {
+	var reasons []string
+	for _, p := range phases {
+		for _, k := range p.All("held_back") {
+			if r := k.Labels["reason"]; r != "" && !slices.Contains(reasons, r) {
+				reasons = append(reasons, r)
+			}
+		}
+	}
+	sort.Strings(reasons)
+	var out []Row
+	for _, r := range reasons {
+		cells := make([]string, len(phases))
+		for i, p := range phases {
+			cells[i] = "-"
+			if v, ok := p.Get("held_back", "reason", r); ok {
+				cells[i] = Number(v)
+			}
+		}
+		out = append(out, Row{Group: "load", Label: "  for " + r, Cells: cells})
+	}
+	return out
+}
+
+// heldBackLabel is the label of the held-back row.
+const heldBackLabel = "held back by the system"
+
+// heldBack is the held_back cell; a Result written before held_back
+// existed shows its dropped items there (max_in_flight's, the system's).
+func heldBack(p *pipebench.PhaseResult) (string, bool) {
+	if v, ok := kpi("held_back")(p); ok {
+		return v, true
+	}
+	return kpi("dropped")(p)
+}
+
+// nonZero is kpi(name) for a KPI shown only where it is not 0 in some
+// phase (a row of zeros otherwise says nothing).
+func nonZero(name string) func(p *pipebench.PhaseResult) (string, bool) {
+	return func(p *pipebench.PhaseResult) (string, bool) {
+		v, ok := p.Get(name)
+		if !ok || v == 0 {
+			return "", false
+		}
+		return Number(v), true
+	}
 }
 
 // shown lists the KPIs the table's rows show or leave out on purpose (the
 // finer quantiles of generator timings), so observedRows adds the others.
 func shown(item string) map[string]bool {
 	m := map[string]bool{"service_time": true, "schedule_lag": true, "read_lag": true, "wait": true, "latency.mean": true, "e2e_latency.p90": true,
-		"e2e_latency.max": true, "accepted": true, "errors": true, "target_rate": true, "exporter_queue_size.last": true}
+		"e2e_latency.max": true, "accepted": true, "errors": true, "target_rate": true, "exporter_queue_size.last": true,
+		"dropped": true, "held_back": true, "held_back_rate": true, "held_back.after": true, "generator_cpus": true}
 	for _, sp := range specs(item) {
 		m[sp.name] = true
 	}
@@ -181,7 +241,8 @@ func specs(item string) []spec {
 		{"load", "sent/s", kpi("sent_rate"), "sent_rate"},
 		{"load", "accepted/s", kpi("accepted_rate"), "accepted_rate"},
 		{"load", "sent", kpi("sent"), "sent"},
-		{"load", "dropped", kpi("dropped"), "dropped"},
+		{"load", heldBackLabel, heldBack, "held_back"},
+		{"load", "missed by pipebench", nonZero("missed"), "missed"},
 		{"load", "connections open", kpi("connections_open.max"), "connections_open.max"},
 		{"load", "errors refused", labelled("errors", "class", "refused"), "errors"},
 		{"load", "errors timeout", labelled("errors", "class", "timeout"), "errors"},
@@ -197,8 +258,11 @@ func specs(item string) []spec {
 		{"latency", "wait p99 (for a connection)", kpi("wait.p99"), "wait.p99"},
 		{"latency", "service p50 (write to answer)", kpi("service_time.p50"), "service_time.p50"},
 		{"latency", "service p99 (write to answer)", kpi("service_time.p99"), "service_time.p99"},
-		{"latency", "schedule lag p99 (generator)", kpi("schedule_lag.p99"), "schedule_lag.p99"},
-		{"latency", "read lag p99 (generator)", kpi("read_lag.p99"), "read_lag.p99"},
+		{"latency", "schedule lag p50 (pipebench)", kpi("schedule_lag.p50"), "schedule_lag.p50"},
+		{"latency", "schedule lag p99 (pipebench)", kpi("schedule_lag.p99"), "schedule_lag.p99"},
+		{"latency", "read lag p99 (pipebench)", kpi("read_lag.p99"), "read_lag.p99"},
+		{"generator", "pipebench CPU cores", kpi("generator_cpu_cores"), "generator_cpu_cores"},
+		{"generator", "waited for a CPU", kpi("generator_cpu_wait"), "generator_cpu_wait"},
 		{"pipeline", "receiver accepted/s", perInstance("receiver_accepted_rate"), "receiver_accepted_rate"},
 		{"pipeline", "receiver refused/s", perInstance("receiver_refused_rate"), "receiver_refused_rate"},
 		{"pipeline", "exporter sent/s", perInstance("exporter_sent_rate"), "exporter_sent_rate"},

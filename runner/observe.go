@@ -43,6 +43,7 @@ type obsState struct {
 	lastAsk  map[string]time.Time
 	prevAt   time.Time
 	prevSent uint64
+	prevHeld uint64
 	prevAcc  uint64
 	prevDel  uint64
 	rates    [3]float64 // sent, accepted, delivered over the last interval
@@ -67,6 +68,7 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 	defer r.obsRounds.Add(1)
 	st := r.obs()
 	sent, acc, del := r.totals()
+	held := r.heldBack()
 	failed := r.failedByClass()
 	var faulted uint64
 	if r.arr != nil {
@@ -105,9 +107,10 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 	if !st.prevAt.IsZero() {
 		dt := now.Sub(st.prevAt).Seconds()
 		if dt > 0 {
-			st.rates = [3]float64{float64(sent-st.prevSent) / dt, float64(acc-st.prevAcc) / dt, float64(del-st.prevDel) / dt}
+			st.rates = [3]float64{growth(sent, st.prevSent) / dt, growth(acc, st.prevAcc) / dt, growth(del, st.prevDel) / dt}
 			st.known = true
 			r.series.add("sent_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, st.rates[0])
+			r.series.add("held_back_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, growth(held, st.prevHeld)/dt)
 			r.series.add("accepted_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, st.rates[1])
 			if r.c.sink != nil {
 				r.series.add("delivered_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, st.rates[2])
@@ -118,7 +121,7 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 			}
 		}
 	}
-	st.prevAt, st.prevSent, st.prevAcc, st.prevDel = now, sent, acc, del
+	st.prevAt, st.prevSent, st.prevAcc, st.prevDel, st.prevHeld = now, sent, acc, del, held
 	st.prevFailed, st.prevFaulted = failed, faulted
 	r.series.add("target_rate", nil, pipebench.UnitPerSecond, pipebench.KindGauge, now, r.targetRate(now))
 	if r.c.sink != nil {
@@ -178,11 +181,30 @@ func (r *run) countObserverError(name string) {
 	r.obsErrors.Add(1)
 }
 
-// totals returns items sent, accepted and delivered so far, all phases.
+// growth is how much a count grew since prev; 0 when it shrank (what
+// left pipebench is counted at the hand-over and taken back when a send
+// comes back unsent, possibly an interval later).
+func growth(now, prev uint64) float64 {
+	if now < prev {
+		return 0
+	}
+	return float64(now - prev)
+}
+
+// heldBack returns the items the system under test held back so far, all
+// phases.
+func (r *run) heldBack() (n uint64) {
+	for i := range r.plan.Phases {
+		n += r.rec.Live(i).HeldBack.Load()
+	}
+	return n
+}
+
+// totals returns items sent (left pipebench), accepted and delivered so
+// far, all phases.
 func (r *run) totals() (sent, acc, del uint64) {
 	for i := range r.plan.Phases {
-		l := r.rec.Live(i)
-		sent += l.Sent.Load()
+		sent += r.rec.Live(i).SentNow()
 	}
 	acc = r.acceptedN.Load()
 	if r.arr != nil {
@@ -246,7 +268,7 @@ func (r *run) emitProgress(now time.Time) {
 	i := int(r.phaseIdx.Load())
 	pr := Progress{RunID: r.id, Phases: len(r.plan.Phases), PhaseIndex: i, Draining: r.draining.Load(), HasSink: r.c.sink != nil, Elapsed: now.Sub(r.loadStart)}
 	for j := 0; j <= i && j < len(r.plan.Phases); j++ {
-		pr.TotalSent += r.rec.Live(j).Sent.Load()
+		pr.TotalSent += r.rec.Live(j).SentNow()
 	}
 	if i >= 0 && i < len(r.plan.Phases) {
 		ph := r.plan.Phases[i]
@@ -254,8 +276,9 @@ func (r *run) emitProgress(now time.Time) {
 		pr.Phase = ph.Name
 		pr.PhaseElapsed = now.Sub(r.phaseT0[i])
 		pr.PhaseDuration = ph.Duration.D()
-		pr.Sent, pr.Accepted, pr.Failed = live.Sent.Load(), live.Accepted.Load(), live.Failed.Load()
+		pr.Sent, pr.Accepted, pr.Failed = live.SentNow(), live.Accepted.Load(), live.Failed.Load()
 		pr.Dropped, pr.Delivered, pr.InFlight = live.Dropped.Load(), live.Delivered.Load(), live.InFlight.Load()
+		pr.HeldBack, pr.Missed = live.HeldBack.Load(), live.Missed.Load()
 		rem := ph.Duration.D() - pr.PhaseElapsed
 		for _, later := range r.plan.Phases[i+1:] {
 			rem += later.Duration.D()

@@ -9,17 +9,27 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/schedule"
 )
 
 // paced runs an open-model phase: sends start when due, whether or not
 // earlier ones finished (handed to the driver one after the other when it
 // is a pipebench.AsyncSender, else each in a goroutine of its own),
-// bounded by max_in_flight (a send due while the bound is reached is
-// counted as dropped), and by max_in_flight_bytes
-// (the requests' bytes in flight: the generator's memory, bounded when the
-// system or the generator falls behind).
+// bounded by max_in_flight (a send due while the bound is reached is held
+// back: the system under test had that many answers outstanding), and by
+// max_in_flight_bytes (the requests' bytes in flight: the generator's
+// memory, bounded when the system falls behind). A pacer that fell so far
+// behind that sends are still due LateGrace after the phase's end stops
+// there: what it had not made is missed (pipebench's own share, which
+// makes the run invalid), and the phase ends on time.
 type paced struct{}
+
+// LateGrace is how far past its phase's end a pacer that fell behind goes
+// on making the sends due in the phase: a send later than this is a
+// failure of pipebench's (schedule lag above a second makes the run
+// invalid anyway).
+const LateGrace = time.Second
 
 func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitGroup) {
 	ph := r.plan.Phases[i]
@@ -39,6 +49,10 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 	// fast as they fall due stays within it instead of growing without
 	// bound.
 	var last atomic.Int64
+	// making counts the sends whose goroutines have not made their
+	// batches yet, and reserved the bytes reserved for them: pipebench's
+	// own backlog, told apart from what the system holds.
+	var making, reserved atomic.Int64
 	workers := &senders{work: make(chan *asyncSend), ctx: sendCtx, last: &last}
 	defer close(workers.work)
 	// A driver that writes the sends of one wake-up together is told
@@ -47,15 +61,28 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 	if f, ok := as.(pipebench.Flusher); ok {
 		flush = f.Flush
 	}
-	schedule.RunFlushed(ctx, r.pacers[i], r.phaseT0[i], func(n uint64, at time.Time) bool {
+	until := r.phaseT0[i].Add(ph.Duration.D() + LateGrace)
+	made := schedule.RunFlushed(ctx, r.pacers[i], r.phaseT0[i], until, func(n uint64, at time.Time) bool {
 		seq := r.nextSeq.Add(uint64(count)) - uint64(count)
-		if live.InFlight.Load() >= maxInFlight {
-			r.rec.Dropped(i, count)
+		// A send due while a bound is reached is held back. Whose limit
+		// held it: the system's when its unanswered sends alone reach
+		// the bound, else pipebench's own, whose sends still waiting to
+		// make their batches took the rest (a generator that cannot make
+		// batches as fast as they fall due).
+		if n := live.InFlight.Load(); n >= maxInFlight {
+			if n-making.Load() >= maxInFlight {
+				r.rec.Dropped(i, count, kpi.HeldMaxInFlight, at)
+			} else {
+				r.rec.Missed(i, uint64(count))
+			}
 			return true
 		}
-		if maxBytes > 0 && live.InFlightBytes.Load() >= maxBytes {
-			live.DroppedForBytes.Add(uint64(count))
-			r.rec.Dropped(i, count)
+		if b := live.InFlightBytes.Load(); maxBytes > 0 && b >= maxBytes {
+			if b-reserved.Load() >= maxBytes {
+				r.rec.Dropped(i, count, kpi.HeldMaxInFlightBytes, at)
+			} else {
+				r.rec.Missed(i, uint64(count))
+			}
 			return true
 		}
 		now := time.Now()
@@ -70,10 +97,20 @@ func (paced) execute(ctx, sendCtx context.Context, r *run, i int, wg *sync.WaitG
 			s.make(&last)
 		} else {
 			live.InFlightBytes.Add(s.reserved)
+			reserved.Add(s.reserved)
+			making.Add(1)
+			s.making, s.reservedSum = &making, &reserved
 		}
 		workers.run(s)
 		return true
 	}, flush)
+	if left := r.pacers[i].Sends() - made; left > 0 && ctx.Err() == nil {
+		// The pacer gave up at until: the sends it had not made are
+		// pipebench's shortfall, and their sequence numbers stay unused
+		// (the next phase starts after them, as planned).
+		r.nextSeq.Add(left * uint64(count))
+		r.rec.Missed(i, left*uint64(count))
+	}
 	// The phase lasts its planned duration even when the last send is due
 	// earlier (a low rate), so rates divide by the right time.
 	if end := r.phaseT0[i].Add(ph.Duration.D()); ctx.Err() == nil {
@@ -124,8 +161,11 @@ type asyncSend struct {
 	size     int64
 	reserved int64 // bytes counted in flight before the batch was made
 	made     bool  // the batch is made
-	reported atomic.Bool
-	fn       func(time.Time, pipebench.Outcome) // s.done
+	// making and reservedSum, when set, count this send among those
+	// whose batch is not made yet, with its reserved bytes (paced).
+	making, reservedSum *atomic.Int64
+	reported            atomic.Bool
+	fn                  func(time.Time, pipebench.Outcome) // s.done
 	// kept: the driver panicked and may still call done: s never goes
 	// back to the pool.
 	kept bool
@@ -144,6 +184,7 @@ func (r *run) newSend(i int, seq uint64, count int, at, now time.Time, wg *sync.
 	s.rel, _ = r.c.gen.(pipebench.Releaser)
 	s.reported.Store(false)
 	s.made, s.reserved = false, 0
+	s.making, s.reservedSum = nil, nil
 	return s
 }
 
@@ -155,6 +196,11 @@ func (s *asyncSend) make(last *atomic.Int64) {
 	s.b.Seq, s.b.Count, s.b.Scheduled = s.seq, s.count, s.at
 	s.size = int64(len(s.b.Body))
 	r.rec.Live(s.i).InFlightBytes.Add(s.size - s.reserved)
+	if s.making != nil {
+		s.making.Add(-1)
+		s.reservedSum.Add(-s.reserved)
+		s.making, s.reservedSum = nil, nil
+	}
 	s.reserved, s.made = 0, true
 	if last != nil {
 		last.Store(max(s.size, 1))

@@ -94,6 +94,7 @@ func (r *run) assemble(started, loadEnded, lastObs time.Time, aborted, partial b
 	phaseT0 := append([]time.Time(nil), r.phaseT0...)
 	phaseEnd := append([]time.Time(nil), r.phaseEnd...)
 	faultedAt := append([]uint64(nil), r.faultedAt...)
+	phaseUse := append([][2]selfUse(nil), r.phaseUse...)
 	r.phaseMu.Unlock()
 	rec := kpi.RunRecord{
 		Plan: r.plan.Redacted(), Messages: r.rec.Messages(), Aborted: aborted, Partial: partial,
@@ -112,21 +113,25 @@ func (r *run) assemble(started, loadEnded, lastObs time.Time, aborted, partial b
 		if phaseT0[i].IsZero() {
 			break
 		}
-		end := phaseEnd[i]
+		end, endUse := phaseEnd[i], phaseUse[i][1]
 		if end.IsZero() {
-			end = time.Now()
+			end, endUse = time.Now(), readSelfUse()
 		}
 		in := kpi.PhaseInput{
 			Name: ph.Name, Started: phaseT0[i].UTC(), Ended: end.UTC(),
 			TargetRate: ph.PlannedRate(),
 			Sends:      r.rec.Stats(i),
+			Generator:  endUse.since(phaseUse[i][0]),
 		}
-		// Sends still in flight (a run cut short) are sent, with no outcome.
-		var recorded uint64
+		// Sends still in flight (a run cut short) are sent, with no
+		// outcome: handed to the driver, neither recorded nor given back
+		// unsent.
+		live := r.rec.Live(i)
+		recorded := live.Unsent.Load()
 		for c := pipebench.ClassOK; c < pipebench.ClassDropped; c++ {
 			recorded += in.Sends.Items[c]
 		}
-		if started := r.rec.Live(i).Sent.Load(); started > recorded {
+		if started := live.Sent.Load(); started > recorded {
 			in.Sends.Abandoned = started - recorded
 		}
 		if r.c.sink != nil {

@@ -74,15 +74,18 @@ type Progress struct {
 	RatesKnown    bool          // the rates were measured over an interval yet
 	AcceptedRate  float64
 	DeliveredRate float64
-	Sent          uint64 // this phase
+	Sent          uint64 // this phase: what left pipebench
 	TotalSent     uint64 // every phase so far
 	Accepted      uint64
 	Failed        uint64
-	Dropped       uint64
-	Delivered     uint64 // this phase's items that arrived
-	InFlight      int64
-	Backlog       float64 // accepted, not yet delivered (whole run)
-	QueueSize     float64 // largest exporter_queue_size observed now, -1 when not observed
+	Dropped       uint64 // this phase: held back at their due time (max_in_flight)
+	// HeldBack counts this phase's items the system under test held back
+	// (Dropped and sends that never left); Missed, pipebench's own.
+	HeldBack, Missed uint64
+	Delivered        uint64 // this phase's items that arrived
+	InFlight         int64
+	Backlog          float64 // accepted, not yet delivered (whole run)
+	QueueSize        float64 // largest exporter_queue_size observed now, -1 when not observed
 	// Snapshot returns a partial Result for live charts: the manifest's
 	// names and start, the phases started so far (no KPIs yet) and a copy
 	// of every series. Safe to call from any goroutine, at any time.
@@ -172,6 +175,9 @@ type run struct {
 	phaseIdx  atomic.Int32 // current phase, -1 before, len(phases) while draining
 	phaseT0   []time.Time
 	phaseEnd  []time.Time
+	// phaseUse are readings of pipebench's own process at each phase's
+	// start and end (phaseMu).
+	phaseUse  [][2]selfUse
 	faultedAt []uint64
 	pacers    []*schedule.Pacer
 	loadStart time.Time
@@ -196,6 +202,7 @@ func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {
 	r.series = newSeriesSet()
 	r.phaseT0 = make([]time.Time, n)
 	r.phaseEnd = make([]time.Time, n)
+	r.phaseUse = make([][2]selfUse, n)
 	r.faultedAt = make([]uint64, n)
 	r.pacers = make([]*schedule.Pacer, n)
 	r.phaseIdx.Store(-1)
@@ -459,7 +466,9 @@ func (r *run) startPhase(i int, ph pipebench.PlanPhase) {
 	}
 	r.arr.StartPhase(i, r.nextSeq.Load())
 	r.arr.SetRunning(i)
+	use := readSelfUse()
 	r.phaseMu.Lock()
+	r.phaseUse[i][0] = use
 	r.phaseT0[i] = time.Now()
 	r.phaseMu.Unlock()
 	r.phaseIdx.Store(int32(i))
@@ -469,7 +478,9 @@ func (r *run) startPhase(i int, ph pipebench.PlanPhase) {
 
 func (r *run) endPhase(i int) {
 	f, _ := r.arr.Totals()
+	use := readSelfUse()
 	r.phaseMu.Lock()
+	r.phaseUse[i][1] = use
 	r.phaseEnd[i] = time.Now()
 	r.faultedAt[i] = f
 	r.phaseMu.Unlock()

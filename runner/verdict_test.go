@@ -70,7 +70,11 @@ phases:
 }
 
 // A target that accepts connections and never answers was reached too:
-// every send times out, the run is valid, completed, and says so.
+// the sends written time out, the run is valid, completed, and says so.
+// With 4 connections each held for the 200 ms timeout it takes at most
+// 20 a second: the other sends wait for a free connection, and those that
+// find none within the timeout never leave pipebench: held back by the
+// system, not sent.
 func TestVerdictNeverAnswersIsCompletedWithTimeouts(t *testing.T) {
 	addr := drivertest.SilentServer(t) // connections held open, never answered
 	res := run(t, fmt.Sprintf(`
@@ -79,7 +83,15 @@ target: {driver: http, url: "http://%s/", connections: 4, timeout: 200ms}
 phases:
   - {name: load, duration: 1s, rate: 50/s}
 `, addr))
-	completedWithErrors(t, res, "timeout", 50, "timeout 50")
+	timeouts := get(t, res.Total, "errors", "class", "timeout")
+	completedWithErrors(t, res, "timeout", timeouts, fmt.Sprintf("timeout %s", pipebench.FormatCount(timeouts)))
+	held := get(t, res.Total, "held_back", "reason", "no free connection")
+	if sent := get(t, res.Total, "sent"); timeouts+held != 50 || sent != timeouts || held == 0 {
+		t.Errorf("sent %v (timed out %v) + held back for no free connection %v, want 50 in all, some held back", sent, timeouts, held)
+	}
+	if !hasLine(res.Summary, "held back by the system under test and never sent (no free connection") {
+		t.Errorf("summary: %q", res.Summary)
+	}
 }
 
 // Nothing reached the system under test: the port is closed. The driver

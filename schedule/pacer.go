@@ -40,19 +40,29 @@ func Run(ctx context.Context, p *Pacer, start time.Time, due func(n uint64, at t
 
 // RunFlushed is Run calling flush after the sends emitted at each wake-up,
 // before the next wait and before it returns: where a driver writes the
-// sends of one wake-up together (pipebench.Flusher).
-func RunFlushed(ctx context.Context, p *Pacer, start time.Time, due func(n uint64, at time.Time) bool, flush func()) uint64 {
-	return run(ctx, p, start, Precise, due, flush)
+// sends of one wake-up together (pipebench.Flusher). It also stops once
+// the clock passes until (zero: never): a pacer that fell so far behind
+// that sends are still due then gives up on them (the caller counts the
+// rest, p.Sends() less what it returns, as missed), instead of running
+// past its phase's end.
+func RunFlushed(ctx context.Context, p *Pacer, start, until time.Time, due func(n uint64, at time.Time) bool, flush func()) uint64 {
+	return run(ctx, p, start, until, Precise, due, flush)
 }
 
 // RunWith is Run with the given clock (Coarse in a testing/synctest
 // bubble's virtual time).
 func RunWith(ctx context.Context, p *Pacer, start time.Time, clock Clock, due func(n uint64, at time.Time) bool) uint64 {
-	return run(ctx, p, start, clock, due, nil)
+	return run(ctx, p, start, time.Time{}, clock, due, nil)
 }
 
-// run is RunWith with flush (nil: none) called after each wake-up's sends.
-func run(ctx context.Context, p *Pacer, start time.Time, clock Clock, due func(n uint64, at time.Time) bool, flush func()) uint64 {
+// checkEvery is how many overdue sends run emits between two looks at the
+// clock and ctx: a pacer far behind (a rate no machine can make) still
+// stops within microseconds of a signal or of until.
+const checkEvery = 64
+
+// run is RunWith with flush (nil: none) called after each wake-up's sends,
+// stopping at until (zero: never).
+func run(ctx context.Context, p *Pacer, start, until time.Time, clock Clock, due func(n uint64, at time.Time) bool, flush func()) uint64 {
 	if flush != nil {
 		defer flush()
 	}
@@ -60,15 +70,19 @@ func run(ctx context.Context, p *Pacer, start time.Time, clock Clock, due func(n
 	w := newWaiter(clock)
 	w.begin()
 	defer w.end()
+	over := func() bool { return ctx.Err() != nil || (!until.IsZero() && time.Now().After(until)) }
 	for n < p.Sends() {
-		if ctx.Err() != nil {
+		if over() {
 			return n
 		}
 		now := time.Since(start)
-		for n < p.Sends() {
+		for k := 1; n < p.Sends(); k++ {
 			at, _ := p.At(n)
 			if at > now {
 				break
+			}
+			if k%checkEvery == 0 && over() {
+				return n
 			}
 			n++
 			if !due(n-1, start.Add(at)) {

@@ -275,7 +275,7 @@ func TestRunFlushesEachWakeUp(t *testing.T) {
 		p := mustNew(t, constant(1000, time.Second))
 		var held, flushes, wakeUps int
 		var last time.Time
-		n := run(context.Background(), p, time.Now(), Coarse, func(uint64, time.Time) bool {
+		n := run(context.Background(), p, time.Now(), time.Time{}, Coarse, func(uint64, time.Time) bool {
 			if now := time.Now(); !now.Equal(last) {
 				if held != 0 {
 					t.Fatalf("%d sends of the wake-up before were not flushed before the wait", held)

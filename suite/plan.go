@@ -88,6 +88,12 @@ func (s *Suite) Plans(p PlanParams) ([]pipebench.Plan, error) {
 		labels[LabelKey] = s.Name
 		plan.Labels = labels
 		plans = append(plans, plan)
+		if e.Expect != nil {
+			if s.expects == nil {
+				s.expects = map[string]*Expect{}
+			}
+			s.expects[plan.Case] = e.Expect
+		}
 	}
 	return plans, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/execute"
@@ -80,9 +81,10 @@ func (s *Suite) Run(ctx context.Context, plans []pipebench.Plan, p RunParams) ([
 		if out.Err != nil {
 			problem(fmt.Errorf("case %s: %w", plan.Case, out.Err))
 		}
-		code = max(code, out.Code)
+		code = max(code, s.caseCode(plan.Case, out, log))
 	}
 	p.Live.Close(p.Cut, log)
+	s.sayExpected(log)
 	if done := len(Finished(mine)); ctx.Err() != nil && done < len(plans) {
 		fmt.Fprintf(log, "\nsuite %s stopped: %d of %d case(s) finished and kept\n", s.Name, done, len(plans))
 		code = max(code, pipebench.ExitFailure)
@@ -106,4 +108,38 @@ func (s *Suite) Run(ctx context.Context, plans []pipebench.Plan, p RunParams) ([
 		}
 	}
 	return mine, code
+}
+
+// caseCode is a case's part of the suite's exit code: its run's, or, for
+// a case that states the outcome it expects, 0 when it did what it
+// expected and the run's code (ExitThresholds when that is 0) when it did
+// not, said on log. A run cut short by a signal keeps its code.
+func (s *Suite) caseCode(caseName string, out execute.Outcome, log io.Writer) int {
+	e := s.expects[caseName]
+	if e == nil || out.Result == nil || out.Code == pipebench.ExitFailure || out.Code == pipebench.ExitCut {
+		return out.Code
+	}
+	unmet := e.Unmet(out.Result)
+	if len(unmet) == 0 {
+		fmt.Fprintf(log, "case %s: did what it expects (%s)\n", caseName, e)
+		s.met = append(s.met, caseName)
+		return pipebench.ExitOK
+	}
+	fmt.Fprintf(log, "case %s: expected %s, but: %s\n", caseName, e, strings.Join(unmet, "; "))
+	s.unmet = append(s.unmet, caseName)
+	if out.Code == pipebench.ExitOK {
+		return pipebench.ExitThresholds
+	}
+	return out.Code
+}
+
+// sayExpected names, at the end of a suite, the cases that did and did
+// not do what they expect.
+func (s *Suite) sayExpected(log io.Writer) {
+	if len(s.met) > 0 {
+		fmt.Fprintf(log, "\n%d case(s) did what they expect: %s\n", len(s.met), strings.Join(s.met, ", "))
+	}
+	if len(s.unmet) > 0 {
+		fmt.Fprintf(log, "%d case(s) did not do what they expect: %s\n", len(s.unmet), strings.Join(s.unmet, ", "))
+	}
 }

@@ -33,6 +33,16 @@ func Schema() ([]byte, error) {
 				"case":     str("labels the entry's column group in the table (the scenario's case when not given); no two entries share one; {load} stands for the load that ran (rate and duration)"),
 				"duration": duration,
 				"baseline": map[string]any{"type": "boolean", "description": "marks the case the status rules compare with: the same system under test without load"},
+				"expect": map[string]any{
+					"type": "object", "additionalProperties": false, "minProperties": 1,
+					"description": "the outcome the case is meant to have when it provokes a failure: the suite exits 0 when every case did what it expects, and names each that did not",
+					"properties": map[string]any{
+						"status": map[string]any{"enum": []any{"passed", "completed", "failed", "invalid"}, "description": "the verdict expected"},
+						"failure": map[string]any{"description": "the failures the case must show: one name or a list", "anyOf": []any{nonEmpty("a failure the case must show: a detector's name (shortfall, stall) or a reference report's (F4, F2)"),
+							map[string]any{"type": "array", "minItems": 1, "items": nonEmpty("a failure's name")}}},
+						"limit": map[string]any{"enum": []any{"system", "pipebench", "none"}, "description": "whose limit the case must hit: system (it held sends back), pipebench (its own: the run invalid) or none"},
+					},
+				},
 			},
 		},
 	}}
@@ -58,6 +68,7 @@ func Schema() ([]byte, error) {
 			"phase":     str("takes the KPI from the phase of that name (the run's total when not given)"),
 			"otherwise": str("the word when no rule holds (Stable)"),
 			"invalid":   str("the word of an invalid run, said with its reason (Test invalid)"),
+			"saturated": str("the word of a case whose system under test held sends back when no rule named it worse (Saturated): such a case is not Stable"),
 			"rules": map[string]any{"type": "array", "minItems": 1, "description": "the first rule that holds names the case",
 				"items": map[string]any{"type": "object", "additionalProperties": false, "required": []any{"word", "above"},
 					"properties": map[string]any{

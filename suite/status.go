@@ -26,13 +26,18 @@ const (
 //	    - {word: Degraded, above: 10x}     # more than 10 times the baseline's value
 //	    - {word: Slower, above: 3x}
 //	  otherwise: Stable
+//	  saturated: Saturated                 # the system held sends back, no rule said worse
 //	  invalid: Test invalid                # an invalid run, with its reason
 type Status struct {
 	KPI, Phase string
 	Rules      []StatusRule
 	Otherwise  string
 	Invalid    string
-	Line, Col  int
+	// Saturated is the word of a case whose system under test held sends
+	// back when no rule named it worse (Saturated): such a case is not
+	// Stable.
+	Saturated string
+	Line, Col int
 }
 
 // StatusRule names a case whose KPI is more than Above times the baseline's.
@@ -42,7 +47,7 @@ type StatusRule struct {
 }
 
 var (
-	statusKeys = []string{"kpi", "phase", "rules", "otherwise", "invalid"}
+	statusKeys = []string{"kpi", "phase", "rules", "otherwise", "invalid", "saturated"}
 	ruleKeys   = []string{"word", "above"}
 )
 
@@ -52,7 +57,7 @@ func (d *decoder) status(n ast.Node) *Status {
 	if !ok {
 		return nil
 	}
-	st := &Status{Otherwise: "Stable", Invalid: "Test invalid"}
+	st := &Status{Otherwise: "Stable", Invalid: "Test invalid", Saturated: "Saturated"}
 	st.Line, st.Col = yamlnode.Pos(n)
 	for _, fl := range fs {
 		p := "status." + fl.key
@@ -65,6 +70,8 @@ func (d *decoder) status(n ast.Node) *Status {
 			st.Otherwise, _ = d.scalar(fl.val, p, "a word like Stable")
 		case "invalid":
 			st.Invalid, _ = d.scalar(fl.val, p, "a word like Test invalid")
+		case "saturated":
+			st.Saturated, _ = d.scalar(fl.val, p, "a word like Saturated")
 		case "rules":
 			seq, ok := yamlnode.Unwrap(fl.val).(*ast.SequenceNode)
 			if !ok || len(seq.Values) == 0 {

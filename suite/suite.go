@@ -59,6 +59,12 @@ type Suite struct {
 	// SUT is the system under test's lifetime: SUTFresh ("" too) or
 	// SUTKeep.
 	SUT string
+	// expects are the entries' expectations by the case of the plan
+	// Plans made of each.
+	expects map[string]*Expect
+	// met and unmet are the cases of the last Run that did and did not
+	// do what they expect.
+	met, unmet []string
 }
 
 // The row layouts of a suite's table.
@@ -105,6 +111,9 @@ type Entry struct {
 	// Baseline marks the case the suite's status rules compare with (the
 	// same system without load).
 	Baseline bool
+	// Expect, when not nil, is the outcome the case is meant to have
+	// (a failure it provokes); nil: a valid run whose thresholds held.
+	Expect *Expect
 	// Line is where the entry starts in the suite file, for messages.
 	Line int
 }
@@ -126,7 +135,7 @@ func (e *Errors) Unwrap() error {
 
 var (
 	topKeys    = []string{"name", "description", "version", "sut", "scenarios", "table", "status"}
-	entryKeys  = []string{"scenario", "case", "duration", "baseline"}
+	entryKeys  = []string{"scenario", "case", "duration", "baseline", "expect"}
 	tableKeys  = []string{"rows", "columns"}
 	columnKeys = []string{"title", "value", "phase", "agg", "unit", "missing"}
 	units      = []string{"", "ms", "s", "/min"}
@@ -273,6 +282,8 @@ func (d *decoder) decode(data []byte) *Suite {
 						}
 						cases[e.Case] = i
 					}
+				case "expect":
+					e.Expect = d.expect(fl.val, p)
 				case "baseline":
 					v, ok := d.scalar(fl.val, p, "true or false")
 					if ok && v != "true" && v != "false" {

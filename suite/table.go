@@ -38,7 +38,7 @@ func (s *Suite) statusOptions() *markdown.Status {
 	if s.Status == nil {
 		return nil
 	}
-	st := &markdown.Status{Baseline: s.Baseline(), KPI: s.Status.KPI, Phase: s.Status.Phase, Otherwise: s.Status.Otherwise, Invalid: s.Status.Invalid}
+	st := &markdown.Status{Baseline: s.Baseline(), KPI: s.Status.KPI, Phase: s.Status.Phase, Otherwise: s.Status.Otherwise, Invalid: s.Status.Invalid, Saturated: s.Status.Saturated}
 	for _, r := range s.Status.Rules {
 		st.Rules = append(st.Rules, markdown.StatusRule{Word: r.Word, Above: r.Above})
 	}

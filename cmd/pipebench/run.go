@@ -37,6 +37,11 @@ func (a *app) runCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [scenario.yaml | builtin:NAME]",
 		Short: "Run a scenario and print its KPI table (no argument: the built-in quickstart)",
+		Long: `Run a scenario and print its KPI table (no argument: the built-in quickstart).
+
+What the numbers mean: ` + pipebench.MeaningLatency + `.
+
+` + pipebench.MeaningSent + `.`,
 		Example: `  pipebench run                                 # built-in quickstart, no setup
   pipebench run examples/burst.yaml --out result.json
   pipebench run builtin:quickstart --format md --duration 30s

@@ -349,9 +349,11 @@ var statuses = netclass.EventStatuses
 func classifyErr(err error) pipebench.Outcome {
 	switch err {
 	case errPipelineFull:
-		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "pipeline full", Message: err.Error()}
+		// Every window slot stayed taken by the system's unanswered
+		// requests: it held this one back.
+		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "pipeline full", Message: err.Error(), Unsent: pipebench.OwnerSystem}
 	case errNoConn:
-		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "no free connection", Message: err.Error()}
+		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "no free connection", Message: err.Error(), Unsent: pipebench.OwnerSystem}
 	case errConnClosed:
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "eof", Message: err.Error()}
 	}

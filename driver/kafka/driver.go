@@ -563,17 +563,18 @@ func (p *producer) classify(err error) pipebench.Outcome {
 	var ke *kerr.Error
 	switch {
 	case errors.Is(err, kgo.ErrMaxBuffered):
+		// The record never left the client: the brokers held it back.
 		if time.Now().UnixNano() < p.hooks.throttled.Load()+int64(time.Second) {
-			return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "throttled",
+			return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "throttled", Unsent: pipebench.OwnerSystem,
 				Message: "the producer's buffer is full while the broker throttles it for a quota: " + msg}
 		}
-		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "buffer full",
+		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "buffer full", Unsent: pipebench.OwnerSystem,
 			Message: "the producer's buffer of unacknowledged records is full (the brokers do not keep up): " + msg}
 	case errors.Is(err, kerr.NotEnoughReplicas), errors.Is(err, kerr.NotEnoughReplicasAfterAppend):
 		errors.As(err, &ke)
 		return pipebench.Outcome{Class: pipebench.ClassRefused, Code: int(ke.Code), Detail: ke.Message, Message: msg}
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "connection refused", Message: msg, Unreached: true}
+		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "connection refused", Message: msg, Unreached: true, Unsent: pipebench.OwnerSystem}
 	case errors.Is(err, kgo.ErrRecordTimeout), errors.Is(err, kerr.RequestTimedOut), errors.Is(err, context.DeadlineExceeded):
 		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "delivery timeout", Message: msg}
 	case errors.Is(err, context.Canceled):

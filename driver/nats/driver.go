@@ -643,7 +643,7 @@ func (c *conn) down() pipebench.Outcome {
 		if !strings.Contains(msg, "refused") {
 			msg = "connection refused: " + msg
 		}
-		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "connection refused", Message: msg, Unreached: true}
+		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "connection refused", Message: msg, Unreached: true, Unsent: pipebench.OwnerSystem}
 	}
 	if !c.wc.EverConnected() {
 		// Nothing took the connection (unreachable, a connect that timed
@@ -656,7 +656,9 @@ func (c *conn) down() pipebench.Outcome {
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: netclass.DetailMismatch, Unreached: true,
 			Message: "the server accepts connections but never completed the NATS handshake: " + msg}
 	}
-	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "disconnected", Message: msg}
+	// The connection is down (the server closed it or went away): the
+	// message was not written.
+	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "disconnected", Message: msg, Unsent: pipebench.OwnerSystem}
 }
 
 // Stream-store error codes a publish ack carries when the stream or the
@@ -699,7 +701,7 @@ func classify(err error) pipebench.Outcome {
 	case errors.Is(err, wire.ErrClosed), errors.Is(err, wire.ErrDisconnected):
 		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "disconnected", Message: msg}
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "connection refused", Message: msg, Unreached: true}
+		return pipebench.Outcome{Class: pipebench.ClassRefused, Detail: "connection refused", Message: msg, Unreached: true, Unsent: pipebench.OwnerSystem}
 	}
 	return pipebench.Outcome{Class: pipebench.ClassError, Detail: "publish error", Message: msg}
 }

@@ -115,7 +115,7 @@ func Classify(err error) pipebench.Outcome {
 	o := pipebench.Outcome{Code: int(st.Code()), Detail: upperSnake(st.Code()), Message: msg}
 	unreached := func(c pipebench.Class, detail string) pipebench.Outcome {
 		o.Class, o.Detail, o.Unreached = c, detail, true
-		return o
+		return netclass.MarkUnsent(o)
 	}
 	busy := st.Code() == codes.Unavailable || st.Code() == codes.ResourceExhausted
 	switch {

@@ -90,7 +90,7 @@ func Classify(err error) pipebench.Outcome {
 	o := pipebench.Outcome{Class: pipebench.ClassError, Message: msg}
 	unreached := func(c pipebench.Class, d string) pipebench.Outcome {
 		o.Class, o.Detail, o.Unreached = c, d, true
-		return o
+		return MarkUnsent(o)
 	}
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
@@ -129,6 +129,23 @@ func Classify(err error) pipebench.Outcome {
 		o.Detail = "cancelled"
 	default:
 		o.Detail = "transport"
+	}
+	return o
+}
+
+// MarkUnsent sets an unreached outcome's Unsent by its Detail: a connect
+// refused, to a socket that is not there, or not accepted in time never
+// sent the request, and the system under test kept it (OwnerSystem);
+// pipebench's own file limit kept it too (OwnerPipebench). A failed name
+// lookup, TLS handshake or a peer of another protocol stay sent: the
+// scenario aims at the wrong thing, which the run's validity names when
+// nothing else reached it.
+func MarkUnsent(o pipebench.Outcome) pipebench.Outcome {
+	switch o.Detail {
+	case DetailRefused, DetailNoSocket, DetailUnreachable:
+		o.Unsent = pipebench.OwnerSystem
+	case DetailFiles:
+		o.Unsent = pipebench.OwnerPipebench
 	}
 	return o
 }

@@ -90,8 +90,8 @@ func specs(item string) []spec {
 	}
 	return []spec{
 		{id: "rates", title: "Items through the chain", unit: items + "/s", series: []string{"target_rate", "sent_rate", "accepted_rate", "receiver_accepted_rate", "exporter_sent_rate", "delivered_rate", "effects_rate"}},
-		{id: "failures", title: "What failed, by class", unit: items + "/s", dropZero: true,
-			series: []string{"failed_rate", "faulted_rate", "receiver_refused_rate", "exporter_failed_rate", "exporter_enqueue_failed_rate"}},
+		{id: "failures", title: "What failed, by class, and what the system held back", unit: items + "/s", dropZero: true,
+			series: []string{"failed_rate", "held_back_rate", "faulted_rate", "receiver_refused_rate", "exporter_failed_rate", "exporter_enqueue_failed_rate"}},
 		{id: "backlog", title: "Backlog: accepted, not yet delivered", unit: items, series: []string{"backlog", "effect_backlog"}},
 		{id: "queue", title: "Exporter queue per instance", unit: "batches", series: []string{"exporter_queue_size", "exporter_queue_capacity"}},
 		{id: "storage", title: "Storage against its limit per node", unit: "share of the limit", series: []string{"node_storage_used_ratio", "storage_used_ratio"}},
@@ -289,7 +289,12 @@ func lostWhere(results []*pipebench.Result, labels []string) (Chart, bool) {
 		}
 		if anyDropped {
 			l.Y = append(l.Y, dropped[ri])
-			l.Notes = append(l.Notes, "dropped at max_in_flight")
+			held, missed := 0.0, 0.0
+			if t := results[ri].Total; t != nil {
+				held, _ = t.Get("held_back")
+				missed, _ = t.Get("missed")
+			}
+			l.Notes = append(l.Notes, fmt.Sprintf("held back by the system %s, missed by pipebench %s", pipebench.FormatCount(held), pipebench.FormatCount(missed)))
 		}
 		for _, st := range steps {
 			a, b := counts[ri][st[0]], counts[ri][st[1]]

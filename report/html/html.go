@@ -75,6 +75,8 @@ type data struct {
 	// Live pages poll this path for fresh charts (the dashboard); empty
 	// for a report.
 	Live string
+	// Meanings say what the table's own numbers mean.
+	Meanings []string
 }
 
 type run struct {
@@ -94,7 +96,7 @@ type figure struct {
 }
 
 func build(results []*pipebench.Result) (*data, error) {
-	d := &data{CSS: template.CSS(css), JS: template.JS(js)}
+	d := &data{CSS: template.CSS(css), JS: template.JS(js), Meanings: []string{pipebench.MeaningLatency, pipebench.MeaningSent}}
 	labels := chart.RunLabels(results)
 	for i, r := range results {
 		phases, rows := report.Table(r)

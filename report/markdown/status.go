@@ -39,6 +39,9 @@ type Status struct {
 	Rules      []StatusRule
 	Otherwise  string
 	Invalid    string
+	// Saturated is the word of a case whose system under test held sends
+	// back, when no rule named it worse ("" Saturated): it is not Stable.
+	Saturated string
 }
 
 // StatusRule names a run whose KPI is more than Above times the baseline's.
@@ -73,12 +76,70 @@ func (s *Status) word(r, base *pipebench.Result) string {
 	if !ok || !okb {
 		return "no " + s.KPI + " to compare"
 	}
+	clause := ""
+	if l := LimitWords(r); strings.HasPrefix(l, "system") {
+		clause = "; " + l
+	}
 	for _, rule := range s.Rules {
 		if b > 0 && v > rule.Above*b {
-			return rule.Word + " (" + plain(v/b) + "x)"
+			return rule.Word + " (" + plain(v/b) + "x" + clause + ")"
 		}
 	}
+	if clause != "" {
+		word := s.Saturated
+		if word == "" {
+			word = "Saturated"
+		}
+		return word + " (" + strings.TrimPrefix(clause, "; ") + ")"
+	}
 	return s.Otherwise
+}
+
+// LimitValue is the run value of a column saying which limit a run hit.
+const LimitValue = "@limit"
+
+func init() {
+	Values[LimitValue] = "which limit the run hit: the system's (it held sends back: the rate it took, when and why), pipebench's own (the run is invalid) or none"
+}
+
+// LimitWords says which limit r hit, by its detections: "system saturated
+// at 8,100/s after 12 s (max_in_flight)", "pipebench's own: it fell
+// behind its schedule", or "none".
+func LimitWords(r *pipebench.Result) string {
+	for _, d := range r.Detections {
+		if d.Detector == "generator_limit" {
+			msg := strings.TrimPrefix(d.Message, "pipebench's own limit: ")
+			msg, _, _ = strings.Cut(msg, " (")
+			msg, _, _ = strings.Cut(msg, ": ")
+			return "pipebench's own: " + msg
+		}
+	}
+	for _, d := range r.Detections {
+		if d.Detector != "saturated" {
+			continue
+		}
+		var ph *pipebench.PhaseResult
+		for i := range r.Phases {
+			if r.Phases[i].Name == d.Phase {
+				ph = &r.Phases[i]
+			}
+		}
+		out := "system saturated at " + pipebench.FormatCount(d.Value) + "/s"
+		if ph != nil {
+			out += " after " + humanDuration(d.Began.Sub(ph.Started))
+			var reasons []string
+			for _, k := range ph.All("held_back") {
+				if rs := k.Labels["reason"]; rs != "" {
+					reasons = append(reasons, rs)
+				}
+			}
+			if len(reasons) > 0 {
+				out += " (" + strings.Join(reasons, ", ") + ")"
+			}
+		}
+		return out
+	}
+	return "none"
 }
 
 func (s *Status) kpi(r *pipebench.Result) (float64, bool) {

@@ -122,6 +122,8 @@ func runValue(r *pipebench.Result, name string) string {
 		return humanDuration(m.Ended.Sub(m.Started))
 	case "@failure":
 		return failures(r)
+	case LimitValue:
+		return LimitWords(r)
 	case LoadValue:
 		return loadTime(r)
 	case "@crashed":
