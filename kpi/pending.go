@@ -616,36 +616,9 @@ func terms(t *pipebench.PhaseResult, lbl map[string]string, delivered float64, i
 	return strings.Join(parts, " + ")
 }
 
-// WorkLeft is what a run ended with still to do, from its ledger: the
-// items the pipeline still held (pending at end), those the source had
-// not handed over (unread), and those whose fate is unknown
-// (unaccounted), with where they are and why, in words; 0 and "" when
-// the run ended with nothing left (or has no ledger). A case that ends
-// with work left is not stable.
-func WorkLeft(r *pipebench.Result) (items float64, where string) {
-	t := r.Total
-	if t == nil {
-		return 0, ""
-	}
-	var parts []string
-	if v, _ := t.Get(kpiPending); v > 0 {
-		items += v
-		s := pipebench.FormatCount(v) + " pending at end"
-		if w := t.All(kpiHeld + "_where"); len(w) > 0 {
-			s += " (" + w[0].Labels["where"] + ")"
-		}
-		parts = append(parts, s)
-	}
-	if v, _ := t.Get(kpiUnread); v > 0 {
-		items += v
-		parts = append(parts, pipebench.FormatCount(v)+" unread at the source")
-	}
-	if v, _ := t.Get(kpiUnacc); v > 0 {
-		items += v
-		parts = append(parts, pipebench.FormatCount(v)+" unaccounted for")
-	}
-	return items, strings.Join(parts, ", ")
-}
+// WorkLeft is what a run ended with still to do, by its ledger:
+// pipebench.WorkLeft.
+func WorkLeft(r *pipebench.Result) (items float64, where string) { return pipebench.WorkLeft(r) }
 
 // effectLedger balances the ledger of a run without a sink whose effects
 // an effect observer counted (the unlabelled "effects" counter: events
