@@ -151,6 +151,7 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result, item stri
 		setHistograms(&t, res.Series, first.Started, until)
 		totals(&t)
 		wholeRunPeaks(&t, res.Series, first.Started, until)
+		capsReached(&t, res.Series, first.Started, until)
 		effectLedger(&t, res.Series, first.Started, until, item, rec.Partial)
 		return &t
 	}
@@ -160,6 +161,7 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result, item stri
 	setHistograms(&t, res.Series, first.Started, until)
 	totals(&t)
 	wholeRunPeaks(&t, res.Series, first.Started, until)
+	capsReached(&t, res.Series, first.Started, until)
 	if a := rec.Arrivals; a.Lost > 0 || rec.Aborted {
 		// Accepted items never arrived: the backlog did not drain, and
 		// has no drain time; how long the drain waited for it is said.
