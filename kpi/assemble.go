@@ -152,7 +152,9 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result, item stri
 		totals(&t)
 		wholeRunPeaks(&t, res.Series, first.Started, until)
 		capsReached(&t, res.Series, first.Started, until)
-		effectLedger(&t, res.Series, first.Started, until, item, rec.Partial)
+		if !rec.Aborted {
+			effectLedger(&t, res.Series, first.Started, until, item, rec.Partial)
+		}
 		return &t
 	}
 	in.Arrivals = rec.Arrivals
@@ -176,7 +178,11 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result, item stri
 	if b, ok := seriesMax(res.Series, "backlog", first.Started, until); ok {
 		t.Set(pipebench.KPI{Name: "backlog.max", Value: b, Unit: pipebench.UnitCount})
 	}
-	applyPending(&t, res.Phases, res.Series, until, item, rec.Partial) // lost is only what the pipeline no longer holds
+	if !rec.Aborted {
+		// Lost is only what the pipeline no longer holds. (A run stopped
+		// by a signal abandons what had not arrived: abandonQueued.)
+		applyPending(&t, res.Phases, res.Series, until, item, rec.Partial)
+	}
 	return &t
 }
 
