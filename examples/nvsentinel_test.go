@@ -135,7 +135,7 @@ func TestBuiltinNVSentinelBlastSuite(t *testing.T) {
 	t.Parallel()
 	rows, stdout, _ := runSuite(t, "nvsentinel-blast", scenario.Overrides{})
 	suitetest.CheckHeader(t, rows, "Scale", "Nodes", "Time to Complete (s)", "Peak Queue", "Avg Rate (/s)", "Send-to-effect P50 (ms)", "Send-to-effect P90 (ms)",
-		"Send-to-effect P99 (ms)", "Handling P50 (ms)", "Handling P90 (ms)", "Handling P99 (ms)", "Peak Backlog (Prometheus)", "Status")
+		"Send-to-effect P99 (ms)", "Handling P50 (ms)", "Handling P90 (ms)", "Handling P99 (ms)", "Peak Backlog (Prometheus)", "Limit", "Status")
 	if len(rows) != 4 {
 		t.Fatalf("%d rows, want 3:\n%s", len(rows)-1, stdout)
 	}
@@ -144,8 +144,8 @@ func TestBuiltinNVSentinelBlastSuite(t *testing.T) {
 		nodes float64
 	}{{"10%", 150}, {"25%", 375}, {"50%", 750}} {
 		r := rows[i+1]
-		if r[0] != want.scale || suitetest.Number(t, r, 1) != want.nodes || r[12] != "completed" {
-			t.Errorf("row %v, want %s of %g nodes, completed", r, want.scale, want.nodes)
+		if r[0] != want.scale || suitetest.Number(t, r, 1) != want.nodes || r[12] != "none" || r[13] != "completed" {
+			t.Errorf("row %v, want %s of %g nodes, no limit hit, completed", r, want.scale, want.nodes)
 		}
 		ideal := want.nodes / 50
 		// The quarantine stage is paced at 50/s and does real work per

@@ -31,8 +31,11 @@ func (pr Progress) String() string {
 	if pr.Failed > 0 {
 		fmt.Fprintf(&b, "  errors %s", pipebench.FormatCount(float64(pr.Failed)))
 	}
-	if pr.Dropped > 0 {
-		fmt.Fprintf(&b, "  dropped %s", pipebench.FormatCount(float64(pr.Dropped)))
+	if pr.HeldBack > 0 {
+		fmt.Fprintf(&b, "  held back %s", pipebench.FormatCount(float64(pr.HeldBack)))
+	}
+	if pr.Missed > 0 {
+		fmt.Fprintf(&b, "  missed %s", pipebench.FormatCount(float64(pr.Missed)))
 	}
 	if pr.QueueSize >= 0 {
 		fmt.Fprintf(&b, "  queue %s", pipebench.FormatCount(pr.QueueSize))

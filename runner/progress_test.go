@@ -18,7 +18,11 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("without a sink: %q (want sent, no delivered)", s)
 	}
 	later.HasSink = true
-	if s := later.String(); !strings.Contains(s, "delivered 4,900/s") {
+	if s := later.String(); !strings.Contains(s, "delivered 4,900/s") || strings.Contains(s, "held back") || strings.Contains(s, "missed") {
 		t.Errorf("with a sink: %q", s)
+	}
+	later.HeldBack, later.Missed = 1200, 30
+	if s := later.String(); !strings.Contains(s, "held back 1,200") || !strings.Contains(s, "missed 30") {
+		t.Errorf("with items held back by the system and missed by pipebench: %q", s)
 	}
 }

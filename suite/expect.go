@@ -156,16 +156,15 @@ func failureMatches(want, det string) bool {
 	return w == strings.ToLower(det) || w == strings.ToLower(name) || strings.Contains(strings.ToLower(name), "("+w+")")
 }
 
-// LimitOf says whose limit a run hit: pipebench (its own, as the run's
-// validity names it), system (it held sends back), or none.
+// LimitOf says whose limit a run hit, as its @limit column does:
+// pipebench (its own, as the run's validity names it), system (it held
+// sends back or refused them), or none.
 func LimitOf(r *pipebench.Result) string {
 	if _, ok := kpi.GeneratorLimited(r); ok {
 		return LimitPipebench
 	}
-	for _, d := range r.Detections {
-		if d.Detector == kpi.DetectSaturated {
-			return LimitSystem
-		}
+	if strings.HasPrefix(markdown.LimitWords(r), "system ") {
+		return LimitSystem
 	}
 	return LimitNone
 }

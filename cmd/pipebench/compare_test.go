@@ -2,6 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,22 +22,21 @@ import (
 
 // pacedSuite writes a one-case suite whose scenario (HTTP driver straight
 // to the HTTP sink, 100 events/s for 1 s) the sink answers after latency;
-// with inFlight > 0 the generator may keep only that many sends waiting,
-// so that it cannot hold the plan and the run is INVALID. Its table is a
+// with a url, the driver aims there instead. Its table is a
 // row per run showing the sent rate, p50 and p99 of the total.
-func pacedSuite(t *testing.T, dir, latency string, inFlight int) string {
+func pacedSuite(t *testing.T, dir, latency, url string) string {
 	t.Helper()
-	limit, conns := "", "60"
-	if inFlight > 0 {
-		limit, conns = ", max_in_flight: "+strconv.Itoa(inFlight), "1"
+	target := "{driver: http, connections: 60}"
+	if url != "" {
+		target = fmt.Sprintf("{driver: http, connections: 60, url: %q}", url)
 	}
 	scen := `name: paced
-target: {driver: http, connections: ` + conns + `}
+target: ` + target + `
 workload: {generator: event, size: 64}
 sink: {type: http}
 drain: 2s
 phases:
-  - {name: load, duration: 1s, rate: 100/s` + limit + `, faults: {latency: {kind: fixed, fixed: ` + latency + `}}}
+  - {name: load, duration: 1s, rate: 100/s, faults: {latency: {kind: fixed, fixed: ` + latency + `}}}
 `
 	if err := os.WriteFile(filepath.Join(dir, "paced.yaml"), []byte(scen), 0o644); err != nil {
 		t.Fatal(err)
@@ -69,10 +73,10 @@ func verdictLine(t *testing.T, out, kpi string) []string {
 // worse reports whether a verdict line says the KPI regressed.
 func worse(f []string) bool { return strings.Contains(strings.Join(f, " "), "▼ worse:") }
 
-// The issue's case, with real runs: a suite case the generator could not
-// hold (INVALID: a p99 of seconds that describes pipebench) is struck out
-// in the suite's table with its reason, and compare and gate leave it out
-// and say so. The gate then judges what the table shows (the total's sent
+// The issue's case, with real runs: a suite case whose numbers describe
+// nothing of the system under test (INVALID: its requests were plain HTTP
+// to a TLS server, which took none) is struck out in the suite's table
+// with its reason, and compare and gate leave it out and say so. The gate then judges what the table shows (the total's sent
 // rate, p50 and p99) from two valid runs a side: the sink answering in
 // 400 ms instead of 100 ms is a regression whose whole interval lies beyond the
 // tolerance (exit 99). A version with no valid run cannot be gated (exit
@@ -80,28 +84,31 @@ func worse(f []string) bool { return strings.Contains(strings.Join(f, " "), "▼
 func TestSuiteInvalidCaseMarkedAndLeftOut(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "h.db")
-	suiteRun := func(version, latency string, inFlight, wantCode int) string {
+	suiteRun := func(version, latency, url string, wantCode int) string {
 		t.Helper()
-		file := pacedSuite(t, dir, latency, inFlight)
+		file := pacedSuite(t, dir, latency, url)
 		stdout, stderr, code := cli(t, "suite", "run", file, "-q", "--sut-version", version, "--store", db)
 		if code != wantCode {
-			t.Fatalf("suite run %s (latency %s, max_in_flight %d): exit %d, want %d\n%s\n%s", version, latency, inFlight, code, wantCode, stdout, stderr)
+			t.Fatalf("suite run %s (latency %s, url %q): exit %d, want %d\n%s\n%s", version, latency, url, code, wantCode, stdout, stderr)
 		}
 		return stdout
 	}
-	table := suiteRun("1.0.0", "1s", 1, pipebench.ExitInvalid)
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	defer tlsSrv.Close()
+	table := suiteRun("1.0.0", "100ms", "http://"+tlsSrv.Listener.Addr().String()+"/", pipebench.ExitInvalid)
 	if !regexp.MustCompile(`\| Paced INVALID\[\^1\] \| ~~[0-9.]+~~ \| ~~[0-9.]+~~ \| ~~[0-9.]+~~ \| invalid \|`).MatchString(table) ||
-		!strings.Contains(table, "[^1]: 1.0.0, Paced INVALID (run ") || !strings.Contains(table, "max_in_flight (1)") {
+		!strings.Contains(table, "[^1]: 1.0.0, Paced INVALID (run ") || !strings.Contains(table, "protocol mismatch") {
 		t.Fatalf("the invalid case is not marked in the suite's table:\n%s", table)
 	}
 	for range 2 { // interleaved
-		suiteRun("1.0.0", "100ms", 0, 0)
-		suiteRun("1.1.0", "400ms", 0, 0)
+		suiteRun("1.0.0", "100ms", "", 0)
+		suiteRun("1.1.0", "400ms", "", 0)
 	}
 
 	out, errOut, code := cli(t, "compare", "--suite", filepath.Join(dir, "paced-suite.yaml"), "--store", db)
 	if code != 0 || !strings.Contains(out, "left out of the comparison: 1 run(s)") || !strings.Contains(out, "(1 invalid)") ||
-		!strings.Contains(out, "1.0.0 Paced, run ") || !strings.Contains(out, "max_in_flight (1)") {
+		!strings.Contains(out, "1.0.0 Paced, run ") || !strings.Contains(out, "protocol mismatch") {
 		t.Fatalf("compare --suite: exit %d\n%s\n%s", code, out, errOut)
 	}
 	out, errOut, code = cli(t, "gate", "--suite", filepath.Join(dir, "paced-suite.yaml"), "--baseline", "1.0.0", "--store", db)

@@ -22,15 +22,18 @@ func TestLimitWordsAndSaturatedStatus(t *testing.T) {
 	sat.Detections = []pipebench.Detection{{Detector: "saturated", Phase: "load", Began: sat.Phases[0].Started.Add(12 * time.Second), Value: 8100}}
 	worse := run("Extreme", pipebench.StatusCompleted, 60, p75(0.5), held)
 	worse.Detections = sat.Detections
+	refusing := run("Refusing", pipebench.StatusCompleted, 60, p75(0.03), pipebench.KPI{Name: "sent", Value: 9000},
+		pipebench.KPI{Name: "errors", Value: 4100, Labels: map[string]string{"class": "refused"}})
 	own := run("Own", pipebench.StatusInvalid, 60, p75(0.03))
 	own.Detections = []pipebench.Detection{{Detector: "generator_limit", Phase: "load", Message: "pipebench's own limit: pipebench fell behind its schedule: sends started 1500 ms late at p99 (pipebench's process used 1.98 of its 2 CPUs)"}}
 	own.Manifest.Reasons = []string{"phase load: pipebench fell behind its schedule: sends started 1500 ms late at p99"}
 
 	for r, want := range map[*pipebench.Result]string{
-		calm:  "none",
-		sat:   "system saturated at 8,100/s after 12 s (max_in_flight)",
-		own:   "pipebench's own: pipebench fell behind its schedule",
-		worse: "system saturated at 8,100/s after 12 s (max_in_flight)",
+		calm:     "none",
+		sat:      "system saturated at 8,100/s after 12 s (max_in_flight)",
+		own:      "pipebench's own: pipebench fell behind its schedule",
+		worse:    "system saturated at 8,100/s after 12 s (max_in_flight)",
+		refusing: "system refused 4,100 of 9,000 items sent (46%)",
 	} {
 		if got := runValue(r, LimitValue); got != want {
 			t.Errorf("%s: @limit %q, want %q", r.Manifest.Case, got, want)
@@ -38,10 +41,11 @@ func TestLimitWordsAndSaturatedStatus(t *testing.T) {
 	}
 	st := &Status{Baseline: "Baseline", KPI: "api_seconds.p75", Rules: []StatusRule{{Word: "Degraded", Above: 20}}, Otherwise: "Stable", Invalid: "Test invalid"}
 	for r, want := range map[*pipebench.Result]string{
-		calm:  "Stable",
-		sat:   "Saturated (system saturated at 8,100/s after 12 s (max_in_flight))",
-		worse: "Degraded (25x; system saturated at 8,100/s after 12 s (max_in_flight))",
-		own:   "Test invalid (pipebench fell behind its schedule)",
+		calm:     "Stable",
+		sat:      "Saturated (system saturated at 8,100/s after 12 s (max_in_flight))",
+		worse:    "Degraded (25x; system saturated at 8,100/s after 12 s (max_in_flight))",
+		own:      "Test invalid (pipebench fell behind its schedule)",
+		refusing: "Saturated (system refused 4,100 of 9,000 items sent (46%))",
 	} {
 		if got := st.word(r, base); got != want {
 			t.Errorf("%s: status %q, want %q", r.Manifest.Case, got, want)

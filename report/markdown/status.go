@@ -77,7 +77,7 @@ func (s *Status) word(r, base *pipebench.Result) string {
 		return "no " + s.KPI + " to compare"
 	}
 	clause := ""
-	if l := LimitWords(r); strings.HasPrefix(l, "system") {
+	if l := LimitWords(r); strings.HasPrefix(l, "system ") {
 		clause = "; " + l
 	}
 	// A case that ended with work left (its ledger's pending, unread or
@@ -116,9 +116,11 @@ func init() {
 	Values[LimitValue] = "which limit the run hit: the system's (it held sends back: the rate it took, when and why), pipebench's own (the run is invalid) or none"
 }
 
-// LimitWords says which limit r hit, by its detections: "system saturated
-// at 8,100/s after 12 s (max_in_flight)", "pipebench's own: it fell
-// behind its schedule", or "none".
+// LimitWords says which limit r hit, by its detections and counts:
+// "system saturated at 8,100/s after 12 s (max_in_flight)" (it held sends
+// back), "system refused 4,100 of 9,000 items sent (46%)" (it answered
+// them with a refusal), "pipebench's own: it fell behind its schedule",
+// or "none".
 func LimitWords(r *pipebench.Result) string {
 	for _, d := range r.Detections {
 		if d.Detector == "generator_limit" {
@@ -152,6 +154,15 @@ func LimitWords(r *pipebench.Result) string {
 			}
 		}
 		return out
+	}
+	// Sends the system answered with a refusal (backpressure: 429, 503,
+	// RESOURCE_EXHAUSTED, a stream full) are its limit too.
+	if t := r.Total; t != nil {
+		refused, _ := t.Get("errors", "class", pipebench.ClassRefused.String())
+		sent, _ := t.Get("sent")
+		if refused > 0 && sent > 0 {
+			return "system refused " + pipebench.FormatCount(refused) + " of " + pipebench.FormatCount(sent) + " items sent (" + plain(100*refused/sent) + "%)"
+		}
 	}
 	return "none"
 }
