@@ -71,21 +71,21 @@ func (s *Status) word(r, base *pipebench.Result) string {
 	if base == nil {
 		return "no baseline run (case " + s.Baseline + ") to compare with"
 	}
-	v, ok := s.kpi(r)
-	b, okb := s.kpi(base)
-	if !ok || !okb {
-		return "no " + s.KPI + " to compare"
-	}
-	clause := ""
-	if l := LimitWords(r); strings.HasPrefix(l, "system ") {
-		clause = "; " + l
-	}
 	// A case that ended with work left (its ledger's pending, unread or
 	// unaccounted items) is not stable, however fast it was: its word says
 	// how much is left and where.
 	left := ""
 	if n, where := pipebench.WorkLeft(r); n > 0 {
 		left = "; " + where
+	}
+	v, ok := s.kpi(r)
+	b, okb := s.kpi(base)
+	if !ok || !okb {
+		return "no " + s.KPI + " to compare" + left
+	}
+	clause := ""
+	if l := LimitWords(r); strings.HasPrefix(l, "system ") {
+		clause = "; " + l
 	}
 	for _, rule := range s.Rules {
 		if b > 0 && v > rule.Above*b {
