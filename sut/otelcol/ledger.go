@@ -131,8 +131,9 @@ func (c *Collector) ledgerOf(ctx context.Context, name string, r *replica, count
 		if held < 0 {
 			// Counters that do not add up (scraped while a request
 			// was counted at one end only): read again next time.
-			pts = append(pts, unknown("held", fmt.Sprintf("%s: its counters do not add up (accepted %s, sent %s, failed %s, not queued %s)", where,
-				pipebench.FormatCount(accepted), pipebench.FormatCount(sent[e]), pipebench.FormatCount(failed[e]), pipebench.FormatCount(unqueued[e])), at))
+			// (No numbers in the reason: it labels a series, which
+			// must not be a new one at every reading.)
+			pts = append(pts, unknown("held", where+": its counters do not add up (more sent, failed and not queued than its receivers accepted)", at))
 			continue
 		}
 		point(pipebench.LedgerHeld, held, labels...)
