@@ -168,7 +168,12 @@ func (r *run) ledger(ctx context.Context, now time.Time) []pipebench.Point {
 		lctx, cancel := context.WithTimeout(ctx, r.interval())
 		pts, err := lr.Ledger(lctx, now, r.final.Load())
 		cancel()
-		if err != nil && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			// The run ended during this observation: the last one,
+			// taken after the drain, stands in for it.
+			continue
+		}
+		if err != nil {
 			r.log.Warn("reading the ledger failed", "from", c.name, "err", err)
 			r.countObserverError(c.name)
 		}
