@@ -95,7 +95,11 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 	res.Detections = append(Saturation(res, reasons), DetectAll(res)...)
 	res.Summary = append(Summary(res), Capacity(res)...)
 
-	m.Status, reasons = Verdict(Judgement{Thresholds: res.Thresholds, Invalid: append(rec.Invalid, reasons...), Failures: rec.Failures, Error: rec.SetupError,
+	failures := rec.Failures
+	if !rec.Aborted && !rec.Partial {
+		failures = append(failures, acceptedNothing(total)...)
+	}
+	m.Status, reasons = Verdict(Judgement{Thresholds: res.Thresholds, Invalid: append(rec.Invalid, reasons...), Failures: failures, Error: rec.SetupError,
 		Aborted: rec.Aborted, Partial: rec.Partial, Ran: len(rec.Phases), Planned: len(rec.Plan.Phases)})
 	if rec.ObserverErrors > 0 {
 		reasons = append(reasons, fmt.Sprintf("%d observations failed (see the log)", rec.ObserverErrors))
@@ -498,6 +502,27 @@ func reached(s SendStats, planned uint64) []string {
 	}
 	return []string{fmt.Sprintf("nothing reached the system under test: all %s items failed before the target answered (%s): check the target's address, port, protocol and TLS settings, that it is running, and that the workload's messages fit it",
 		pipebench.FormatCount(float64(started)), strings.Join(causes, ", "))}
+}
+
+// acceptedNothing says the system under test failed when it was sent
+// items and accepted none of them, whatever the protocol: such a run is
+// never COMPLETED with exit 0 (nothing reached it at all is invalid
+// instead, by reached).
+func acceptedNothing(s SendStats) []string {
+	sent := s.SentItems()
+	if sent == 0 || s.Items[pipebench.ClassOK] > 0 || s.Unreached >= sent {
+		return nil
+	}
+	var parts []string
+	for _, c := range []pipebench.Class{pipebench.ClassRefused, pipebench.ClassTimeout, pipebench.ClassError} {
+		if n := s.Items[c]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", c, pipebench.FormatCount(float64(n))))
+		}
+	}
+	if s.Abandoned > 0 {
+		parts = append(parts, fmt.Sprintf("no answer %s", pipebench.FormatCount(float64(s.Abandoned))))
+	}
+	return []string{fmt.Sprintf("the system under test accepted none of the %s items sent (%s)", pipebench.FormatCount(float64(sent)), strings.Join(parts, ", "))}
 }
 
 // EvalThresholds evaluates the plan's thresholds on the phases they name

@@ -189,7 +189,11 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 	for k, v := range first.Manifest.Labels {
 		m.Labels[k] = v
 	}
-	m.Status, m.Reasons = Verdict(Judgement{Thresholds: res.Thresholds, Invalid: reasons, Aborted: aborted, Ran: phases, Planned: len(plan.Phases)})
+	var failures []string
+	if !aborted {
+		failures = acceptedNothing(totalSends)
+	}
+	m.Status, m.Reasons = Verdict(Judgement{Thresholds: res.Thresholds, Invalid: reasons, Failures: failures, Aborted: aborted, Ran: phases, Planned: len(plan.Phases)})
 	res.Manifest = m
 	res.Summary = append(res.Summary, LedgerSummary(res)...)
 	return res, nil

@@ -32,14 +32,15 @@ func hasLine(lines []string, sub string) bool {
 	return false
 }
 
-// completedWithErrors checks a run whose target was reached and failed
-// sends: it is valid and completed (never passed), its total counts n
-// errors of class, and its summary says so in words (a line holding
-// words).
-func completedWithErrors(t *testing.T, res *pipebench.Result, class string, n float64, words string) {
+// failedWithErrors checks a run whose target was reached and accepted
+// nothing: it is valid and failed (the system under test failed, exit 99:
+// never completed with exit 0, never passed), its total counts n errors
+// of class, and its summary says so in words (a line holding words).
+func failedWithErrors(t *testing.T, res *pipebench.Result, class string, n float64, words string) {
 	t.Helper()
-	if res.Manifest.Status != pipebench.StatusCompleted {
-		t.Fatalf("status %s, want completed: %v", res.Manifest.Status, res.Manifest.Reasons)
+	if res.Manifest.Status != pipebench.StatusFailed || pipebench.ExitFor(res.Manifest.Status) != pipebench.ExitThresholds ||
+		!hasLine(res.Manifest.Reasons, "the system under test accepted none of the") {
+		t.Fatalf("status %s, want failed, saying the system accepted nothing: %v", res.Manifest.Status, res.Manifest.Reasons)
 	}
 	if got := get(t, res.Total, "errors", "class", class); got != n {
 		t.Errorf("errors{class=%s} = %v, want %v", class, got, n)
@@ -50,9 +51,9 @@ func completedWithErrors(t *testing.T, res *pipebench.Result, class string, n fl
 }
 
 // A target that answers 503 to everything was reached: the run is valid,
-// and with no thresholds it is "completed", never "passed", with the
-// failures stated in words and their cause kept.
-func TestVerdictAllRefusedIsCompletedNotPassed(t *testing.T) {
+// and, with no thresholds, failed (it accepted nothing), never "completed"
+// or "passed", with the failures stated in words and their cause kept.
+func TestVerdictAllRefusedIsFailed(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
@@ -63,19 +64,20 @@ target: {driver: http, url: %q, connections: 4}
 phases:
   - {name: load, duration: 1s, rate: 200/s}
 `, srv.URL))
-	completedWithErrors(t, res, "refused", 200, "200 of 200 items sent were not accepted: refused 200")
+	failedWithErrors(t, res, "refused", 200, "200 of 200 items sent were not accepted: refused 200")
 	if len(res.Errors["refused"]) == 0 {
 		t.Errorf("the refusals lost their cause: %v", res.Errors)
 	}
 }
 
 // A target that accepts connections and never answers was reached too:
-// the sends written time out, the run is valid, completed, and says so.
+// the sends written time out, the run is valid and failed (it accepted
+// nothing), and says so.
 // With 4 connections each held for the 200 ms timeout it takes at most
 // 20 a second: the other sends wait for a free connection, and those that
 // find none within the timeout never leave pipebench: held back by the
 // system, not sent.
-func TestVerdictNeverAnswersIsCompletedWithTimeouts(t *testing.T) {
+func TestVerdictNeverAnswersIsFailedWithTimeouts(t *testing.T) {
 	addr := drivertest.SilentServer(t) // connections held open, never answered
 	res := run(t, fmt.Sprintf(`
 name: silent
@@ -84,7 +86,7 @@ phases:
   - {name: load, duration: 1s, rate: 50/s}
 `, addr))
 	timeouts := get(t, res.Total, "errors", "class", "timeout")
-	completedWithErrors(t, res, "timeout", timeouts, fmt.Sprintf("timeout %s", pipebench.FormatCount(timeouts)))
+	failedWithErrors(t, res, "timeout", timeouts, fmt.Sprintf("timeout %s", pipebench.FormatCount(timeouts)))
 	held := get(t, res.Total, "held_back", "reason", "no free connection")
 	if sent := get(t, res.Total, "sent"); timeouts+held != 50 || sent != timeouts || held == 0 {
 		t.Errorf("sent %v (timed out %v) + held back for no free connection %v, want 50 in all, some held back", sent, timeouts, held)

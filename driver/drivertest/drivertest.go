@@ -279,6 +279,9 @@ func Run(t *testing.T, h Harness) {
 		}
 		if !h.NoAnswer {
 			checkFailure(t, "a send to a closed receiver", o, pipebench.ClassRefused, true)
+			if o.Unsent != pipebench.OwnerSystem {
+				t.Errorf("a send to a closed receiver: Unsent %q, want the system's (held back, not sent): %+v", o.Unsent, o)
+			}
 		}
 	})
 	t.Run(refused, func(t *testing.T) {
@@ -304,6 +307,11 @@ func Run(t *testing.T, h Harness) {
 		checkFailure(t, "a send to a closed port", o, pipebench.ClassRefused, true)
 		if o.Detail != "connection refused" || !strings.Contains(o.Message, "refused") {
 			t.Errorf("a send to a closed port: %+v", o)
+		}
+		// The request never left: the system's connect refused it, so it
+		// is held back, not sent (pipebench.Outcome.Unsent).
+		if o.Unsent != pipebench.OwnerSystem {
+			t.Errorf("a send to a closed port: Unsent %q, want the system's (held back, not sent): %+v", o.Unsent, o)
 		}
 	})
 	if !h.NoAnswer {
