@@ -209,6 +209,10 @@ type Plan struct {
 	// Digest identifies the whole plan a shard was sliced from: shards
 	// of different plans are never merged.
 	Digest string `json:"digest,omitempty"`
+	// ScaledFrom is the phases' total before Scale stretched or shrank
+	// them (--duration; a suite entry's duration), 0 when they were not:
+	// a report says the scale a run ran at.
+	ScaledFrom Duration `json:"scaled_from,omitempty"`
 }
 
 // Duration returns the planned load time: the sum of the phases' durations,
@@ -287,6 +291,9 @@ func (p Plan) Scale(total time.Duration) (Plan, error) {
 		return Duration(time.Duration(float64(d) * f).Round(time.Millisecond))
 	}
 	out := p
+	if out.ScaledFrom == 0 {
+		out.ScaledFrom = Duration(sum)
+	}
 	out.Phases = make([]PlanPhase, len(p.Phases))
 	for i, ph := range p.Phases {
 		ph.Duration = scale(ph.Duration)

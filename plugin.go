@@ -212,6 +212,50 @@ type ConnectionReporter interface {
 	OpenConnections() int
 }
 
+// LedgerReporter is the optional ability of a system under test or a
+// driver to read, from the pipeline's own state, the terms of the run's
+// ledger it can see (kpi.Ledger*: the items it holds, the items written
+// at the source and not read yet, the items it says it dropped, a term it
+// cannot read and why). The runner asks at every observation, as it asks
+// observers; last is true for the last one, after the drain, whose
+// readings the ledger takes (a reading too costly to take every interval,
+// such as counting a store's documents, is taken then).
+type LedgerReporter interface {
+	Ledger(ctx context.Context, at time.Time, last bool) ([]Point, error)
+}
+
+// Settler is the optional ability of a Sink to bring what the pipeline
+// records of its consumption up to date (a Kafka consumer group's
+// committed offsets) before the run's last observation: the ledger then
+// reads what the pipeline still holds for it, not also what it delivered
+// since its last commit. The runner calls it once, after the drain.
+type Settler interface {
+	Settle(ctx context.Context) error
+}
+
+// The series of the ledger, which a LedgerReporter or an observer reports
+// as gauges from the pipeline's own state (the last reading after the
+// drain is the one the ledger takes; a series read before but not then
+// makes its term unknown):
+//
+//	ledger_held{where, pipeline?, counts?}    items the pipeline holds (a queue, a stream's consumer, a store)
+//	ledger_unread{where, counts?}             items written at the source it has not read yet (a file's lines)
+//	ledger_dropped{where, pipeline?, counts?} items it says it dropped, since it started (its own counters)
+//	ledger_unknown{term, because, where?}     1: term (held or unread) cannot be read now, and why
+//	ledger_effected{where}                    items that took effect, by its own count since it started (a run without a sink)
+//
+// where says what holds the items, in words ("collector-0 exporter
+// otlp/p2", "stream EVENTS"); pipeline names the pipeline, for the sink's
+// account of each; counts names the pipeline's own unit when it is not the
+// run's items ("metric points").
+const (
+	LedgerHeld     = "ledger_held"
+	LedgerUnread   = "ledger_unread"
+	LedgerDropped  = "ledger_dropped"
+	LedgerUnknown  = "ledger_unknown"
+	LedgerEffected = "ledger_effected"
+)
+
 // Reporter renders a Result. It only formats: every number comes from r.
 type Reporter interface {
 	Report(w io.Writer, r *Result) error

@@ -13,6 +13,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/internal/docstore"
+	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/suite"
@@ -202,7 +203,7 @@ func SuitePlans(ref string, p scenario.Params, o scenario.Overrides, note func(s
 	for v := range markdown.Values {
 		values = append(values, v)
 	}
-	plans, err := s.Plans(suite.PlanParams{Version: o.Version, Duration: o.Duration, DurationSet: o.DurationSet, Values: values, Note: note,
+	plans, err := s.Plans(suite.PlanParams{Version: o.Version, Duration: o.Duration, DurationSet: o.DurationSet, Values: values, Note: note, KPI: kpi.CheckName,
 		Compile: func(ref string, total time.Duration, scale bool, version string) (pipebench.Plan, error) {
 			sc, err := ScenarioWith(ref, p)
 			if err != nil {

@@ -40,7 +40,7 @@ func TestBuiltinNVSentinelSustainedSuite(t *testing.T) {
 	t.Parallel()
 	rows, stdout, _ := runSuite(t, "nvsentinel-sustained", scenario.Overrides{Duration: 3 * time.Second, DurationSet: true})
 	suitetest.CheckHeader(t, rows, "Test", "Ran", "Request Rate (req/s)", "P50 Latency (ms)", "P75 Latency (ms)", "P95 Latency (ms)", "P99 Latency (ms)",
-		"Insert Rate (ops/min)", "Total Events", "Memory (MB)", "Connections", "Performance", "System under test")
+		"Insert Rate (ops/min)", "Total Events", "Memory (MB)", "Connections", "Performance", "System under test", "Scale")
 	if len(rows) != 5 {
 		t.Fatalf("%d rows, want 4:\n%s", len(rows)-1, stdout)
 	}
@@ -87,7 +87,7 @@ func TestBuiltinNVSentinelBurstSuite(t *testing.T) {
 		t.Errorf("no word of the cases run once:\n%s", stderr)
 	}
 	suitetest.CheckHeader(t, rows, "Test", "Duration", "Request Rate (req/s)", "P50 Latency (ms)", "P75 Latency (ms)", "P95 Latency (ms)", "P99 Latency (ms)",
-		"Insert Rate (ops/min)", "Memory (MB)", "Connections", "Refused (/s)", "System Status", "System under test")
+		"Insert Rate (ops/min)", "Memory (MB)", "Connections", "Refused (/s)", "System Status", "System under test", "Scale")
 	want := []string{"Baseline (no load)", "Moderate Burst (1,500 events/s) 2s", "High Burst (3,000 events/s) 2s",
 		"Extreme Burst (4,200 events/s) 2s", "Extended Extreme Burst (4,200 events/s) 2s"}
 	if len(rows) != len(want)+1 {

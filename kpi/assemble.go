@@ -68,14 +68,16 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 		}
 	}
 	if len(res.Phases) > 0 {
-		res.Total = buildTotal(rec, total, res)
+		res.Total = buildTotal(rec, total, res, m.Item)
 		if rec.Plan.Shard != nil {
 			in := PhaseInput{Sends: total, Arrivals: rec.Arrivals}
 			res.Total.Histograms = encodeHistograms(in)
 		}
 	}
 	if rec.Drain != nil && len(res.Phases) > 0 {
-		d := Build(*rec.Drain, nil)
+		// The drain's own pipeline readings: what the pipeline exported,
+		// held and used after the load.
+		d := Build(*rec.Drain, res.Series)
 		res.Drain = &d
 	}
 	if rec.Aborted {
@@ -104,13 +106,14 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 	}
 	m.Reasons = reasons
 	res.Manifest = m
+	res.Summary = append(res.Summary, LedgerSummary(res)...)
 	return res
 }
 
 // buildTotal is the whole run's row: every phase's sends, the whole
 // sequence range's arrivals and loss, the pipeline's own totals including
 // what it exported during the drain, the drain time and the backlog peak.
-func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result) *pipebench.PhaseResult {
+func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result, item string) *pipebench.PhaseResult {
 	first, last := res.Phases[0], res.Phases[len(res.Phases)-1]
 	in := PhaseInput{Name: "total", Started: first.Started, Ended: last.Ended, Sends: sends}
 	for _, ph := range rec.Phases {
@@ -151,6 +154,11 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result) *pipebenc
 		t := Build(in, res.Series)
 		setHistograms(&t, res.Series, first.Started, until)
 		totals(&t)
+		wholeRunPeaks(&t, res.Series, first.Started, until)
+		capsReached(&t, res.Series, first.Started, until)
+		if !rec.Aborted {
+			effectLedger(&t, res.Series, first.Started, until, item, rec.Partial)
+		}
 		return &t
 	}
 	in.Arrivals = rec.Arrivals
@@ -158,6 +166,8 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result) *pipebenc
 	t := Build(in, res.Series)
 	setHistograms(&t, res.Series, first.Started, until)
 	totals(&t)
+	wholeRunPeaks(&t, res.Series, first.Started, until)
+	capsReached(&t, res.Series, first.Started, until)
 	if a := rec.Arrivals; a.Lost > 0 || rec.Aborted {
 		// Accepted items never arrived: the backlog did not drain, and
 		// has no drain time; how long the drain waited for it is said.
@@ -172,8 +182,61 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result) *pipebenc
 	if b, ok := seriesMax(res.Series, "backlog", first.Started, until); ok {
 		t.Set(pipebench.KPI{Name: "backlog.max", Value: b, Unit: pipebench.UnitCount})
 	}
-	applyPending(&t, res.Phases, res.Series, until) // lost is only what the pipeline no longer holds
+	if !rec.Aborted {
+		// Lost is only what the pipeline no longer holds. (A run stopped
+		// by a signal abandons what had not arrived: abandonQueued.)
+		applyPending(&t, res.Phases, res.Series, until, item, rec.Partial)
+	}
 	return &t
+}
+
+// wholeRunPeaks sets, in the run's total, every observed gauge's peak
+// (NAME.max, and memory_mb, a peak too) over the whole run, the drain
+// included (the phases' windows end with the load), and when it was:
+// NAME.max_at, in seconds from the start of the load.
+func wholeRunPeaks(t *pipebench.PhaseResult, series []pipebench.Series, from, until time.Time) {
+	for _, s := range series {
+		if runnerSeries[s.Name] || isHistogramPart(s.Name) || s.Kind == pipebench.KindCounter || strings.HasSuffix(s.Name, "_rate") || s.Name == "cpu_cores" {
+			continue
+		}
+		var peak pipebench.TimeValue
+		found := false
+		for _, p := range s.Points {
+			if !p.T.Before(from) && !p.T.After(until) && (!found || p.V > peak.V) {
+				peak, found = p, true
+			}
+		}
+		if !found {
+			continue
+		}
+		name := s.Name + ".max"
+		if s.Name == "memory_mb" {
+			name = s.Name
+		}
+		t.Set(pipebench.KPI{Name: name, Labels: s.Labels, Value: peak.V, Unit: s.Unit})
+		t.Set(pipebench.KPI{Name: name + "_at", Labels: s.Labels, Value: peak.T.Sub(from).Seconds(), Unit: pipebench.UnitSeconds})
+	}
+	if _, at, ok := seriesPeak(series, "backlog", from, until); ok {
+		t.Set(pipebench.KPI{Name: "backlog.max_at", Value: at.Sub(from).Seconds(), Unit: pipebench.UnitSeconds})
+	}
+}
+
+// seriesPeak is the highest point of the series called name in [from, to]
+// and when it was.
+func seriesPeak(series []pipebench.Series, name string, from, to time.Time) (float64, time.Time, bool) {
+	var peak pipebench.TimeValue
+	ok := false
+	for _, s := range series {
+		if s.Name != name {
+			continue
+		}
+		for _, p := range s.Points {
+			if !p.T.Before(from) && !p.T.After(to) && (!ok || p.V > peak.V) {
+				peak, ok = p, true
+			}
+		}
+	}
+	return peak.V, peak.T, ok
 }
 
 // abandonQueued renames, in a run stopped by a signal, the accepted items

@@ -198,6 +198,7 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 	}
 	m.Status, m.Reasons = Verdict(Judgement{Thresholds: res.Thresholds, Invalid: reasons, Failures: failures, Aborted: aborted, Ran: phases, Planned: len(plan.Phases)})
 	res.Manifest = m
+	res.Summary = append(res.Summary, LedgerSummary(res)...)
 	return res, nil
 }
 

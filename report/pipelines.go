@@ -38,7 +38,11 @@ func pipelineRows(phases []*pipebench.PhaseResult) []Row {
 		for _, sp := range []spec{
 			{label: "delivered/s", cell: pipelineKPI("pipeline_delivered_rate", name)},
 			{label: "delivered", cell: pipelineKPI("pipeline_delivered", name)},
+			{label: "missing (accepted, not arrived)", cell: pipelineKPI("pipeline_missing", name)},
+			{label: "unread at the source", cell: pipelineKPI("pipeline_unread_at_source", name)},
+			{label: "pending at end", cell: pipelineKPI("pipeline_pending_at_end", name)},
 			{label: "lost", cell: pipelineKPI("pipeline_lost", name)},
+			{label: "unaccounted for", cell: pipelineKPI("pipeline_unaccounted", name)},
 			{label: "duplicates", cell: pipelineKPI("pipeline_duplicates", name)},
 			{label: "faulted by sink", cell: pipelineKPI("pipeline_faulted", name)},
 			{label: "e2e p50", cell: pipelineKPI("pipeline_e2e_latency.p50", name)},

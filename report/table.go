@@ -124,7 +124,7 @@ func observedRows(r *pipebench.Result, phases []*pipebench.PhaseResult) []Row {
 			if i := strings.IndexByte(base, '.'); i > 0 && (base[:i] == "service_time" || base[:i] == "schedule_lag" || base[:i] == "read_lag" || base[:i] == "wait") {
 				base = base[:i]
 			}
-			if skip[base] || skip[k.Name] || perPipeline(k.Name) || strings.HasSuffix(k.Name, ".total") || strings.HasSuffix(k.Name, ".last") || strings.HasSuffix(k.Name, ".count") || strings.HasSuffix(k.Name, ".sum") {
+			if skip[base] || skip[k.Name] || perPipeline(k.Name) || strings.HasPrefix(k.Name, "ledger_") || strings.HasPrefix(k.Name, "held_at_end") || strings.HasPrefix(k.Name, "unread_at_end") || strings.HasSuffix(k.Name, ".total") || strings.HasSuffix(k.Name, ".last") || strings.HasSuffix(k.Name, ".count") || strings.HasSuffix(k.Name, ".sum") {
 				continue
 			}
 			if _, seen := byKey[k.Key()]; !seen {
@@ -172,6 +172,37 @@ func labelled(name, label, value string) func(p *pipebench.PhaseResult) (string,
 		}
 		return Number(v), true
 	}
+}
+
+// ledgerTerm is a term of the ledger, or "unknown" when the pipeline's
+// state could not be read (the summary says why).
+func ledgerTerm(name string) func(p *pipebench.PhaseResult) (string, bool) {
+	return func(p *pipebench.PhaseResult) (string, bool) {
+		if s, ok := kpi(name)(p); ok {
+			return s, true
+		}
+		for _, k := range p.All("ledger_unknown") {
+			if k.Labels["term"] == name {
+				return "unknown (see the ledger)", true
+			}
+		}
+		if _, ok := p.Get("unaccounted"); ok {
+			return "unknown", true
+		}
+		return "", false
+	}
+}
+
+// lostCell is lost, or "unknown" when some missing items are
+// unaccounted for.
+func lostCell(p *pipebench.PhaseResult) (string, bool) {
+	if s, ok := kpi("lost")(p); ok {
+		return s, true
+	}
+	if _, ok := p.Get("unaccounted"); ok {
+		return "unknown", true
+	}
+	return "", false
 }
 
 // drainTime is the time the backlog took to drain, or, when it never
@@ -243,7 +274,12 @@ func specs(item string) []spec {
 		{"sink", "delivered", kpi("delivered"), "delivered"},
 		{"sink", "e2e p50", kpi("e2e_latency.p50"), "e2e_latency.p50"},
 		{"sink", "e2e p99", kpi("e2e_latency.p99"), "e2e_latency.p99"},
-		{"sink", "lost", kpi("lost"), "lost"},
+		{"sink", "missing (accepted, not arrived)", kpi("missing"), "missing"},
+		{"sink", "unread at the source", ledgerTerm("unread_at_source"), "unread_at_source"},
+		{"sink", "pending at end", ledgerTerm("pending_at_end"), "pending_at_end"},
+		{"sink", "lost", lostCell, "lost"},
+		{"sink", "lost, as the pipeline counted", kpi("lost_confirmed"), "lost_confirmed"},
+		{"sink", "unaccounted for", kpi("unaccounted"), "unaccounted"},
 		{"sink", "abandoned (run stopped)", kpi("abandoned_queued"), "abandoned_queued"},
 		{"sink", "duplicates", kpi("duplicates"), "duplicates"},
 		{"sink", "reordered", kpi("reordered"), "reordered"},

@@ -77,7 +77,9 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 	var queue float64 = -1
 	var points []pipebench.Point
 	for _, o := range r.c.observers {
-		if last, ok := st.lastAsk[o.name]; ok && now.Sub(last) < o.interval-o.interval/10 {
+		// The last observation, after the drain, asks every observer: the
+		// ledger reads the pipeline's state then.
+		if last, ok := st.lastAsk[o.name]; ok && now.Sub(last) < o.interval-o.interval/10 && !r.final.Load() {
 			continue
 		}
 		st.lastAsk[o.name] = now
@@ -97,6 +99,7 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 		}
 		points = append(points, pts...)
 	}
+	points = append(points, r.ledger(ctx, now)...)
 	derived := st.deriver.Add(points)
 
 	r.seriesMu.Lock()
@@ -147,6 +150,36 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 		}
 	}
 	r.lastQueue.Store(queue)
+}
+
+// ledger asks the system under test and the driver, when they can tell,
+// for the ledger's terms they read from the pipeline's own state
+// (pipebench.LedgerReporter), bounded by the interval.
+func (r *run) ledger(ctx context.Context, now time.Time) []pipebench.Point {
+	var out []pipebench.Point
+	for _, c := range []struct {
+		name string
+		x    any
+	}{{"system under test", r.c.sut}, {"driver", r.c.drv}} {
+		lr, ok := c.x.(pipebench.LedgerReporter)
+		if !ok || c.x == nil {
+			continue
+		}
+		lctx, cancel := context.WithTimeout(ctx, r.interval())
+		pts, err := lr.Ledger(lctx, now, r.final.Load())
+		cancel()
+		if ctx.Err() != nil {
+			// The run ended during this observation: the last one,
+			// taken after the drain, stands in for it.
+			continue
+		}
+		if err != nil {
+			r.log.Warn("reading the ledger failed", "from", c.name, "err", err)
+			r.countObserverError(c.name)
+		}
+		out = append(out, pts...)
+	}
+	return out
 }
 
 func (r *run) countObserverError(name string) {

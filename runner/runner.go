@@ -182,6 +182,7 @@ type run struct {
 	pacers    []*schedule.Pacer
 	loadStart time.Time
 	draining  atomic.Bool
+	final     atomic.Bool // the last observation, after the drain
 	acceptedN atomic.Uint64
 	lastQueue atomic.Value // float64
 	ostate    *obsState
@@ -249,8 +250,16 @@ func (r *run) execute(ctx context.Context) (res *pipebench.Result, err error) {
 	if len(r.c.observers) > 0 && !aborted {
 		sleepUntil(r.p.Cut, time.Now().Add(min(r.interval(), time.Second)))
 	}
+	if st, ok := r.c.sink.(pipebench.Settler); ok && r.c.sink != nil {
+		sctx, cancel := context.WithTimeout(r.p.Cut, 5*time.Second)
+		if err := st.Settle(sctx); err != nil {
+			r.log.Warn("the sink could not record what it consumed", "err", err)
+		}
+		cancel()
+	}
 	lastObs := time.Now()
 	// The last observation, cut short by a second signal.
+	r.final.Store(true)
 	r.observeOnce(r.p.Cut, lastObs)
 	if er, ok := r.c.sut.(pipebench.ExitReporter); ok {
 		r.sutExits = er.Exited()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/pipebench/pipebench"
 )
@@ -125,6 +126,14 @@ func (s *keptSUT) Start(ctx context.Context) error {
 }
 
 func (s *keptSUT) Shutdown(context.Context) error { return nil }
+
+// Ledger passes pipebench.LedgerReporter through.
+func (s *keptSUT) Ledger(ctx context.Context, at time.Time, last bool) ([]pipebench.Point, error) {
+	if lr, ok := s.SUT.(pipebench.LedgerReporter); ok {
+		return lr.Ledger(ctx, at, last)
+	}
+	return nil, nil
+}
 
 // Endpoints passes MultiEndpoint through.
 func (s *keptSUT) Endpoints() map[string]string {

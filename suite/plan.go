@@ -27,6 +27,10 @@ type PlanParams struct {
 	// Values are the run values ("@case") a table column may name, for
 	// CheckTable; nil skips the check.
 	Values []string
+	// KPI, when set, says why a table column's KPI is one no run ever
+	// has (a name of a family pipebench computes that it never computes,
+	// like e2e_latency.p42), nil when it may be.
+	KPI func(name string) error
 	// Note, if set, is told what planning decided that a person should
 	// know (a case that runs once because --duration made two entries
 	// one).
@@ -39,6 +43,9 @@ type PlanParams struct {
 // unique within the suite) and the label suite=NAME.
 func (s *Suite) Plans(p PlanParams) ([]pipebench.Plan, error) {
 	if err := s.CheckTable(p.Values); err != nil {
+		return nil, err
+	}
+	if err := s.CheckKPIs(p.KPI); err != nil {
 		return nil, err
 	}
 	version := p.Version
@@ -117,6 +124,32 @@ func (s *Suite) CheckTable(values []string) error {
 			sort.Strings(names)
 			return pipebench.UsageError(fmt.Sprintf("%s:%d:%d: table.columns[%d].value: unknown run value %q", s.File, c.Line, c.Col, i, c.Value),
 				"a run value is one of "+strings.Join(names, ", ")+", "+LabelValue+"KEY or "+InfoValue+"SERIES:LABEL; anything without @ is a KPI name", nil)
+		}
+	}
+	return nil
+}
+
+// CheckKPIs refuses a table column (or the status: rule's KPI) naming a
+// KPI that check says no run ever has, pointing at it. nil check: no
+// check.
+func (s *Suite) CheckKPIs(check func(string) error) error {
+	if check == nil {
+		return nil
+	}
+	if s.Table != nil {
+		for i, c := range s.Table.Columns {
+			if strings.HasPrefix(c.Value, "@") {
+				continue
+			}
+			if err := check(c.Value); err != nil {
+				return pipebench.UsageError(fmt.Sprintf("%s:%d:%d: table.columns[%d].value (%s): %v", s.File, c.Line, c.Col, i, c.Title, err),
+					"name a KPI a run has (pipebench show RESULT lists them), or remove the column", nil)
+			}
+		}
+	}
+	if s.Status != nil {
+		if err := check(s.Status.KPI); err != nil {
+			return pipebench.UsageError(fmt.Sprintf("%s:%d:%d: status.kpi: %v", s.File, s.Status.Line, s.Status.Col, err), "name a KPI a run has", nil)
 		}
 	}
 	return nil

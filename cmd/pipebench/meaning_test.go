@@ -54,3 +54,16 @@ func TestLatencyMeansTheSameEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// The README says what the ledger means in the words of
+// pipebench.MeaningLedger.
+func TestLedgerMeansWhatTheREADMESays(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	if !strings.Contains(norm(string(readme)), norm(pipebench.MeaningLedger)) {
+		t.Errorf("the README does not say what the ledger means in the words of pipebench.MeaningLedger: %q", pipebench.MeaningLedger)
+	}
+}

@@ -243,6 +243,14 @@ table:
 	if code != pipebench.ExitUsage || !strings.Contains(stderr, `bad-rows.yaml:7:25: table.columns[1].value: unknown run value "@crash"`) || !strings.Contains(stderr, "@crashed") {
 		t.Errorf("exit %d\n%s", code, stderr)
 	}
+	// A KPI no run ever has (of a family pipebench computes) is refused,
+	// naming the column and what is computed.
+	bad = filepath.Join(dir, "bad-kpi.yaml")
+	os.WriteFile(bad, []byte("name: rows\nscenarios: [first.yaml]\ntable:\n  rows: run\n  columns:\n    - {title: A, value: \"@case\"}\n    - {title: E2E p42, value: e2e_latency.p42}\n"), 0o644)
+	_, stderr, code = cli(t, "suite", "validate", bad)
+	if code != pipebench.ExitUsage || !strings.Contains(stderr, "bad-kpi.yaml:7:31: table.columns[1].value (E2E p42): pipebench never computes e2e_latency.p42") || !strings.Contains(stderr, "e2e_latency.p99") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
 	_, stderr, code = cli(t, "suite", "run", file, "--no-store", "--checkpoint", "1s")
 	if code != pipebench.ExitUsage || !strings.Contains(stderr, "--checkpoint needs --out") {
 		t.Errorf("--checkpoint without --out: exit %d\n%s", code, stderr)

@@ -86,6 +86,8 @@ type Observer struct {
 	cfg Config
 	cl  *kgo.Client
 	adm *kadm.Client
+	// topics are those of the last metadata the brokers gave.
+	topics []string
 }
 
 var (
@@ -140,7 +142,12 @@ func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 	}
 	md, err := o.adm.Metadata(ctx, o.cfg.Topics...)
 	if err != nil {
-		return nil, fmt.Errorf("metadata: %w", err)
+		why := fmt.Sprintf("the brokers did not answer for their metadata (%v)", err)
+		out := []pipebench.Point{unknownHeld("", why, at)}
+		for _, t := range o.topics {
+			out = append(out, unknownHeld("topic "+t, why, at))
+		}
+		return out, fmt.Errorf("metadata: %w", err)
 	}
 	add("brokers", pipebench.KindGauge, float64(len(md.Brokers)))
 	var topics []string
@@ -167,18 +174,34 @@ func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 	}
 	add("under_replicated_partitions", pipebench.KindGauge, float64(underAll))
 	add("offline_partitions", pipebench.KindGauge, float64(offlineAll))
+	o.topics = topics
 	if len(topics) == 0 {
 		return pts, nil
 	}
 	var errs []error
+	// why says, per topic, why what its log holds for its readers
+	// cannot be read.
+	why := map[string][]string{}
+	for _, t := range topics {
+		for p, pd := range md.Topics[t].Partitions {
+			if pd.Leader < 0 {
+				why[t] = append(why[t], fmt.Sprintf("partition %d has no leader (its log cannot be read)", p))
+			}
+		}
+	}
 	ends, err := o.adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("end offsets: %w", err))
+		for _, t := range topics {
+			why[t] = append(why[t], fmt.Sprintf("the brokers did not give the log-end offsets (%v)", err))
+		}
 	} else {
 		sum := map[string]int64{}
 		ends.Each(func(lo kadm.ListedOffset) {
 			if lo.Err == nil {
 				sum[lo.Topic] += lo.Offset
+			} else {
+				why[lo.Topic] = append(why[lo.Topic], fmt.Sprintf("partition %d's log-end offset: %v", lo.Partition, lo.Err))
 			}
 		})
 		for _, t := range topics {
@@ -188,10 +211,35 @@ func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 	if err := o.sizes(ctx, md, topics, add); err != nil {
 		errs = append(errs, err)
 	}
-	if err := o.lags(ctx, topics, add); err != nil {
+	held, err := o.lags(ctx, topics, add)
+	if err != nil {
 		errs = append(errs, err)
+		for _, t := range topics {
+			why[t] = append(why[t], fmt.Sprintf("the groups' lag: %v", err))
+		}
+	}
+	// The ledger: per topic, the records in its log that the groups
+	// reading it have not consumed (their lag against the log-end
+	// offsets the partitions' leaders give).
+	for _, t := range topics {
+		if len(why[t]) > 0 {
+			slices.Sort(why[t])
+			pts = append(pts, unknownHeld("topic "+t, strings.Join(slices.Compact(why[t]), "; "), at))
+			continue
+		}
+		pts = append(pts, pipebench.Point{Name: pipebench.LedgerHeld, Labels: map[string]string{"where": "topic " + t}, Kind: pipebench.KindGauge, At: at, Value: float64(held[t])})
 	}
 	return pts, errors.Join(errs...)
+}
+
+// unknownHeld is a ledger point saying what a topic (where) holds cannot
+// be read, and why.
+func unknownHeld(where, why string, at time.Time) pipebench.Point {
+	l := map[string]string{"term": "held", "because": why}
+	if where != "" {
+		l["where"] = where
+	}
+	return pipebench.Point{Name: pipebench.LedgerUnknown, Labels: l, Kind: pipebench.KindGauge, At: at, Value: 1}
 }
 
 // sizes adds stream_bytes: each topic's partitions' log sizes on their
@@ -217,22 +265,24 @@ func (o *Observer) sizes(ctx context.Context, md kadm.Metadata, topics []string,
 	return nil
 }
 
-// lags adds the groups' lags on the observed topics.
-func (o *Observer) lags(ctx context.Context, topics []string, add func(string, pipebench.MetricKind, float64, ...string)) error {
+// lags adds the groups' lags on the observed topics, and returns each
+// topic's, summed over its groups.
+func (o *Observer) lags(ctx context.Context, topics []string, add func(string, pipebench.MetricKind, float64, ...string)) (map[string]int64, error) {
+	held := map[string]int64{}
 	groups := o.cfg.Groups
 	if len(groups) == 0 {
 		listed, err := o.adm.ListGroups(ctx)
 		if err != nil {
-			return fmt.Errorf("list groups: %w", err)
+			return held, fmt.Errorf("list groups: %w", err)
 		}
 		groups = listed.Groups()
 	}
 	if len(groups) == 0 {
-		return nil
+		return held, nil
 	}
 	lags, err := o.adm.Lag(ctx, groups...)
 	if err != nil {
-		return fmt.Errorf("group lag: %w", err)
+		return held, fmt.Errorf("group lag: %w", err)
 	}
 	var errs []error
 	for _, g := range lags.Sorted() {
@@ -265,11 +315,12 @@ func (o *Observer) lags(ctx context.Context, topics []string, add func(string, p
 					add("consumer_lag", pipebench.KindGauge, float64(max(lag, 0)), "group", g.Group, "topic", t, "partition", strconv.Itoa(int(p)))
 				}
 			}
+			held[t] += total
 			add("consumer_pending", pipebench.KindGauge, float64(total), "group", g.Group, "topic", t)
 			add("consumer_committed_offset", pipebench.KindCounter, float64(committed), "group", g.Group, "topic", t)
 		}
 	}
-	return errors.Join(errs...)
+	return held, errors.Join(errs...)
 }
 
 // Close closes the observer's client (the runner calls it once, after the

@@ -193,12 +193,13 @@ func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 	pts := make([][]pipebench.Point, len(targets))
 	errs := make([]error, len(targets))
 	notNATS := make([]bool, len(targets))
+	views := make([]jsView, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pts[i], errs[i] = o.observe(ctx, t, at)
+			pts[i], views[i], errs[i] = o.observe(ctx, t, at)
 			var he *httpError
 			if errs[i] != nil && t.fromSUT && errors.As(errs[i], &he) && he.code >= 400 && he.code < 500 && he.path == "/varz" {
 				notNATS[i], errs[i] = true, nil
@@ -230,11 +231,95 @@ func (o *Observer) Observe(ctx context.Context, at time.Time) ([]pipebench.Point
 		o.targets = keep
 		o.mu.Unlock()
 	}
+	var failed []string
+	var answered []jsView
+	for i := range targets {
+		switch {
+		case notNATS[i]:
+		case errs[i] != nil || !views[i].read:
+			failed = append(failed, fmt.Sprintf("%s did not answer (%v)", targets[i].instance, errs[i]))
+		default:
+			answered = append(answered, views[i])
+		}
+	}
+	out = append(out, ledger(answered, failed, at)...)
 	return out, errors.Join(errs...)
 }
 
-func (o *Observer) observe(ctx context.Context, t target, at time.Time) ([]pipebench.Point, error) {
+// jsView is what one node's /jsz said about the streams and consumers:
+// those it saw, those it leads (or reports as a server that is not
+// clustered), and the messages each consumer it leads has not delivered
+// or has not had acknowledged.
+type jsView struct {
+	read      bool // /jsz answered
+	node      string
+	streams   map[string]bool    // seen; true when this node leads it
+	consumers map[string]bool    // "STREAM/CONSUMER" seen; true when led
+	held      map[string]float64 // "STREAM/CONSUMER" led: num_pending + num_ack_pending
+	leaders   map[string]string  // what this node says leads each stream and consumer
+}
+
+// ledger reports, per stream, what its consumers hold for their readers:
+// each consumer's num_pending (not yet delivered) and num_ack_pending
+// (delivered, not yet acknowledged), read from the node that leads the
+// consumer (another node's copy of it may be behind). A consumer that no
+// node answering leads (a stream that lost its leader, a node down) makes
+// the term unknown, saying what each node said.
+func ledger(views []jsView, failed []string, at time.Time) []pipebench.Point {
+	seen, led := map[string]bool{}, map[string]bool{}
+	streams := map[string]bool{}
+	held := map[string]float64{}
+	for _, v := range views {
+		for c, l := range v.consumers {
+			seen[c] = true
+			led[c] = led[c] || l
+		}
+		for s := range v.streams {
+			streams[s] = true
+		}
+		for c, h := range v.held {
+			stream, _, _ := strings.Cut(c, "/")
+			held[stream] += h
+		}
+	}
 	var pts []pipebench.Point
+	names := make([]string, 0, len(streams))
+	for s := range streams {
+		names = append(names, s)
+	}
+	slices.Sort(names)
+	for _, s := range names {
+		var why []string
+		for c := range seen {
+			if st, _, _ := strings.Cut(c, "/"); st != s || led[c] {
+				continue
+			}
+			var said []string
+			for _, v := range views {
+				said = append(said, fmt.Sprintf("%s says %q", v.node, v.leaders[c]))
+			}
+			slices.Sort(said)
+			why = append(why, fmt.Sprintf("no node leads consumer %s (%s)", c, strings.Join(said, ", ")))
+		}
+		slices.Sort(why)
+		if len(why) > 0 && len(failed) > 0 {
+			why = append(why, failed...)
+		}
+		if len(why) > 0 {
+			pts = append(pts, pipebench.Point{Name: pipebench.LedgerUnknown, Labels: map[string]string{"term": "held", "where": "stream " + s, "because": strings.Join(why, "; ")}, Kind: pipebench.KindGauge, At: at, Value: 1})
+			continue
+		}
+		pts = append(pts, pipebench.Point{Name: pipebench.LedgerHeld, Labels: map[string]string{"where": "stream " + s}, Kind: pipebench.KindGauge, At: at, Value: held[s]})
+	}
+	if len(views) == 0 && len(failed) > 0 {
+		pts = append(pts, pipebench.Point{Name: pipebench.LedgerUnknown, Labels: map[string]string{"term": "held", "because": "no NATS node answered: " + strings.Join(failed, "; ")}, Kind: pipebench.KindGauge, At: at, Value: 1})
+	}
+	return pts
+}
+
+func (o *Observer) observe(ctx context.Context, t target, at time.Time) ([]pipebench.Point, jsView, error) {
+	var pts []pipebench.Point
+	view := jsView{node: t.instance, streams: map[string]bool{}, consumers: map[string]bool{}, held: map[string]float64{}, leaders: map[string]string{}}
 	point := func(name string, kind pipebench.MetricKind, v float64, l map[string]string) {
 		pts = append(pts, pipebench.Point{Name: name, Labels: l, Kind: kind, At: at, Value: v})
 	}
@@ -253,7 +338,7 @@ func (o *Observer) observe(ctx context.Context, t target, at time.Time) ([]pipeb
 	}
 	var v varz
 	if err := o.get(ctx, t.base, "/varz", &v); err != nil {
-		return nil, err
+		return nil, view, err
 	}
 	add("memory_mb", pipebench.KindGauge, float64(v.Mem)/(1<<20))
 	add("cpu_cores", pipebench.KindGauge, v.CPU/100)
@@ -265,13 +350,17 @@ func (o *Observer) observe(ctx context.Context, t target, at time.Time) ([]pipeb
 	}
 	var c connz
 	if err := o.get(ctx, t.base, "/connz?limit=1", &c); err != nil {
-		return pts, err
+		return pts, view, err
 	}
 	add("connections", pipebench.KindGauge, float64(c.NumConns))
 	add("slow_consumers", pipebench.KindCounter, float64(v.SlowCons))
 	var j jsz
 	if err := o.get(ctx, t.base, "/jsz?streams=true&consumers=true&config=true", &j); err != nil {
-		return pts, err
+		return pts, view, err
+	}
+	view.read = true
+	if v.ServerName != "" {
+		view.node = v.ServerName
 	}
 	add("js_storage_bytes", pipebench.KindGauge, float64(j.Storage))
 	if j.Config.MaxStorage > 0 {
@@ -287,9 +376,17 @@ func (o *Observer) observe(ctx context.Context, t target, at time.Time) ([]pipeb
 		}
 		return ci.Leader != "" && ci.Leader == v.ServerName, false
 	}
+	leader := func(ci *clusterInfo) string {
+		if ci == nil {
+			return ""
+		}
+		return ci.Leader
+	}
 	for _, a := range j.Accounts {
 		for _, s := range a.Streams {
 			report, inst := leads(s.Cluster)
+			view.streams[s.Name] = view.streams[s.Name] || report
+			view.leaders[s.Name] = leader(s.Cluster)
 			if report {
 				sl := func() map[string]string { return labels(inst, "stream", s.Name) }
 				point("stream_messages", pipebench.KindGauge, float64(s.State.Msgs), sl())
@@ -310,9 +407,13 @@ func (o *Observer) observe(ctx context.Context, t target, at time.Time) ([]pipeb
 			}
 			for _, cs := range s.Consumers {
 				report, inst := leads(cs.Cluster)
+				key := s.Name + "/" + cs.Name
+				view.consumers[key] = report
+				view.leaders[key] = leader(cs.Cluster)
 				if !report {
 					continue
 				}
+				view.held[key] = float64(cs.NumPending) + float64(cs.NumAckPending)
 				cl := func() map[string]string { return labels(inst, "stream", s.Name, "consumer", cs.Name) }
 				point("consumer_pending", pipebench.KindGauge, float64(cs.NumPending), cl())
 				point("ack_pending", pipebench.KindGauge, float64(cs.NumAckPending), cl())
@@ -328,7 +429,7 @@ func (o *Observer) observe(ctx context.Context, t target, at time.Time) ([]pipeb
 			}
 		}
 	}
-	return pts, nil
+	return pts, view, nil
 }
 
 // httpError is a monitoring endpoint's answer other than 200.

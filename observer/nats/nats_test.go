@@ -237,7 +237,14 @@ func TestCluster(t *testing.T) {
 	if v := value(t, pts, "consumer_pending", "consumer", "D"); v != 20 {
 		t.Errorf("consumer_pending %v", v)
 	}
+	// The ledger: what the consumer holds, read from its leader.
+	if v := value(t, pts, pipebench.LedgerHeld, "where", "stream S"); v != 20 {
+		t.Errorf("ledger_held %v, want the consumer's 20", v)
+	}
 	for _, p := range pts {
+		if strings.HasPrefix(p.Name, "ledger_") {
+			continue
+		}
 		if _, ok := p.Labels["instance"]; ok == (p.Labels["stream"] != "") {
 			t.Errorf("point %s %v: node points carry the instance, stream points do not", p.Name, p.Labels)
 		}
@@ -260,5 +267,29 @@ func TestCluster(t *testing.T) {
 	if count(pts, "memory_mb", "instance", "nats-0") != 1 || count(pts, "memory_mb", "instance", "nats-2") != 0 {
 		t.Errorf("the other nodes' points are kept, the frozen one's not: memory_mb of nats-0 %d, of nats-2 %d, %d points (error %v)",
 			count(pts, "memory_mb", "instance", "nats-0"), count(pts, "memory_mb", "instance", "nats-2"), len(pts), err)
+	}
+	// Two nodes of three frozen: the consumer has no leader that answers
+	// (the one left cannot lead alone); what it holds is unknown, never
+	// read from a follower's copy, and the ledger says what each node
+	// said and which did not answer.
+	if err := c.Node("nats-1").Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Node("nats-1").Thaw()
+	var why string
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		pts, _ = o.Observe(ctx, time.Now())
+		why = ""
+		for _, p := range pts {
+			if p.Name == pipebench.LedgerUnknown {
+				why = p.Labels["because"]
+			}
+		}
+		return why != "" && count(pts, pipebench.LedgerHeld) == 0
+	}, "no ledger_unknown with two nodes of three frozen: %v", testutil.Lazy(func() string { return fmt.Sprint(pts) }))
+	for _, want := range []string{"no node leads consumer S/D (nats-0 says ", "nats-1 did not answer", "nats-2 did not answer"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("ledger unknown because %q, want %q in it", why, want)
+		}
 	}
 }

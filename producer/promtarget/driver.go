@@ -134,6 +134,16 @@ func (d *Driver) Send(_ context.Context, b *pipebench.Batch) pipebench.Outcome {
 // Shutdown stops serving.
 func (d *Driver) Shutdown(ctx context.Context) error { return d.t.Shutdown(ctx) }
 
+var _ pipebench.LedgerReporter = (*Driver)(nil)
+
+// Ledger implements pipebench.LedgerReporter: the tracer items waiting
+// for a producer's next scrape are unread at the source (the agent has
+// not scraped them yet).
+func (d *Driver) Ledger(_ context.Context, at time.Time, _ bool) ([]pipebench.Point, error) {
+	return []pipebench.Point{{Name: pipebench.LedgerUnread, Labels: map[string]string{"where": "producers (items waiting for a scrape)"},
+		Kind: pipebench.KindGauge, At: at, Value: float64(d.pending.Load())}}, nil
+}
+
 // take returns and forgets the tracer items waiting for this producer.
 func (p *producer) take() []item {
 	p.pmu.Lock()

@@ -269,6 +269,7 @@ func BuildRuns(results []*pipebench.Result, o Options) *Grid {
 	if len(cols) == 0 {
 		cols = append([]Column{{Header: "Test", KPI: "@case"}}, columns(results, o)...)
 	}
+	cols = runColumns(cols, results)
 	g := &Grid{Corner: cols[0].Header, Columns: cols[1:], Groups: []string{""}}
 	base := o.Status.baselines(results)
 	cell := func(r *pipebench.Result, p *pipebench.PhaseResult, c Column) string {
@@ -333,7 +334,7 @@ func value(r *pipebench.Result, p *pipebench.PhaseResult, c Column) string {
 			}
 		}
 	}
-	return kpiCell(p, c)
+	return explained(r, p, c)
 }
 
 func columns(results []*pipebench.Result, o Options) []Column {

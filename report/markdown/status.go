@@ -71,10 +71,17 @@ func (s *Status) word(r, base *pipebench.Result) string {
 	if base == nil {
 		return "no baseline run (case " + s.Baseline + ") to compare with"
 	}
+	// A case that ended with work left (its ledger's pending, unread or
+	// unaccounted items) is not stable, however fast it was: its word says
+	// how much is left and where.
+	left := ""
+	if n, where := pipebench.WorkLeft(r); n > 0 {
+		left = "; " + where
+	}
 	v, ok := s.kpi(r)
 	b, okb := s.kpi(base)
 	if !ok || !okb {
-		return "no " + s.KPI + " to compare"
+		return "no " + s.KPI + " to compare" + left
 	}
 	clause := ""
 	if l := LimitWords(r); strings.HasPrefix(l, "system ") {
@@ -82,7 +89,7 @@ func (s *Status) word(r, base *pipebench.Result) string {
 	}
 	for _, rule := range s.Rules {
 		if b > 0 && v > rule.Above*b {
-			return rule.Word + " (" + plain(v/b) + "x" + clause + ")"
+			return rule.Word + " (" + plain(v/b) + "x" + clause + left + ")"
 		}
 	}
 	if clause != "" {
@@ -90,10 +97,17 @@ func (s *Status) word(r, base *pipebench.Result) string {
 		if word == "" {
 			word = "Saturated"
 		}
-		return word + " (" + strings.TrimPrefix(clause, "; ") + ")"
+		return word + " (" + strings.TrimPrefix(clause+left, "; ") + ")"
+	}
+	if left != "" {
+		return BacklogWord + " (" + strings.TrimPrefix(left, "; ") + ")"
 	}
 	return s.Otherwise
 }
+
+// BacklogWord is the status word of a case that ended with work left and
+// that no rule named worse.
+const BacklogWord = "Work left"
 
 // LimitValue is the run value of a column saying which limit a run hit.
 const LimitValue = "@limit"

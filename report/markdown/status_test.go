@@ -99,3 +99,38 @@ func TestStageBreakdown(t *testing.T) {
 		t.Errorf("stages out of the scenario's order:\n%s", b.String())
 	}
 }
+
+// A case that ended with work left by its ledger is not stable: its word
+// says how much is left and where; a rule that names it worse keeps its
+// word and says the same.
+func TestStatusWordsWorkLeft(t *testing.T) {
+	p75 := func(v float64) pipebench.KPI {
+		return pipebench.KPI{Name: "api_seconds.p75", Value: v, Unit: pipebench.UnitSeconds}
+	}
+	left := func(r *pipebench.Result) *pipebench.Result {
+		r.Total.Set(pipebench.KPI{Name: "pending_at_end", Value: 7500, Unit: pipebench.UnitCount})
+		r.Total.Set(pipebench.KPI{Name: "held_at_end_where", Labels: map[string]string{"where": "store (stored, not yet cordoned)"}, Value: 7500})
+		return r
+	}
+	runs := []*pipebench.Result{
+		run("Baseline", pipebench.StatusCompleted, 60, p75(0.02)),
+		left(run("Heavy", pipebench.StatusCompleted, 60, p75(0.03))),
+		left(run("Extreme", pipebench.StatusCompleted, 60, p75(0.5))),
+		run("Light", pipebench.StatusCompleted, 60, p75(0.02), pipebench.KPI{Name: "pending_at_end", Value: 0}),
+	}
+	o := Options{Layout: LayoutRuns, Columns: []Column{{Header: "Test", KPI: "@case"}, {Header: "Status", KPI: StatusValue}},
+		Status: &Status{Baseline: "Baseline", KPI: "api_seconds.p75", Otherwise: "Stable", Invalid: "Test invalid", Rules: []StatusRule{{Word: "Degraded", Above: 20}}}}
+	var b bytes.Buffer
+	if err := Render(&b, BuildRuns(runs, o)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| Heavy | Work left (7,500 pending at end (store (stored, not yet cordoned))) |",
+		"| Extreme | Degraded (25x; 7,500 pending at end (store (stored, not yet cordoned))) |",
+		"| Light | Stable |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
+	}
+}

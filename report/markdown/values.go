@@ -113,6 +113,11 @@ func runValue(r *pipebench.Result, name string) string {
 		return m.Scenario
 	case "@version":
 		return m.Version
+	case ScaleValue:
+		if s := scaleOf(r); s != "" {
+			return s
+		}
+		return "as written"
 	case "@status":
 		return string(m.Status)
 	case "@duration":

@@ -471,6 +471,21 @@ func header(r *kgo.Record) func(string) string {
 
 func itemCount(r *kgo.Record) int { return payload.ItemCount(header(r)) }
 
+var _ pipebench.Settler = (*Sink)(nil)
+
+// Settle implements pipebench.Settler: the offsets of every record
+// processed are committed now, so the group's lag on the brokers is what
+// the sink has not delivered.
+func (s *Sink) Settle(ctx context.Context) error {
+	s.mu.Lock()
+	cl := s.cl
+	s.mu.Unlock()
+	if cl == nil {
+		return nil
+	}
+	return cl.CommitMarkedOffsets(ctx)
+}
+
 // Shutdown stops consuming, commits the offsets of what was processed and
 // leaves the group (bounded by ctx and a few seconds), and closes the
 // attach listener. The runner stops the SUT before the sink, so the

@@ -72,6 +72,12 @@ type Config struct {
 	Exporter     string `yaml:"exporter" json:"exporter"`
 	QueueSize    int    `yaml:"queue_size" json:"queue_size"`
 	NumConsumers int    `yaml:"num_consumers" json:"num_consumers"`
+	// QueueSizer is what queue_size and the collector's own
+	// otelcol_exporter_queue_size count: requests (the collector's
+	// default: batches of any size) or items (spans, metric points, log
+	// records). The run's ledger reads what the collector holds in items
+	// either way, from its counters.
+	QueueSizer string `yaml:"queue_sizer" json:"queue_sizer,omitempty"`
 	// PersistentQueue keeps each exporter's sending queue on disk (the
 	// file_storage extension, in the run's folder) instead of in memory;
 	// the filelog receiver's default.
@@ -301,6 +307,12 @@ func (c *Config) Validate() error {
 	if c.QueueSize < 1 {
 		errs = append(errs, fmt.Errorf("queue_size: must be at least 1"))
 	}
+	if c.QueueSizer != "" && c.QueueSizer != "requests" && c.QueueSizer != "items" {
+		errs = append(errs, fmt.Errorf("queue_sizer: %q is not requests or items", c.QueueSizer))
+	}
+	if c.QueueSizer != "" && c.sinkExporter() == ExporterRemoteWrite && !c.Gateway {
+		errs = append(errs, fmt.Errorf("queue_sizer: the prometheusremotewrite exporter's own queue counts requests only"))
+	}
 	if c.NumConsumers < 1 {
 		errs = append(errs, fmt.Errorf("num_consumers: must be at least 1"))
 	}
@@ -455,6 +467,8 @@ type Collector struct {
 	// prometheus-producers driver listens there).
 	producersPort int
 	gateway       *Collector
+	// lines counts the lines written to a log agent's files (Ledger).
+	lines lineCounter
 }
 
 // replica is one collector child process.

@@ -46,6 +46,9 @@ func (c *Collector) yamlFor(r *replica) string {
 			fmt.Fprintf(&b, "    target_info:\n      enabled: false\n    remote_write_queue:\n      enabled: true\n      queue_size: %d\n      num_consumers: %d\n", c.cfg.QueueSize, c.cfg.NumConsumers)
 		} else {
 			fmt.Fprintf(&b, "    sending_queue:\n      enabled: true\n      queue_size: %d\n      num_consumers: %d\n", c.cfg.QueueSize, c.cfg.NumConsumers)
+			if c.cfg.QueueSizer != "" {
+				fmt.Fprintf(&b, "      sizer: %s\n", c.cfg.QueueSizer)
+			}
 			if c.cfg.persistent() {
 				b.WriteString("      storage: file_storage\n")
 			}
