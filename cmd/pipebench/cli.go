@@ -118,7 +118,7 @@ Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where
 	root.AddCommand(a.runCommand(), a.limitCommand(), a.mergeCommand(), a.validateCommand(), a.planCommand(), a.sinkCommand(), a.producersCommand(),
 		a.schemaCommand(), a.reportCommand(), a.suiteCommand())
 	root.AddCommand(a.historyCommands()...)
-	root.AddCommand(a.k8sCommand(), a.versionCommand())
+	root.AddCommand(a.k8sCommand(), a.versionCommand(), a.fetchCommand())
 	a.completions(root)
 	return root
 }

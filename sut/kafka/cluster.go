@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"os/exec"
@@ -38,8 +40,18 @@ type ClusterParams struct {
 	// "num.partitions": "4"); the listeners, node ids and log dirs are
 	// the cluster's own and cannot be set.
 	Props map[string]string
-	// StartTimeout bounds the start of all brokers (90 s when zero).
+	// StartTimeout bounds the start of all brokers (5 min when zero);
+	// a broker that stops making progress (no CPU used, nothing logged
+	// for a minute) fails sooner, one that exits at once. The jars'
+	// fetch, the first time, is not counted.
 	StartTimeout time.Duration
+	// NoFetch never fetches the jars (the tests): without them in Libs,
+	// $PIPEBENCH_KAFKA_LIBS, .cache/kafka-libs or the cache, the error
+	// wraps ErrNoKafka.
+	NoFetch bool
+	// Logger receives the jars' fetch progress and the brokers' start
+	// progress (nil: none).
+	Logger *slog.Logger
 	// JVMOpts are further options of the brokers' JVMs (tests start
 	// faster with -XX:TieredStopAtLevel=1).
 	JVMOpts []string
@@ -107,13 +119,16 @@ func StartCluster(ctx context.Context, p ClusterParams) (*Cluster, error) {
 		p.Heap = "512m"
 	}
 	if p.StartTimeout <= 0 {
-		p.StartTimeout = 90 * time.Second
+		p.StartTimeout = 5 * time.Minute
+	}
+	if p.Logger == nil {
+		p.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	var err error
 	if p.Java, err = FindJava(p.Java); err != nil {
 		return nil, err
 	}
-	if p.Libs, err = FindLibs(p.Libs); err != nil {
+	if p.Libs, err = EnsureLibs(ctx, LibsParams{Dir: p.Libs, NoFetch: p.NoFetch, Logger: p.Logger}); err != nil {
 		return nil, err
 	}
 	if p.Dir == "" {
@@ -212,7 +227,7 @@ func (c *Cluster) startAll(ctx context.Context, deadline time.Time) error {
 		}
 	}
 	for _, b := range c.brokers {
-		if err := b.proc.WaitReady(ctx, time.Until(deadline), func() bool { return c.answers(b) }); err != nil {
+		if err := c.waitReady(ctx, b, deadline, c.p.Logger); err != nil {
 			return err
 		}
 	}
@@ -401,7 +416,7 @@ func (c *Cluster) Restart(ctx context.Context, id int32) error {
 		if err := c.startBroker(b, filepath.Join(c.base, "log4j2.properties")); err != nil {
 			return err
 		}
-		return b.proc.WaitReady(ctx, c.p.StartTimeout, func() bool { return c.answers(b) })
+		return c.waitReady(ctx, b, time.Now().Add(c.p.StartTimeout), c.p.Logger)
 	}
 	return fmt.Errorf("no broker %d", id)
 }
