@@ -45,6 +45,9 @@ type ClusterParams struct {
 	// for a minute) fails sooner, one that exits at once. The jars'
 	// fetch, the first time, is not counted.
 	StartTimeout time.Duration
+	// Stall is how long a starting broker may use no CPU and log nothing
+	// before its start is given up (1 min when zero).
+	Stall time.Duration
 	// NoFetch never fetches the jars (the tests): without them in Libs,
 	// $PIPEBENCH_KAFKA_LIBS, .cache/kafka-libs or the cache, the error
 	// wraps ErrNoKafka.
@@ -120,6 +123,9 @@ func StartCluster(ctx context.Context, p ClusterParams) (*Cluster, error) {
 	}
 	if p.StartTimeout <= 0 {
 		p.StartTimeout = 5 * time.Minute
+	}
+	if p.Stall <= 0 {
+		p.Stall = time.Minute
 	}
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -214,7 +220,7 @@ func (c *Cluster) startAll(ctx context.Context, deadline time.Time) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.format(ctx, b, id, log4j)
+			errs[i] = c.format(ctx, b, id, log4j, deadline)
 		}()
 	}
 	wg.Wait()
@@ -303,8 +309,8 @@ func (c *Cluster) jvm(opts []string, log4j string, args ...string) *exec.Cmd {
 }
 
 // format writes the broker's storage metadata (kafka.tools.StorageTool).
-func (c *Cluster) format(ctx context.Context, b *Broker, id, log4j string) error {
-	fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+func (c *Cluster) format(ctx context.Context, b *Broker, id, log4j string, deadline time.Time) error {
+	fctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	// A short-lived tool: the quick compiler and the serial collector
 	// start it fastest.
@@ -320,6 +326,9 @@ func (c *Cluster) format(ctx context.Context, b *Broker, id, log4j string) error
 	}()
 	out, err := cmd.CombinedOutput()
 	close(done)
+	if err != nil && fctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("format the storage of Kafka broker %d: not done when start_timeout (%s) ran out (raise it on a busy machine)\n%s", b.ID, c.p.StartTimeout, strings.TrimSpace(string(out)))
+	}
 	if err != nil {
 		return fmt.Errorf("format the storage of Kafka broker %d: %w\n%s", b.ID, err, strings.TrimSpace(string(out)))
 	}

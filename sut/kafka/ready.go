@@ -13,25 +13,23 @@ import (
 	"github.com/pipebench/pipebench/internal/childproc"
 )
 
-// stallAfter is how long a starting broker may use no CPU and log nothing
-// before its start is given up: it is stuck, not slow.
-const stallAfter = 60 * time.Second
-
 // waitReady waits until broker b answers metadata naming every broker of
 // the cluster (the broker's own word that it is ready), for as long as it
 // makes progress: it fails at once when the JVM exits, when the JVM has
-// used no CPU and written nothing to its log for stallAfter, or past the
+// used no CPU and written nothing to its log for ClusterParams.Stall
+// (stuck, not slow), or past the
 // deadline (start_timeout). While it waits it logs how far the broker
 // has come (the time taken, the CPU the JVM used, its log's last line)
-// every 10 s, as a warning from 30 s on.
+// every 10 s (or Stall, if shorter), as a warning from the third time on.
 func (c *Cluster) waitReady(ctx context.Context, b *Broker, deadline time.Time, log *slog.Logger) error {
 	began := time.Now()
 	var lastCPU time.Duration
 	var lastLog int64
 	lastMove := began
-	nextTell := began.Add(10 * time.Second)
+	every := min(10*time.Second, c.p.Stall)
+	nextTell := began.Add(every)
 	for {
-		slice := min(2*time.Second, time.Until(deadline))
+		slice := min(time.Second, c.p.Stall/4, time.Until(deadline))
 		if slice <= 0 {
 			return fmt.Errorf("Kafka broker %d was still starting when start_timeout (%s) ran out (raise start_timeout on a busy machine); its log:\n%s",
 				b.ID, c.p.StartTimeout, b.proc.Tail())
@@ -51,14 +49,14 @@ func (c *Cluster) waitReady(ctx context.Context, b *Broker, deadline time.Time, 
 			lastMove = now
 		}
 		lastCPU, lastLog = cpu, size
-		if now.Sub(lastMove) > stallAfter {
+		if now.Sub(lastMove) > c.p.Stall {
 			return fmt.Errorf("Kafka broker %d stopped making progress: not ready after %s, and it used no CPU and logged nothing for %s; its log:\n%s",
-				b.ID, now.Sub(began).Round(time.Second), stallAfter, b.proc.Tail())
+				b.ID, now.Sub(began).Round(time.Second), c.p.Stall, b.proc.Tail())
 		}
 		if now.After(nextTell) {
-			nextTell = now.Add(10 * time.Second)
+			nextTell = now.Add(every)
 			level := slog.LevelInfo
-			if now.Sub(began) >= 30*time.Second {
+			if now.Sub(began) >= 3*every {
 				level = slog.LevelWarn
 			}
 			log.Log(ctx, level, "Kafka broker still starting", "broker", b.ID, "after", now.Sub(began).Round(time.Second),
