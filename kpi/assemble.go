@@ -439,6 +439,7 @@ func (dst *SendStats) merge(src SendStats) {
 		dst.Batches[c] += src.Batches[c]
 	}
 	dst.Bytes += src.Bytes
+	dst.AcceptedBytes += src.AcceptedBytes
 	dst.Unreached += src.Unreached
 	dst.Abandoned += src.Abandoned
 	for k, v := range src.Details {
