@@ -1,4 +1,4 @@
-// Package otelcol runs a real OpenTelemetry Collector (0.162, built from the
+// Package otelcol runs a real OpenTelemetry Collector (0.161, built from the
 // collector's own modules) as the embedded system under test: the pipebench
 // binary re-executes itself as a child process, so the collector's memory
 // and CPU are measured apart from the generator's. The collector receives
@@ -103,9 +103,10 @@ type Config struct {
 	// ConfigFile runs your own collector YAML instead of the generated
 	// one (a relative path is read from the scenario file's folder;
 	// ${env:VAR} and ${VAR} are expanded; components: the otlp,
-	// prometheus and filelog receivers, the batch, memory_limiter and
-	// resource processors, the otlp, otlphttp and prometheusremotewrite exporters,
-	// file_storage); it must receive OTLP gRPC on ${env:PIPEBENCH_OTLP_GRPC} (and
+	// prometheus and filelog receivers, the batch, memory_limiter,
+	// resource, attributes, filter, transform, span and tail_sampling
+	// processors, the otlp, otlphttp and prometheusremotewrite exporters,
+	// file_storage; validate names any other); it must receive OTLP gRPC on ${env:PIPEBENCH_OTLP_GRPC} (and
 	// OTLP/HTTP on ${env:PIPEBENCH_OTLP_HTTP}, if drivers send HTTP),
 	// export to ${env:PIPEBENCH_SINK} (host:port for the otlp exporter, a
 	// URL for otlphttp, as the exporter setting picks) and serve metrics
@@ -341,6 +342,8 @@ func (c *Config) Validate() error {
 	if c.ConfigFile != "" {
 		if _, err := os.Stat(c.ConfigFile); err != nil {
 			errs = append(errs, fmt.Errorf("config_file: cannot read %s", c.ConfigFile))
+		} else if c.Command == "" {
+			errs = append(errs, checkComponents(c.ConfigFile)...)
 		}
 	}
 	if c.Command != "" {
