@@ -49,7 +49,7 @@ func TestOMBKPIs(t *testing.T) {
 	for i := 0; i < n; i++ {
 		at := t0.Add(time.Duration(i) * 500 * time.Microsecond)
 		d := time.Duration(rng.ExpFloat64()*2e6) + 100*time.Microsecond // publish latency, long-tailed
-		l := time.Duration(rng.ExpFloat64() * 3e5)                       // publish delay
+		l := time.Duration(rng.ExpFloat64() * 3e5)                      // publish delay
 		class := pipebench.ClassOK
 		if i%100 == 7 {
 			class = pipebench.ClassRefused // counted, its bytes not accepted
