@@ -88,11 +88,22 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 	fl.DurationVar(&f.checkpoint, "checkpoint", 0, "with --out, write the running case's Result so far to its file this often (status running); 0: off")
 	liveFlagsOn(fl, &f.live, "suite")
 
+	var listFormat, validateFormat string
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the built-in suites",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(listFormat); err != nil {
+				return err
+			}
+			if listFormat == "json" {
+				out := suitesJSON{Kind: "suites", Format: jsonFormat, Suites: []namedItem{}}
+				for _, d := range builtins.DescribeSuites() {
+					out.Suites = append(out.Suites, namedItem{Name: d.Name, Description: d.Description})
+				}
+				return writeJSON(a.stdout, out)
+			}
 			for _, d := range builtins.DescribeSuites() {
 				fmt.Fprintf(a.stdout, "%-28s %s\n", d.Name, d.Description)
 			}
@@ -105,10 +116,20 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 		Short: "Check a suite and every scenario it names without running anything",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(validateFormat); err != nil {
+				return err
+			}
 			vf.durationSet = cmd.Flags().Changed("duration")
 			s, plans, err := a.planSuite(args[0], vf)
 			if err != nil {
 				return err
+			}
+			if validateFormat == "json" {
+				out := suiteValidateJSON{Kind: "suite-validate", Format: jsonFormat, Suite: s.Name, Cases: []suiteCase{}}
+				for _, p := range plans {
+					out.Cases = append(out.Cases, suiteCase{Case: p.Case, Scenario: p.Scenario, Version: p.Version, Seconds: num(p.Duration().Seconds())})
+				}
+				return writeJSON(a.stdout, out)
 			}
 			for _, p := range plans {
 				fmt.Fprintf(a.stdout, "%-32s %-36s %s %s\n", p.Case, p.Scenario, p.Version, pipebench.FormatDuration(p.Duration()))
@@ -119,6 +140,8 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 	}
 	validate.Flags().StringVar(&vf.sutVersion, "sut-version", "", "version label, as for run")
 	validate.Flags().DurationVar(&vf.duration, "duration", 0, "scale every scenario, as for run")
+	formatFlag(list, &listFormat)
+	formatFlag(validate, &validateFormat)
 	cmd.AddCommand(run, list, validate)
 	return cmd
 }
