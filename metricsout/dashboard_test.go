@@ -286,4 +286,3 @@ func (p *prom) instantAt(q string, at time.Time) ([]sample, error) {
 	defer func() { p.at = saved }()
 	return p.tryQuery(q)
 }
-
