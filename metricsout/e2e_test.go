@@ -374,10 +374,10 @@ func TestARunInPrometheus(t *testing.T) {
 	})
 	t.Run("dashboard", func(t *testing.T) {
 		vars := map[string]string{"__rate_interval": "2s", "job": "pipebench", "instance": metricsAddr, "run": id}
-		checkDashboard(t, native, vars, began, ended)
-		checkDashboard(t, classic, vars, began, ended)
+		checkDashboard(t, native, vars, began, ended, nil, nil)
+		checkDashboard(t, classic, vars, began, ended, nil, nil)
 		vars["instance"] = host
-		checkDashboard(t, native, vars, began, ended)
+		checkDashboard(t, native, vars, began, ended, nil, nil)
 	})
 	lv.Close(nil, io.Discard)
 }
