@@ -168,6 +168,21 @@ type Filelog struct {
 	Sequence *bool `yaml:"sequence" json:"sequence,omitempty"`
 }
 
+var _ pipebench.CommandSetter = (*Config)(nil)
+
+// SetCommand runs the collector binary path instead of the embedded one
+// (command:), as a suite's builds do; it needs config_file.
+func (c *Config) SetCommand(path string) error {
+	if c.ConfigFile == "" {
+		return fmt.Errorf("command: runs your collector with your configuration: give config_file in the scenario")
+	}
+	if _, err := exec.LookPath(path); err != nil {
+		return fmt.Errorf("command: %s is not an executable file (a path, or a name found in PATH)", path)
+	}
+	c.Command = path
+	return nil
+}
+
 // maxReplicas bounds replicas: each is a process of its own.
 const maxReplicas = 16
 
