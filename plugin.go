@@ -348,3 +348,11 @@ func (e Env) Log() *slog.Logger {
 	}
 	return e.Logger
 }
+
+// CommandSetter is a system under test's configuration that can run a
+// build of its own program instead of the embedded one, as a suite's
+// builds do (each version of the system a binary): SetCommand names that
+// program (a path, or a name looked up in PATH) and says what stops it.
+type CommandSetter interface {
+	SetCommand(path string) error
+}

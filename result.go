@@ -89,8 +89,10 @@ const (
 	UnitSeconds   Unit = "s"
 	UnitCount     Unit = "count"
 	UnitMB        Unit = "MB"
-	UnitCores     Unit = "cores"
-	UnitRatio     Unit = "ratio"
+	// UnitMBPerSecond is megabytes (10^6 bytes) per second.
+	UnitMBPerSecond Unit = "MB/s"
+	UnitCores       Unit = "cores"
+	UnitRatio       Unit = "ratio"
 )
 
 // KPI is one named number of a phase: `sent_rate`, `latency.p99`,
@@ -101,6 +103,11 @@ type KPI struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	Value  float64           `json:"value"`
 	Unit   Unit              `json:"unit,omitempty"`
+	// LastReading marks an observed KPI whose series had no reading inside
+	// the phase (every scrape in it failed, or the phase was shorter than
+	// the interval): the value is the series' last reading before the
+	// phase, which reports mark as such.
+	LastReading bool `json:"last_reading,omitempty"`
 }
 
 // Key returns the KPI's name with its labels, as thresholds write it:

@@ -195,6 +195,13 @@ func firstLine(s string) string {
 // suites). note, if set, is told what planning decided that a person
 // should know.
 func SuitePlans(ref string, p scenario.Params, o scenario.Overrides, note func(string)) (*suite.Suite, []pipebench.Plan, error) {
+	return SuiteBuildPlans(ref, p, o, nil, note)
+}
+
+// SuiteBuildPlans is SuitePlans with builds of the system under test
+// that replace the suite's own (suite run --build VERSION=COMMAND): every
+// case once per build, labelled with its version.
+func SuiteBuildPlans(ref string, p scenario.Params, o scenario.Overrides, builds []suite.Build, note func(string)) (*suite.Suite, []pipebench.Plan, error) {
 	s, err := SuiteContext(p.Context, ref)
 	if err != nil {
 		return nil, nil, err
@@ -203,7 +210,7 @@ func SuitePlans(ref string, p scenario.Params, o scenario.Overrides, note func(s
 	for v := range markdown.Values {
 		values = append(values, v)
 	}
-	plans, err := s.Plans(suite.PlanParams{Version: o.Version, Duration: o.Duration, DurationSet: o.DurationSet, Values: values, Note: note, KPI: kpi.CheckName,
+	plans, err := s.Plans(suite.PlanParams{Version: o.Version, Duration: o.Duration, DurationSet: o.DurationSet, Values: values, Note: note, KPI: kpi.CheckName, Builds: builds,
 		Compile: func(ref string, total time.Duration, scale bool, version string) (pipebench.Plan, error) {
 			sc, err := ScenarioWith(ref, p)
 			if err != nil {

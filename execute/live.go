@@ -22,7 +22,8 @@ type LiveOptions struct {
 	// was scraped once more, or this long passed.
 	MetricsAddr string
 	Linger      time.Duration
-	// OTLPMetrics pushes the same metrics as OTLP over gRPC there.
+	// OTLPMetrics pushes the same metrics as OTLP there (OTLP/HTTP to a
+	// URL with a path, else gRPC: metricsout.PushOTLP).
 	OTLPMetrics string
 	// Log is told where each view is served.
 	Log io.Writer
@@ -78,6 +79,7 @@ func StartLive(ctx context.Context, o LiveOptions, plan pipebench.Plan) (*Live, 
 			l.Stop()
 			return nil, err
 		}
+		fmt.Fprintf(log, "otlp metrics: pushing to %s\n", pipebench.RedactURL(o.OTLPMetrics))
 	}
 	return l, nil
 }

@@ -636,6 +636,7 @@ func (dst *SendStats) merge(src SendStats) {
 		dst.FirstHeld = src.FirstHeld
 	}
 	dst.Bytes += src.Bytes
+	dst.AcceptedBytes += src.AcceptedBytes
 	dst.Unreached += src.Unreached
 	dst.Abandoned += src.Abandoned
 	for k, v := range src.Details {

@@ -17,7 +17,7 @@ var Quantiles = []struct {
 	Suffix string
 	Q      float64
 }{
-	{"p50", 50}, {"p75", 75}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9},
+	{"p50", 50}, {"p75", 75}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9}, {"p9999", 99.99},
 }
 
 // PhaseInput is everything known about one phase once it is over.
@@ -85,6 +85,10 @@ func Build(in PhaseInput, series []pipebench.Series) pipebench.PhaseResult {
 	add("accepted_rate", rate(accepted), pipebench.UnitPerSecond)
 	add("sent", float64(sent), pipebench.UnitCount)
 	add("accepted", float64(accepted), pipebench.UnitCount)
+	if s.AcceptedBytes > 0 { // 0: a driver that sends no body of bytes
+		add("accepted_bytes", float64(s.AcceptedBytes), pipebench.UnitCount)
+		add("accepted_mb_rate", rate(s.AcceptedBytes)/1e6, pipebench.UnitMBPerSecond)
+	}
 	add("held_back", float64(held), pipebench.UnitCount)
 	add("held_back_rate", rate(held), pipebench.UnitPerSecond)
 	for _, reason := range sortedKeys(s.HeldBack) {
@@ -108,6 +112,8 @@ func Build(in PhaseInput, series []pipebench.Series) pipebench.PhaseResult {
 		if s.Wait != nil && s.Wait.TotalCount() > 0 {
 			addQuantiles(add, "wait", s.Wait)
 		}
+		// OMB's publish delay: how late each send started against its
+		// scheduled time.
 		addQuantiles(add, "schedule_lag", s.Lag)
 		if s.ReadLag != nil && s.ReadLag.TotalCount() > 0 {
 			add("read_lag.p99", ms(s.ReadLag.ValueAtQuantile(99)), pipebench.UnitMillis)
@@ -123,11 +129,8 @@ func Build(in PhaseInput, series []pipebench.Series) pipebench.PhaseResult {
 		add("delivered_rate", rate(a.Delivered), pipebench.UnitPerSecond)
 		add("delivered", float64(a.Delivered), pipebench.UnitCount)
 		if a.E2E != nil && a.E2E.TotalCount() > 0 {
-			for _, q := range []struct {
-				s string
-				q float64
-			}{{"p50", 50}, {"p90", 90}, {"p99", 99}} {
-				add("e2e_latency."+q.s, ms(a.E2E.ValueAtQuantile(q.q)), pipebench.UnitMillis)
+			for _, q := range Quantiles {
+				add("e2e_latency."+q.Suffix, ms(a.E2E.ValueAtQuantile(q.Q)), pipebench.UnitMillis)
 			}
 			add("e2e_latency.max", ms(a.E2E.Max()), pipebench.UnitMillis)
 		}
@@ -159,7 +162,9 @@ func ms(us int64) float64 { return float64(us) / 1000 }
 // window); any other gauge gives NAME.max and NAME.last. Series the
 // runner writes itself (target_rate, sent_rate, ...) are skipped: their KPIs
 // come from exact counts. Histograms reported as NAME_bucket counters give
-// their quantiles over the window (HistogramKPIs).
+// their quantiles over the window (HistogramKPIs). A series with no point
+// inside the window but one before it (every scrape in the window failed)
+// gives its KPIs from that last reading, marked LastReading.
 func ObservedKPIs(series []pipebench.Series, from, to time.Time) []pipebench.KPI {
 	var out []pipebench.KPI
 	for _, s := range series {
@@ -172,9 +177,17 @@ func ObservedKPIs(series []pipebench.Series, from, to time.Time) []pipebench.KPI
 				pts = append(pts, tv)
 			}
 		}
+		stale := false
 		if len(pts) == 0 {
-			continue
+			// No reading inside the window (a failed scrape): the last
+			// one before it stands in, marked, so the row survives.
+			i := sort.Search(len(s.Points), func(i int) bool { return !s.Points[i].T.Before(from) })
+			if i == 0 || isHistogramPart(s.Name) {
+				continue
+			}
+			pts, stale = s.Points[i-1:i], true
 		}
+		n := len(out)
 		switch {
 		case s.Kind == pipebench.KindCounter:
 			// A raw counter: its value at the end of the window, the
@@ -188,6 +201,9 @@ func ObservedKPIs(series []pipebench.Series, from, to time.Time) []pipebench.KPI
 			out = append(out,
 				pipebench.KPI{Name: s.Name + ".max", Labels: s.Labels, Value: maxOf(pts), Unit: s.Unit},
 				pipebench.KPI{Name: s.Name + ".last", Labels: s.Labels, Value: pts[len(pts)-1].V, Unit: s.Unit})
+		}
+		for i := n; stale && i < len(out); i++ {
+			out[i].LastReading = true
 		}
 	}
 	out = append(out, HistogramKPIs(series, from, to)...)

@@ -241,7 +241,7 @@ func wholePlan(shards []*pipebench.Result) pipebench.Plan {
 
 // The KPIs mergePhase adds up across shards; Build recomputes the rest of
 // the generator's and the sink's from them.
-var summed = []string{"sent", "accepted", "dropped", "held_back", "missed", "abandoned", "delivered", "lost", "duplicates", "reordered", "faulted"}
+var summed = []string{"sent", "accepted", "accepted_bytes", "dropped", "held_back", "missed", "abandoned", "delivered", "lost", "duplicates", "reordered", "faulted"}
 
 // mergePhase joins one phase of every shard.
 func mergePhase(parts []*pipebench.PhaseResult) (pipebench.PhaseResult, PhaseInput, error) {
@@ -291,6 +291,7 @@ func mergePhase(parts []*pipebench.PhaseResult) (pipebench.PhaseResult, PhaseInp
 		s.HeldBack[HeldMaxInFlight] = uint64(sum["dropped"])
 	}
 	s.Abandoned = uint64(sum["abandoned"])
+	s.AcceptedBytes = uint64(sum["accepted_bytes"])
 	var hists = map[string]*hdrhistogram.Histogram{}
 	for _, name := range shardHistograms {
 		for _, p := range parts {

@@ -85,7 +85,9 @@ type SendStats struct {
 	Batches [pipebench.NumClasses]uint64 // sends by outcome class
 	Items   [pipebench.NumClasses]uint64 // items by outcome class
 	Bytes   uint64
-	Details map[string]uint64 // failure details ("503", "timeout")
+	// AcceptedBytes are the bytes of the accepted sends' bodies.
+	AcceptedBytes uint64
+	Details       map[string]uint64 // failure details ("503", "timeout")
 	// Unreached counts the sent items of sends that failed before the
 	// target answered at all (Outcome.Unreached; those that never left
 	// are held back or missed instead).
@@ -219,6 +221,9 @@ func (r *Recorder) Record(i int, s pipebench.Sample) {
 	p.Batches[c]++
 	p.Items[c] += uint64(s.Count)
 	p.Bytes += uint64(s.Bytes)
+	if c == pipebench.ClassOK {
+		p.AcceptedBytes += uint64(s.Bytes)
+	}
 	if c != pipebench.ClassOK && s.Outcome.Detail != "" && len(p.Details) < 64 {
 		p.Details[s.Outcome.Detail]++
 	}

@@ -18,7 +18,7 @@ var KnownKPIs = func() []string {
 		"receiver_accepted_rate", "receiver_refused_rate", "exporter_sent_rate", "exporter_failed_rate",
 		"exporter_queue_size.max", "exporter_queue_size.last", "memory_mb", "cpu_cores",
 		"delivered_rate", "delivered", "lost", "duplicates", "reordered", "faulted", "drain_time", "backlog.max",
-		"schedule_lag.p99", "schedule_lag.max", "read_lag.p99", "read_lag.max", "connections_open.max", "connections_open.last",
+		"accepted_bytes", "accepted_mb_rate", "read_lag.p99", "read_lag.max", "connections_open.max", "connections_open.last",
 		"time_to_complete", "peak_backlog", "completion_rate", "headroom", "capacity", "drain_estimate", "drain_measured", "drain_rate", "throughput_drift"}
 	for _, h := range []string{"latency", "service_time", "wait"} {
 		for _, q := range Quantiles {
@@ -26,8 +26,11 @@ var KnownKPIs = func() []string {
 		}
 		names = append(names, h+".max", h+".mean")
 	}
-	for _, q := range []string{"p50", "p90", "p99", "max"} {
-		names = append(names, "e2e_latency."+q)
+	for _, h := range []string{"schedule_lag", "e2e_latency"} {
+		for _, q := range Quantiles {
+			names = append(names, h+"."+q.Suffix)
+		}
+		names = append(names, h+".max")
 	}
 	return names
 }()

@@ -449,6 +449,11 @@ func Judge(res *pipebench.Result, tolerance float64) Probe {
 	if v, ok := t.Get("lost"); ok && v > allow {
 		why = append(why, fmt.Sprintf("%s items lost", pipebench.FormatCount(v)))
 	}
+	// What the pipeline still held, or had not yet read, when the probe's
+	// drain ended is not lost, but a stable system would have finished it.
+	if n, where := pipebench.WorkLeft(res); n > allow {
+		why = append(why, fmt.Sprintf("%s items left when the probe's drain ended (%s)", pipebench.FormatCount(n), where))
+	}
 	ph := &res.Phases[0]
 	secs := ph.Ended.Sub(ph.Started).Seconds()
 	// A system that keeps up has only what is in flight left when the

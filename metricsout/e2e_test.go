@@ -60,6 +60,14 @@ phases:
 // exporter's /metrics URL; without the binary, it skips the test.
 func startCollector(t *testing.T) (otlp, metrics string) {
 	t.Helper()
+	otlp, _, metrics = startCollectorHTTP(t)
+	return otlp, metrics
+}
+
+// startCollectorHTTP is startCollector whose OTLP receiver also takes
+// OTLP/HTTP, at otlpHTTP (host:port).
+func startCollectorHTTP(t *testing.T) (otlp, otlpHTTP, metrics string) {
+	t.Helper()
 	bin := os.Getenv(CollectorEnv)
 	if bin == "" {
 		if p, err := filepath.Abs("../.cache/otelcol-prom/otelcol-prom"); err == nil {
@@ -71,11 +79,13 @@ func startCollector(t *testing.T) (otlp, metrics string) {
 	if bin == "" {
 		t.Skipf("no collector with the Prometheus exporter: tools/otelcol-prom/build.sh DIR, then %s=DIR/otelcol-prom (.ci/run does)", CollectorEnv)
 	}
-	otlp, prom := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	otlp, otlpHTTP, prom := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
 	cfg := fmt.Sprintf(`receivers:
   otlp:
     protocols:
       grpc:
+        endpoint: %s
+      http:
         endpoint: %s
 exporters:
   prometheus:
@@ -89,7 +99,7 @@ service:
     metrics:
       receivers: [otlp]
       exporters: [prometheus]
-`, otlp, prom)
+`, otlp, otlpHTTP, prom)
 	path := filepath.Join(t.TempDir(), "collector.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -111,7 +121,7 @@ service:
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, "the collector did not serve %s:\n%s", metrics, &logs)
-	return otlp, metrics
+	return otlp, otlpHTTP, metrics
 }
 
 // A real run, its metrics scraped straight by a Prometheus with native
@@ -243,6 +253,26 @@ func TestARunInPrometheus(t *testing.T) {
 				checkClassic(t, classic, h.metric, direct, q, table)
 			}
 		}
+		// Each phase's, by the phase a send was scheduled in: the table's
+		// phase column (the dashboard's "Latency by phase"), also for the
+		// backpressure phase whose slow sends were answered after it.
+		for _, ph := range res.Phases {
+			for _, h := range []struct{ metric, kpi string }{{metricsout.MetricPhaseLatency, "latency"}, {metricsout.MetricPhaseE2ELatency, "e2e_latency"}} {
+				for _, qs := range []struct {
+					suffix string
+					q      float64
+				}{{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}} {
+					table, ok := ph.Get(h.kpi + "." + qs.suffix)
+					if !ok {
+						t.Errorf("phase %s has no %s.%s", ph.Name, h.kpi, qs.suffix)
+						continue
+					}
+					sel := direct + `, phase="` + ph.Name + `"`
+					checkNative(t, native, "phase "+ph.Name, h.metric, sel, qs.q, table/1000)
+					checkNative(t, native, "phase "+ph.Name+" via the collector", h.metric, viaCollector+`, phase="`+ph.Name+`"`, qs.q, table/1000)
+				}
+			}
+		}
 	})
 	t.Run("statesets", func(t *testing.T) {
 		for _, p := range []struct {
@@ -294,7 +324,8 @@ func TestARunInPrometheus(t *testing.T) {
 			var out []string
 			for n := range lines {
 				for _, part := range []string{"_bucket", "_sum", "_count"} {
-					if b, ok := strings.CutSuffix(n, part); ok && (b == metricsout.MetricLatency || b == metricsout.MetricServiceTime || b == metricsout.MetricE2ELatency) {
+					if b, ok := strings.CutSuffix(n, part); ok && slices.Contains([]string{metricsout.MetricLatency, metricsout.MetricServiceTime, metricsout.MetricE2ELatency,
+						metricsout.MetricPhaseLatency, metricsout.MetricPhaseE2ELatency}, b) {
 						n = b
 					}
 				}
@@ -343,10 +374,10 @@ func TestARunInPrometheus(t *testing.T) {
 	})
 	t.Run("dashboard", func(t *testing.T) {
 		vars := map[string]string{"__rate_interval": "2s", "job": "pipebench", "instance": metricsAddr, "run": id}
-		checkDashboard(t, native, vars, began, ended)
-		checkDashboard(t, classic, vars, began, ended)
+		checkDashboard(t, native, vars, began, ended, nil, nil)
+		checkDashboard(t, classic, vars, began, ended, nil, nil)
 		vars["instance"] = host
-		checkDashboard(t, native, vars, began, ended)
+		checkDashboard(t, native, vars, began, ended, nil, nil)
 	})
 	lv.Close(nil, io.Discard)
 }

@@ -64,8 +64,14 @@ const (
 	MetricLatency     = "pipebench_send_latency_seconds"
 	MetricServiceTime = "pipebench_send_service_time_seconds"
 	MetricE2ELatency  = "pipebench_e2e_latency_seconds"
-	MetricElapsed     = "pipebench_elapsed_seconds"
-	MetricRemaining   = "pipebench_remaining_seconds"
+	// MetricPhaseLatency and MetricPhaseE2ELatency are the same
+	// histograms by the phase each send was scheduled in (label phase),
+	// as the KPI table files them: MetricLatency's rate over a phase's
+	// time range files a send by when it was answered instead.
+	MetricPhaseLatency    = "pipebench_phase_send_latency_seconds"
+	MetricPhaseE2ELatency = "pipebench_phase_e2e_latency_seconds"
+	MetricElapsed         = "pipebench_elapsed_seconds"
+	MetricRemaining       = "pipebench_remaining_seconds"
 )
 
 // MetricExporterQueue is the exporter queue size of the system under test
@@ -82,29 +88,31 @@ type spec struct {
 
 // specs are pipebench's own families.
 var specs = map[string]spec{
-	MetricRunInfo:     {gauge, "{run}", "The run: scenario, case and version of the system under test; always 1."},
-	MetricRunStatus:   {gauge, "{run}", "The run's status, a stateset: running until it ends, then its verdict (1 for the status now, 0 for the others)."},
-	MetricFinished:    {gauge, "{run}", "1 once the run ended and every value here is final, else 0."},
-	MetricPhase:       {gauge, "{run}", "The phase, a stateset: each of the plan's phases, drain while what was accepted is awaited, done after the run (1 for the phase now, 0 for the others)."},
-	MetricPhaseIndex:  {gauge, "{phase}", "The phase now, from 1; phases+1 while draining and after the run."},
-	MetricElapsed:     {gauge, "s", "Seconds since the load started."},
-	MetricRemaining:   {gauge, "s", "Planned seconds of load left, drain excluded."},
-	MetricTargetRate:  {gauge, "{item}/s", "Items per second the pacer asks for now (0 in a closed-model phase and after the load)."},
-	MetricSent:        {counter, "{item}", "Items whose request left pipebench, whole run: " + pipebench.MeaningSent + "."},
-	MetricAccepted:    {counter, "{item}", "Items the target answered ok, whole run."},
-	MetricFailed:      {counter, "{item}", "Items whose send failed, by outcome class (refused, timeout, error), whole run."},
-	MetricDropped:     {counter, "{item}", "Items planned and never sent, held back by the system under test or missed by pipebench, whole run."},
-	MetricHeldBack:    {counter, "{item}", "Items the system under test held back (never sent), by reason (max_in_flight, no free connection, connection refused...), whole run."},
-	MetricMissed:      {counter, "{item}", "Items pipebench itself did not make on time (its own limit), whole run."},
-	MetricSentBytes:   {counter, "By", "Bytes of the request bodies sent, whole run."},
-	MetricSends:       {counter, "{send}", "Sends (batches) by outcome class (ok, refused, timeout, error), whole run."},
-	MetricInFlight:    {gauge, "{send}", "Sends started and not yet answered."},
-	MetricDelivered:   {counter, "{item}", "Unique items that arrived at pipebench's sink, whole run."},
-	MetricDuplicates:  {counter, "{item}", "Items that arrived at the sink more than once, whole run."},
-	MetricBacklog:     {gauge, "{item}", "Items accepted by the pipeline and not yet delivered."},
-	MetricLatency:     {histogram, "s", "Send latency, per send: " + pipebench.MeaningLatency + "."},
-	MetricServiceTime: {histogram, "s", "Send service time, per send: from the write of the request to the answer's arrival."},
-	MetricE2ELatency:  {histogram, "s", "End-to-end latency from the send to the arrival at the sink, per unique item."},
+	MetricRunInfo:         {gauge, "{run}", "The run: scenario, case and version of the system under test; always 1."},
+	MetricRunStatus:       {gauge, "{run}", "The run's status, a stateset: running until it ends, then its verdict (1 for the status now, 0 for the others)."},
+	MetricFinished:        {gauge, "{run}", "1 once the run ended and every value here is final, else 0."},
+	MetricPhase:           {gauge, "{run}", "The phase, a stateset: each of the plan's phases, drain while what was accepted is awaited, done after the run (1 for the phase now, 0 for the others)."},
+	MetricPhaseIndex:      {gauge, "{phase}", "The phase now, from 1; phases+1 while draining and after the run."},
+	MetricElapsed:         {gauge, "s", "Seconds since the load started."},
+	MetricRemaining:       {gauge, "s", "Planned seconds of load left, drain excluded."},
+	MetricTargetRate:      {gauge, "{item}/s", "Items per second the pacer asks for now (0 in a closed-model phase and after the load)."},
+	MetricSent:            {counter, "{item}", "Items whose request left pipebench, whole run: " + pipebench.MeaningSent + "."},
+	MetricAccepted:        {counter, "{item}", "Items the target answered ok, whole run."},
+	MetricFailed:          {counter, "{item}", "Items whose send failed, by outcome class (refused, timeout, error), whole run."},
+	MetricDropped:         {counter, "{item}", "Items planned and never sent, held back by the system under test or missed by pipebench, whole run."},
+	MetricHeldBack:        {counter, "{item}", "Items the system under test held back (never sent), by reason (max_in_flight, no free connection, connection refused...), whole run."},
+	MetricMissed:          {counter, "{item}", "Items pipebench itself did not make on time (its own limit), whole run."},
+	MetricSentBytes:       {counter, "By", "Bytes of the request bodies sent, whole run."},
+	MetricSends:           {counter, "{send}", "Sends (batches) by outcome class (ok, refused, timeout, error), whole run."},
+	MetricInFlight:        {gauge, "{send}", "Sends started and not yet answered."},
+	MetricDelivered:       {counter, "{item}", "Unique items that arrived at pipebench's sink, whole run."},
+	MetricDuplicates:      {counter, "{item}", "Items that arrived at the sink more than once, whole run."},
+	MetricBacklog:         {gauge, "{item}", "Items accepted by the pipeline and not yet delivered."},
+	MetricLatency:         {histogram, "s", "Send latency, per send: " + pipebench.MeaningLatency + "."},
+	MetricServiceTime:     {histogram, "s", "Send service time, per send: from the write of the request to the answer's arrival."},
+	MetricE2ELatency:      {histogram, "s", "End-to-end latency from the send to the arrival at the sink, per unique item."},
+	MetricPhaseLatency:    {histogram, "s", "Send latency from the scheduled time to the answer, by the phase the send was scheduled in (as the KPI table files it), cumulative over that phase."},
+	MetricPhaseE2ELatency: {histogram, "s", "End-to-end latency from the send to the arrival at the sink, by the phase the item was sent in (as the KPI table files it), cumulative over that phase."},
 }
 
 // Names returns the name of every family of pipebench's own series (a
@@ -266,6 +274,13 @@ func (e *Exporter) snapshot() (fs *families, began time.Time) {
 	if seen && p.PhaseStats != nil {
 		for i := 0; i <= min(p.PhaseIndex, p.Phases-1); i++ {
 			s, a := p.PhaseStats(i)
+			if i < len(plan.Phases) {
+				name := plan.Phases[i].Name
+				fs.own(MetricPhaseLatency, 0, ptr(toHist(s.Latency)), []string{"phase", name})
+				if p.HasSink && a != nil {
+					fs.own(MetricPhaseE2ELatency, 0, ptr(toHist(a.E2E)), []string{"phase", name})
+				}
+			}
 			t.add(s, a)
 		}
 	}
@@ -313,6 +328,7 @@ func sortedReasons(m map[string]uint64) []string {
 	sort.Strings(out)
 	return out
 }
+func ptr[T any](v T) *T { return &v }
 
 func b2f(b bool) float64 {
 	if b {

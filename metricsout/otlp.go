@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -19,23 +20,68 @@ import (
 	"github.com/pipebench/pipebench"
 )
 
-// Pusher pushes an Exporter's series as OTLP metrics over gRPC at a fixed
-// interval, and once more with the final values at Shutdown.
+// Pusher pushes an Exporter's series as OTLP metrics (over gRPC or
+// OTLP/HTTP) at a fixed interval, and once more with the final values at
+// Shutdown.
 type Pusher struct {
 	mp *sdkmetric.MeterProvider
 }
 
-// PushOTLP starts pushing exp's series to endpoint (host:port, or an
-// http:// or https:// URL; plain http and a bare host:port send without
-// TLS) every interval (0: every second; at least 100ms). It returns without waiting for the
-// collector: a collector that is not there yet is retried by the SDK.
+// The standard OpenTelemetry variables PushOTLP and EndpointFromEnv read.
+const (
+	EnvEndpoint        = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	EnvMetricsEndpoint = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
+	EnvProtocol        = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	EnvMetricsProtocol = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"
+)
+
+// EndpointFromEnv is where the standard variables say metrics go, for a
+// run given no --otlp-metrics: $OTEL_EXPORTER_OTLP_METRICS_ENDPOINT as it
+// is, else $OTEL_EXPORTER_OTLP_ENDPOINT (with /v1/metrics added when the
+// protocol is http/protobuf), else "".
+func EndpointFromEnv() string {
+	if e := os.Getenv(EnvMetricsEndpoint); e != "" {
+		return e
+	}
+	e := os.Getenv(EnvEndpoint)
+	if e != "" && httpProtocol() {
+		u, err := url.Parse(e)
+		if err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+			u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/metrics"
+			return u.String()
+		}
+	}
+	return e
+}
+
+// httpProtocol reports whether the standard variables ask for OTLP/HTTP.
+func httpProtocol() bool {
+	p := os.Getenv(EnvMetricsProtocol)
+	if p == "" {
+		p = os.Getenv(EnvProtocol)
+	}
+	return strings.HasPrefix(p, "http/")
+}
+
+// PushOTLP starts pushing exp's series to endpoint every interval (0:
+// every second; at least 100ms). The endpoint is OTLP/HTTP when it is an
+// http:// or https:// URL with a path (http://collector:4318/v1/metrics,
+// sent to exactly that path), or a URL without one while
+// OTEL_EXPORTER_OTLP_(METRICS_)PROTOCOL is http/protobuf (/v1/metrics
+// added); otherwise OTLP/gRPC: host:port or an http(s):// URL of one.
+// Plain http and a bare host:port send without TLS. The exporters also
+// read the other standard variables (OTEL_EXPORTER_OTLP_HEADERS,
+// _TIMEOUT, _COMPRESSION, _CERTIFICATE, and their METRICS_ forms). It
+// returns without waiting for the collector: a collector that is not
+// there yet is retried by the SDK.
 //
 // The series are the Prometheus exposition's, named as OpenTelemetry names
 // them (OTLPName: no _total, no unit suffix; every instrument has its
 // unit), so that a collector's Prometheus exporter gives the same names
 // back; counters and histograms are cumulative from the run's start, the
 // latency histograms exponential (scale Schema). The resource is
-// service.name pipebench, service.instance.id the host's name.
+// service.name pipebench and service.instance.id the host's name, with
+// OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME on top.
 func PushOTLP(ctx context.Context, endpoint string, interval time.Duration, exp *Exporter) (*Pusher, error) {
 	switch {
 	case interval <= 0:
@@ -43,39 +89,61 @@ func PushOTLP(ctx context.Context, endpoint string, interval time.Duration, exp 
 	case interval < 100*time.Millisecond:
 		interval = 100 * time.Millisecond
 	}
-	opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithTimeout(5 * time.Second)}
-	switch {
-	case strings.HasPrefix(endpoint, "http://"):
-		u, err := url.Parse(endpoint)
-		if err != nil || u.Host == "" {
-			return nil, badEndpoint(endpoint, err)
-		}
-		opts = append(opts, otlpmetricgrpc.WithEndpoint(u.Host), otlpmetricgrpc.WithInsecure())
-	case strings.HasPrefix(endpoint, "https://"):
-		u, err := url.Parse(endpoint)
-		if err != nil || u.Host == "" {
-			return nil, badEndpoint(endpoint, err)
-		}
-		opts = append(opts, otlpmetricgrpc.WithEndpoint(u.Host))
-	case strings.Contains(endpoint, "://") || !strings.Contains(endpoint, ":"):
-		return nil, badEndpoint(endpoint, nil)
-	default:
-		opts = append(opts, otlpmetricgrpc.WithEndpoint(endpoint), otlpmetricgrpc.WithInsecure())
-	}
-	client, err := otlpmetricgrpc.New(ctx, opts...)
+	client, err := otlpClient(ctx, endpoint)
 	if err != nil {
-		return nil, badEndpoint(endpoint, err)
+		return nil, err
 	}
 	host, _ := os.Hostname()
-	res := resource.NewSchemaless(semconv.ServiceName("pipebench"), semconv.ServiceInstanceID(host))
+	res, err := resource.New(ctx, resource.WithAttributes(semconv.ServiceName("pipebench"), semconv.ServiceInstanceID(host)), resource.WithFromEnv())
+	if err != nil {
+		return nil, pipebench.UsageError("OTEL_RESOURCE_ATTRIBUTES: "+err.Error(), "write it as key1=value1,key2=value2", nil)
+	}
 	reader := sdkmetric.NewPeriodicReader(client, sdkmetric.WithInterval(interval),
 		sdkmetric.WithProducer(producer{exp: exp}))
 	return &Pusher{mp: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(res))}, nil
 }
 
+// otlpClient is the exporter endpoint asks for: OTLP/HTTP or gRPC.
+func otlpClient(ctx context.Context, endpoint string) (sdkmetric.Exporter, error) {
+	if strings.HasPrefix(endpoint, "http://") || strings.HasPrefix(endpoint, "https://") {
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Host == "" {
+			return nil, badEndpoint(endpoint, err)
+		}
+		if (u.Path != "" && u.Path != "/") || httpProtocol() {
+			if u.Path == "" || u.Path == "/" {
+				u.Path = "/v1/metrics"
+			}
+			opts := []otlpmetrichttp.Option{otlpmetrichttp.WithTimeout(5 * time.Second), otlpmetrichttp.WithEndpointURL(u.String())}
+			c, err := otlpmetrichttp.New(ctx, opts...)
+			if err != nil {
+				return nil, badEndpoint(endpoint, err)
+			}
+			return c, nil
+		}
+		opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithTimeout(5 * time.Second), otlpmetricgrpc.WithEndpoint(u.Host)}
+		if u.Scheme == "http" {
+			opts = append(opts, otlpmetricgrpc.WithInsecure())
+		}
+		c, err := otlpmetricgrpc.New(ctx, opts...)
+		if err != nil {
+			return nil, badEndpoint(endpoint, err)
+		}
+		return c, nil
+	}
+	if strings.Contains(endpoint, "://") || !strings.Contains(endpoint, ":") {
+		return nil, badEndpoint(endpoint, nil)
+	}
+	c, err := otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithTimeout(5*time.Second), otlpmetricgrpc.WithEndpoint(endpoint), otlpmetricgrpc.WithInsecure())
+	if err != nil {
+		return nil, badEndpoint(endpoint, err)
+	}
+	return c, nil
+}
+
 func badEndpoint(endpoint string, err error) error {
-	return pipebench.UsageError(fmt.Sprintf("--otlp-metrics %q is not an OTLP gRPC endpoint", endpoint),
-		"give host:port (like 127.0.0.1:4317) or http://host:port", err)
+	return pipebench.UsageError(fmt.Sprintf("--otlp-metrics %q is not an OTLP endpoint", pipebench.RedactURL(endpoint)),
+		"give an OTLP/HTTP URL (like http://127.0.0.1:4318/v1/metrics), or a gRPC host:port (like 127.0.0.1:4317) or http://host:port", err)
 }
 
 // Shutdown pushes the values once more (call it after Exporter.Finish: the

@@ -33,7 +33,14 @@ func Group(v float64) string { return pipebench.FormatCount(v) }
 
 // Value formats a KPI with its unit, a duration in the unit that fits it:
 // "12,345/s", "340 MB", "850 µs", "1.2 ms", "10.3 s", "2m5s".
+//
+// An observed KPI standing in with its series' last reading before the
+// phase (no reading inside it) ends in " (last)".
 func Value(k pipebench.KPI) string {
+	if k.LastReading {
+		k.LastReading = false
+		return Value(k) + " (last)"
+	}
 	switch k.Unit {
 	case pipebench.UnitPerSecond:
 		return Number(k.Value) + "/s"
@@ -43,6 +50,8 @@ func Value(k pipebench.KPI) string {
 		return Millis(k.Value * 1000)
 	case pipebench.UnitMB:
 		return Number(k.Value) + " MB"
+	case pipebench.UnitMBPerSecond:
+		return Number(k.Value) + " MB/s"
 	}
 	return Number(k.Value)
 }

@@ -99,8 +99,8 @@ func nonZero(name string) func(p *pipebench.PhaseResult) (string, bool) {
 // shown lists the KPIs the table's rows show or leave out on purpose (the
 // finer quantiles of generator timings), so observedRows adds the others.
 func shown(item string) map[string]bool {
-	m := map[string]bool{"service_time": true, "schedule_lag": true, "read_lag": true, "wait": true, "latency.mean": true, "e2e_latency.p90": true,
-		"e2e_latency.max": true, "accepted": true, "errors": true, "target_rate": true, "exporter_queue_size.last": true,
+	m := map[string]bool{"service_time": true, "schedule_lag": true, "read_lag": true, "wait": true, "latency.mean": true, "e2e_latency": true,
+		"accepted": true, "accepted_bytes": true, "errors": true, "target_rate": true, "exporter_queue_size.last": true,
 		"dropped": true, "held_back": true, "held_back_rate": true, "held_back.after": true, "generator_cpus": true}
 	for _, sp := range specs(item) {
 		m[sp.name] = true
@@ -121,7 +121,7 @@ func observedRows(r *pipebench.Result, phases []*pipebench.PhaseResult) []Row {
 	for _, p := range phases {
 		for _, k := range p.KPIs {
 			base := k.Name
-			if i := strings.IndexByte(base, '.'); i > 0 && (base[:i] == "service_time" || base[:i] == "schedule_lag" || base[:i] == "read_lag" || base[:i] == "wait") {
+			if i := strings.IndexByte(base, '.'); i > 0 && (base[:i] == "service_time" || base[:i] == "schedule_lag" || base[:i] == "read_lag" || base[:i] == "wait" || base[:i] == "e2e_latency") {
 				base = base[:i]
 			}
 			if skip[base] || skip[k.Name] || perPipeline(k.Name) || strings.HasPrefix(k.Name, "ledger_") || strings.HasPrefix(k.Name, "held_at_end") || strings.HasPrefix(k.Name, "unread_at_end") || strings.HasSuffix(k.Name, ".total") || strings.HasSuffix(k.Name, ".last") || strings.HasSuffix(k.Name, ".count") || strings.HasSuffix(k.Name, ".sum") {
@@ -240,6 +240,7 @@ func specs(item string) []spec {
 		{"load", "target " + items + "/s", kpi("target_rate"), "target_rate"},
 		{"load", "sent/s", kpi("sent_rate"), "sent_rate"},
 		{"load", "accepted/s", kpi("accepted_rate"), "accepted_rate"},
+		{"load", "accepted MB/s", kpi("accepted_mb_rate"), "accepted_mb_rate"},
 		{"load", "sent", kpi("sent"), "sent"},
 		{"load", heldBackLabel, heldBack, "held_back"},
 		{"load", "missed by pipebench", nonZero("missed"), "missed"},
@@ -253,6 +254,7 @@ func specs(item string) []spec {
 		{"latency", "p95", kpi("latency.p95"), "latency.p95"},
 		{"latency", "p99", kpi("latency.p99"), "latency.p99"},
 		{"latency", "p99.9", kpi("latency.p999"), "latency.p999"},
+		{"latency", "p99.99", kpi("latency.p9999"), "latency.p9999"},
 		{"latency", "max", kpi("latency.max"), "latency.max"},
 		{"latency", "wait p50 (for a connection)", kpi("wait.p50"), "wait.p50"},
 		{"latency", "wait p99 (for a connection)", kpi("wait.p99"), "wait.p99"},
@@ -274,6 +276,7 @@ func specs(item string) []spec {
 		{"sink", "delivered", kpi("delivered"), "delivered"},
 		{"sink", "e2e p50", kpi("e2e_latency.p50"), "e2e_latency.p50"},
 		{"sink", "e2e p99", kpi("e2e_latency.p99"), "e2e_latency.p99"},
+		{"sink", "e2e p99.9", kpi("e2e_latency.p999"), "e2e_latency.p999"},
 		{"sink", "missing (accepted, not arrived)", kpi("missing"), "missing"},
 		{"sink", "unread at the source", ledgerTerm("unread_at_source"), "unread_at_source"},
 		{"sink", "pending at end", ledgerTerm("pending_at_end"), "pending_at_end"},

@@ -3,7 +3,9 @@ package suite
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +33,9 @@ type PlanParams struct {
 	// has (a name of a family pipebench computes that it never computes,
 	// like e2e_latency.p42), nil when it may be.
 	KPI func(name string) error
+	// Builds, when not empty, replace the suite's own builds (the command
+	// line's --build VERSION=COMMAND).
+	Builds []Build
 	// Note, if set, is told what planning decided that a person should
 	// know (a case that runs once because --duration made two entries
 	// one).
@@ -48,10 +53,37 @@ func (s *Suite) Plans(p PlanParams) ([]pipebench.Plan, error) {
 	if err := s.CheckKPIs(p.KPI); err != nil {
 		return nil, err
 	}
-	version := p.Version
-	if version == "" {
-		version = s.Version
+	builds := p.Builds
+	if len(builds) == 0 {
+		builds = s.Builds
 	}
+	if len(builds) == 0 {
+		version := p.Version
+		if version == "" {
+			version = s.Version
+		}
+		return s.plansOf(p, version, nil)
+	}
+	if s.SUT == SUTKeep {
+		return nil, pipebench.UsageError("sut: keep runs one system under test for every case; builds each need their own", "leave out sut: keep, or the builds", nil)
+	}
+	if p.Version != "" {
+		return nil, pipebench.UsageError("--sut-version and the builds both label the versions", "leave out --sut-version: each build's version labels its runs", nil)
+	}
+	var plans []pipebench.Plan
+	for i := range builds {
+		ps, err := s.plansOf(p, builds[i].Version, &builds[i])
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, ps...)
+	}
+	return plans, nil
+}
+
+// plansOf compiles every scenario under version, its system under test
+// running build's command when build is not nil.
+func (s *Suite) plansOf(p PlanParams, version string, build *Build) ([]pipebench.Plan, error) {
 	var plans []pipebench.Plan
 	caseAt := map[string]int{}
 	for i, e := range s.Entries {
@@ -63,6 +95,12 @@ func (s *Suite) Plans(p PlanParams) ([]pipebench.Plan, error) {
 		plan, err := p.Compile(e.Scenario, total, set, version)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		if build != nil {
+			if err := setCommand(&plan, build); err != nil {
+				return nil, pipebench.UsageError(fmt.Sprintf("%s: build %s: %v", where, build.Version, err),
+					"builds run a system under test that has a command: key (otelcol, with config_file) in every scenario", nil)
+			}
 		}
 		if e.Case != "" {
 			plan.Case = CaseName(e.Case, plan)
@@ -97,6 +135,42 @@ func (s *Suite) Plans(p PlanParams) ([]pipebench.Plan, error) {
 		}
 	}
 	return plans, nil
+}
+
+// setCommand makes plan's system under test run build's command.
+func setCommand(plan *pipebench.Plan, build *Build) error {
+	if plan.SUT == nil {
+		return fmt.Errorf("the scenario has no system under test to run the build")
+	}
+	cs, ok := plan.SUT.Config.(pipebench.CommandSetter)
+	if !ok {
+		return fmt.Errorf("its system under test (%s) runs no program of yours", plan.SUT.Type)
+	}
+	return cs.SetCommand(build.Command)
+}
+
+// VersionsOf says which versions plans run: `version "X"`, or `versions
+// "X", "Y"` in the order they run.
+func VersionsOf(plans []pipebench.Plan) string {
+	var vs []string
+	for _, p := range plans {
+		if !slices.Contains(vs, strconv.Quote(p.Version)) {
+			vs = append(vs, strconv.Quote(p.Version))
+		}
+	}
+	if len(vs) == 1 {
+		return "version " + vs[0]
+	}
+	return "versions " + strings.Join(vs, ", ")
+}
+
+// ParseBuild reads a build from the command line: VERSION=COMMAND.
+func ParseBuild(s string) (Build, error) {
+	v, c, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(v) == "" || strings.TrimSpace(c) == "" {
+		return Build{}, pipebench.UsageError(fmt.Sprintf("--build %q is not VERSION=COMMAND", s), "like --build otelcol-0.161.0=./otelcol-0.161.0", nil)
+	}
+	return Build{Version: v, Command: c}, nil
 }
 
 // LabelValue starts a table column's value that takes a run label:

@@ -101,6 +101,13 @@ func Schema() ([]byte, error) {
 			"name":        nonEmpty("names the suite: its runs are found by it in the history (label suite=NAME)"),
 			"description": str("says in a line what the suite compares"),
 			"version":     str("labels every run of the suite (a row of the table); run --sut-version overrides it, and each scenario keeps its own when not given"),
+			"builds": map[string]any{"type": "array", "minItems": 1,
+				"description": "runs every case once per build of the system under test, labelled with its version: a row per version from one suite run (suite run --build VERSION=COMMAND replaces them); the scenarios' system under test runs the build's command (otelcol, with config_file)",
+				"items": map[string]any{"type": "object", "additionalProperties": false, "required": []any{"version", "command"},
+					"properties": map[string]any{
+						"version": nonEmpty("the build's version label, its row in the table"),
+						"command": nonEmpty("the build's program: a path (relative to the suite file) or a name found in PATH, run as the system under test's command"),
+					}}},
 			"scenarios": map[string]any{"type": "array", "minItems": 1, "items": entry, "uniqueKeys": "case",
 				"description": "the scenarios to run, in order: a file or builtin:NAME, or {scenario, case, duration}"},
 			"table":  table,

@@ -7,6 +7,9 @@
 //	name: kyma-traces
 //	description: the collector KPI limit test, traces
 //	version: otelcol-0.162.0        # optional; run --sut-version overrides it
+//	builds:                         # optional: every case once per build of the system under test
+//	  - {version: otelcol-0.161.0, command: ./otelcol-0.161.0}   # its version label and binary
+//	  - {version: otelcol-0.165.0, command: ./otelcol-0.165.0}
 //	scenarios:
 //	  - scenario: builtin:kyma-traces-single   # a file (relative to the suite file) or builtin:NAME
 //	    case: Single Pipeline                  # optional; default: the scenario's case
@@ -65,6 +68,23 @@ type Suite struct {
 	// met and unmet are the cases of the last Run that did and did not
 	// do what they expect.
 	met, unmet []string
+	// Builds, when not empty, runs every case once per build of the
+	// system under test, each labelled with its version: the table's
+	// row per version from one suite run.
+	Builds []Build
+}
+
+// Build is one build of the system under test a suite runs every case
+// on: its version label and its program (the system under test's command,
+// such as a collector binary).
+type Build struct {
+	Version string
+	// Command is a path (a relative one was made relative to the suite
+	// file's folder) or a name looked up in PATH.
+	Command string
+	// Line is where the build is in the suite file (0: from the command
+	// line).
+	Line int
 }
 
 // The row layouts of a suite's table.
@@ -130,11 +150,12 @@ func (e *Errors) Error() string { return yamlnode.Format("suite", *e) }
 
 // Unwrap returns the usage error that carries the exit code and a hint.
 func (e *Errors) Unwrap() error {
-	return &pipebench.Error{Code: pipebench.ExitUsage, Hint: "a suite has name, optional version and description, scenarios: a list of {scenario, case, duration}, and an optional table: {rows, columns}; see examples/suites/"}
+	return &pipebench.Error{Code: pipebench.ExitUsage, Hint: "a suite has name, optional version and description, optional builds: a list of {version, command}, scenarios: a list of {scenario, case, duration}, and an optional table: {rows, columns}; see examples/suites/"}
 }
 
 var (
-	topKeys    = []string{"name", "description", "version", "sut", "scenarios", "table", "status"}
+	topKeys    = []string{"name", "description", "version", "builds", "sut", "scenarios", "table", "status"}
+	buildKeys  = []string{"version", "command"}
 	entryKeys  = []string{"scenario", "case", "duration", "baseline", "expect"}
 	tableKeys  = []string{"rows", "columns"}
 	columnKeys = []string{"title", "value", "phase", "agg", "unit", "missing"}
@@ -240,6 +261,8 @@ func (d *decoder) decode(data []byte) *Suite {
 			s.Status = d.status(fl.val)
 		case "sut":
 			s.SUT = d.sutLifetime(fl.val)
+		case "builds":
+			s.Builds = d.builds(fl.val)
 		}
 	}
 	// A missing key is reported at the top of the file.
@@ -325,6 +348,55 @@ func (d *decoder) decode(data []byte) *Suite {
 		s.Entries = append(s.Entries, e)
 	}
 	return s
+}
+
+// builds decodes a suite's builds: each a version label and a command.
+func (d *decoder) builds(n ast.Node) []Build {
+	seq, ok := yamlnode.Unwrap(n).(*ast.SequenceNode)
+	if !ok || len(seq.Values) == 0 {
+		d.add(n, "builds", "expected a list of {version, command}: the builds of the system under test every case runs on")
+		return nil
+	}
+	var out []Build
+	seen := map[string]int{}
+	for i, item := range seq.Values {
+		path := fmt.Sprintf("builds[%d]", i)
+		fs, ok := d.fields(item, path, buildKeys)
+		if !ok {
+			continue
+		}
+		b := Build{}
+		if tk := item.GetToken(); tk != nil {
+			b.Line = tk.Position.Line
+		}
+		for _, fl := range fs {
+			p := path + "." + fl.key
+			switch fl.key {
+			case "version":
+				b.Version, _ = d.scalar(fl.val, p, "a version label")
+				if prev, dup := seen[b.Version]; dup && b.Version != "" {
+					d.add(fl.val, p, "version %q is also builds[%d]'s: each build is its own row", b.Version, prev)
+				}
+				seen[b.Version] = i
+			case "command":
+				b.Command, _ = d.scalar(fl.val, p, "a path or a program's name")
+			}
+		}
+		for _, k := range buildKeys {
+			if v := map[string]string{"version": b.Version, "command": b.Command}[k]; strings.TrimSpace(v) == "" {
+				at := d.node(fs, k)
+				if at == nil {
+					at = item
+				}
+				d.add(at, path+"."+k, "missing: a build needs its version label and its command (the system under test's program)")
+			}
+		}
+		if strings.ContainsRune(b.Command, filepath.Separator) {
+			b.Command = resolve(d.file, b.Command)
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // table decodes a suite's table: its rows and columns.

@@ -17,6 +17,7 @@ import (
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/internal/cliflag"
+	"github.com/pipebench/pipebench/metricsout"
 	"github.com/pipebench/pipebench/report"
 )
 
@@ -119,7 +120,7 @@ Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where
 	root.AddCommand(a.runCommand(), a.limitCommand(), a.mergeCommand(), a.validateCommand(), a.planCommand(), a.sinkCommand(), a.producersCommand(),
 		a.schemaCommand(), a.reportCommand(), a.suiteCommand())
 	root.AddCommand(a.historyCommands()...)
-	root.AddCommand(a.k8sCommand(), a.versionCommand())
+	root.AddCommand(a.k8sCommand(), a.versionCommand(), a.fetchCommand())
 	a.completions(root)
 	nonNegativeDurations(root)
 	return root
@@ -200,6 +201,9 @@ type liveFlags struct {
 // served, with the progress display on log when progress is true.
 func (f liveFlags) options(log io.Writer, progress bool) execute.LiveOptions {
 	o := execute.LiveOptions{Dashboard: f.dashboard, MetricsAddr: f.metricsAddr, Linger: f.linger, OTLPMetrics: f.otlpMetrics, Log: log}
+	if o.OTLPMetrics == "" {
+		o.OTLPMetrics = metricsout.EndpointFromEnv() // OTEL_EXPORTER_OTLP_(METRICS_)ENDPOINT
+	}
 	if progress {
 		o.Progress = log
 	}
@@ -210,7 +214,7 @@ func (f liveFlags) options(log io.Writer, progress bool) execute.LiveOptions {
 func liveFlagsOn(fl *pflag.FlagSet, f *liveFlags, what string) {
 	fl.StringVar(&f.dashboard, "dashboard", "", "serve a live page of the "+what+"'s charts at this address (--dashboard alone: 127.0.0.1, a free port)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the "+what+"'s own metrics for Prometheus on http://ADDR/metrics, like 127.0.0.1:9464 (port 0: a free one)")
-	fl.StringVar(&f.otlpMetrics, "otlp-metrics", "", "push the same metrics as OTLP over gRPC to this collector every interval, like 127.0.0.1:4317 or http://collector:4317")
+	fl.StringVar(&f.otlpMetrics, "otlp-metrics", "", "push the same metrics as OTLP to this collector every interval: OTLP/HTTP to a URL with a path, like http://collector:4318/v1/metrics, or gRPC to host:port, like 127.0.0.1:4317 (default: $OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT; the other OTEL_EXPORTER_OTLP_* variables, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are honoured)")
 	fl.DurationVar(&f.linger, "metrics-linger", 0, "after the "+what+", keep /metrics up until it was scraped once more (the final values) or this long passed")
 	fl.Lookup("dashboard").NoOptDefVal = "127.0.0.1:0"
 }

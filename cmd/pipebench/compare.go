@@ -64,6 +64,7 @@ func (a *app) suiteTable(ref string) markdown.Options {
 
 func (a *app) compareCommand() *cobra.Command {
 	var f diffFlags
+	var format string
 	cmd := &cobra.Command{
 		Use:   "compare",
 		Short: "One row per version, a column group per test case; differences flagged only when their interval lies beyond the noise and the tolerance",
@@ -76,6 +77,11 @@ more than --max-cv is named erratic instead of judged. Invalid, aborted and stil
 are struck out in the table and left out of the verdicts, with the reason.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "md" {
+				if err := checkFormat(format); err != nil {
+					return pipebench.UsageError(fmt.Sprintf("unknown --format %q", format), "valid formats: md (or text), json", nil)
+				}
+			}
 			all, table, err := a.diffRuns(&f)
 			if err != nil {
 				return err
@@ -83,43 +89,63 @@ are struck out in the table and left out of the verdicts, with the reason.`,
 			if len(all) == 0 {
 				return pipebench.UsageError("the history has no runs to compare", "run a scenario first: pipebench run", nil)
 			}
+			var out *compareJSON
+			if format == "json" {
+				out = &compareJSON{Kind: "compare", Format: jsonFormat, Groups: []compareGroup{}}
+			}
 			if f.suite != "" {
 				// A suite is one table: versions × its cases.
-				return a.compareOne(all, table, &f)
-			}
-			// One table per scenario: runs of different scenarios never
-			// share a table or a verdict.
-			groups := compare.ByScenario(all)
-			for i, g := range groups {
-				if len(groups) > 1 {
-					if i > 0 {
-						fmt.Fprintln(a.stdout)
-					}
-					fmt.Fprintf(a.stdout, "## %s\n\n", g.Scenario)
-				}
-				if err := a.compareOne(g.Runs, table, &f); err != nil {
+				if err := a.compareOne(all, table, &f, "", out); err != nil {
 					return err
 				}
+			} else {
+				// One table per scenario: runs of different scenarios
+				// never share a table or a verdict.
+				groups := compare.ByScenario(all)
+				for i, g := range groups {
+					if len(groups) > 1 && out == nil {
+						if i > 0 {
+							fmt.Fprintln(a.stdout)
+						}
+						fmt.Fprintf(a.stdout, "## %s\n\n", g.Scenario)
+					}
+					if err := a.compareOne(g.Runs, table, &f, g.Scenario, out); err != nil {
+						return err
+					}
+				}
+			}
+			if out != nil {
+				return writeJSON(a.stdout, out)
 			}
 			return nil
 		},
 	}
 	diffFlagsOn(cmd, &f, compare.DefaultTolerance, "relative change that does not count (0.05 = ±5%)")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "version to compare against (default: the second newest)")
-	var format string
-	cmd.Flags().StringVar(&format, "format", "md", "table format (md)")
+	cmd.Flags().StringVar(&format, "format", "md", "output: md (the table and the verdicts, for people; text is the same) or json (one JSON object, its shape documented and stable)")
+	cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"md", "json"}, cobra.ShellCompDirectiveNoFileComp
+	})
 	return cmd
 }
 
 // compareOne prints the table of one scenario's (or suite's) runs and the
-// verdicts of its candidate version against its baseline.
-func (a *app) compareOne(runs []*pipebench.Result, table markdown.Options, f *diffFlags) error {
-	if err := markdown.Render(a.stdout, markdown.Table(runs, table)); err != nil {
-		return err
+// verdicts of its candidate version against its baseline; with out, it
+// adds them to out instead.
+func (a *app) compareOne(runs []*pipebench.Result, table markdown.Options, f *diffFlags, scen string, out *compareJSON) error {
+	grid := markdown.Table(runs, table)
+	if out == nil {
+		if err := markdown.Render(a.stdout, grid); err != nil {
+			return err
+		}
 	}
 	base, cand := compare.PickVersions(runs, f.baseline, f.candidate)
 	b, c := compare.OfVersion(runs, base), compare.OfVersion(runs, cand)
 	if base == "" || cand == "" || base == cand || len(b) == 0 || len(c) == 0 {
+		if out != nil {
+			out.Groups = append(out.Groups, compareGroup{Scenario: scen, Table: tableOf(grid)})
+			return nil
+		}
 		fmt.Fprintln(a.stdout, "\n(one version of this scenario in the history: nothing to diff)")
 		return nil
 	}
@@ -127,11 +153,16 @@ func (a *app) compareOne(runs []*pipebench.Result, table markdown.Options, f *di
 	if err != nil {
 		return err
 	}
+	if out != nil {
+		out.Groups = append(out.Groups, compareGroup{Scenario: scen, Table: tableOf(grid), Diff: diffOf(rep, base, cand)})
+		return nil
+	}
 	return rep.Write(a.stdout, base, cand)
 }
 
 func (a *app) gateCommand() *cobra.Command {
 	var f diffFlags
+	var format string
 	cmd := &cobra.Command{
 		Use:   "gate --baseline VERSION",
 		Short: "Exit 99 when a KPI of the candidate version regressed, 97 when one could not be decided (for CI)",
@@ -150,6 +181,9 @@ aborted and still-running runs, and runs the history holds damaged, are left out
 the reason.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
 			if f.baseline == "" {
 				return pipebench.UsageError("gate needs --baseline VERSION", "the version to hold the candidate to, e.g. --baseline 0.99.0", nil)
 			}
@@ -165,6 +199,20 @@ the reason.`,
 			rep, err := compare.Diff(b, c, f.options(all, table))
 			if err != nil {
 				return err
+			}
+			if format == "json" {
+				gerr := rep.Gate(base, cand, len(b), len(c), f.allowUndecided)
+				out := gateJSON{Kind: "gate", Format: jsonFormat, Passed: gerr == nil, ExitCode: pipebench.ExitCode(gerr), Undecided: rep.Undecided(), diffJSON: diffOf(rep, base, cand)}
+				if gerr != nil {
+					out.Message, _ = errorParts(gerr)
+				}
+				if err := writeJSON(a.stdout, out); err != nil {
+					return err
+				}
+				if gerr != nil {
+					return &silentExit{code: pipebench.ExitCode(gerr)}
+				}
+				return nil
 			}
 			if err := rep.Write(a.stdout, base, cand); err != nil {
 				return err
@@ -183,5 +231,6 @@ the reason.`,
 	diffFlagsOn(cmd, &f, 0.10, "relative change allowed: a KPI fails the gate only when its whole interval lies beyond it (0.10 = ±10%)")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "version to hold the candidate to (required)")
 	cmd.Flags().BoolVar(&f.allowUndecided, "allow-undecided", false, "pass when no KPI regressed though some could not be decided (default: exit 97)")
+	formatFlag(cmd, &format)
 	return cmd
 }

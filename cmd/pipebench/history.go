@@ -30,7 +30,7 @@ func storeFlag(cmd *cobra.Command, ref *string) {
 }
 
 func (a *app) historyCommands() []*cobra.Command {
-	var ref, scenario, version string
+	var ref, scenario, version, format string
 	var limit int
 	var since sinceFlag
 	history := &cobra.Command{
@@ -38,6 +38,9 @@ func (a *app) historyCommands() []*cobra.Command {
 		Short: "List saved runs, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
 			s, err := a.openStore(ref)
 			if err != nil {
 				return err
@@ -50,6 +53,14 @@ func (a *app) historyCommands() []*cobra.Command {
 			runs, err := s.Runs(a.ctx, f)
 			if err != nil {
 				return err
+			}
+			if format == "json" {
+				out := historyJSON{Kind: "history", Format: jsonFormat, Runs: []historyRun{}}
+				for _, r := range runs {
+					out.Runs = append(out.Runs, historyRun{ID: string(r.ID), Scenario: r.Scenario, Version: r.Version, Status: string(r.Status),
+						Started: r.Started, Seconds: num(r.Duration.Seconds())})
+				}
+				return writeJSON(a.stdout, out)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSCENARIO\tVERSION\tSTATUS\tSTARTED\tDURATION")
@@ -65,18 +76,22 @@ func (a *app) historyCommands() []*cobra.Command {
 	history.Flags().StringVar(&version, "version", "", "only runs of this version of the system under test")
 	history.Flags().IntVar(&limit, "limit", 50, "at most this many runs")
 	history.Flags().Var(&since, "since", "only runs started within this long (e.g. 7d, 36h, 90m)")
+	formatFlag(history, &format)
 
-	var showRef string
+	var showRef, showFormat string
 	show := &cobra.Command{
 		Use:   "show RUN",
-		Short: "Print a saved run's KPI table (RUN may be a unique prefix of its id)",
+		Short: "Print a saved run's KPI table (RUN may be a unique prefix of its id); --format json prints its Result",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := a.reporter(showFormat); err != nil {
+				return err
+			}
 			res, err := a.loadRun(showRef, args[0])
 			if err != nil {
 				return err
 			}
-			rep, err := a.reg.Reporter("text")
+			rep, err := a.reg.Reporter(showFormat)
 			if err != nil {
 				return err
 			}
@@ -84,6 +99,7 @@ func (a *app) historyCommands() []*cobra.Command {
 		},
 	}
 	storeFlag(show, &showRef)
+	show.Flags().StringVar(&showFormat, "format", "text", "output format, as for report (json: the Result)")
 
 	return []*cobra.Command{history, show, a.compareCommand(), a.gateCommand()}
 }

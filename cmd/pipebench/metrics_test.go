@@ -171,7 +171,7 @@ func TestMetricsAddrScrapedByPrometheus(t *testing.T) {
 	// Every query of the Grafana dashboard in examples/ about pipebench's
 	// own series gives data over the run, against the real Prometheus
 	// (this scenario has no observer: the pipeline's series are absent).
-	vars := strings.NewReplacer("$__rate_interval", "1s", "$job", "pipebench", "$instance", metricsAddr, "$run", res.Manifest.RunID)
+	vars := strings.NewReplacer("$__rate_interval", "1s", "$__range", "10m", "$job", "pipebench", "$instance", metricsAddr, "$run", res.Manifest.RunID)
 	for _, e := range dashboardExprs(t, "../../examples/grafana-dashboard.json") {
 		if strings.Contains(e, metricsout.ObservedPrefix) {
 			continue

@@ -17,6 +17,7 @@ import (
 
 type suiteFlags struct {
 	sutVersion  string
+	builds      []string
 	duration    time.Duration
 	durationSet bool
 	rate        string
@@ -77,6 +78,7 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 	}
 	fl := run.Flags()
 	fl.StringVar(&f.sutVersion, "sut-version", "", "version label of every run (overrides the suite's and the scenarios' `version`)")
+	fl.StringArrayVar(&f.builds, "build", nil, "VERSION=COMMAND: run every case on this build of the system under test (its program, such as a collector binary), labelled VERSION; repeat it for a row per version (replaces the suite's builds:)")
 	fl.DurationVar(&f.duration, "duration", 0, "scale every scenario to last this long (overrides the entries' duration)")
 	fl.StringVar(&f.rate, "rate", "", "scale every scenario's rates so its highest is this, like 2000/s (keeps the shape)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress display")
@@ -88,11 +90,22 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 	fl.DurationVar(&f.checkpoint, "checkpoint", 0, "with --out, write the running case's Result so far to its file this often (status running); 0: off")
 	liveFlagsOn(fl, &f.live, "suite")
 
+	var listFormat, validateFormat string
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the built-in suites",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(listFormat); err != nil {
+				return err
+			}
+			if listFormat == "json" {
+				out := suitesJSON{Kind: "suites", Format: jsonFormat, Suites: []namedItem{}}
+				for _, d := range builtins.DescribeSuites() {
+					out.Suites = append(out.Suites, namedItem{Name: d.Name, Description: d.Description})
+				}
+				return writeJSON(a.stdout, out)
+			}
 			for _, d := range builtins.DescribeSuites() {
 				fmt.Fprintf(a.stdout, "%-28s %s\n", d.Name, d.Description)
 			}
@@ -105,10 +118,20 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 		Short: "Check a suite and every scenario it names without running anything",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(validateFormat); err != nil {
+				return err
+			}
 			vf.durationSet = cmd.Flags().Changed("duration")
 			s, plans, err := a.planSuite(args[0], vf)
 			if err != nil {
 				return err
+			}
+			if validateFormat == "json" {
+				out := suiteValidateJSON{Kind: "suite-validate", Format: jsonFormat, Suite: s.Name, Cases: []suiteCase{}}
+				for _, p := range plans {
+					out.Cases = append(out.Cases, suiteCase{Case: p.Case, Scenario: p.Scenario, Version: p.Version, Seconds: num(p.Duration().Seconds())})
+				}
+				return writeJSON(a.stdout, out)
 			}
 			for _, p := range plans {
 				fmt.Fprintf(a.stdout, "%-32s %-36s %s %s\n", p.Case, p.Scenario, p.Version, pipebench.FormatDuration(p.Duration()))
@@ -118,7 +141,10 @@ Compare or gate two versions of a suite with: pipebench compare --suite NAME, pi
 		},
 	}
 	validate.Flags().StringVar(&vf.sutVersion, "sut-version", "", "version label, as for run")
+	validate.Flags().StringArrayVar(&vf.builds, "build", nil, "VERSION=COMMAND, as for run")
 	validate.Flags().DurationVar(&vf.duration, "duration", 0, "scale every scenario, as for run")
+	formatFlag(list, &listFormat)
+	formatFlag(validate, &validateFormat)
 	cmd.AddCommand(run, list, validate)
 	return cmd
 }
@@ -129,7 +155,15 @@ func (a *app) loadSuite(ref string) (*suite.Suite, error) { return builtins.Suit
 // planSuite loads a suite and compiles every scenario it names (see
 // builtins.SuitePlans).
 func (a *app) planSuite(ref string, f suiteFlags) (*suite.Suite, []pipebench.Plan, error) {
-	return builtins.SuitePlans(ref, a.params(), scenario.Overrides{Version: f.sutVersion, Duration: f.duration, DurationSet: f.durationSet, Rate: f.rate},
+	var builds []suite.Build
+	for _, b := range f.builds {
+		bd, err := suite.ParseBuild(b)
+		if err != nil {
+			return nil, nil, err
+		}
+		builds = append(builds, bd)
+	}
+	return builtins.SuiteBuildPlans(ref, a.params(), scenario.Overrides{Version: f.sutVersion, Duration: f.duration, DurationSet: f.durationSet, Rate: f.rate}, builds,
 		func(note string) { fmt.Fprintln(a.stderr, note) })
 }
 
@@ -151,8 +185,8 @@ func (a *app) runSuite(ref string, f suiteFlags) error {
 	if err := p.Validate(a.ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "pipebench %s: suite %s, %d case(s), %s, version %q\n", version, s.Name, len(plans),
-		suite.LoadSummary(plans), plans[0].Version)
+	fmt.Fprintf(a.stderr, "pipebench %s: suite %s, %d case(s), %s, %s\n", version, s.Name, len(plans),
+		suite.LoadSummary(plans), suite.VersionsOf(plans))
 	lv, err := execute.StartLive(a.ctx, f.live.options(a.stderr, !f.quiet), plans[0])
 	if err != nil {
 		return err

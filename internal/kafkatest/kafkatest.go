@@ -79,13 +79,13 @@ func Main(m *testing.M, n int) int {
 	return code
 }
 
-const enableHint = "to run the Kafka tests, install Java 17+ and fetch the jars: `mvn -q -f sut/kafka/pom.xml dependency:copy-dependencies -DoutputDirectory=$PWD/.cache/kafka-libs` and set " +
-	kafka.LibsEnv + "=$PWD/.cache/kafka-libs (.ci/run does both)"
+const enableHint = "to run the Kafka tests, install Java 17+ and fetch the jars: `go run ./cmd/pipebench fetch kafka --dir .cache/kafka-libs` and set " +
+	kafka.LibsEnv + "=$PWD/.cache/kafka-libs (.ci/run does both); the tests never fetch them themselves"
 
 // start starts n brokers with small heaps and the quick JIT (the tests
 // need the broker up fast, not at full speed).
 func start(n int) (*Broker, error) {
-	p := kafka.ClusterParams{Brokers: n, Heap: "384m", JVMOpts: []string{"-XX:TieredStopAtLevel=1"}, StartTimeout: 3 * time.Minute,
+	p := kafka.ClusterParams{Brokers: n, Heap: "384m", JVMOpts: []string{"-XX:TieredStopAtLevel=1"}, StartTimeout: 3 * time.Minute, NoFetch: true,
 		Props: map[string]string{"auto.create.topics.enable": "false"}}
 	b := &Broker{}
 	if n == 1 {
@@ -191,7 +191,7 @@ func Need(tb testing.TB) {
 	tb.Helper()
 	_, err := kafka.FindJava("")
 	if err == nil {
-		_, err = kafka.FindLibs("")
+		_, err = kafka.EnsureLibs(context.Background(), kafka.LibsParams{NoFetch: true})
 	}
 	if err == nil {
 		return

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"os/exec"
@@ -38,8 +40,21 @@ type ClusterParams struct {
 	// "num.partitions": "4"); the listeners, node ids and log dirs are
 	// the cluster's own and cannot be set.
 	Props map[string]string
-	// StartTimeout bounds the start of all brokers (90 s when zero).
+	// StartTimeout bounds the start of all brokers (5 min when zero);
+	// a broker that stops making progress (no CPU used, nothing logged
+	// for a minute) fails sooner, one that exits at once. The jars'
+	// fetch, the first time, is not counted.
 	StartTimeout time.Duration
+	// Stall is how long a starting broker may use no CPU and log nothing
+	// before its start is given up (1 min when zero).
+	Stall time.Duration
+	// NoFetch never fetches the jars (the tests): without them in Libs,
+	// $PIPEBENCH_KAFKA_LIBS, .cache/kafka-libs or the cache, the error
+	// wraps ErrNoKafka.
+	NoFetch bool
+	// Logger receives the jars' fetch progress and the brokers' start
+	// progress (nil: none).
+	Logger *slog.Logger
 	// JVMOpts are further options of the brokers' JVMs (tests start
 	// faster with -XX:TieredStopAtLevel=1).
 	JVMOpts []string
@@ -107,13 +122,19 @@ func StartCluster(ctx context.Context, p ClusterParams) (*Cluster, error) {
 		p.Heap = "512m"
 	}
 	if p.StartTimeout <= 0 {
-		p.StartTimeout = 90 * time.Second
+		p.StartTimeout = 5 * time.Minute
+	}
+	if p.Stall <= 0 {
+		p.Stall = time.Minute
+	}
+	if p.Logger == nil {
+		p.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	var err error
 	if p.Java, err = FindJava(p.Java); err != nil {
 		return nil, err
 	}
-	if p.Libs, err = FindLibs(p.Libs); err != nil {
+	if p.Libs, err = EnsureLibs(ctx, LibsParams{Dir: p.Libs, NoFetch: p.NoFetch, Logger: p.Logger}); err != nil {
 		return nil, err
 	}
 	if p.Dir == "" {
@@ -199,7 +220,7 @@ func (c *Cluster) startAll(ctx context.Context, deadline time.Time) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.format(ctx, b, id, log4j)
+			errs[i] = c.format(ctx, b, id, log4j, deadline)
 		}()
 	}
 	wg.Wait()
@@ -212,7 +233,7 @@ func (c *Cluster) startAll(ctx context.Context, deadline time.Time) error {
 		}
 	}
 	for _, b := range c.brokers {
-		if err := b.proc.WaitReady(ctx, time.Until(deadline), func() bool { return c.answers(b) }); err != nil {
+		if err := c.waitReady(ctx, b, deadline, c.p.Logger); err != nil {
 			return err
 		}
 	}
@@ -288,8 +309,8 @@ func (c *Cluster) jvm(opts []string, log4j string, args ...string) *exec.Cmd {
 }
 
 // format writes the broker's storage metadata (kafka.tools.StorageTool).
-func (c *Cluster) format(ctx context.Context, b *Broker, id, log4j string) error {
-	fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+func (c *Cluster) format(ctx context.Context, b *Broker, id, log4j string, deadline time.Time) error {
+	fctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	// A short-lived tool: the quick compiler and the serial collector
 	// start it fastest.
@@ -305,6 +326,9 @@ func (c *Cluster) format(ctx context.Context, b *Broker, id, log4j string) error
 	}()
 	out, err := cmd.CombinedOutput()
 	close(done)
+	if err != nil && fctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("format the storage of Kafka broker %d: not done when start_timeout (%s) ran out (raise it on a busy machine)\n%s", b.ID, c.p.StartTimeout, strings.TrimSpace(string(out)))
+	}
 	if err != nil {
 		return fmt.Errorf("format the storage of Kafka broker %d: %w\n%s", b.ID, err, strings.TrimSpace(string(out)))
 	}
@@ -401,7 +425,7 @@ func (c *Cluster) Restart(ctx context.Context, id int32) error {
 		if err := c.startBroker(b, filepath.Join(c.base, "log4j2.properties")); err != nil {
 			return err
 		}
-		return b.proc.WaitReady(ctx, c.p.StartTimeout, func() bool { return c.answers(b) })
+		return c.waitReady(ctx, b, time.Now().Add(c.p.StartTimeout), c.p.Logger)
 	}
 	return fmt.Errorf("no broker %d", id)
 }

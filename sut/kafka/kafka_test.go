@@ -120,8 +120,9 @@ func TestConfig(t *testing.T) {
 	}
 }
 
-// Without the jars (or Java) the SUT says what to install, as a usage
-// error wrapping ErrNoKafka.
+// A libs key naming a folder without the jars (or no Java) stops the SUT
+// with what to do, as a usage error wrapping ErrNoKafka: nothing is
+// fetched past a folder the user named.
 func TestNoKafkaSaysWhatToInstall(t *testing.T) {
 	c := kafka.DefaultConfig()
 	c.Libs = t.TempDir()
@@ -129,7 +130,7 @@ func TestNoKafkaSaysWhatToInstall(t *testing.T) {
 	t.Chdir(t.TempDir())
 	err := kafka.New(*c, pipebench.Env{Dir: t.TempDir()}).Start(context.Background())
 	var pe *pipebench.Error
-	if !errors.Is(err, kafka.ErrNoKafka) || !errors.As(err, &pe) || pe.Code != pipebench.ExitUsage || !strings.Contains(pe.Hint, "mvn") {
+	if !errors.Is(err, kafka.ErrNoKafka) || !errors.As(err, &pe) || pe.Code != pipebench.ExitUsage || !strings.Contains(pe.Hint, "pipebench fetches them") {
 		t.Fatalf("start without jars: %v", err)
 	}
 	c.Java = "/nonexistent/java"

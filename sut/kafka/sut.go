@@ -1,8 +1,9 @@
 // Package kafka runs a real Apache Kafka as the embedded system under
 // test: one broker or a cluster of up to five on loopback, in KRaft mode
 // (each broker also a controller voter), each a child JVM bounded by its
-// heap, on the machine's Java and the Apache jars that sut/kafka/pom.xml
-// fetches from Maven Central. The data lives in the run's scratch
+// heap, on the machine's Java and the Apache jars pinned in jars.txt,
+// which it fetches from Maven Central into the user's cache the first
+// time (fetch.go), each checked against its SHA-256. The data lives in the run's scratch
 // directory; the brokers are stopped with the run and die with pipebench.
 //
 // After the brokers are up the SUT creates the scenario's topics
@@ -20,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,7 +41,10 @@ type Config struct {
 	// Heap is each broker JVM's maximum heap (-Xmx), such as 512m.
 	Heap string `yaml:"heap" json:"heap"`
 	// Libs is the folder of Kafka jars; empty takes $PIPEBENCH_KAFKA_LIBS,
-	// then .cache/kafka-libs.
+	// then .cache/kafka-libs, then the user's cache folder
+	// (~/.cache/pipebench/kafka-VERSION), where pipebench fetches the
+	// pinned jars from Maven Central ($PIPEBENCH_MAVEN_REPO: a mirror) the
+	// first time, each checked against its SHA-256.
 	Libs string `yaml:"libs" json:"libs,omitempty"`
 	// Java is the java command; empty takes $JAVA_HOME/bin/java, then
 	// java on PATH.
@@ -47,7 +52,9 @@ type Config struct {
 	// Props are broker properties on top of the defaults
 	// (num.network.threads, log.flush.interval.messages, ...).
 	Props map[string]string `yaml:"props" json:"props,omitempty"`
-	// StartTimeout bounds the start of the brokers and the topics.
+	// StartTimeout bounds the start of the brokers and the topics (the
+	// jars' first fetch not counted); a broker that exits, or uses no CPU
+	// and logs nothing for a minute, fails the start sooner.
 	StartTimeout pipebench.Duration `yaml:"start_timeout" json:"start_timeout"`
 }
 
@@ -55,7 +62,7 @@ type Config struct {
 // a topic "events" of 4 partitions.
 func DefaultConfig() *Config {
 	return &Config{Brokers: 1, Heap: "512m", Topics: []Topic{{Name: "events", Partitions: 4}},
-		StartTimeout: pipebench.Duration(120 * time.Second)}
+		StartTimeout: pipebench.Duration(5 * time.Minute)}
 }
 
 // Validate reports every problem, each prefixed with its key.
@@ -117,6 +124,7 @@ func Factory() pipebench.Factory[pipebench.SUT] {
 // Server is the running brokers. Start once, Shutdown once.
 type Server struct {
 	cfg     Config
+	log     *slog.Logger
 	dir     string
 	notify  string // a waiting kafka sink's attach endpoint
 	cluster *Cluster
@@ -130,7 +138,7 @@ var _ pipebench.SUT = (*Server)(nil)
 // target is ignored: the system under test is the topic, and consumers
 // connect to it.
 func New(cfg Config, env pipebench.Env) *Server {
-	s := &Server{cfg: cfg, dir: env.Dir}
+	s := &Server{cfg: cfg, dir: env.Dir, log: env.Log()}
 	if kafkaattach.Is(env.Target) {
 		s.notify = env.Target
 	}
@@ -140,7 +148,7 @@ func New(cfg Config, env pipebench.Env) *Server {
 // Start starts the brokers, creates the topics and tells the sink.
 func (s *Server) Start(ctx context.Context) error {
 	c, err := StartCluster(ctx, ClusterParams{Brokers: s.cfg.Brokers, Dir: s.dir, Libs: s.cfg.Libs, Java: s.cfg.Java,
-		Heap: s.cfg.Heap, Props: s.cfg.Props, StartTimeout: s.cfg.StartTimeout.D()})
+		Heap: s.cfg.Heap, Props: s.cfg.Props, StartTimeout: s.cfg.StartTimeout.D(), Logger: s.log})
 	if err != nil {
 		return err
 	}

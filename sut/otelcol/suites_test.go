@@ -13,6 +13,7 @@ import (
 	"github.com/pipebench/pipebench/internal/suitetest"
 	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/scenario"
+	"github.com/pipebench/pipebench/sut/otelcol"
 )
 
 // runScaled runs the built-in scenario name with its text edited by the
@@ -205,7 +206,7 @@ func TestBuiltinKymaTracesSuite(t *testing.T) {
 	// One row for the one version. Which columns show depends on whether
 	// the collector's own counters were scraped twice within a 0.75 s
 	// case (the reference's columns) or not (pipebench's own).
-	if strings.Count(stdout, "| otelcol-0.162.0 |") != 1 {
+	if strings.Count(stdout, "| otelcol-"+otelcol.CollectorVersion+" |") != 1 {
 		t.Errorf("table:\n%s", stdout)
 	}
 }

@@ -1,4 +1,4 @@
-// Package otelcol runs a real OpenTelemetry Collector (0.162, built from the
+// Package otelcol runs a real OpenTelemetry Collector (0.161, built from the
 // collector's own modules) as the embedded system under test: the pipebench
 // binary re-executes itself as a child process, so the collector's memory
 // and CPU are measured apart from the generator's. The collector receives
@@ -109,9 +109,10 @@ type Config struct {
 	// ConfigFile runs your own collector YAML instead of the generated
 	// one (a relative path is read from the scenario file's folder;
 	// ${env:VAR} and ${VAR} are expanded; components: the otlp,
-	// prometheus and filelog receivers, the batch, memory_limiter and
-	// resource processors, the otlp, otlphttp and prometheusremotewrite exporters,
-	// file_storage); it must receive OTLP gRPC on ${env:PIPEBENCH_OTLP_GRPC} (and
+	// prometheus and filelog receivers, the batch, memory_limiter,
+	// resource, attributes, filter, transform, span and tail_sampling
+	// processors, the otlp, otlphttp and prometheusremotewrite exporters,
+	// file_storage; validate names any other); it must receive OTLP gRPC on ${env:PIPEBENCH_OTLP_GRPC} (and
 	// OTLP/HTTP on ${env:PIPEBENCH_OTLP_HTTP}, if drivers send HTTP),
 	// export to ${env:PIPEBENCH_SINK} (host:port for the otlp exporter, a
 	// URL for otlphttp, as the exporter setting picks) and serve metrics
@@ -171,6 +172,21 @@ type Filelog struct {
 	// operators), so the sink counts delivered, lost and duplicated lines
 	// and their end-to-end latency; false leaves records as read.
 	Sequence *bool `yaml:"sequence" json:"sequence,omitempty"`
+}
+
+var _ pipebench.CommandSetter = (*Config)(nil)
+
+// SetCommand runs the collector binary path instead of the embedded one
+// (command:), as a suite's builds do; it needs config_file.
+func (c *Config) SetCommand(path string) error {
+	if c.ConfigFile == "" {
+		return fmt.Errorf("command: runs your collector with your configuration: give config_file in the scenario")
+	}
+	if _, err := exec.LookPath(path); err != nil {
+		return fmt.Errorf("command: %s is not an executable file (a path, or a name found in PATH)", path)
+	}
+	c.Command = path
+	return nil
 }
 
 // maxReplicas bounds replicas: each is a process of its own.
@@ -351,7 +367,13 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("filelog.max_concurrent_files: must be at least 2"))
 	}
 	if c.ConfigFile != "" {
-		if err := c.checkConfigFile(); err != nil {
+		if _, err := readConfigFile(c.ConfigFile); err != nil {
+			errs = append(errs, fmt.Errorf("config_file: %w", err))
+		} else if cs := checkComponents(c.ConfigFile); c.Command == "" && len(cs) > 0 {
+			// A component the embedded collector lacks, named with what
+			// it has, before its own dry run's words.
+			errs = append(errs, cs...)
+		} else if err := c.checkConfigFile(); err != nil {
 			errs = append(errs, fmt.Errorf("config_file: %w", err))
 		}
 	}
