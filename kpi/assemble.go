@@ -435,14 +435,18 @@ func Validity(ph pipebench.PlanPhase, pr *pipebench.PhaseResult, s SendStats) []
 
 // saturatedGenerator says why a phase whose sends the system held back
 // cannot be judged: pipebench's own process used SaturatedCPU of its CPUs
-// or more ("" when it did not, or nothing was held back).
+// or more, or waited for a CPU StarvedCPU of the time ("" when it did not,
+// or nothing was held back). Where the driver tells when each answer
+// arrived (read_lag), who held the connections is known from it instead
+// (Validity), and the CPU is not asked.
 func saturatedGenerator(pr *pipebench.PhaseResult) string {
 	held, _ := pr.Get("held_back")
 	used, ok := pr.Get("generator_cpu_cores")
 	cpus, _ := pr.Get("generator_cpus")
 	wait, _ := pr.Get("generator_cpu_wait")
+	_, timed := pr.Get("read_lag.p99")
 	switch {
-	case !ok || held <= 0 || cpus <= 0:
+	case !ok || held <= 0 || cpus <= 0 || timed:
 		return ""
 	case used >= SaturatedCPU*cpus:
 		return fmt.Sprintf("pipebench's own process used %.2f of its %.0f CPUs while the system under test held back %s items: whether the system or pipebench's reading of its answers held them cannot be told; give pipebench more CPU (fewer, larger sends, shards, another machine)",

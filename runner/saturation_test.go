@@ -194,7 +194,8 @@ func answeredBetween(t *testing.T, res *pipebench.Result, from, to time.Time) (f
 }
 
 // The same kind of server, far from its capacity (1,000 requests at once,
-// each held 1 ms), driven by a pipebench starved of CPU: its process
+// each held 1 ms, through 256 connections: 256,000 a second), driven by a
+// pipebench starved of CPU: its process
 // pinned to one core (GOMAXPROCS 1) that five spinning processes share,
 // at a rate it cannot make on a sixth of a core. pipebench, not the
 // system, set the pace: the run is invalid, its reasons and a
@@ -238,6 +239,7 @@ func TestStarvedGeneratorIsInvalidAndNamed(t *testing.T) {
 		t.Fatalf("status %s, want invalid: %q\n%+v", res.Manifest.Status, res.Manifest.Reasons, res.Phases[0].KPIs)
 	}
 	why := strings.Join(res.Manifest.Reasons, "; ")
+	t.Logf("reasons: %s", why)
 	if !strings.Contains(why, ": pipebench ") {
 		t.Errorf("the reasons do not name pipebench: %s", why)
 	}
@@ -268,7 +270,7 @@ func TestHelperStarvedRun(t *testing.T) {
 	reg := registry(t)
 	plan := compile(t, reg, fmt.Sprintf(`
 name: starved
-target: {driver: http, url: %q, connections: 16, timeout: 2s}
+target: {driver: http, url: %q, connections: 256, timeout: 2s}
 workload: {generator: event, size: 64}
 interval: 500ms
 phases:
