@@ -215,6 +215,7 @@ var fileFlags = map[string]string{
 	"store": "history", "suite": "input", "affinity": "input", "pod-patch": "input",
 	"kubeconfig": "regular", "suite run --kubeconfig": "env",
 	"out": "output", "charts": "output", "kustomize": "output", "checkpoint": "mention", "namespace": "mention",
+	"fetch kafka --dir": "output",
 }
 
 // argumentOf is what a command needs as its argument to reach a flag's
