@@ -137,6 +137,11 @@ type timerfdWaiter struct {
 	fd    uintptr
 	p     pacing
 	sleep waiter // when no timerfd could be made
+	// sleepFn and readFn are w.sleepFor and w.readTimer, bound once (a
+	// closure made at each wait allocated twice a wake-up).
+	sleepFn func(time.Duration) bool
+	readFn  func(uintptr) bool
+	buf     [8]byte
 }
 
 func (w *timerfdWaiter) begin() {
@@ -147,6 +152,7 @@ func (w *timerfdWaiter) begin() {
 		w.f = os.NewFile(fd, "pacer-timerfd")
 		if raw, err := w.f.SyscallConn(); err == nil {
 			w.raw, w.fd = raw, fd
+			w.sleepFn, w.readFn = w.sleepFor, w.readTimer
 			return
 		}
 		w.f.Close()
@@ -177,24 +183,28 @@ func (w *timerfdWaiter) wait(ctx context.Context, t time.Time) bool {
 	if w.sleep != nil {
 		return w.sleep.wait(ctx, t)
 	}
-	var buf [8]byte
-	ok, fell, t := w.p.sleepUntil(ctx, t, func(d time.Duration) bool {
-		if !w.arm(d) {
-			return false
-		}
-		// Parks until the timer fired (the read then returns its count).
-		// The read is raw for the same reason as arm's (the descriptor is
-		// non-blocking).
-		w.raw.Read(func(fd uintptr) bool {
-			_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
-			return e != syscall.EAGAIN
-		})
-		return true
-	})
+	ok, fell, t := w.p.sleepUntil(ctx, t, w.sleepFn)
 	if fell {
 		w.sleep = newSleepWaiter()
 		w.sleep.begin()
 		return w.sleep.wait(ctx, t)
 	}
 	return ok
+}
+
+// sleepFor sleeps d on the timer: it parks until the timer fired (the
+// read then returns its count).
+func (w *timerfdWaiter) sleepFor(d time.Duration) bool {
+	if !w.arm(d) {
+		return false
+	}
+	w.raw.Read(w.readFn)
+	return true
+}
+
+// readTimer reads the timer's count: raw for the same reason as arm's
+// (the descriptor is non-blocking); false while it has not fired.
+func (w *timerfdWaiter) readTimer(fd uintptr) bool {
+	_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&w.buf[0])), uintptr(len(w.buf)))
+	return e != syscall.EAGAIN
 }

@@ -12,30 +12,33 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/encoding"
-	"google.golang.org/grpc/mem"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/driver/grpc/wire"
 	"github.com/pipebench/pipebench/internal/connopen"
+	"github.com/pipebench/pipebench/internal/fdlimit"
 	"github.com/pipebench/pipebench/internal/grpcconns"
 	"github.com/pipebench/pipebench/internal/netclass"
 	"github.com/pipebench/pipebench/internal/protoschema"
@@ -174,56 +177,40 @@ func Factory() pipebench.Factory[pipebench.Driver] {
 		}).WithPayloads(nil, []pipebench.Payload{payload.PayloadProtoJSON})
 }
 
-// discard is an answer the driver does not decode: it only needs the
-// status.
-type discard struct{}
-
-// wire is a request already in protobuf wire form.
-type wire []byte
-
-// codec sends a wire as it is, encodes anything else with the registered
-// proto codec, and skips decoding a *discard answer. Its name is "proto",
-// so calls are ordinary application/grpc+proto.
-type codec struct{}
-
-var protoCodec = encoding.GetCodecV2("proto")
-
-func (codec) Marshal(v any) (mem.BufferSlice, error) {
-	if w, ok := v.(wire); ok {
-		return mem.BufferSlice{mem.SliceBuffer(w)}, nil
-	}
-	return protoCodec.Marshal(v)
-}
-
-func (codec) Unmarshal(data mem.BufferSlice, v any) error {
-	if _, ok := v.(*discard); ok {
-		return nil
-	}
-	return protoCodec.Unmarshal(data, v)
-}
-
-func (codec) Name() string { return "proto" }
-
-var forceCodec = grpc.ForceCodecV2(codec{})
-
-// Driver calls one gRPC method. Send is safe for concurrent use.
+// Driver calls one method through its own gRPC client (package wire):
+// a call costs no goroutine and no timer, the calls handed over at one
+// wake-up of the pacer leave in one write a connection (it is a
+// pipebench.AsyncSender and a pipebench.Flusher), and what the server
+// holds back (its MAX_CONCURRENT_STREAMS, its flow-control windows, a
+// connection it does not take) comes back unsent, the system's share.
+// Send is safe for concurrent use.
 type Driver struct {
 	cfg    Config
 	target string
 	tls    *tls.Config // nil: plaintext
-	conns  []*grpc.ClientConn
+	creds  credentials.TransportCredentials
+	cl     *wire.Client
 	opener *connopen.Opener // opens in the background the connections Start could not
 	log    *slog.Logger     // nil: Start says nothing
-	next   atomic.Uint64
-	md     metadata.MD
+	meta   []wire.Field
 	method protoreflect.MethodDescriptor
 	path   string // "/pkg.Service/Method"
+	names  *names // the input type's field and enum value names
 	opts   protojson.UnmarshalOptions
 	enc    proto.MarshalOptions
+	calls  sync.Pool // *call
 }
 
-var _ pipebench.Driver = (*Driver)(nil)
-var _ pipebench.ConnectionReporter = (*Driver)(nil)
+var (
+	_ pipebench.Driver             = (*Driver)(nil)
+	_ pipebench.AsyncSender        = (*Driver)(nil)
+	_ pipebench.Flusher            = (*Driver)(nil)
+	_ pipebench.ConnectionReporter = (*Driver)(nil)
+)
+
+// vary are the fields whose values change with every call: the item's
+// sequence number, the items it carries and when it was sent.
+var vary = []string{"pipebench-seq", "pipebench-count", "pipebench-sent"}
 
 // New builds a driver; target is used when cfg.Endpoint is empty. .proto
 // files are compiled here (as in Validate), so their errors come before
@@ -240,20 +227,27 @@ func New(cfg Config, target string) (*Driver, error) {
 		return nil, pipebench.UsageError("the grpc driver's configuration is invalid", "", err)
 	}
 	dt, _ := dialTarget(cfg.Endpoint)
+	svc, name, _ := protoschema.SplitMethod(cfg.Method)
 	// Proto3 has no required fields: the initialization checks are skipped.
-	d := &Driver{cfg: cfg, target: dt, md: metadata.MD{}, opts: protojson.UnmarshalOptions{AllowPartial: true}, enc: proto.MarshalOptions{AllowPartial: true}}
-	for k, v := range cfg.Metadata {
-		d.md.Append(strings.ToLower(k), v)
+	d := &Driver{cfg: cfg, target: dt, path: "/" + svc + "/" + name,
+		opts: protojson.UnmarshalOptions{AllowPartial: true}, enc: proto.MarshalOptions{AllowPartial: true}}
+	for _, k := range slices.Sorted(maps.Keys(cfg.Metadata)) {
+		d.meta = append(d.meta, wire.Field{Name: strings.ToLower(k), Value: cfg.Metadata[k]})
 	}
-	for k, v := range cfg.SecretMetadata {
-		d.md.Append(strings.ToLower(k), v.Reveal())
+	for _, k := range slices.Sorted(maps.Keys(cfg.SecretMetadata)) {
+		d.meta = append(d.meta, wire.Field{Name: strings.ToLower(k), Value: cfg.SecretMetadata[k].Reveal(), Secret: true})
+	}
+	for _, f := range d.meta {
+		if strings.HasPrefix(f.Name, ":") || f.Name == "" {
+			return nil, pipebench.UsageError(fmt.Sprintf("the grpc driver's metadata %q is not a field name", f.Name), "name metadata without a leading colon", nil)
+		}
 	}
 	if md != nil {
 		if err := d.setMethod(md); err != nil {
 			return nil, err
 		}
 	}
-	creds := insecure.NewCredentials()
+	d.creds = insecure.NewCredentials()
 	if cfg.TLS.Enabled || strings.HasPrefix(cfg.Endpoint, "https://") {
 		// The name to verify: the configured one, else the endpoint's
 		// host, as gRPC itself takes it from the target ("localhost" for
@@ -265,16 +259,14 @@ func New(cfg Config, target string) (*Driver, error) {
 		if d.tls, err = cfg.TLS.Load(host); err != nil {
 			return nil, pipebench.UsageError("the grpc driver's tls settings do not load", "", err)
 		}
-		creds = credentials.NewTLS(d.tls)
+		d.creds = credentials.NewTLS(d.tls)
 	}
-	for i := 0; i < cfg.Connections; i++ {
-		cc, err := grpc.NewClient(d.target, grpc.WithTransportCredentials(creds))
-		if err != nil {
-			d.closeConns()
-			return nil, pipebench.UsageError(fmt.Sprintf("the grpc driver cannot use endpoint %q", cfg.Endpoint), "", err)
-		}
-		d.conns = append(d.conns, cc)
+	// grpc-go, which asks reflection, must take the target too.
+	cc, err := grpc.NewClient(d.target, grpc.WithTransportCredentials(d.creds))
+	if err != nil {
+		return nil, pipebench.UsageError(fmt.Sprintf("the grpc driver cannot use endpoint %q", cfg.Endpoint), "", err)
 	}
+	cc.Close()
 	return d, nil
 }
 
@@ -282,7 +274,7 @@ func (d *Driver) setMethod(md protoreflect.MethodDescriptor) error {
 	if md.IsStreamingServer() {
 		return pipebench.UsageError(fmt.Sprintf("method %s streams its answers", md.FullName()), "the grpc driver calls unary and client-streaming methods", nil)
 	}
-	d.method, d.path = md, protoschema.FullMethod(md)
+	d.method, d.path, d.names = md, protoschema.FullMethod(md), newNames(md.Input())
 	return nil
 }
 
@@ -313,14 +305,24 @@ func dialTarget(ep string) (string, error) {
 	return ep, nil
 }
 
-// Start opens the connections by grpcconns' rule (what the server takes
+// Start opens the connections by connopen's rule (what the server takes
 // now, the rest in the background) and fails with a clear error when none
 // became ready because nothing listens at the endpoint, its TLS does not
 // match, or it does not speak gRPC. Without proto_files it then asks the
 // server's reflection service for the method's types.
 func (d *Driver) Start(ctx context.Context) error {
-	var err error
-	d.opener, err = grpcconns.Start(ctx, d.conns, grpcconns.Params{Timeout: d.cfg.Timeout.D(), Addr: d.target, TLS: d.tls})
+	authority := d.target
+	if strings.HasPrefix(authority, "unix:") {
+		authority = "localhost"
+	}
+	cl, err := wire.New(wire.Options{Addr: d.target, TLS: d.tls, Authority: authority, Path: d.path, Timeout: d.cfg.Timeout.D(),
+		Metadata: d.meta, Vary: vary, Conns: d.cfg.Connections, UserAgent: "pipebench"})
+	if err != nil {
+		return err
+	}
+	d.cl = cl
+	fdlimit.Ensure(d.cfg.Connections + 64)
+	d.opener, err = connopen.Start(ctx, connopen.Params{N: d.cfg.Connections, Timeout: d.cfg.Timeout.D(), Open: cl.Open})
 	if err != nil {
 		d.Shutdown(context.Background())
 		return netclass.StartError("grpc driver: no connection to "+d.cfg.Endpoint+" became ready", err,
@@ -333,13 +335,12 @@ func (d *Driver) Start(ctx context.Context) error {
 	svc, _, _ := protoschema.SplitMethod(d.cfg.Method)
 	ctx, cancel := context.WithTimeout(ctx, max(d.cfg.Timeout.D(), 5*time.Second))
 	defer cancel()
-	cc := d.conns[0]
-	for _, c := range d.conns {
-		if c.GetState() == connectivity.Ready {
-			cc = c
-			break
-		}
+	// Reflection is asked once, through a grpc-go connection of its own.
+	cc, err := grpc.NewClient(d.target, grpc.WithTransportCredentials(d.creds))
+	if err != nil {
+		return pipebench.UsageError(fmt.Sprintf("the grpc driver cannot use endpoint %q", d.cfg.Endpoint), "", err)
 	}
+	defer cc.Close()
 	files, err := protoschema.FromReflection(ctx, cc, svc)
 	if err != nil {
 		return pipebench.UsageError(fmt.Sprintf("the grpc driver could not learn %s from %s by reflection", svc, d.cfg.Endpoint),
@@ -352,94 +353,280 @@ func (d *Driver) Start(ctx context.Context) error {
 	return d.setMethod(md)
 }
 
-// Shutdown stops opening connections and closes them.
+// Shutdown stops opening connections and closes them: calls in flight end.
 func (d *Driver) Shutdown(context.Context) error {
 	d.opener.Close()
-	d.closeConns()
+	if d.cl != nil {
+		d.cl.Close()
+	}
 	return nil
 }
 
-func (d *Driver) closeConns() {
-	for _, c := range d.conns {
-		c.Close()
+// OpenConnections implements pipebench.ConnectionReporter: connections
+// ready for calls (their HTTP/2 handshake done).
+func (d *Driver) OpenConnections() int {
+	if d.cl == nil {
+		return 0
+	}
+	return d.cl.Ready()
+}
+
+// call is one gRPC call of a batch, pooled: a unary batch of n items is n
+// calls, a client-streaming batch one.
+type call struct {
+	wire.Call
+	d     *Driver
+	buf   []byte // Data's storage
+	vals  [3]string
+	done  func(time.Time, pipebench.Outcome)
+	batch *batchCalls // the batch's other calls (nil: this call is the batch)
+}
+
+// batchCalls is a unary batch of several items: its outcome is its first
+// failure's, or OK once every call succeeded.
+type batchCalls struct {
+	left    atomic.Int32
+	mu      sync.Mutex
+	out     pipebench.Outcome
+	failed  bool
+	started time.Time
+	done    func(time.Time, pipebench.Outcome)
+}
+
+func (d *Driver) get() *call {
+	k, _ := d.calls.Get().(*call)
+	if k == nil {
+		k = &call{d: d}
+		k.Done = k.end
+		k.Values = k.vals[:]
+	}
+	return k
+}
+
+func (d *Driver) put(k *call) {
+	if cap(k.buf) > 1<<20 {
+		k.buf = nil
+	}
+	k.Data, k.Ctx, k.done, k.batch = nil, nil, nil, nil
+	k.vals = [3]string{}
+	d.calls.Put(k)
+}
+
+// Send implements pipebench.Driver: SendAsync, waiting for the outcome.
+func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
+	w := waiters.Get().(*waiter)
+	d.SendAsync(ctx, b, w.fn)
+	d.Flush()
+	out := <-w.ch
+	waiters.Put(w)
+	return out
+}
+
+// waiter is what Send waits on; fn is bound once.
+type waiter struct {
+	ch chan pipebench.Outcome
+	fn func(time.Time, pipebench.Outcome)
+}
+
+var waiters = sync.Pool{New: func() any {
+	w := &waiter{ch: make(chan pipebench.Outcome, 1)}
+	w.fn = func(_ time.Time, o pipebench.Outcome) { w.ch <- o }
+	return w
+}}
+
+// Flush implements pipebench.Flusher: the calls handed over since the last
+// Flush leave, one write a connection.
+func (d *Driver) Flush() {
+	if d.cl != nil {
+		d.cl.Flush()
 	}
 }
 
-// OpenConnections implements pipebench.ConnectionReporter: connections in
-// the READY state.
-func (d *Driver) OpenConnections() int { return grpcconns.Ready(d.conns) }
-
-// Send implements pipebench.Driver: one call per message for a unary
-// method, one stream carrying every message for a client-streaming one.
-func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
-	if d.method == nil {
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "not started"}
+// SendAsync implements pipebench.AsyncSender: one call per message for a
+// unary method (a batch of several items is several calls, on their way
+// together), one call carrying every message for a client-streaming one.
+// done is called once, with when the call was taken and its outcome.
+func (d *Driver) SendAsync(ctx context.Context, b *pipebench.Batch, done func(time.Time, pipebench.Outcome)) {
+	if d.method == nil || d.cl == nil {
+		done(time.Now(), pipebench.Outcome{Class: pipebench.ClassError, Detail: "not started", Message: "the grpc driver was not started"})
+		return
 	}
-	if ctx.Err() != nil {
-		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: ctx.Err().Error()}
+	if err := ctx.Err(); err != nil {
+		done(time.Now(), pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: err.Error()})
+		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout.D())
-	defer cancel()
-	cc := d.conns[d.next.Add(1)%uint64(len(d.conns))]
-	body := b.Body
-	seq := b.Seq
-	sent := ""
+	var seq, sent, count string
 	for _, h := range b.Headers {
-		if h.Name == payload.HeaderSent {
+		switch h.Name {
+		case payload.HeaderSeq:
+			seq = h.Value
+		case payload.HeaderSent:
 			sent = h.Value
+		case payload.HeaderCount:
+			count = h.Value
 		}
 	}
+	if seq == "" {
+		seq = strconv.FormatUint(b.Seq, 10)
+	}
+	body := b.Body
 	if d.method.IsStreamingClient() {
-		md := d.metadata(seq, sent, b.Count)
-		stream, err := cc.NewStream(metadata.NewOutgoingContext(ctx, md), &grpc.StreamDesc{ClientStreams: true}, d.path, forceCodec)
-		if err != nil {
-			return grpcconns.Classify(err)
-		}
+		k := d.get()
+		buf := k.buf[:0]
 		for len(body) > 0 {
 			var line []byte
 			line, body = nextLine(body)
-			w, err := d.encode(line)
-			if err != nil {
-				return badMessage(err)
+			var err error
+			if buf, err = d.encode(buf, line); err != nil {
+				k.buf = buf
+				d.put(k)
+				done(time.Now(), badMessage(err))
+				return
 			}
-			if err := stream.SendMsg(wire(w)); err != nil {
-				break // the real error comes from RecvMsg
-			}
 		}
-		if err := stream.CloseSend(); err != nil {
-			return grpcconns.Classify(err)
+		if count == "" {
+			count = strconv.Itoa(b.Count)
 		}
-		if err := stream.RecvMsg(&discard{}); err != nil {
-			return grpcconns.Classify(err)
-		}
-		return pipebench.Outcome{Class: pipebench.ClassOK}
+		k.buf, k.Data, k.Ctx, k.done = buf, buf, ctx, done
+		k.vals = [3]string{seq, count, sent}
+		d.cl.Do(&k.Call)
+		return
 	}
+	if n := bytes.Count(body, []byte{'\n'}); n == 0 || (n == 1 && body[len(body)-1] == '\n') {
+		// One item, one call: the batch's own header values.
+		k := d.get()
+		line, _ := nextLine(body)
+		buf, err := d.encode(k.buf[:0], line)
+		k.buf = buf
+		if err != nil {
+			d.put(k)
+			done(time.Now(), badMessage(err))
+			return
+		}
+		k.Data, k.Ctx, k.done = buf, ctx, done
+		k.vals = [3]string{seq, "1", sent}
+		d.cl.Do(&k.Call)
+		return
+	}
+	// Several items: every message is encoded before any call leaves, so
+	// a message the method cannot take fails the batch whole.
+	var ks []*call
+	bc := &batchCalls{done: done}
 	for i := 0; len(body) > 0; i++ {
 		var line []byte
 		line, body = nextLine(body)
-		w, err := d.encode(line)
+		k := d.get()
+		buf, err := d.encode(k.buf[:0], line)
+		k.buf = buf
 		if err != nil {
-			return badMessage(err)
+			d.put(k)
+			for _, k := range ks {
+				d.put(k)
+			}
+			done(time.Now(), badMessage(err))
+			return
 		}
-		cctx := metadata.NewOutgoingContext(ctx, d.metadata(seq+uint64(i), sent, 1))
-		if err := cc.Invoke(cctx, d.path, wire(w), &discard{}, forceCodec); err != nil {
-			return grpcconns.Classify(err)
-		}
+		k.Data, k.Ctx, k.batch = buf, ctx, bc
+		k.vals = [3]string{strconv.FormatUint(b.Seq+uint64(i), 10), "1", sent}
+		ks = append(ks, k)
 	}
-	return pipebench.Outcome{Class: pipebench.ClassOK}
+	bc.left.Store(int32(len(ks)))
+	for _, k := range ks {
+		d.cl.Do(&k.Call)
+	}
 }
 
-// encode turns one message in JSON form into wire form: straight, for the
-// common shapes, or through protojson and a dynamic message.
-func (d *Driver) encode(js []byte) ([]byte, error) {
-	if w, ok := transcode(nil, js, d.method.Input()); ok {
+// end is a call's Done: the outcome to its batch, the call to the pool.
+func (k *call) end(*wire.Call) {
+	out := outcome(&k.Call, k.d.cfg.Timeout.D())
+	started := k.Taken
+	if bc := k.batch; bc != nil {
+		bc.mu.Lock()
+		if bc.started.IsZero() || started.Before(bc.started) {
+			bc.started = started
+		}
+		if out.Class != pipebench.ClassOK && !bc.failed {
+			bc.out, bc.failed = out, true
+		} else if !bc.failed && out.Answered.After(bc.out.Answered) {
+			bc.out = out
+		}
+		bc.mu.Unlock()
+		k.d.put(k)
+		if bc.left.Add(-1) == 0 {
+			bc.done(bc.started, bc.out)
+		}
+		return
+	}
+	done := k.done
+	k.d.put(k)
+	done(started, out)
+}
+
+// outcome is a call's end as a pipebench.Outcome.
+func outcome(k *wire.Call, timeout time.Duration) pipebench.Outcome {
+	var o pipebench.Outcome
+	switch {
+	case k.Unsent == wire.DialFailed:
+		o = netclass.Classify(k.Err)
+		if o.Unsent == pipebench.OwnerNone {
+			// Nothing of it left: the server did not take a connection.
+			o.Unsent = pipebench.OwnerSystem
+		}
+		return o
+	case k.Unsent == wire.Cancelled:
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "cancelled", Message: "the call was cancelled before it was sent"}
+	case k.Unsent == wire.Closed:
+		return pipebench.Outcome{Class: pipebench.ClassError, Detail: "driver shut down", Message: "the grpc driver shut down before the call was sent"}
+	case k.Unsent != wire.Sent:
+		// The server held it back: every connection busy at its limit
+		// for the whole timeout.
+		return pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: k.Unsent.String(), Unsent: pipebench.OwnerSystem,
+			Message: fmt.Sprintf("not sent: %s for the whole timeout (%v): %s", k.Unsent, timeout, heldWhy(k.Unsent))}
+	case k.Err == wire.ErrTimeout:
+		o = pipebench.Outcome{Class: pipebench.ClassTimeout, Detail: "timeout", Message: fmt.Sprintf("no answer within the timeout (%v)", timeout)}
+	case k.Err != nil:
+		o = netclass.Classify(k.Err)
+		o.Unsent = pipebench.OwnerNone
+	case k.Status == 0:
+		o = pipebench.Outcome{Class: pipebench.ClassOK}
+	default:
+		o = grpcconns.Status(codes.Code(k.Status), k.Message)
+	}
+	o.Written, o.Answered = k.Written, k.Answered
+	return o
+}
+
+// heldWhy says what held a call back.
+func heldWhy(w wire.Why) string {
+	switch w {
+	case wire.NoStream:
+		return "every connection had as many calls open as the server's MAX_CONCURRENT_STREAMS allows"
+	case wire.NoWindow:
+		return "the server's HTTP/2 flow-control windows stayed shut (it did not read what was sent)"
+	}
+	return "no connection was ready (they were opening, or the server did not finish their HTTP/2 handshake)"
+}
+
+// encode appends one message in JSON form to dst in wire form, with
+// gRPC's 5-byte prefix: straight, for the common shapes, or through
+// protojson and a dynamic message.
+func (d *Driver) encode(dst, js []byte) ([]byte, error) {
+	at := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0)
+	if w, ok := transcodeWith(dst, js, d.method.Input(), d.names); ok {
+		binary.BigEndian.PutUint32(w[at+1:], uint32(len(w)-at-5))
 		return w, nil
 	}
 	msg := dynamicpb.NewMessage(d.method.Input())
 	if err := d.opts.Unmarshal(js, msg); err != nil {
-		return nil, err
+		return dst[:at], err
 	}
-	return d.enc.Marshal(msg)
+	w, err := d.enc.MarshalAppend(dst, msg)
+	if err != nil {
+		return dst[:at], err
+	}
+	binary.BigEndian.PutUint32(w[at+1:], uint32(len(w)-at-5))
+	return w, nil
 }
 
 func nextLine(b []byte) (line, rest []byte) {
@@ -447,21 +634,6 @@ func nextLine(b []byte) (line, rest []byte) {
 		return b[:i], b[i+1:]
 	}
 	return b, nil
-}
-
-// metadata is the configured metadata plus the sequence number, send time
-// and item count of this call.
-func (d *Driver) metadata(seq uint64, sent string, count int) metadata.MD {
-	md := make(metadata.MD, len(d.md)+3)
-	for k, v := range d.md {
-		md[k] = v
-	}
-	md["pipebench-seq"] = []string{strconv.FormatUint(seq, 10)}
-	md["pipebench-count"] = []string{strconv.Itoa(count)}
-	if sent != "" {
-		md["pipebench-sent"] = []string{sent}
-	}
-	return md
 }
 
 // badMessage is the outcome of a batch the generator built but the method

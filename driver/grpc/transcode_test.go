@@ -2,6 +2,7 @@ package grpcdriver
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -61,12 +62,25 @@ func TestTranscodeMatchesProtojson(t *testing.T) {
 		` { "s" : "spaced" , "i32" : "12" } `,
 		`{"s":null,"inner":null,"tags":null}`,
 		`{"i32":0,"s":"","ok":false}`,
+		// A nested message longer than 127 bytes: its length takes two
+		// bytes, written after it was encoded in place.
+		`{"inner":{"name":"` + strings.Repeat("n", 200) + `","next":{"name":"` + strings.Repeat("m", 20000) + `"}},"i32":1}`,
+		`{"b":"_-8=","at":"2026-03-04T23:59:59.5-05:30"}`,
+		`{"at":"1970-01-01T00:00:00Z"}`,
+		`{"at":"2024-02-29T12:00:00.000000001+14:00"}`,
+		`{"at":"0001-01-01T00:00:00Z"}`,
 	}
+	ix := newNames(md)
 	for _, js := range fast {
 		w, ok := transcode(nil, []byte(js), md)
 		if !ok {
 			t.Errorf("fast path declined %s", js)
 			continue
+		}
+		// The same bytes looked up in the driver's index of names,
+		// appended after bytes already there.
+		if w2, ok := transcodeWith([]byte("prefix"), []byte(js), md, ix); !ok || string(w2[6:]) != string(w) || string(w2[:6]) != "prefix" {
+			t.Errorf("%s: with the index of names: %v, %q; without: %q", js, ok, w2, w)
 		}
 		got := dynamicpb.NewMessage(md)
 		if err := proto.Unmarshal(w, got); err != nil {
@@ -85,8 +99,13 @@ func TestTranscodeMatchesProtojson(t *testing.T) {
 		`{"counts":{"a":1}}`, `{"wrapped":5}`, `{"nope":1}`, `{"fl":"NaN"}`, `{"i32":1.5}`, `{"i32":"x"}`,
 		`{"color":"BLUE"}`, `{"s":"\ud83d\ude00"}`, `{"s":"a"`, `{"s":"a"} x`, `{"ok":"true"}`, `{"i32":+1}`,
 		`{"at":"yesterday"}`, `{"b":"***"}`, `{"inners":[null]}`,
+		`{"at":"2026-02-30T00:00:00Z"}`, `{"at":"2026-01-02T03:04:05"}`, `{"at":"2026-01-02T03:04:05.Z"}`,
+		`{"inner":{"name":"a","next":{"name":1}}}`,
 	}
 	for _, js := range declined {
+		if w, ok := transcodeWith([]byte("kept"), []byte(js), md, ix); ok || string(w) != "kept" {
+			t.Errorf("fast path took %s, or changed what was before it: %q", js, w)
+		}
 		if _, ok := transcode(nil, []byte(js), md); ok {
 			t.Errorf("fast path took %s", js)
 		}
@@ -105,8 +124,11 @@ func BenchmarkEncode(b *testing.B) {
 	g := newGen(b, eventTemplate())
 	bt := g.Next(1, 1, testNow())
 	b.Run("transcode", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
 		for b.Loop() {
-			if _, ok := transcode(nil, bt.Body, d.method.Input()); !ok {
+			var ok bool
+			if buf, ok = transcodeWith(buf[:0], bt.Body, d.method.Input(), d.names); !ok {
 				b.Fatal("declined")
 			}
 		}

@@ -138,7 +138,22 @@ func Classify(err error) pipebench.Outcome {
 		// Any other failure to connect: nothing took the connection.
 		return unreached(pipebench.ClassError, netclass.DetailUnreachable)
 	}
-	switch st.Code() {
+	return withClass(o, st.Code())
+}
+
+// Status is the outcome of a call the server ended with code (not OK) and
+// message msg, by Classify's rules for a server's codes: the server
+// answered, so it is never unreached, whatever msg says.
+func Status(code codes.Code, msg string) pipebench.Outcome {
+	o := pipebench.Outcome{Code: int(code), Detail: upperSnake(code), Message: status.New(code, msg).String()}
+	return withClass(o, code)
+}
+
+// withClass gives o the class of a server's code: UNAVAILABLE and
+// RESOURCE_EXHAUSTED refused, DEADLINE_EXCEEDED a timeout, any other an
+// error.
+func withClass(o pipebench.Outcome, code codes.Code) pipebench.Outcome {
+	switch code {
 	case codes.Unavailable, codes.ResourceExhausted:
 		o.Class = pipebench.ClassRefused
 	case codes.DeadlineExceeded:
