@@ -2,6 +2,7 @@ package grpcdriver_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -63,7 +65,7 @@ func BenchmarkUnaryRate(b *testing.B) {
 		conns = v
 	}
 	sock := filepath.Join(b.TempDir(), "bench.sock")
-	tcp := startServerProcess(b, sock)
+	tcp, _ := startServerProcess(b, sock, "")
 	reg := scenariotest.Registry(b, payload.MessageFactory(), grpcdriver.Factory())
 	ghz, _ := exec.LookPath("ghz")
 	if ghz == "" {
@@ -160,13 +162,15 @@ func runGhz(b *testing.B, ghz, endpoint string, rate, conns int, dur time.Durati
 
 // startServerProcess runs the trivial server in a child process (this test
 // binary again, on CPU 1 when taskset can put it there), listening on the
-// Unix socket sock and on a TCP port it returns. The child exits when its
-// stdin closes.
-func startServerProcess(b *testing.B, sock string) string {
-	b.Helper()
+// Unix socket sock and on a TCP port it returns, with the process. With
+// arrivals set, the child writes there when each call arrived (Unix
+// nanoseconds, 8 bytes each, little-endian) once it ends. The child exits
+// when its stdin closes (at the test's end, or when stop is called).
+func startServerProcess(tb testing.TB, sock, arrivals string) (string, *serverProcess) {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
@@ -175,17 +179,18 @@ func startServerProcess(b *testing.B, sock string) string {
 		args = append([]string{ts, "-c", "1"}, args...)
 	}
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "PIPEBENCH_HELPER_GRPC="+addr+","+sock)
+	cmd.Env = append(os.Environ(), "PIPEBENCH_HELPER_GRPC="+addr+","+sock, "PIPEBENCH_HELPER_ARRIVALS="+arrivals)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	testutil.Eventually(b, 20*time.Second, func() bool {
+	p := &serverProcess{cmd: cmd, stdin: stdin}
+	tb.Cleanup(p.stop)
+	testutil.Eventually(tb, 20*time.Second, func() bool {
 		c1, err1 := net.Dial("tcp", addr)
 		c2, err2 := net.Dial("unix", sock)
 		if c1 != nil {
@@ -196,7 +201,24 @@ func startServerProcess(b *testing.B, sock string) string {
 		}
 		return err1 == nil && err2 == nil
 	}, "the helper server did not take connections on %s and %s", addr, sock)
-	return addr
+	return addr, p
+}
+
+// serverProcess is the helper server's process.
+type serverProcess struct {
+	cmd   *exec.Cmd
+	stdin io.Closer
+	once  sync.Once
+}
+
+// stop ends the process (running it again first, if it was stopped) and
+// waits for it.
+func (p *serverProcess) stop() {
+	p.once.Do(func() {
+		p.cmd.Process.Signal(syscall.SIGCONT)
+		p.stdin.Close()
+		p.cmd.Wait()
+	})
 }
 
 // TestHelperGRPCServer is not a test: it is the benchmark's server process,
@@ -209,10 +231,18 @@ func TestHelperGRPCServer(t *testing.T) {
 	}
 	addr, sock, _ := strings.Cut(spec, ",")
 	_, md := grpcdriver.HealthSchema(t)
+	out := os.Getenv("PIPEBENCH_HELPER_ARRIVALS")
+	var mu sync.Mutex
+	var arrivals []byte
 	srv := grpc.NewServer()
 	srv.RegisterService(&grpc.ServiceDesc{
 		ServiceName: string(md.Parent().FullName()),
 		Methods: []grpc.MethodDesc{{MethodName: "Report", Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			if out != "" {
+				mu.Lock()
+				arrivals = binary.LittleEndian.AppendUint64(arrivals, uint64(time.Now().UnixNano()))
+				mu.Unlock()
+			}
 			in := dynamicpb.NewMessage(md.Input())
 			if err := dec(in); err != nil {
 				return nil, err
@@ -232,4 +262,11 @@ func TestHelperGRPCServer(t *testing.T) {
 	go srv.Serve(lu)
 	io.Copy(io.Discard, os.Stdin) // until the parent closes stdin
 	srv.Stop()
+	if out != "" {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := os.WriteFile(out, arrivals, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -35,7 +35,7 @@ func BenchmarkCallCost(b *testing.B) {
 		dur = v
 	}
 	sock := filepath.Join(b.TempDir(), "bench.sock")
-	tcp := startServerProcess(b, sock)
+	tcp, _ := startServerProcess(b, sock, "")
 	reg := scenariotest.Registry(b, payload.MessageFactory(), grpcdriver.Factory())
 	for _, ep := range []struct{ name, endpoint string }{{"uds", "unix://" + sock}, {"tcp", tcp}} {
 		b.Run(ep.name, func(b *testing.B) {
