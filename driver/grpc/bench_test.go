@@ -166,8 +166,26 @@ func runGhz(b *testing.B, ghz, endpoint string, rate, conns int, dur time.Durati
 // arrivals set, the child writes there when each call arrived (Unix
 // nanoseconds, 8 bytes each, little-endian) once it ends. The child exits
 // when its stdin closes (at the test's end, or when stop is called).
+//
+// PIPEBENCH_BENCH_SERVER=host:port,/path.sock names a server already
+// running (TestHelperGRPCServer started by hand, or by a script that
+// counts the generator's system calls alone): the benchmarks use it
+// instead, and the process is nil.
 func startServerProcess(tb testing.TB, sock, arrivals string) (string, *serverProcess) {
 	tb.Helper()
+	if v := os.Getenv("PIPEBENCH_BENCH_SERVER"); v != "" && arrivals == "" {
+		addr, s, ok := strings.Cut(v, ",")
+		if !ok {
+			tb.Fatalf("PIPEBENCH_BENCH_SERVER=%q: write host:port,/path.sock", v)
+		}
+		if b, ok := tb.(*testing.B); ok {
+			b.Logf("the server at %s and %s, started outside", addr, s)
+		}
+		if err := os.Symlink(s, sock); err != nil {
+			tb.Fatal(err)
+		}
+		return addr, nil
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)

@@ -1,6 +1,7 @@
 package grpcdriver_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipebench/pipebench"
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
 	"github.com/pipebench/pipebench/internal/scenariotest"
 	"github.com/pipebench/pipebench/payload"
@@ -86,4 +88,43 @@ phases:
 			}
 		})
 	}
+}
+
+// BenchmarkSendChild is the driver alone, without the runner: closed-loop
+// unary calls (Send) from 64 goroutines to the benchmark's server in a
+// child process over TCP, 4 connections; with -benchmem it counts the
+// generator's allocations only. Under callgrind (valgrind runs the child
+// natively), the difference between two -benchtime counts is the
+// instructions a call costs, whatever the machine's load.
+func BenchmarkSendChild(b *testing.B) {
+	sock := filepath.Join(b.TempDir(), "bench.sock")
+	tcp, _ := startServerProcess(b, sock, "")
+	d, err := grpcdriver.New(grpcdriver.Config{Endpoint: tcp, Method: "pipebench.healthevents.v1.HealthEventService/Report",
+		ProtoFiles: []string{"../../examples/healthevents.proto"}, Timeout: pipebench.Duration(5 * time.Second), Connections: 4}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	defer d.Shutdown(context.Background())
+	g, err := payload.NewMessage(map[string]any{"version": uint64(1), "events": []any{map[string]any{"node_name": "node-{{seq % 100}}", "sequence": "{{seq}}", "severity": "SEVERITY_FATAL"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var seq atomic.Uint64
+	b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n := seq.Add(1)
+			bt := g.Next(n, 1, time.Now())
+			if o := d.Send(context.Background(), &bt); o.Class != pipebench.ClassOK {
+				b.Errorf("%+v", o)
+				return
+			}
+			g.Release(&bt)
+		}
+	})
 }

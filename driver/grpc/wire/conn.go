@@ -105,15 +105,24 @@ type link struct {
 	stamped bool // the socket gives receive times
 	// The reader's state, for rawRead, and the writer's, for rawWrite
 	// (bound once: a read or write allocates nothing).
+	c     *conn
 	rbuf  []byte
-	rn    int
-	rx    int64
+	rhave int
+	rdone []*Call
 	rerr  error
 	read  func(fd uintptr) bool
 	wbuf  []byte
 	wn    int
 	werr  error
 	write func(fd uintptr) bool
+}
+
+// close ends l: its writer goroutine, and its socket, closed from a
+// goroutine of its own (a close waits for the reads and writes of the
+// socket under way, and may be called from within one).
+func (l *link) close() {
+	close(l.gone)
+	go l.nc.Close()
 }
 
 // writeNow writes p to l's socket without waiting: what it took (maybe
@@ -158,7 +167,7 @@ func (c *conn) dial(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l := &link{nc: nc, gone: make(chan struct{})}
+	l := &link{c: c, nc: nc, gone: make(chan struct{})}
 	if cl.o.TLS == nil {
 		l.raw = rawConn(nc)
 	}
@@ -598,74 +607,32 @@ func (c *conn) keepSpare(buf []byte) {
 func (c *conn) readLoop(l *link, buf []byte, have int) {
 	defer c.cl.wg.Done()
 	var done []*Call
-	for {
-		var n int
-		var rx int64
-		var err error
-		if l.raw != nil {
-			l.rbuf = buf[have:]
-			if rerr := l.raw.Read(l.read); rerr != nil {
-				err = rerr
-			} else {
-				n, rx, err = l.rn, l.rx, l.rerr
-				if n == 0 && err == nil {
-					err = io.EOF
-				}
-			}
-		} else {
-			n, err = l.nc.Read(buf[have:])
+	if l.raw != nil {
+		// Read and handled within one RawConn.Read: the callback reads
+		// what came, handles it and asks to wait for more, so the
+		// runtime's poller keeps the readiness that came meanwhile and
+		// the socket is not read again only to find it empty.
+		l.rbuf, l.rhave, l.rdone = buf, have, done
+		err := l.raw.Read(l.read)
+		if l.rerr != nil {
+			err = l.rerr
 		}
+		if err == nil {
+			err = io.EOF
+		}
+		c.broke(l, err)
+		return
+	}
+	for {
+		n, err := l.nc.Read(buf[have:])
 		if n > 0 {
 			have += n
-			at := arrived(rx)
-			c.mu.Lock()
-			if c.link != l {
-				c.mu.Unlock()
+			if !c.handle(l, buf, &have, &done, time.Time{}) {
+				if l.rerr != nil {
+					c.broke(l, l.rerr)
+				}
 				return
 			}
-			used := 0
-			var perr error
-			for have-used >= frameHeaderLen {
-				fh := parseFrameHeader(buf[used:])
-				if fh.length > defaultFrameSize {
-					perr = fmt.Errorf("the server sent a frame of %d bytes, more than the %d the client allows", fh.length, defaultFrameSize)
-					break
-				}
-				if have-used < frameHeaderLen+fh.length {
-					break
-				}
-				p := buf[used+frameHeaderLen : used+frameHeaderLen+fh.length]
-				used += frameHeaderLen + fh.length
-				if perr = c.frame(fh, p, at, &done); perr != nil {
-					break
-				}
-			}
-			have = copy(buf, buf[used:have])
-			freed := c.freed
-			c.freed = false
-			if len(c.out) > 0 {
-				c.dirty.Store(true)
-			}
-			again := c.again
-			c.again = nil
-			c.mu.Unlock()
-			if len(again) > 0 {
-				c.cl.requeue(again)
-			}
-			for i, k := range done {
-				k.Done(k)
-				done[i] = nil
-			}
-			done = done[:0]
-			if perr != nil {
-				c.broke(l, perr)
-				return
-			}
-			if freed {
-				c.cl.drain()
-			}
-			c.flush()
-			c.closeIfDrained()
 		}
 		if err != nil {
 			c.broke(l, err)
@@ -674,24 +641,96 @@ func (c *conn) readLoop(l *link, buf []byte, have int) {
 	}
 }
 
-// rawRead reads into l.rbuf once without waiting, with the receive time
-// where the socket gives it: false when there is nothing to read yet.
+// rawRead is the reader of a link read through its socket (Linux): what
+// came is read (again while it fills the buffer) and handled; false asks
+// to wait for more; true ends the reader (l.rerr says why, nil at the
+// end of the stream or when the link is no longer c's).
 func (l *link) rawRead(fd uintptr) bool {
-	l.rn, l.rx, l.rerr = 0, 0, nil
 	for {
-		n, rx, err := recvStamped(int(fd), l.rbuf, l.stamped)
-		switch err {
-		case syscall.EINTR:
+		n, rx, err := recvStamped(int(fd), l.rbuf[l.rhave:], l.stamped)
+		switch {
+		case err == syscall.EINTR:
 			continue
-		case syscall.EAGAIN:
+		case err == syscall.EAGAIN:
 			return false
-		case nil:
-			l.rn, l.rx = n, rx
-		default:
+		case err != nil:
 			l.rerr = os.NewSyscallError("read", err)
+			return true
+		case n == 0:
+			return true // the end of the stream
 		}
-		return true
+		full := l.rhave+n == len(l.rbuf)
+		l.rhave += n
+		if !l.c.handle(l, l.rbuf, &l.rhave, &l.rdone, arrived(rx)) {
+			if l.rerr == nil {
+				l.rerr = errLinkGone
+			}
+			return true
+		}
+		if !full {
+			return false
+		}
 	}
+}
+
+// errLinkGone ends a reader whose link was replaced: nothing to report.
+var errLinkGone = errors.New("wire: the link is gone")
+
+// handle handles the frames complete in buf[:*have], which arrived at at
+// (zero: unknown), keeping the rest at its start; false when the reader
+// must end: l is no longer c's, or its frames broke the protocol (l.rerr
+// says how). It never closes l's socket itself: it may run within a read
+// of the socket, which a close would wait for.
+func (c *conn) handle(l *link, buf []byte, have *int, done *[]*Call, at time.Time) bool {
+	c.mu.Lock()
+	if c.link != l {
+		c.mu.Unlock()
+		return false
+	}
+	used := 0
+	var perr error
+	for *have-used >= frameHeaderLen {
+		fh := parseFrameHeader(buf[used:])
+		if fh.length > defaultFrameSize {
+			perr = fmt.Errorf("the server sent a frame of %d bytes, more than the %d the client allows", fh.length, defaultFrameSize)
+			break
+		}
+		if *have-used < frameHeaderLen+fh.length {
+			break
+		}
+		p := buf[used+frameHeaderLen : used+frameHeaderLen+fh.length]
+		used += frameHeaderLen + fh.length
+		if perr = c.frame(fh, p, at, done); perr != nil {
+			break
+		}
+	}
+	*have = copy(buf, buf[used:*have])
+	freed := c.freed
+	c.freed = false
+	if len(c.out) > 0 {
+		c.dirty.Store(true)
+	}
+	again := c.again
+	c.again = nil
+	c.mu.Unlock()
+	if len(again) > 0 {
+		c.cl.requeue(again)
+	}
+	for i, k := range *done {
+		k.Done(k)
+		(*done)[i] = nil
+	}
+	*done = (*done)[:0]
+	if perr != nil {
+		l.rerr = perr
+		return false
+	}
+	if freed {
+		c.cl.drain()
+	}
+	c.flush()
+	c.closeIfDrained()
+	return true
 }
 
 // arrived is the receive time rx (Unix nanoseconds) as a time, zero when
@@ -1049,8 +1088,6 @@ func (c *conn) broke(l *link, err error) {
 		return
 	}
 	c.link = nil
-	close(l.gone)
-	l.nc.Close()
 	var again, out []*Call
 	for k := c.head; k != nil; {
 		next := k.next
@@ -1070,6 +1107,7 @@ func (c *conn) broke(l *link, err error) {
 	// Calls may wait for the reconnection's first try.
 	c.state.Store(stateConnecting)
 	c.mu.Unlock()
+	l.close()
 	for _, k := range out {
 		k.Done(k)
 	}
@@ -1123,8 +1161,8 @@ func (c *conn) closeIfDrained() {
 // with err and goes to out.
 func (c *conn) shut(err error, out []*Call) []*Call {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.link == nil {
+		c.mu.Unlock()
 		return out
 	}
 	for k := c.head; k != nil; {
@@ -1136,9 +1174,10 @@ func (c *conn) shut(err error, out []*Call) []*Call {
 		c.finish(k, &out)
 		k = next
 	}
-	close(c.link.gone)
-	c.link.nc.Close()
+	l := c.link
 	c.link = nil
 	c.state.Store(stateFailed)
+	c.mu.Unlock()
+	l.close()
 	return out
 }

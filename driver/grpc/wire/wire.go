@@ -295,8 +295,10 @@ func (cl *Client) Do(k *Call) {
 	}
 	why := NoConnection
 	if cl.qlen.Load() == 0 {
+		// The calls handed over between two Flushes go on one connection
+		// while it takes them: one write for them all.
 		n := uint32(len(cl.conns))
-		start := cl.rr.Add(1)
+		start := cl.rr.Load()
 		for j := uint32(0); j < n; j++ {
 			c := cl.conns[(start+j)%n]
 			if c.state.Load() != stateReady {
@@ -424,7 +426,7 @@ func (cl *Client) drain() {
 			continue
 		}
 		why := NoConnection
-		start := cl.rr.Add(1)
+		start := cl.rr.Load()
 		took := false
 		for j := uint32(0); j < n; j++ {
 			c := cl.conns[(start+j)%n]
@@ -468,13 +470,17 @@ func (cl *Client) drain() {
 // Flush writes what the calls handed over since the last Flush appended
 // to each connection: one write system call a connection, from the
 // calling goroutine; a connection whose socket is full goes on writing
-// from a goroutine of its own.
+// from a goroutine of its own. The calls handed over until the next Flush
+// go on the next connection (round robin by rows, not by calls: a row is
+// one write).
 func (cl *Client) Flush() {
 	for _, c := range cl.conns {
 		if c.dirty.Load() {
 			c.flush()
 		}
 	}
+	// The next row of calls goes on the next connection.
+	cl.rr.Add(1)
 }
 
 // failFast ends the queued calls with err when no connection can take

@@ -53,8 +53,8 @@ type server struct {
 	calls atomic.Int64
 	msgs  atomic.Int64
 	bytes atomic.Int64
-	code  atomic.Int32 // the status every call ends with
-	delay atomic.Int64 // nanoseconds each call waits before it answers
+	code  atomic.Int32                  // the status every call ends with
+	delay atomic.Int64                  // nanoseconds each call waits before it answers
 	block atomic.Pointer[chan struct{}] // set: each call waits for it to close
 	mu    sync.Mutex
 	mds   []metadata.MD
