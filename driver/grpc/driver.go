@@ -35,11 +35,11 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/connopen"
-	"github.com/pipebench/pipebench/internal/grpcconns"
-	"github.com/pipebench/pipebench/internal/netclass"
-	"github.com/pipebench/pipebench/internal/protoschema"
-	"github.com/pipebench/pipebench/internal/tlsconf"
+	"github.com/pipebench/pipebench/internal/conn/connopen"
+	"github.com/pipebench/pipebench/internal/conn/grpcconns"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
+	"github.com/pipebench/pipebench/internal/conn/tlsconf"
+	"github.com/pipebench/pipebench/internal/format/protoschema"
 	"github.com/pipebench/pipebench/payload"
 )
 

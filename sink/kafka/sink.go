@@ -30,9 +30,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/httpserve"
-	"github.com/pipebench/pipebench/internal/kafkaattach"
-	"github.com/pipebench/pipebench/internal/kafkaclient"
+	"github.com/pipebench/pipebench/internal/conn/httpserve"
+	"github.com/pipebench/pipebench/internal/conn/kafkaattach"
+	"github.com/pipebench/pipebench/internal/conn/kafkaclient"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/sink/fault"
 )
