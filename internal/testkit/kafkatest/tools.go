@@ -17,7 +17,7 @@ type GroupRow struct {
 	Topic                       string
 	Partition                   int32
 	CurrentOffset, LogEndOffset int64 // CurrentOffset -1 when nothing is committed yet ("-")
-	Lag                         int64 // -1 when the tool prints "-"
+	Lag                         int64 // the log end where nothing was committed; -1 when the tool prints "-" otherwise
 }
 
 // DescribeGroup runs Apache Kafka's own consumer-group tool
@@ -44,7 +44,13 @@ func (b *Broker) DescribeGroup(tb testing.TB, group string) []GroupRow {
 			tb.Fatalf("kafka-consumer-groups printed a line it should not: %q", sc.Text())
 		}
 		lag, err := strconv.ParseInt(f[5], 10, 64)
-		if err != nil {
+		switch {
+		case err != nil && cur < 0:
+			// Nothing committed on the partition: the tool prints "-",
+			// and a group that starts at the earliest offset has the
+			// whole log still to read (the logs here are never trimmed).
+			lag = end
+		case err != nil:
 			lag = -1
 		}
 		rows = append(rows, GroupRow{Topic: f[1], Partition: int32(p), CurrentOffset: cur, LogEndOffset: end, Lag: lag})
