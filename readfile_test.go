@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/resulttest"
+	"github.com/pipebench/pipebench/internal/testkit/resulttest"
 )
 
 // DecodeResult, one element at a time, decodes what json.Unmarshal

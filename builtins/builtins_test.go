@@ -7,7 +7,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
-	"github.com/pipebench/pipebench/internal/suitetest"
+	"github.com/pipebench/pipebench/internal/testkit/suitetest"
 	"github.com/pipebench/pipebench/runner"
 )
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/examples"
-	"github.com/pipebench/pipebench/internal/docstore"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/scenario"
@@ -20,6 +19,7 @@ import (
 	"github.com/pipebench/pipebench/sut/eventproxy"
 	"github.com/pipebench/pipebench/sut/jetstream"
 	"github.com/pipebench/pipebench/sut/otelcol"
+	"github.com/pipebench/pipebench/sut/plumbing/docstore"
 )
 
 // Prefix marks a built-in scenario or suite: builtin:NAME.

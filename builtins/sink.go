@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/unixsock"
+	"github.com/pipebench/pipebench/internal/conn/unixsock"
 	"github.com/pipebench/pipebench/kpi"
 	httpsink "github.com/pipebench/pipebench/sink/http"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/browsertest"
-	"github.com/pipebench/pipebench/internal/resulttest"
+	"github.com/pipebench/pipebench/internal/testkit/browsertest"
+	"github.com/pipebench/pipebench/internal/testkit/resulttest"
 	"github.com/pipebench/pipebench/runner"
 )
 

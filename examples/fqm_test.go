@@ -16,8 +16,8 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
-	"github.com/pipebench/pipebench/internal/suitetest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/suitetest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/observer/promql"
 	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/runner"

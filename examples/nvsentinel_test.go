@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipebench/pipebench/internal/suitetest"
+	"github.com/pipebench/pipebench/internal/testkit/suitetest"
 	"github.com/pipebench/pipebench/scenario"
 )
 
 // The built-in reference suites of the nvsentinel report, run as
-// `pipebench suite run` runs them (internal/suitetest), their tables
+// `pipebench suite run` runs them (internal/testkit/suitetest), their tables
 // checked against what the report's tables mean.
 
 // runSuite runs builtin:NAME without an API server, with o, and returns

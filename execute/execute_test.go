@@ -13,9 +13,9 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/execute"
-	"github.com/pipebench/pipebench/internal/scenariotest"
-	"github.com/pipebench/pipebench/internal/suitetest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
+	"github.com/pipebench/pipebench/internal/testkit/suitetest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/store"
 )
 

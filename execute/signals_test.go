@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // A pipe or a socket whose reader is gone is closed output; one whose

@@ -27,10 +27,10 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
-	"github.com/pipebench/pipebench/internal/kubetest"
-	"github.com/pipebench/pipebench/internal/sinktest"
-	"github.com/pipebench/pipebench/internal/suitetest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/kubetest"
+	"github.com/pipebench/pipebench/internal/testkit/sinktest"
+	"github.com/pipebench/pipebench/internal/testkit/suitetest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/kpi"
 )
 
@@ -220,7 +220,7 @@ func total(t *testing.T, res *pipebench.Result, name string) float64 {
 // TMPDIR, an address of its own on loopback and a kubeconfig holding a
 // token issued for the pod's service account (so every API call a pod
 // makes goes through RBAC with its Role), and reports the pods' status
-// through the API (see internal/kubetest/kubelet.go). The launcher runs
+// through the API (see internal/testkit/kubetest/kubelet.go). The launcher runs
 // in this process, as pipebench k8s run calls it.
 func TestLaunch(t *testing.T) {
 	e := startE2E(t)

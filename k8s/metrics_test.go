@@ -16,9 +16,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/pipebench/pipebench/internal/promtest"
-	"github.com/pipebench/pipebench/internal/sinktest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/promtest"
+	"github.com/pipebench/pipebench/internal/testkit/sinktest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // promConfig scrapes the targets of a file: Debian's prometheus is built

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/pipebench/pipebench/internal/kubetest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/kubetest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // The PodMonitor a launch creates is accepted by an API server that

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/yamlnode"
+	"github.com/pipebench/pipebench/internal/format/yamlnode"
 )
 
 // Setup is what a person chooses for a launch besides the scenario: the

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
-	"github.com/pipebench/pipebench/internal/suitetest"
+	"github.com/pipebench/pipebench/internal/testkit/suitetest"
 )
 
 // Names come from the scenario and the time, and are valid object names

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/kubetest"
+	"github.com/pipebench/pipebench/internal/testkit/kubetest"
 )
 
 // A shard Result larger than one ConfigMap may hold is split in parts,

@@ -30,9 +30,9 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
-	"github.com/pipebench/pipebench/internal/kubetest"
-	"github.com/pipebench/pipebench/internal/sinktest"
-	"github.com/pipebench/pipebench/internal/suitetest"
+	"github.com/pipebench/pipebench/internal/testkit/kubetest"
+	"github.com/pipebench/pipebench/internal/testkit/sinktest"
+	"github.com/pipebench/pipebench/internal/testkit/suitetest"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/runner"
 )
@@ -168,7 +168,7 @@ func testLaunch(spec string) int {
 // to merge every Result, the launcher's API calls by kind and its peak
 // memory.
 //
-// Simulated: the kubelets (internal/kubetest). PIPEBENCH_BENCH_SAMPLE
+// Simulated: the kubelets (internal/testkit/kubetest). PIPEBENCH_BENCH_SAMPLE
 // pods (default 4) run as processes with their own service account's
 // token, as in the other tests; the kubelet answers for the others as
 // their kubelet's status would (bound, Running, Ready when their shard

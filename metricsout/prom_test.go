@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipebench/pipebench/internal/promtest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/promtest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // prom is a real Prometheus 2.x server started for a test.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/resulttest"
+	"github.com/pipebench/pipebench/internal/testkit/resulttest"
 	csvreport "github.com/pipebench/pipebench/report/csv"
 	"github.com/pipebench/pipebench/report/jsonreport"
 	"github.com/pipebench/pipebench/report/junit"

@@ -13,8 +13,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/pipebench/pipebench/internal/scenariotest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // benchRate and benchDuration size BenchmarkOpenModel; override with

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/scenariotest"
-	"github.com/pipebench/pipebench/internal/sinktest"
+	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
+	"github.com/pipebench/pipebench/internal/testkit/sinktest"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/runner"
 )

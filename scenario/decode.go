@@ -15,7 +15,7 @@ import (
 	"github.com/goccy/go-yaml/token"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/yamlnode"
+	"github.com/pipebench/pipebench/internal/format/yamlnode"
 )
 
 // decoder walks the YAML syntax tree, so that every problem carries the

@@ -2,7 +2,7 @@ package scenario
 
 import (
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/yamlnode"
+	"github.com/pipebench/pipebench/internal/format/yamlnode"
 )
 
 // Problem is one thing wrong with a scenario, located in its file.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/goccy/go-yaml/token"
 
-	"github.com/pipebench/pipebench/internal/yamlnode"
+	"github.com/pipebench/pipebench/internal/format/yamlnode"
 )
 
 // Limits on what Parse reads, so that any input, hostile or broken, is

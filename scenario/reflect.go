@@ -14,7 +14,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/yamlnode"
+	"github.com/pipebench/pipebench/internal/format/yamlnode"
 )
 
 // This file is the one way a section of a scenario becomes a Go value: a

@@ -13,7 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/suitetest"
+	"github.com/pipebench/pipebench/internal/testkit/suitetest"
 	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/schema/internal/fielddoc"
 	"github.com/pipebench/pipebench/suite"

@@ -8,7 +8,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/yamlnode"
+	"github.com/pipebench/pipebench/internal/format/yamlnode"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/report/markdown"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
-	"github.com/pipebench/pipebench/internal/yamlnode"
+	"github.com/pipebench/pipebench/internal/format/yamlnode"
 )
 
 // The lifetimes of a suite's system under test.

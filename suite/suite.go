@@ -36,7 +36,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/yamlnode"
+	"github.com/pipebench/pipebench/internal/format/yamlnode"
 )
 
 // MaxSize is the largest suite file accepted, in bytes.

@@ -23,7 +23,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
-	"github.com/pipebench/pipebench/internal/scenariotest"
+	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/schedule"

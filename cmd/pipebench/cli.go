@@ -16,7 +16,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
-	"github.com/pipebench/pipebench/internal/cliflag"
+	"github.com/pipebench/pipebench/internal/cli/cliflag"
 	"github.com/pipebench/pipebench/metricsout"
 	"github.com/pipebench/pipebench/report"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/compare"
-	"github.com/pipebench/pipebench/internal/cliflag"
+	"github.com/pipebench/pipebench/internal/cli/cliflag"
 	"github.com/pipebench/pipebench/report/markdown"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench/dashboard"
-	"github.com/pipebench/pipebench/internal/browsertest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/browsertest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // `run --dashboard` serves the live page while a real run goes on: the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // A suite whose cases state the outcome they expect: one meant to be

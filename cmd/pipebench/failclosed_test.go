@@ -20,11 +20,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/resulttest"
-	"github.com/pipebench/pipebench/internal/scenariotest"
-	"github.com/pipebench/pipebench/internal/sinktest"
-	"github.com/pipebench/pipebench/internal/suitetest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/resulttest"
+	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
+	"github.com/pipebench/pipebench/internal/testkit/sinktest"
+	"github.com/pipebench/pipebench/internal/testkit/suitetest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/store"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/examples"
-	"github.com/pipebench/pipebench/internal/resulttest"
+	"github.com/pipebench/pipebench/internal/testkit/resulttest"
 	"github.com/pipebench/pipebench/store"
 	"github.com/pipebench/pipebench/store/storetest"
 )

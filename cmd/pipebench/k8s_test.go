@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/kubetest"
-	"github.com/pipebench/pipebench/internal/scenariotest"
-	"github.com/pipebench/pipebench/internal/sinktest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/kubetest"
+	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
+	"github.com/pipebench/pipebench/internal/testkit/sinktest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/k8s"
 )
 
@@ -32,7 +32,7 @@ import (
 // the readiness probe pipebench k8s ready) as a local process of this test
 // binary, with the pod's environment, a private TMPDIR and a kubeconfig
 // holding a token issued for the pod's service account, and reports the
-// pods' status through the API (see internal/kubetest/kubelet.go). The
+// pods' status through the API (see internal/testkit/kubetest/kubelet.go). The
 // launcher itself runs as a child process, as a user runs it.
 func TestK8sLauncher(t *testing.T) {
 	if testing.Short() {

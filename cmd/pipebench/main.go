@@ -10,8 +10,8 @@ import (
 
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
-	"github.com/pipebench/pipebench/internal/residency"
-	"github.com/pipebench/pipebench/internal/tlsroots"
+	"github.com/pipebench/pipebench/internal/proc/residency"
+	"github.com/pipebench/pipebench/internal/proc/tlsroots"
 )
 
 func main() {

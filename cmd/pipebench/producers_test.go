@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // `pipebench producers` serves scrape targets until stopped, then exits 0.

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/suitetest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/suitetest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // recorder is a real HTTP server on loopback that keeps the headers of

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // `pipebench sink --otlp-http unix:///…` listens on a Unix socket: a real

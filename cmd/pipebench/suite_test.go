@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/resulttest"
+	"github.com/pipebench/pipebench/internal/testkit/resulttest"
 	"github.com/pipebench/pipebench/store"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/childproc"
-	"github.com/pipebench/pipebench/internal/suitetest"
+	"github.com/pipebench/pipebench/internal/proc/childproc"
+	"github.com/pipebench/pipebench/internal/testkit/suitetest"
 )
 
 // `suite run` over two builds of the system under test: every case runs

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pipebench/pipebench/internal/buildinfo"
+	"github.com/pipebench/pipebench/internal/cli/buildinfo"
 )
 
 func (a *app) versionCommand() *cobra.Command {

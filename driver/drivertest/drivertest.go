@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // Answer is how a receiver should answer the next requests.

@@ -22,9 +22,9 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
-	"github.com/pipebench/pipebench/internal/residency"
-	"github.com/pipebench/pipebench/internal/scenariotest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/proc/residency"
+	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/payload"
 )
 

@@ -37,12 +37,12 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/grpc/wire"
-	"github.com/pipebench/pipebench/internal/connopen"
-	"github.com/pipebench/pipebench/internal/fdlimit"
-	"github.com/pipebench/pipebench/internal/grpcconns"
-	"github.com/pipebench/pipebench/internal/netclass"
-	"github.com/pipebench/pipebench/internal/protoschema"
-	"github.com/pipebench/pipebench/internal/tlsconf"
+	"github.com/pipebench/pipebench/internal/conn/connopen"
+	"github.com/pipebench/pipebench/internal/conn/fdlimit"
+	"github.com/pipebench/pipebench/internal/conn/grpcconns"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
+	"github.com/pipebench/pipebench/internal/conn/tlsconf"
+	"github.com/pipebench/pipebench/internal/format/protoschema"
 	"github.com/pipebench/pipebench/payload"
 )
 

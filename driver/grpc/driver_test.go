@@ -22,7 +22,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
 	"github.com/pipebench/pipebench/examples"
-	"github.com/pipebench/pipebench/internal/protoschema"
+	"github.com/pipebench/pipebench/internal/format/protoschema"
 	"github.com/pipebench/pipebench/payload"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // BenchmarkSend is the driver alone: closed-loop unary calls from

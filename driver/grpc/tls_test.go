@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/tlsconf"
-	"github.com/pipebench/pipebench/internal/tlstest"
+	"github.com/pipebench/pipebench/internal/conn/tlsconf"
+	"github.com/pipebench/pipebench/internal/testkit/tlstest"
 )
 
 func TestTLS(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/pipebench/pipebench/internal/protoschema"
+	"github.com/pipebench/pipebench/internal/format/protoschema"
 )
 
 const kitchenSink = `syntax = "proto3";

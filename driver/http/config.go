@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/tlsconf"
+	"github.com/pipebench/pipebench/internal/conn/tlsconf"
 )
 
 // Config configures the HTTP driver.

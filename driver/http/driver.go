@@ -21,10 +21,10 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/conncount"
-	"github.com/pipebench/pipebench/internal/connopen"
-	"github.com/pipebench/pipebench/internal/fdlimit"
-	"github.com/pipebench/pipebench/internal/netclass"
+	"github.com/pipebench/pipebench/internal/conn/conncount"
+	"github.com/pipebench/pipebench/internal/conn/connopen"
+	"github.com/pipebench/pipebench/internal/conn/fdlimit"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
 )
 
 // Factory returns the factory of the "http" driver. It sends what it is

@@ -13,7 +13,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
-	"github.com/pipebench/pipebench/internal/tlsconf"
+	"github.com/pipebench/pipebench/internal/conn/tlsconf"
 	"github.com/pipebench/pipebench/payload"
 )
 

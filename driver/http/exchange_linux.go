@@ -10,7 +10,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/pipebench/pipebench/internal/conncount"
+	"github.com/pipebench/pipebench/internal/conn/conncount"
 )
 
 // recvOnce reads into p once, with recvStamped when stamped, again on

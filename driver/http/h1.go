@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/connopen"
-	"github.com/pipebench/pipebench/internal/netclass"
+	"github.com/pipebench/pipebench/internal/conn/connopen"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
 	"github.com/pipebench/pipebench/schedule"
 )
 

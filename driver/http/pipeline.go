@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/conncount"
-	"github.com/pipebench/pipebench/internal/connopen"
-	"github.com/pipebench/pipebench/internal/netclass"
+	"github.com/pipebench/pipebench/internal/conn/conncount"
+	"github.com/pipebench/pipebench/internal/conn/connopen"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
 )
 
 // pipeClient sends HTTP/1.1 requests pipelined over a fixed set of

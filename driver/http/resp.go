@@ -8,7 +8,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/pipebench/pipebench/internal/netclass"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
 )
 
 // respParser reads HTTP/1.1 responses, one after the other, from the bytes

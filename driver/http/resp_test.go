@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipebench/pipebench/internal/netclass"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
 )
 
 // parsed is what the parser made of a connection's bytes: each answer's

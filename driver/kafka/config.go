@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/kafkaclient"
+	"github.com/pipebench/pipebench/internal/conn/kafkaclient"
 )
 
 // The ways of choosing a record's key.

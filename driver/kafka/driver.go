@@ -40,10 +40,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/fdlimit"
-	"github.com/pipebench/pipebench/internal/jsonsplit"
-	"github.com/pipebench/pipebench/internal/kafkaclient"
-	"github.com/pipebench/pipebench/internal/netclass"
+	"github.com/pipebench/pipebench/internal/conn/fdlimit"
+	"github.com/pipebench/pipebench/internal/conn/kafkaclient"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
+	"github.com/pipebench/pipebench/internal/format/jsonsplit"
 	"github.com/pipebench/pipebench/payload"
 )
 

@@ -9,8 +9,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/pipebench/pipebench/internal/kafkaclient"
-	"github.com/pipebench/pipebench/internal/netclass"
+	"github.com/pipebench/pipebench/internal/conn/kafkaclient"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
 )
 
 // probeClientID is the client ID of the probe's request. It ends in a

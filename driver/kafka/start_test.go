@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/kafkatest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/kafkatest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // A port that is not a Kafka broker's fails the start as unreached (the

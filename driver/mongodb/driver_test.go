@@ -12,7 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/docstore"
+	"github.com/pipebench/pipebench/sut/plumbing/docstore"
 )
 
 func TestMain(m *testing.M) {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/nats/wire"
-	"github.com/pipebench/pipebench/internal/tlsconf"
+	"github.com/pipebench/pipebench/internal/conn/tlsconf"
 )
 
 // applyAuth reads the credentials file, NKey seed and TLS files of cfg

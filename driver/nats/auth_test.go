@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/natstest"
-	"github.com/pipebench/pipebench/internal/tlsconf"
-	"github.com/pipebench/pipebench/internal/tlstest"
+	"github.com/pipebench/pipebench/internal/conn/tlsconf"
+	"github.com/pipebench/pipebench/internal/testkit/natstest"
+	"github.com/pipebench/pipebench/internal/testkit/tlstest"
 )
 
 // startTLSServer runs a nats-server with JetStream that requires TLS and a

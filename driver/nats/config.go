@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/tlsconf"
+	"github.com/pipebench/pipebench/internal/conn/tlsconf"
 )
 
 // The publish modes.

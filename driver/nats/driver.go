@@ -16,7 +16,7 @@
 // subscribed to once, and the connection's reader settles the acks. It is
 // tested against the real nats-server (its conformance suite, the
 // reconnection, PING, auth, max_payload and /connz tests here, and the
-// end-to-end tests of internal/natse2e). The sink and the observer keep
+// end-to-end tests of internal/e2e/natse2e). The sink and the observer keep
 // nats.go: they hold a connection or two.
 package natsdriver
 
@@ -40,9 +40,9 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/nats/wire"
-	"github.com/pipebench/pipebench/internal/fdlimit"
-	"github.com/pipebench/pipebench/internal/jsonsplit"
-	"github.com/pipebench/pipebench/internal/netclass"
+	"github.com/pipebench/pipebench/internal/conn/fdlimit"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
+	"github.com/pipebench/pipebench/internal/format/jsonsplit"
 	"github.com/pipebench/pipebench/payload"
 )
 

@@ -35,11 +35,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/connopen"
-	"github.com/pipebench/pipebench/internal/fdlimit"
-	"github.com/pipebench/pipebench/internal/grpcconns"
-	"github.com/pipebench/pipebench/internal/httppost"
-	"github.com/pipebench/pipebench/internal/netclass"
+	"github.com/pipebench/pipebench/internal/conn/connopen"
+	"github.com/pipebench/pipebench/internal/conn/fdlimit"
+	"github.com/pipebench/pipebench/internal/conn/grpcconns"
+	"github.com/pipebench/pipebench/internal/conn/httppost"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 )
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
 )

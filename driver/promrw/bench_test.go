@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 )

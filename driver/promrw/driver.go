@@ -37,8 +37,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/httppost"
-	"github.com/pipebench/pipebench/internal/netclass"
+	"github.com/pipebench/pipebench/internal/conn/httppost"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	"github.com/pipebench/pipebench/payload/promrw"
 )

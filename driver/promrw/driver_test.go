@@ -13,7 +13,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	"github.com/pipebench/pipebench/payload/promrw"
 	promrwsink "github.com/pipebench/pipebench/sink/promrw"

@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/conncount"
+	"github.com/pipebench/pipebench/internal/conn/conncount"
 	"github.com/pipebench/pipebench/payload/promrw"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/driver/drivertest"
-	"github.com/pipebench/pipebench/internal/promtest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/promtest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 func scrape(t *testing.T, url string) map[uint64]int64 {

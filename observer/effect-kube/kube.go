@@ -11,7 +11,7 @@
 //
 //	effects                       counter: keys that took effect so far (its rate is the effect rate)
 //	effect_latency_ms_bucket{le}  counters: the cumulative latency histogram
-//	                              (internal/effecthist), whose growth over a phase
+//	                              (observer/internal/effecthist), whose growth over a phase
 //	                              gives that phase's quantiles of every effect
 //	effect_backlog                gauge: keys whose event was sent (sent field set), not yet in effect
 //
@@ -40,7 +40,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/effecthist"
+	"github.com/pipebench/pipebench/observer/internal/effecthist"
 )
 
 // Config configures the observer.

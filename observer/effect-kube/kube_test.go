@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/pipebench/pipebench/internal/kubetest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/kubetest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 const sentAnno = "pipebench.dev/sent-at"

@@ -11,9 +11,9 @@ import (
 
 	"github.com/pipebench/pipebench"
 	httpdriver "github.com/pipebench/pipebench/driver/http"
-	"github.com/pipebench/pipebench/internal/kubetest"
-	"github.com/pipebench/pipebench/internal/scenariotest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/kubetest"
+	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	effectkube "github.com/pipebench/pipebench/observer/effect-kube"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/runner"

@@ -34,8 +34,8 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/effecthist"
-	"github.com/pipebench/pipebench/internal/httpbody"
+	"github.com/pipebench/pipebench/internal/conn/httpbody"
+	"github.com/pipebench/pipebench/observer/internal/effecthist"
 )
 
 // Config configures the observer. Paths are dotted field names

@@ -19,8 +19,8 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	grpcdriver "github.com/pipebench/pipebench/driver/grpc"
-	"github.com/pipebench/pipebench/internal/scenariotest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/observer/effect"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/sut/healthevents"

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/kafkatest"
+	"github.com/pipebench/pipebench/internal/testkit/kafkatest"
 )
 
 func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m, 1)) }

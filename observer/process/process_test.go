@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 func observe(t *testing.T, o *Observer) map[string]float64 {

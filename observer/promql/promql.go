@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/httpbody"
+	"github.com/pipebench/pipebench/internal/conn/httpbody"
 )
 
 // Query is one PromQL expression turned into one KPI series.

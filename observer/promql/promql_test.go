@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/promtest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/promtest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // startPrometheus starts Debian's prometheus on 127.0.0.1 with a temporary

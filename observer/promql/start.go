@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/childproc"
-	"github.com/pipebench/pipebench/internal/httpbody"
+	"github.com/pipebench/pipebench/internal/conn/httpbody"
+	"github.com/pipebench/pipebench/internal/proc/childproc"
 )
 
 // StartConfig has pipebench start a Prometheus server for the run instead

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipebench/pipebench/internal/resulttest"
+	"github.com/pipebench/pipebench/internal/testkit/resulttest"
 )
 
 func byID(cs []Chart) map[string]Chart {

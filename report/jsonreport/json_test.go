@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/resulttest"
+	"github.com/pipebench/pipebench/internal/testkit/resulttest"
 )
 
 // Write writes what json.Encoder with an indent of two spaces writes,

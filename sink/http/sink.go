@@ -21,8 +21,8 @@ import (
 	"golang.org/x/net/http2/h2c"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/httpserve"
-	"github.com/pipebench/pipebench/internal/unixsock"
+	"github.com/pipebench/pipebench/internal/conn/httpserve"
+	"github.com/pipebench/pipebench/internal/conn/unixsock"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/sink/fault"
 )

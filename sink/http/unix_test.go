@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/testutil"
-	"github.com/pipebench/pipebench/internal/unixsock"
+	"github.com/pipebench/pipebench/internal/conn/unixsock"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/payload"
 )
 

@@ -30,9 +30,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/httpserve"
-	"github.com/pipebench/pipebench/internal/kafkaattach"
-	"github.com/pipebench/pipebench/internal/kafkaclient"
+	"github.com/pipebench/pipebench/internal/conn/httpserve"
+	"github.com/pipebench/pipebench/internal/conn/kafkaattach"
+	"github.com/pipebench/pipebench/internal/conn/kafkaclient"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/sink/fault"
 )
@@ -148,6 +148,10 @@ type Sink struct {
 	delivered atomic.Int64
 	faulted   atomic.Int64
 	reordered atomic.Int64
+	// settled is set by Settle: the run took its last reading, and the
+	// sink processes nothing more, so what it has not delivered stays the
+	// group's lag on the brokers.
+	settled atomic.Bool
 }
 
 // orderKey is where Kafka keeps order: a partition, per producer (an
@@ -391,6 +395,9 @@ func (s *Sink) poll(ctx context.Context) {
 func (s *Sink) process(ctx context.Context, r *kgo.Record) {
 	n := itemCount(r)
 	for {
+		if s.settled.Load() {
+			return // after the last reading: left in the log, unmarked
+		}
 		s.limit(ctx, n)
 		d := s.inj.Decide(fault.Request{At: time.Now(), Items: n})
 		d.Wait(ctx)
@@ -473,10 +480,12 @@ func itemCount(r *kgo.Record) int { return payload.ItemCount(header(r)) }
 
 var _ pipebench.Settler = (*Sink)(nil)
 
-// Settle implements pipebench.Settler: the offsets of every record
-// processed are committed now, so the group's lag on the brokers is what
-// the sink has not delivered.
+// Settle implements pipebench.Settler: the sink processes no record from
+// now on (the run takes its last reading) and the offsets of every record
+// processed are committed, so the group's lag on the brokers is what the
+// sink has not delivered, and stays so until it shuts down.
 func (s *Sink) Settle(ctx context.Context) error {
+	s.settled.Store(true)
 	s.mu.Lock()
 	cl := s.cl
 	s.mu.Unlock()

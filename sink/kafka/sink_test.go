@@ -11,9 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/kafkaattach"
-	"github.com/pipebench/pipebench/internal/kafkatest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/conn/kafkaattach"
+	"github.com/pipebench/pipebench/internal/testkit/kafkatest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/payload"
 )

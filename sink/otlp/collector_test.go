@@ -12,7 +12,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/kpi"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"

@@ -3,7 +3,7 @@ package otlpsink
 import (
 	"net"
 
-	"github.com/pipebench/pipebench/internal/unixsock"
+	"github.com/pipebench/pipebench/internal/conn/unixsock"
 )
 
 // listen opens a listener for grpc_listen or http_listen: host:port, or a

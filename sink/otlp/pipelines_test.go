@@ -7,7 +7,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/kpi"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 )

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/testutil"
-	"github.com/pipebench/pipebench/internal/unixsock"
+	"github.com/pipebench/pipebench/internal/conn/unixsock"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/klauspost/compress/snappy"
 
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/payload/promrw"
 )
 

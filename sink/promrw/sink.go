@@ -26,7 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/httpserve"
+	"github.com/pipebench/pipebench/internal/conn/httpserve"
 	"github.com/pipebench/pipebench/payload/promrw"
 	"github.com/pipebench/pipebench/sink/fault"
 )

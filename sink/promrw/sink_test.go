@@ -17,7 +17,7 @@ import (
 	"github.com/klauspost/compress/snappy"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/payload/promrw"
 	"github.com/pipebench/pipebench/producer/promtarget"
 )

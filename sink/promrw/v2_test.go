@@ -12,7 +12,7 @@ import (
 	writev2 "github.com/prometheus/client_golang/exp/api/remote/genproto/v2"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/payload/promrw"
 )
 

@@ -17,7 +17,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, for PostgresSchema
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/resulttest"
+	"github.com/pipebench/pipebench/internal/testkit/resulttest"
 	"github.com/pipebench/pipebench/store/sqlstore"
 )
 

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pipebench/pipebench/internal/childproc"
+	"github.com/pipebench/pipebench/internal/proc/childproc"
 )
 
 // ChildEnv names the environment variable that makes a pipebench process the

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/natscluster"
+	"github.com/pipebench/pipebench/sut/plumbing/natscluster"
 )
 
 // StreamConfig is the JetStream stream the proxy publishes into.

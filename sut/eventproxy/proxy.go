@@ -44,9 +44,9 @@ import (
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/childproc"
-	"github.com/pipebench/pipebench/internal/natsattach"
-	"github.com/pipebench/pipebench/internal/natscluster"
+	"github.com/pipebench/pipebench/internal/conn/natsattach"
+	"github.com/pipebench/pipebench/internal/proc/childproc"
+	"github.com/pipebench/pipebench/sut/plumbing/natscluster"
 )
 
 // ServerVersion is the nats-server release embedded.

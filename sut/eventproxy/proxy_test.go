@@ -15,10 +15,10 @@ import (
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/natscluster"
-	"github.com/pipebench/pipebench/internal/natstest"
-	"github.com/pipebench/pipebench/internal/promtest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/natstest"
+	"github.com/pipebench/pipebench/internal/testkit/promtest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
+	"github.com/pipebench/pipebench/sut/plumbing/natscluster"
 )
 
 func TestMain(m *testing.M) {

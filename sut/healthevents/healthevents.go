@@ -54,8 +54,8 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/examples"
-	"github.com/pipebench/pipebench/internal/docstore"
-	"github.com/pipebench/pipebench/internal/protoschema"
+	"github.com/pipebench/pipebench/internal/format/protoschema"
+	"github.com/pipebench/pipebench/sut/plumbing/docstore"
 )
 
 // Service is the gRPC service the SUT serves, and its methods.

@@ -20,8 +20,8 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/docstore"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
+	"github.com/pipebench/pipebench/sut/plumbing/docstore"
 )
 
 func TestMain(m *testing.M) {

@@ -16,7 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/pipebench/pipebench/internal/docstore"
+	"github.com/pipebench/pipebench/sut/plumbing/docstore"
 )
 
 // store is the document store the connector writes events to and the

@@ -1,6 +1,6 @@
 package jetstream
 
-import "github.com/pipebench/pipebench/internal/natscluster"
+import "github.com/pipebench/pipebench/sut/plumbing/natscluster"
 
 // ChildEnv names the environment variable that makes a pipebench process one
 // embedded nats-server node: its value is the path of the node's JSON spec.

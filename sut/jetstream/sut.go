@@ -24,8 +24,8 @@ import (
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/natsattach"
-	"github.com/pipebench/pipebench/internal/natscluster"
+	"github.com/pipebench/pipebench/internal/conn/natsattach"
+	"github.com/pipebench/pipebench/sut/plumbing/natscluster"
 )
 
 // StreamConfig is the stream the SUT creates.

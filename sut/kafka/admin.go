@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/pipebench/pipebench/internal/kafkaclient"
+	"github.com/pipebench/pipebench/internal/conn/kafkaclient"
 )
 
 // metadata asks the cluster for its brokers (no topics).

@@ -20,7 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/pipebench/pipebench/internal/childproc"
+	"github.com/pipebench/pipebench/internal/proc/childproc"
 )
 
 // ClusterParams says how to run a cluster of Apache Kafka brokers.

@@ -2,7 +2,7 @@ package kafka
 
 import (
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/childproc"
+	"github.com/pipebench/pipebench/internal/proc/childproc"
 )
 
 var _ pipebench.ExitReporter = (*Server)(nil)

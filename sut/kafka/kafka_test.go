@@ -11,8 +11,8 @@ import (
 
 	"github.com/pipebench/pipebench"
 	kafkadriver "github.com/pipebench/pipebench/driver/kafka"
-	"github.com/pipebench/pipebench/internal/kafkatest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/kafkatest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	kafkaobs "github.com/pipebench/pipebench/observer/kafka"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/sut/kafka"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pipebench/pipebench/internal/childproc"
+	"github.com/pipebench/pipebench/internal/proc/childproc"
 )
 
 // waitReady waits until broker b answers metadata naming every broker of

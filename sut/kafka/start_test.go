@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/kafkatest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/kafkatest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/sut/kafka"
 	"github.com/pipebench/pipebench/sut/kafka/jars"
 )

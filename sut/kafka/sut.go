@@ -28,8 +28,8 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/kafkaattach"
-	"github.com/pipebench/pipebench/internal/kafkaclient"
+	"github.com/pipebench/pipebench/internal/conn/kafkaattach"
+	"github.com/pipebench/pipebench/internal/conn/kafkaclient"
 )
 
 // Config configures the embedded Kafka.

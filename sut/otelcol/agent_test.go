@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/childproc"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/proc/childproc"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/payload/loglines"
 	"github.com/pipebench/pipebench/producer/logfile"
 	"github.com/pipebench/pipebench/producer/promtarget"

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/collector/otelcol"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/yamlnode"
+	"github.com/pipebench/pipebench/internal/format/yamlnode"
 )
 
 // MaxConfigFile bounds config_file: a collector's configuration is a few

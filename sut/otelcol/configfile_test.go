@@ -11,7 +11,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
-	"github.com/pipebench/pipebench/internal/childproc"
+	"github.com/pipebench/pipebench/internal/proc/childproc"
 	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/scenario"
 )

@@ -2,7 +2,7 @@ package otelcol
 
 import (
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/childproc"
+	"github.com/pipebench/pipebench/internal/proc/childproc"
 )
 
 var _ pipebench.ExitReporter = (*Collector)(nil)

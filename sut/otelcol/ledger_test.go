@@ -16,8 +16,8 @@ import (
 
 	"github.com/pipebench/pipebench"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
-	"github.com/pipebench/pipebench/internal/scenariotest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/payload/loglines"

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
-	"github.com/pipebench/pipebench/internal/scenariotest"
+	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
 	promobs "github.com/pipebench/pipebench/observer/prometheus"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
 	"github.com/pipebench/pipebench/report"

@@ -12,7 +12,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	promscrapedriver "github.com/pipebench/pipebench/driver/promscrape"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	promrwsink "github.com/pipebench/pipebench/sink/promrw"
 )
 

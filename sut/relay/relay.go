@@ -27,7 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/internal/httpserve"
+	"github.com/pipebench/pipebench/internal/conn/httpserve"
 )
 
 // Config configures the relay.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipebench/pipebench/internal/promtest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/promtest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 // downstream is a real HTTP server recording what the relay forwards.

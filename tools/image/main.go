@@ -22,7 +22,7 @@
 // the pods' command `pipebench k8s worker` finds it), /etc/passwd and
 // /etc/group naming the non-root user nonroot (65532) it runs as, and a
 // /tmp writable by it. No shell, no package manager. TLS roots: the
-// binary's own (internal/tlsroots), since the image has none.
+// binary's own (internal/proc/tlsroots), since the image has none.
 package main
 
 import (
@@ -215,7 +215,7 @@ func Build(s Spec) (v1.Image, error) {
 		}
 	}
 	bin := filepath.Join(dir, "pipebench")
-	ld := fmt.Sprintf("-s -w -buildid= -X main.version=%s -X github.com/pipebench/pipebench/internal/buildinfo.LinkedCommit=%s -X github.com/pipebench/pipebench/internal/buildinfo.LinkedCommitTime=%s",
+	ld := fmt.Sprintf("-s -w -buildid= -X main.version=%s -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommit=%s -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommitTime=%s",
 		s.Version, s.Commit, s.Created.Format(time.RFC3339))
 	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-tags", BuildTags, "-ldflags", ld, "-o", bin, "./cmd/pipebench")
 	cmd.Dir = src

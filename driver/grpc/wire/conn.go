@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/net/http2/hpack"
 
-	"github.com/pipebench/pipebench/internal/netclass"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
 )
 
 // A connection's states.

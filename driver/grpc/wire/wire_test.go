@@ -29,9 +29,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/pipebench/pipebench/internal/netclass"
-	"github.com/pipebench/pipebench/internal/testutil"
-	"github.com/pipebench/pipebench/internal/tlstest"
+	"github.com/pipebench/pipebench/internal/conn/netclass"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/tlstest"
 )
 
 // rawCodec hands a server's handler each message's bytes as they came.

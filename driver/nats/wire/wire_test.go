@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/pipebench/pipebench/internal/natstest"
-	"github.com/pipebench/pipebench/internal/testutil"
+	"github.com/pipebench/pipebench/internal/testkit/natstest"
+	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
 func startServer(t *testing.T) *server.Server {
