@@ -35,6 +35,11 @@
 #                 CPU-second (no RSS: pipebench runs inside the benchmark's
 #                 process there);
 #   kafka:        records/s acknowledged.
+# Then a second table: the system calls an item costs pipebench (writes,
+# reads, all), beside the floor (one write and one read a request
+# unpipelined, one of each a window pipelined, a batch, or a wake-up of the
+# pacer whose calls leave together), from one counted run a kind in the
+# parts that count them (perf's tracepoints, lib/syscalls.sh).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 PARTS=${PARTS:-wrk vegeta nats telemetrygen ghz kafka}
@@ -154,6 +159,19 @@ rows() {
 	esac
 }
 
+# The system calls an item costs pipebench, beside the floor, from the
+# parts' SYSCALLS lines (lib/syscalls.sh): writes, reads and every system
+# call an item, and the floor as text and as writes and reads an item.
+syscalls_table() {
+	local part
+	for part in $PARTS; do
+		[ -s "$OUT/$part.log" ] && grep '^SYSCALLS|' "$OUT/$part.log"
+	done | awk -F'|' -v OFS='|' '{
+		fw = ($7 > 0 && $3 != "-") ? sprintf("%.1fx", $3 / $7) : "-"
+		fr = ($8 > 0 && $4 != "-") ? sprintf("%.1fx", $4 / $8) : "-"
+		print $2, $3, $4, $5, $6, $7, $8, fw, fr}'
+}
+
 echo
 echo "summary ($(date -u '+%Y-%m-%d %H:%M UTC'); load: 1-minute average at each comparison's start and end, $(nproc) CPUs; logs in $OUT)"
 {
@@ -164,3 +182,11 @@ echo "summary ($(date -u '+%Y-%m-%d %H:%M UTC'); load: 1-minute average at each 
 				($6 > 0 ? sprintf("%.2fx", $7 / $6) : "-"), $8, $9, $10}'
 	done
 } | column -t -s'|'
+if [ -n "$(syscalls_table)" ]; then
+	echo
+	echo "system calls an item, pipebench (perf's tracepoints; one counted run a kind), beside the floor"
+	{
+		echo "comparison|writes|reads|all|floor|floor writes|floor reads|writes/floor|reads/floor"
+		syscalls_table
+	} | column -t -s'|'
+fi

@@ -17,6 +17,12 @@
 # CPU-second are those answered OK over the user+sys CPU of the generator's
 # process, the figure least moved by a busy machine. ghz comes from PATH or
 # from $GHZ; without it the script skips (exit 0) with a message.
+# After the rounds, one more pipebench run per transport at the first rate
+# counts the system calls a call costs it (perf's tracepoints; the server
+# runs in a process started here, not counted), printed beside the floor
+# as a SYSCALLS line (lib/syscalls.sh): one write and one read a wake-up
+# of the pacer, whose calls leave together (it wakes 10,000 times a second
+# at most), so at 20,000 calls/s half of each a call.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -42,9 +48,10 @@ if [ -z "$GHZ" ]; then
 	exit 0
 fi
 cpu0=(taskset -c 0)
+cpu1=(taskset -c 1)
 if ! taskset -c 1 true 2>/dev/null; then
 	echo "note: no CPU 1 here: nothing is pinned, figures mix generator and server" >&2
-	cpu0=()
+	cpu0=() cpu1=()
 fi
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
@@ -75,3 +82,31 @@ awk -v reps="$REPS" '
 		return (c % 2) ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2}
 	{k = $2 " " $3 " " $4; keys[k] = 1; v[k "s"] = v[k "s"] " " $5; v[k "c"] = v[k "c"] " " $7; if ($6 >= 99) held[k]++}
 	END {for (k in keys) printf "median %s %.0f %.0f held %d/%d\n", k, med(k "s"), med(k "c"), held[k], reps}' "$W/all" | sort
+
+# The system calls a call costs pipebench, beside the floor.
+. "$HERE/lib/syscalls.sh"
+if syscalls_ok; then
+	rate=${RATES%% *}
+	secs=$(awk -v d="$DURATION" 'BEGIN {sub(/s$/, "", d); print d + 0}')
+	mkfifo "$W/srv.in"
+	(cd "$ROOT/driver/grpc" && PIPEBENCH_HELPER_GRPC=127.0.0.1:0,$W/srv.sock "${cpu1[@]}" timeout 900 "$W/grpc.test" \
+		-test.run '^TestHelperGRPCServer$' <"$W/srv.in" >"$W/srv.out" 2>&1) &
+	exec 9>"$W/srv.in" # the server's stdin: it ends when this closes
+	for _ in $(seq 200); do grep -q '^LISTEN ' "$W/srv.out" && break; sleep 0.1; done
+	addr=$(awk '/^LISTEN / {print $2; exit}' "$W/srv.out")
+	for t in uds tcp; do
+		(cd "$ROOT/driver/grpc" && syscalls_run "$W/sc-$t" env PIPEBENCH_BENCH_SERVER="$addr,$W/srv.sock" PIPEBENCH_BENCH_RATES="$rate" \
+			PIPEBENCH_BENCH_DURATION="$DURATION" PIPEBENCH_BENCH_CONNS="$CONNS" "${cpu0[@]}" timeout 600 "$W/grpc.test" -test.run '^$' \
+			-test.bench "UnaryRate/$t/$rate/pipebench\$" -test.benchtime 1x) >"$W/sc-$t.out" 2>&1 || {
+			echo "the counted run over $t failed:" >&2
+			tail -n 20 "$W/sc-$t.out" >&2
+			continue
+		}
+		calls=$(awk -v s="$secs" '/^BenchmarkUnaryRate\// {for (i = 2; i < NF; i++) if ($(i + 1) == "sent/s") printf "%.0f", $i * s}' "$W/sc-$t.out")
+		wakeups=$(awk -v r="$rate" 'BEGIN {w = (r < 10000) ? r : 10000; printf "%.3f", w / r}')
+		syscalls_line "gRPC unary at $rate calls/s, $([ $t = uds ] && echo "Unix socket" || echo TCP)" "$calls" "$W/sc-$t" \
+			"1 write + 1 read a pacer wake-up" "$wakeups" "$wakeups"
+	done
+	exec 9>&-
+	wait
+fi

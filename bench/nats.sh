@@ -19,6 +19,8 @@
 # generator's CPU-seconds and peak RSS; the ratio lines are pipebench/nats
 # bench on the medians of the tools' own rates. BASELINE=PATH adds another
 # pipebench binary (an earlier build) to the same pass, for before/after.
+# Then a SYSCALLS line a kind: the system calls a message costs pipebench
+# beside the floor (lib/syscalls.sh; needs perf).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -104,6 +106,20 @@ for rep in $(seq "$REPS"); do
 			"$BASELINE" run "$HERE/nats-js-blast.yaml" --no-store --quiet --out "$WORK/pipebench-baseline-js-r$rep.json"
 	fi
 done
+# The system calls a message costs pipebench, beside the floor (one run of
+# each kind, counted by perf's tracepoints; lib/syscalls.sh): core publish
+# needs one write a batch handed over (1,000 messages) and no read;
+# JetStream async one write a batch (500) and one read of its acks.
+. "$HERE/lib/syscalls.sh"
+if syscalls_ok; then
+	syscalls_run "$WORK/sc-core" env PIPEBENCH_MSGS="$CORE_MSGS" taskset -c 0 timeout 120 \
+		"$PB" run "$HERE/nats-core-blast.yaml" --no-store --quiet --out "$WORK/sc-core.json" >"$WORK/sc-core.out" 2>&1 || true
+	syscalls_line "NATS core publish, 128 B" "$CORE_MSGS" "$WORK/sc-core" "1 write a batch of 1,000, no read" 0.001 0
+	nats stream purge PBJS -f >/dev/null
+	syscalls_run "$WORK/sc-js" env PIPEBENCH_MSGS="$JS_MSGS" taskset -c 0 timeout 120 \
+		"$PB" run "$HERE/nats-js-blast.yaml" --no-store --quiet --out "$WORK/sc-js.json" >"$WORK/sc-js.out" 2>&1 || true
+	syscalls_line "NATS JetStream publish, 128 B" "$JS_MSGS" "$WORK/sc-js" "1 write + 1 read a batch of 500" 0.002 0.002
+fi
 median() { grep "^$1 " "$RESULTS" | awk '{print $2}' | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 for k in core js; do
 	[ -n "${BASELINE:-}" ] && awk -v k="$k" -v p="$(median "pipebench-baseline-$k")" -v q="$(median "nats-$k")" \

@@ -229,6 +229,29 @@ for b in "${builds[@]}"; do
 	done
 done
 
+# The system calls a request costs pipebench, beside the floor (one run
+# a mode, counted by perf's tracepoints; lib/syscalls.sh): unpipelined one
+# write and one read a request, pipelined one of each a window.
+. "$HERE/lib/syscalls.sh"
+if syscalls_ok; then
+	for pl in 0 "$PIPELINE_DEPTH"; do
+		f=$FRACTION conns=64
+		[ "$pl" -gt 0 ] && f=$PIPE_FRACTION conns=32
+		rate=$(awk -v w="${wm[$pl]}" -v f="$f" 'BEGIN {printf "%d", w * f}')
+		rm -f "$W/sc.json"
+		syscalls_run "$W/sc-$pl" env PIPEBENCH_URL="$URL" PIPEBENCH_RATE="$rate" PIPEBENCH_PIPELINE="$pl" PIPEBENCH_CONNS="$conns" \
+			PIPEBENCH_DURATION="$DURATION" "${cpu0[@]}" timeout 120 "$W/bin/pipebench" run "$HERE/http-open.yaml" \
+			--no-store --quiet -o "$W/sc.json" >"$W/sc.out" 2>&1 || true
+		n=$(jq '[.phases[0].kpis[] | select(.name == "sent") | .value] | add // 0' "$W/sc.json" 2>/dev/null || echo 0)
+		if [ "$pl" -gt 0 ]; then
+			syscalls_line "HTTP/1.1, pipeline $pl (at ${f}x wrk's)" "$n" "$W/sc-$pl" "1 write + 1 read a window of $pl" \
+				"$(awk -v p="$pl" 'BEGIN {printf "%.3f", 1 / p}')" "$(awk -v p="$pl" 'BEGIN {printf "%.3f", 1 / p}')"
+		else
+			syscalls_line "HTTP/1.1, pipeline 0 (at ${f}x wrk's)" "$n" "$W/sc-$pl" "1 write + 1 read a request" 1 1
+		fi
+	done
+fi
+
 if [ -n "$SAME_RATE" ]; then
 	echo
 	echo "same rate: wrk closed loop with fewer connections, then pipebench unpipelined (64 connections) at the rate it reached"

@@ -276,6 +276,8 @@ func TestHelperGRPCServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The bound address, for a script that asked for port 0.
+	fmt.Printf("LISTEN %s\n", lt.Addr())
 	go srv.Serve(lt)
 	go srv.Serve(lu)
 	io.Copy(io.Discard, os.Stdin) // until the parent closes stdin

@@ -86,7 +86,13 @@ type conn struct {
 	hgot    bool // the block had grpc-status
 
 	goaway bool
-	freed  bool    // a stream or window opened since the last drain
+	freed  bool // a stream or window opened since the last drain
+	// urgent: a frame in out must leave now (a SETTINGS acknowledgement,
+	// a stream's window update). Others the reader appends (PING and
+	// connection window acknowledgements, resets) leave with the next
+	// Flush: the pacer's next row, or the expiry tick's, not a write
+	// of their own.
+	urgent bool
 	again  []*Call // calls the server did not process (GOAWAY): they go again
 }
 
@@ -705,8 +711,8 @@ func (c *conn) handle(l *link, buf []byte, have *int, done *[]*Call, at time.Tim
 		}
 	}
 	*have = copy(buf, buf[used:*have])
-	freed := c.freed
-	c.freed = false
+	freed, urgent := c.freed, c.urgent
+	c.freed, c.urgent = false, false
 	if len(c.out) > 0 {
 		c.dirty.Store(true)
 	}
@@ -728,7 +734,9 @@ func (c *conn) handle(l *link, buf []byte, have *int, done *[]*Call, at time.Tim
 	if freed {
 		c.cl.drain()
 	}
-	c.flush()
+	if urgent {
+		c.flush()
+	}
 	c.closeIfDrained()
 	return true
 }
@@ -768,6 +776,7 @@ func (c *conn) frame(fh frameHeader, p []byte, at time.Time, out *[]*Call) error
 		if k.recvd >= recvStreamWindow/2 && fh.flags&flagEndStream == 0 {
 			c.out = appendWindowUpdate(c.out, k.id, uint32(k.recvd))
 			k.recvd = 0
+			c.urgent = true
 		}
 		if fh.flags&flagEndStream != 0 {
 			k.Status, k.Message, k.Answered = 13, "the server ended the stream without trailers", at
@@ -866,6 +875,7 @@ func (c *conn) frame(fh frameHeader, p []byte, at time.Time, out *[]*Call) error
 			}
 		}
 		c.out = appendFrameHeader(c.out, 0, frameSettings, flagAck, 0)
+		c.urgent = true
 	case framePing:
 		if len(p) != 8 || fh.stream != 0 {
 			return errors.New("the server sent a bad PING frame")
