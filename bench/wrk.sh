@@ -6,6 +6,7 @@
 #   BASE=main bench/wrk.sh       # also pipebench built from git ref BASE, in the same pass
 #   SEARCH=0 bench/wrk.sh        # the rounds only, no search
 #   SAME_RATE=0 bench/wrk.sh     # without the same-rate rounds
+#   SAME_RATE="2 64/3" bench/wrk.sh   # same-rate rounds at wrk -c2's rate and at wrk -c64 pausing 3 ms a request
 #
 # Target: nginx, one worker pinned to CPU 1, `return 200 'ok'`, on
 # 127.0.0.1:$PORT (default 18091), started here from a config of its own in a
@@ -23,12 +24,17 @@
 # during it. At DURATION of it the server, not the generator, set the
 # closed loop's maximum, and an open model at 1.0x that maximum runs the
 # server at full utilization, where its queue grows without bound.
-# Same-rate rounds (SAME_RATE, default "1 2"; 0 skips them): wrk's closed
-# loop with that many connections, too few to keep nginx busy (it idles
-# between arrivals, below its 64-connection maximum; from about 4
-# connections on this machine nginx's core is full again), then each
-# pipebench build unpipelined at the rate that wrk run reached: the CPU a
-# request of the two at one rate, one operating point of the server. A
+# Same-rate rounds (SAME_RATE, default "64/3 64/2 1 64/1 2"; 0 skips
+# them): wrk's closed loop at a rate below its maximum, then each pipebench
+# build unpipelined at the rate that wrk run reached: the CPU a request of
+# the two at one rate, one operating point of the server. An entry C is
+# wrk with C connections, too few to keep nginx busy (it idles between
+# arrivals; from about 4 connections on this machine nginx's core is full
+# again); C/D is wrk with C connections each pausing D ms after an answer
+# before its next request (wrk's Lua delay(), a closed loop with think
+# time). The defaults span a quarter to about 0.9 of the 64-connection
+# maximum (64/3, 64/2 and 1 about 0.25-0.4 of it, 64/1 about 0.7, 2
+# about 0.85); the summary gives each point's fraction of the maximum. A
 # generator pays more a request when its server idles between arrivals
 # (each write wakes it), closed loop or open model alike, so the rounds
 # above compare an open model below the maximum with a closed loop at it.
@@ -60,12 +66,12 @@ for v in FRACTION PIPE_FRACTION; do
 		exit 2
 	fi
 done
-SAME_RATE=${SAME_RATE-1 2}
+SAME_RATE=${SAME_RATE-64/3 64/2 1 64/1 2}
 [ "$SAME_RATE" = 0 ] && SAME_RATE=
 for c in $SAME_RATE; do
 	case $c in
-	'' | *[!0-9]* | 0)
-		echo "SAME_RATE=$SAME_RATE: give wrk connection counts, like \"1 2\" (0 for none)" >&2
+	'' | *[!0-9/]* | 0 | /* | */ | */*/* | 0/*)
+		echo "SAME_RATE=$SAME_RATE: give wrk connection counts, each alone or with a pause in ms, like \"1 2 64/3\" (0 for none)" >&2
 		exit 2
 		;;
 	esac
@@ -95,6 +101,14 @@ wrk.method = "POST"
 wrk.body = string.rep("x", 64)
 wrk.headers["Content-Type"] = "application/octet-stream"
 EOF
+cat >"$W/pause.lua" <<'EOF'
+wrk.method = "POST"
+wrk.body = string.rep("x", 64)
+wrk.headers["Content-Type"] = "application/octet-stream"
+function delay()
+	return @PAUSE@
+end
+EOF
 cat >"$W/pipe.lua" <<'EOF'
 init = function(args)
 	local depth = tonumber(args[1]) or 1
@@ -123,11 +137,18 @@ if [ -n "${BASE:-}" ]; then
 	builds+=(pipebench-base)
 fi
 
-# wrk_run PIPELINE [CONNS] -> "req/s CPU-s µs-per-request sleeps-per-request peak-RSS-MB"
-# (PIPELINE 0: CONNS (64) connections, one request at a time; else 32
-# connections, PIPELINE requests a write)
+# wrk_run PIPELINE [CONNS[/PAUSE]] -> "req/s CPU-s µs-per-request sleeps-per-request peak-RSS-MB"
+# (PIPELINE 0: CONNS (64) connections, one request at a time, each
+# pausing PAUSE ms after an answer when given; else 32 connections,
+# PIPELINE requests a write)
 wrk_run() {
-	local args=(-c"${2:-64}" -s "$W/post.lua" "$URL")
+	local conns=${2:-64} pause=
+	case $conns in */*) pause=${conns#*/} conns=${conns%/*} ;; esac
+	local args=(-c"$conns" -s "$W/post.lua" "$URL")
+	if [ -n "$pause" ]; then
+		sed "s/@PAUSE@/$pause/" "$W/pause.lua" >"$W/pause-$pause.lua"
+		args=(-c"$conns" -s "$W/pause-$pause.lua" "$URL")
+	fi
 	[ "$1" -gt 0 ] && args=(-c32 -s "$W/pipe.lua" "$URL" -- "$1")
 	/usr/bin/time -f '%U %S %w %M' -o "$W/time" "${cpu0[@]}" timeout 60 "$WRK" -t1 -d"$DURATION" "${args[@]}" >"$W/wrk.out" 2>&1
 	read -r user sys vcs rss < <(tail -n 1 "$W/time")
@@ -157,6 +178,9 @@ pb_run() {
 		   (if v("sent") > 0 then ($vcs | tonumber) / v("sent") else 0 end), ($rss | tonumber) / 1024]
 		| "\(.[0] | floor) \(.[1]) \(.[2]) \(.[3]) \(.[4]) \(.[5] * 10 | floor / 10) \(.[6] * 1000 | floor / 1000) \(.[7] | floor)"' "$W/r.json"
 }
+
+# wname C[/PAUSE]: a same-rate entry as the lines name it: "64/3" is "64+3ms" (64 connections, each pausing 3 ms).
+wname() { case $1 in */*) echo "${1%/*}+${1#*/}ms" ;; *) echo "$1" ;; esac; }
 
 # srv_cs: the CPU time nginx's workers used so far, in clock ticks.
 srv_cs() {
@@ -262,13 +286,13 @@ if [ -n "$SAME_RATE" ]; then
 			read -r w wcpu wus wsl _ < <(wrk_run 0 "$c")
 			srv=$(srv_since "$s0")
 			echo "wrk $c $w $wus yes" >>"$W/same.all"
-			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "wrk -t1 -c$c (closed)" max "$w" - - "$wcpu" "$wus" - "$wsl" - "$srv$(full "$srv" "$DURATION")"
+			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "wrk -t1 -c$(wname "$c") (closed)" max "$w" - - "$wcpu" "$wus" - "$wsl" - "$srv$(full "$srv" "$DURATION")"
 			for b in "${builds[@]}"; do
 				s0=$(srv_cs)
 				read -r sent p50 p99 cpu held us sl _ < <(pb_run "$b" "$w" 0 "$DURATION")
 				srv=$(srv_since "$s0")
 				echo "$b $c $sent $us $held" >>"$W/same.all"
-				printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$b pipeline 0 (wrk -c$c)" "$w" "$sent" "$p50" "$p99" "$cpu" "$us" "$held" "$sl" - "$srv$(full "$srv" "$DURATION")"
+				printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$b pipeline 0 (wrk -c$(wname "$c"))" "$w" "$sent" "$p50" "$p99" "$cpu" "$us" "$held" "$sl" - "$srv$(full "$srv" "$DURATION")"
 			done
 		done
 	done
@@ -279,7 +303,7 @@ if [ -n "$SAME_RATE" ]; then
 			u=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c {print $4}' "$W/same.all" | median)
 			sent=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c {print $3}' "$W/same.all" | median)
 			h=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c && $5 == "yes"' "$W/same.all" | wc -l)
-			awk -v b="$b" -v c="$c" -v wr="$wrate" -v wu="$wu" -v u="$u" -v s="$sent" -v h="$h" -v n="$REPS" -v m="${wm[0]}" \
+			awk -v b="$b" -v c="$(wname "$c")" -v wr="$wrate" -v wu="$wu" -v u="$u" -v s="$sent" -v h="$h" -v n="$REPS" -v m="${wm[0]}" \
 				'BEGIN {printf "same rate as wrk -c%-3s (median %6.0f/s = %.2fx its -c64 median): wrk %.1f CPU-µs a request, %-16s %.1f = %.2fx; sent %.0f/s; held in %d of %d\n", c, wr, wr / m, wu, b, u, (wu > 0 ? u / wu : 0), s, h, n}'
 		done
 	done
