@@ -1055,15 +1055,8 @@ func (c *conn) expire(now time.Time, out []*Call) []*Call {
 			k = next
 			continue
 		}
-		if k.Written.IsZero() && c.unwritten(k) {
-			// Still in out: it never left, and goes nowhere now. The
-			// frames already appended stay (the server ends the stream
-			// at the RST_STREAM that follows).
-			k.Unsent = NoWindow
-			if k.Err != ErrTimeout {
-				k.Unsent = Cancelled
-			}
-		}
+		// A call whose frames are still in out (the socket was full) is
+		// sent all the same, then reset: it may have reached the server.
 		c.out = appendRSTStream(c.out, k.id, errCodeCancel)
 		c.finish(k, &out)
 		k = next
