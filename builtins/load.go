@@ -18,7 +18,6 @@ import (
 	"github.com/pipebench/pipebench/suite"
 	"github.com/pipebench/pipebench/sut/eventproxy"
 	"github.com/pipebench/pipebench/sut/jetstream"
-	"github.com/pipebench/pipebench/sut/otelcol"
 	"github.com/pipebench/pipebench/sut/plumbing/docstore"
 )
 
@@ -29,12 +28,13 @@ const Prefix = "builtin:"
 const DefaultScenario = Prefix + "quickstart"
 
 // MaybeRunChild runs, and then exits, the embedded system under test this
-// process was started to be (the collector, a nats-server node, the
-// health-event service's document store, the event publisher proxy), if any;
-// otherwise it returns at once. Call it first thing in main, and in
-// TestMain of tests that run scenarios with such a system.
+// process was started to be (a nats-server node, the health-event
+// service's document store, the event publisher proxy), if any; otherwise
+// it returns at once. Call it first thing in main, and in TestMain of tests
+// that run scenarios with such a system (internal/testkit/children: with
+// the heavy ones too, which pipebench-sut carries for the pipebench
+// command).
 func MaybeRunChild() {
-	otelcol.MaybeRunChild()
 	jetstream.MaybeRunChild()
 	docstore.MaybeRunChild()
 	eventproxy.MaybeRunChild()

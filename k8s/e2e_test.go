@@ -26,6 +26,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/internal/testkit/children"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/internal/testkit/kubetest"
 	"github.com/pipebench/pipebench/internal/testkit/sinktest"
@@ -41,7 +42,7 @@ const envTestPod = "PIPEBENCH_K8S_TEST_POD"
 
 func TestMain(m *testing.M) {
 	// The embedded collector runs as a child process of this binary.
-	builtins.MaybeRunChild()
+	children.MaybeRun()
 	if args := os.Getenv(envTestPod); args != "" {
 		os.Exit(testPod(strings.Fields(args)))
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/internal/testkit/children"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
@@ -24,7 +25,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	builtins.MaybeRunChild() // the embedded collector runs as a child of the test binary
+	children.MaybeRun() // the embedded collector runs as a child of the test binary
 	os.Exit(m.Run())
 }
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/internal/testkit/children"
 	"github.com/pipebench/pipebench/examples"
 	"github.com/pipebench/pipebench/internal/testkit/resulttest"
 	"github.com/pipebench/pipebench/store"
@@ -19,7 +19,7 @@ import (
 
 // TestMain keeps the tests' runs out of the user's history.
 func TestMain(m *testing.M) {
-	builtins.MaybeRunChild() // the test binary is also the collector's and the document store's child
+	children.MaybeRun() // the test binary is also the collector's and the document store's child
 	dir, err := os.MkdirTemp("", "pipebench-cli-test-")
 	if err != nil {
 		panic(err)

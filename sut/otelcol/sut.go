@@ -622,13 +622,15 @@ func (c *Collector) start(ctx context.Context, r *replica) error {
 			return err
 		}
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the pipebench binary to run the collector: %w", err)
-	}
-	cmd := exec.Command(exe)
+	var cmd *exec.Cmd
 	if c.cfg.Command != "" {
 		cmd = exec.Command(c.cfg.Command, "--config", path)
+	} else {
+		exe, err := childproc.Program(ctx, ChildEnv)
+		if err != nil {
+			return fmt.Errorf("the embedded collector: %w", err)
+		}
+		cmd = exec.Command(exe)
 	}
 	cmd.Env = append(os.Environ(), ChildEnv+"="+path,
 		"PIPEBENCH_OTLP_GRPC=127.0.0.1:"+strconv.Itoa(r.grpcPort), "PIPEBENCH_OTLP_HTTP=127.0.0.1:"+strconv.Itoa(r.httpPort),
