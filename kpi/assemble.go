@@ -420,14 +420,22 @@ func Validity(ph pipebench.PlanPhase, pr *pipebench.PhaseResult, s SendStats) []
 	if why := saturatedGenerator(pr); why != "" {
 		reasons = append(reasons, fmt.Sprintf("phase %s: %s", ph.Name, why))
 	}
-	if held := s.HeldBackItems(); held > 0 && s.ReadLag != nil && s.ReadLag.TotalCount() > 0 && s.Service != nil && s.Service.TotalCount() > 0 {
+	if held := s.HeldBackItems(); held > 0 && s.Service != nil && s.Service.TotalCount() > 0 && s.Lag != nil && s.Lag.TotalCount() > 0 {
 		// A connection or in-flight slot is held from the write to the
-		// answer's arrival by the system, and from there until pipebench
-		// read the answer by pipebench: when pipebench held them longer,
-		// its slowness, not the system, kept them busy.
-		if rl, svc := s.ReadLag.Mean()/1000, s.Service.Mean()/1000; rl > svc {
-			reasons = append(reasons, fmt.Sprintf("phase %s: pipebench held its connections and in-flight slots longer than the system did: answers waited %.1f ms on average for pipebench to read them, against %.1f ms from the write to the answer's arrival, so the %s items held back are pipebench's slowness%s; lower the rate, add generator CPU, or spread the load over shards",
-				ph.Name, rl, svc, pipebench.FormatCount(float64(held)), evidence))
+		// answer's arrival by the system; pipebench's own share is how
+		// late it acts: how late it starts what falls due (its lag: its
+		// loops wake on the same scheduler) and, where the driver tells,
+		// how long an answer waits for it to be read. When pipebench's
+		// share is the larger, its slowness, not the system, kept them
+		// busy.
+		own, how := s.Lag.Mean()/1000, fmt.Sprintf("it started sends %.1f ms late on average", s.Lag.Mean()/1000)
+		if s.ReadLag != nil && s.ReadLag.TotalCount() > 0 {
+			own += s.ReadLag.Mean() / 1000
+			how += fmt.Sprintf(" and answers waited %.1f ms on average for it to read them", s.ReadLag.Mean()/1000)
+		}
+		if svc := s.Service.Mean() / 1000; own > svc {
+			reasons = append(reasons, fmt.Sprintf("phase %s: pipebench held its connections and in-flight slots longer than the system did: %s, against %.1f ms from the write to the answer's arrival, so the %s items held back are pipebench's slowness%s; lower the rate, add generator CPU, or spread the load over shards",
+				ph.Name, how, svc, pipebench.FormatCount(float64(held)), evidence))
 		}
 	}
 	return reasons
