@@ -97,9 +97,11 @@ func firstAtOrAfter(pts []pipebench.TimeValue, t time.Time) (pipebench.TimeValue
 // the stream's series) to a stream's cap of messages (stream_max_msgs)
 // when its messages (stream_messages) reached it during the run (from
 // the first phase's start), the drain included: the cap was the subject
-// of the run, not only a limit it never came near.
+// of the run, not only a limit it never came near. A total that says it
+// already (merged from shards that each computed it from their own
+// series) is kept as it is.
 func capsReached(r *pipebench.Result, byName map[string][]pipebench.Series) {
-	if r.Total == nil || len(r.Phases) == 0 {
+	if r.Total == nil || len(r.Phases) == 0 || len(r.Total.All("stream_cap_reached")) > 0 {
 		return
 	}
 	from := r.Phases[0].Started

@@ -245,6 +245,18 @@ func TestCapsReached(t *testing.T) {
 		if ok != c.want || (ok && v != 10000) {
 			t.Errorf("messages %v: stream_cap_reached %v %v, want %v", c.peaks, v, ok, c.want)
 		}
+		if !c.want {
+			continue
+		}
+		// A merged run's series carry their shard's label; the total
+		// merged from the shards already says the cap was reached, once.
+		for i := range r.Series {
+			r.Series[i].Labels = map[string]string{"stream": "EVENTS", "shard": "1"}
+		}
+		Detector{}.Detect(r)
+		if got := r.Total.All("stream_cap_reached"); len(got) != 1 {
+			t.Errorf("merged: stream_cap_reached %+v, want the shards' one", got)
+		}
 	}
 }
 
