@@ -96,7 +96,9 @@ func ServeSink(ctx context.Context, reg *pipebench.Registry, s SinkServe) (*Serv
 		}
 		typ, what, startHint = httpsink.Factory().Name, "the sink", "choose a free address with --listen"
 		keys = []servedKey{{"--listen", "listen", s.Listen}, {"--path", "path", s.Path}}
-		invalid = func(err error) error { return pipebench.UsageError("cannot start the sink", "check --listen and --path", err) }
+		invalid = func(err error) error {
+			return pipebench.UsageError("cannot start the sink", "check --listen and --path", err)
+		}
 	}
 	f, ok := reg.Sinks.Lookup(typ)
 	if !ok || f.NewConfig == nil {
