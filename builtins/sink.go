@@ -68,13 +68,13 @@ func ServeSink(ctx context.Context, reg *pipebench.Registry, s SinkServe) (*Serv
 	// Which sink, the keys its flags set, and what to say when it cannot
 	// be built or started.
 	var (
-		typ, what, startHint string
+		typ, startMsg, startHint string
 		keys                 []servedKey
 		invalid              func(err error) error
 	)
 	switch {
 	case s.RemoteWrite != "":
-		typ, what, startHint = promrwsink.Factory().Name, "the remote-write sink", "choose a free address with --remote-write"
+		typ, startMsg, startHint = promrwsink.Factory().Name, "cannot start the remote-write sink", "choose a free address with --remote-write"
 		keys = []servedKey{{"--remote-write", "listen", s.RemoteWrite}}
 		invalid = func(error) error {
 			return pipebench.UsageError(fmt.Sprintf("--remote-write %q is not an address", s.RemoteWrite), "write host:port, like --remote-write 127.0.0.1:9201", nil)
@@ -85,7 +85,7 @@ func ServeSink(ctx context.Context, reg *pipebench.Registry, s SinkServe) (*Serv
 				return nil, pipebench.UsageError(fmt.Sprintf("%s %q is not an address", fl.name, fl.addr), fmt.Sprintf("write host:port, like %s 127.0.0.1:%s, or a Unix socket, unix:///path/to.sock", fl.name, fl.port), nil)
 			}
 		}
-		typ, what, startHint = otlpsink.Factory().Name, "the OTLP sink", "choose free addresses with --otlp-grpc and --otlp-http"
+		typ, startMsg, startHint = otlpsink.Factory().Name, "cannot start the OTLP sink", "choose free addresses with --otlp-grpc and --otlp-http"
 		keys = []servedKey{{"--otlp-grpc", "grpc_listen", s.OTLPGRPC}, {"--otlp-http", "http_listen", s.OTLPHTTP}}
 		invalid = func(err error) error {
 			return pipebench.UsageError("the OTLP sink's addresses are not valid", "write host:port, like --otlp-grpc 127.0.0.1:4317", err)
@@ -94,7 +94,7 @@ func ServeSink(ctx context.Context, reg *pipebench.Registry, s SinkServe) (*Serv
 		if err := unixsock.Check(s.Listen); err != nil {
 			return nil, pipebench.UsageError("--listen "+err.Error(), "write host:port, like --listen 127.0.0.1:9000, or a Unix socket, --listen unix:///path/to.sock", nil)
 		}
-		typ, what, startHint = httpsink.Factory().Name, "the sink", "choose a free address with --listen"
+		typ, startMsg, startHint = httpsink.Factory().Name, "cannot listen on "+s.Listen, "choose a free address with --listen"
 		keys = []servedKey{{"--listen", "listen", s.Listen}, {"--path", "path", s.Path}}
 		invalid = func(err error) error {
 			return pipebench.UsageError("cannot start the sink", "check --listen and --path", err)
@@ -125,10 +125,7 @@ func ServeSink(ctx context.Context, reg *pipebench.Registry, s SinkServe) (*Serv
 	arr := kpi.NewArrivals(1, nil)
 	arr.StartPhase(0, 0)
 	if err := built.Start(ctx, arr); err != nil {
-		if typ == httpsink.Factory().Name {
-			return nil, pipebench.UsageError(fmt.Sprintf("cannot listen on %s", s.Listen), startHint, err)
-		}
-		return nil, pipebench.UsageError("cannot start "+what, startHint, err)
+		return nil, pipebench.UsageError(startMsg, startHint, err)
 	}
 	out := &ServedSink{Arrivals: arr, Shutdown: built.Shutdown, Where: where(built, s)}
 	if rw, ok := built.(*promrwsink.Sink); ok {
