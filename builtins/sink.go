@@ -69,8 +69,8 @@ func ServeSink(ctx context.Context, reg *pipebench.Registry, s SinkServe) (*Serv
 	// be built or started.
 	var (
 		typ, startMsg, startHint string
-		keys                 []servedKey
-		invalid              func(err error) error
+		keys                     []servedKey
+		invalid                  func(err error) error
 	)
 	switch {
 	case s.RemoteWrite != "":
