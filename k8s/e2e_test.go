@@ -186,7 +186,7 @@ func (e *e2e) launch(t *testing.T, ctx context.Context, ns, scen string, s Setup
 		return nil, col, log, err
 	}
 	col.Check(log)
-	merged, err := kpi.Merge(col.Shards)
+	merged, err := kpi.Merge(col.Shards, e.reg)
 	return merged, col, log, err
 }
 
@@ -356,7 +356,7 @@ thresholds: ["errors == 0", "lost == 0"]
 			if err != nil {
 				t.Fatalf("collect: %v\n%s", err, log)
 			}
-			res, err := kpi.Merge(col.Shards)
+			res, err := kpi.Merge(col.Shards, e.reg)
 			if err != nil {
 				t.Fatal(err)
 			}

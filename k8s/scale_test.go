@@ -138,7 +138,7 @@ func testLaunch(spec string) int {
 		return fail(err)
 	}
 	t0 := time.Now()
-	merged, err := kpi.Merge(col.Shards)
+	merged, err := kpi.Merge(col.Shards, reg)
 	if err != nil {
 		return fail(err)
 	}

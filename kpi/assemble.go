@@ -42,6 +42,9 @@ type RunRecord struct {
 	// LoadEnded is when the last phase ended; ObservedUntil is the time of
 	// the last observation (after the drain).
 	LoadEnded, ObservedUntil time.Time
+	// Detectors are the plan's plug-ins' own readings of their series
+	// (pipebench.Registry.Detectors), run after the general detectors.
+	Detectors []pipebench.Detector
 }
 
 // Assemble computes the Result of a run: each phase's KPIs with the
@@ -92,7 +95,7 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 		reasons = append(reasons, Restarts(rec.Series, res.Phases[0].Started, rec.ObservedUntil)...)
 	}
 	res.Thresholds = EvalThresholds(rec.Plan, res.Phases)
-	res.Detections = append(Saturation(res, reasons), DetectAll(res)...)
+	res.Detections = append(Saturation(res, reasons), DetectAll(res, rec.Detectors)...)
 	res.Summary = append(Summary(res), Capacity(res)...)
 
 	failures := rec.Failures
@@ -155,7 +158,6 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result, item stri
 		setHistograms(&t, res.Series, first.Started, until)
 		totals(&t)
 		wholeRunPeaks(&t, res.Series, first.Started, until)
-		capsReached(&t, res.Series, first.Started, until)
 		if !rec.Aborted {
 			effectLedger(&t, res.Series, first.Started, until, item, rec.Partial)
 		}
@@ -167,7 +169,6 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result, item stri
 	setHistograms(&t, res.Series, first.Started, until)
 	totals(&t)
 	wholeRunPeaks(&t, res.Series, first.Started, until)
-	capsReached(&t, res.Series, first.Started, until)
 	if a := rec.Arrivals; a.Lost > 0 || rec.Aborted {
 		// Accepted items never arrived: the backlog did not drain, and
 		// has no drain time; how long the drain waited for it is said.
@@ -671,21 +672,37 @@ func sortedKeys(m map[string]uint64) []string {
 	return keys
 }
 
-// DetectAll runs every detector with its defaults: the general ones and
-// the event-bus ones (which name the eventing reference's classes F1, F2,
-// F3). Where both see a stream filling up, the general storage_fill and
-// storage_full findings are kept and the event-bus duplicates dropped.
-func DetectAll(res *pipebench.Result) []pipebench.Detection {
-	out := append(Detect(res, DetectOptions{}), Drift(res)...)
-	storage := false
-	for _, d := range out {
-		storage = storage || d.Detector == "storage_fill" || d.Detector == "storage_full"
-	}
-	for _, d := range DetectNATS(res, NATSDetectOptions{}) {
-		if storage && (d.Detector == "storage_filling" || d.Detector == "stream_full") {
-			continue
+// DetectAll runs every detector with its defaults: the general ones, which
+// read only the KPI names every plug-in shares (stall, shortfall,
+// backlog_growth, leak, throughput_drop, rate_drop, and the total's
+// memory_slope), then each of detectors (the plan's plug-ins' own, such as
+// the nats observer's storage and dispatch classes, F1 to F3). A stall
+// is not counted while a PauseReporter among detectors says delivery was
+// paused on purpose.
+func DetectAll(res *pipebench.Result, detectors []pipebench.Detector) []pipebench.Detection {
+	var o DetectOptions
+	var pausers []pipebench.PauseReporter
+	for _, d := range detectors {
+		if p, ok := d.(pipebench.PauseReporter); ok {
+			pausers = append(pausers, p)
 		}
-		out = append(out, d)
 	}
+	if len(pausers) > 0 {
+		o.Paused = func(t time.Time) bool {
+			for _, p := range pausers {
+				if p.Paused(res, t) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	out := append(Detect(res, o), Drift(res)...)
+	byName := pipebench.SeriesByName(res.Series)
+	out = append(out, rateDrop(res, byName, func(t time.Time) string { return phaseFrom(res, t) })...)
+	for _, d := range detectors {
+		out = append(out, d.Detect(res)...)
+	}
+	memorySlopes(res, byName)
 	return out
 }

@@ -52,7 +52,7 @@ missing slice are refused.`,
 // mergeShards merges shard Results into one, then keeps it as any run's
 // (pipebench merge, pipebench k8s run).
 func (a *app) mergeShards(shards []*pipebench.Result, rep pipebench.Reporter, keep execute.Keep) error {
-	merged, err := kpi.Merge(shards)
+	merged, err := kpi.Merge(shards, a.reg)
 	if err != nil {
 		return pipebench.UsageError("cannot merge these shards", "give every shard Result of one plan, once each", err)
 	}

@@ -68,7 +68,7 @@ func (a *app) sink(f sinkFlags, listenSet bool) error {
 	if err != nil {
 		return err
 	}
-	sk, err := builtins.ServeSink(a.ctx, builtins.SinkServe{Listen: f.listen, ListenSet: listenSet, Path: f.path,
+	sk, err := builtins.ServeSink(a.ctx, a.reg, builtins.SinkServe{Listen: f.listen, ListenSet: listenSet, Path: f.path,
 		OTLPGRPC: f.otlpGRPC, OTLPHTTP: f.otlpHTTP, RemoteWrite: f.rw, Faults: pol, Seed: f.seed})
 	if err != nil {
 		return err

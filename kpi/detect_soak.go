@@ -20,34 +20,12 @@ func loadWindow(r *pipebench.Result) (from, to time.Time, ok bool) {
 // [from, to] summed over instances (points at the same time added).
 func summedRate(byName map[string][]pipebench.Series, from, to time.Time, names ...string) (string, []pipebench.TimeValue) {
 	for _, name := range names {
-		ss := byName[name]
-		if len(ss) == 0 {
-			continue
+		if ss := byName[name]; len(ss) > 0 {
+			return name, pipebench.Summed(ss, from, to)
 		}
-		sum := map[time.Time]float64{}
-		var order []time.Time
-		for _, s := range ss {
-			for _, p := range s.Points {
-				if p.T.Before(from) || p.T.After(to) {
-					continue
-				}
-				if _, seen := sum[p.T]; !seen {
-					order = append(order, p.T)
-				}
-				sum[p.T] += p.V
-			}
-		}
-		sortTimes(order)
-		out := make([]pipebench.TimeValue, len(order))
-		for i, t := range order {
-			out[i] = pipebench.TimeValue{T: t, V: sum[t]}
-		}
-		return name, out
 	}
 	return "", nil
 }
-
-func sortTimes(ts []time.Time) { slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) }) }
 
 // dropMinPoints is the fewest observations before and after a rate drop.
 const dropMinPoints = 5
@@ -115,7 +93,7 @@ func rateDrop(r *pipebench.Result, byName map[string][]pipebench.Series, phase f
 		mean := func(ps []pipebench.TimeValue) float64 {
 			sum := 0.0
 			for _, p := range ps {
-				sum += valueAt(target, p.T)
+				sum += pipebench.ValueAt(target, p.T)
 			}
 			return sum / float64(len(ps))
 		}
@@ -131,50 +109,6 @@ func rateDrop(r *pipebench.Result, byName map[string][]pipebench.Series, phase f
 	return []pipebench.Detection{{Detector: "rate_drop", Series: name, Phase: phase(at), Began: at, Value: after,
 		Message: fmt.Sprintf("%s fell to %s/s after %s at %s/s, and stayed down", name, pipebench.FormatCount(after),
 			pipebench.FormatDuration(upFor.Round(time.Second)), pipebench.FormatCount(before))}}
-}
-
-// bufferingPoints is how many observations in a row the generator's rate
-// must run ahead of the consumer's for buffering to have begun.
-const bufferingPoints = 3
-
-// buffering finds where the generator's rate and the rate the consuming
-// service processes part, as the chef reference found it: pipebench's
-// accepted_rate more than 5% above the consumers' ack rate (the server's
-// consumer_acked_seq_rate, summed) for bufferingPoints observations in a
-// row, the consumer not paused on purpose. It sets buffering_began on the total
-// (seconds from the load's start) and returns a buffering detection.
-func buffering(r *pipebench.Result, byName map[string][]pipebench.Series, phase func(time.Time) string) []pipebench.Detection {
-	from, to, ok := loadWindow(r)
-	if !ok || r.Total == nil {
-		return nil
-	}
-	_, gen := summedRate(byName, from, to, "accepted_rate")
-	_, cons := summedRate(byName, from, to, "consumer_acked_seq_rate")
-	if len(gen) == 0 || len(cons) == 0 {
-		return nil
-	}
-	run := 0
-	paused := byName["consumer_paused"]
-	for i, g := range gen {
-		c := valueAt(cons, g.T)
-		if plannedPause(r, paused, g.T) {
-			run = 0 // a consumer paused on purpose buffers by design
-			continue
-		}
-		if g.V > 1.05*c && g.V-c >= 1 {
-			run++
-		} else {
-			run = 0
-		}
-		if run == bufferingPoints {
-			at := gen[i-run+1].T
-			r.Total.Set(pipebench.KPI{Name: "buffering_began", Value: at.Sub(from).Seconds(), Unit: pipebench.UnitSeconds})
-			return []pipebench.Detection{{Detector: "buffering", Series: "accepted_rate", Phase: phase(at), Began: at, Value: at.Sub(from).Seconds(),
-				Message: fmt.Sprintf("buffering began %s into the load: the generator's rate (%s/s accepted) and the consumer's (%s/s acknowledged) parted",
-					pipebench.FormatDuration(at.Sub(from).Round(time.Second)), pipebench.FormatCount(gen[i-run+1].V), pipebench.FormatCount(valueAt(cons, at)))}}
-		}
-	}
-	return nil
 }
 
 // memorySlopes sets, on the total, memory_slope{instance} for every
@@ -194,7 +128,7 @@ func memorySlopes(r *pipebench.Result, byName map[string][]pipebench.Series) {
 		if len(half) < 10 || half[len(half)-1].T.Sub(half[0].T) < time.Minute {
 			continue
 		}
-		r.Total.Set(pipebench.KPI{Name: "memory_slope", Labels: s.Labels, Value: slopePerSecond(half) * 3600, Unit: "MB/h"})
+		r.Total.Set(pipebench.KPI{Name: "memory_slope", Labels: s.Labels, Value: pipebench.Slope(half) * 3600, Unit: "MB/h"})
 	}
 }
 
@@ -204,45 +138,13 @@ func sortSearchTime(pts []pipebench.TimeValue, t time.Time) int {
 	return i
 }
 
-// outstandingMin is the smallest backlog at a phase's start whose drain is
-// timed.
-const outstandingMin = 1000
-
-// outstandingDrains times, in each phase that starts with at least
-// outstandingMin messages outstanding in a stream (stream_messages: with
-// interest or work-queue retention, what is stored and not yet
-// acknowledged), how long they took to clear: from the phase's start to
-// the first observation at or below 1% of that level. It sets on the
-// phase outstanding_at_start, outstanding_drain_time (seconds) and
-// outstanding_drain_rate (the level over that time): the chef reference's
-// "a backlog of 100,000 clears in less than 5 minutes at 500/s".
-func outstandingDrains(r *pipebench.Result, byName map[string][]pipebench.Series) {
-	for _, s := range byName["stream_messages"] {
-		for i := range r.Phases {
-			p := &r.Phases[i]
-			start, ok := firstAtOrAfter(s.Points, p.Started)
-			if !ok || start.V < outstandingMin || start.T.After(p.Ended) {
-				continue
-			}
-			for _, pt := range s.Points {
-				if pt.T.Before(start.T) || pt.T.After(p.Ended) || pt.V > 0.01*start.V {
-					continue
-				}
-				secs := pt.T.Sub(p.Started).Seconds()
-				p.Set(pipebench.KPI{Name: "outstanding_at_start", Labels: s.Labels, Value: start.V, Unit: pipebench.UnitCount})
-				p.Set(pipebench.KPI{Name: "outstanding_drain_time", Labels: s.Labels, Value: secs, Unit: pipebench.UnitSeconds})
-				p.Set(pipebench.KPI{Name: "outstanding_drain_rate", Labels: s.Labels, Value: start.V / secs, Unit: pipebench.UnitPerSecond})
-				break
-			}
+// phaseFrom is the name of the phase of r that t falls in, from its start
+// to before its end ("" outside every phase).
+func phaseFrom(r *pipebench.Result, t time.Time) string {
+	for _, p := range r.Phases {
+		if !t.Before(p.Started) && t.Before(p.Ended) {
+			return p.Name
 		}
 	}
-}
-
-func firstAtOrAfter(pts []pipebench.TimeValue, t time.Time) (pipebench.TimeValue, bool) {
-	for _, p := range pts {
-		if !p.T.Before(t) {
-			return p, true
-		}
-	}
-	return pipebench.TimeValue{}, false
+	return ""
 }

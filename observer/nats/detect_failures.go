@@ -1,4 +1,4 @@
-package kpi
+package natsobs
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // paused, a planned outage, a node restarting). A stream without a stream_last_seq series is
 // judged by its consumers' pending count rising instead. One detection per
 // stall, at its first observation.
-func dispatchStalled(r *pipebench.Result, byName map[string][]pipebench.Series, o NATSDetectOptions, restarts []pipebench.Detection, phase func(time.Time) string) []pipebench.Detection {
+func (o Detector) dispatchStalled(r *pipebench.Result, byName map[string][]pipebench.Series, restarts []pipebench.Detection, phase func(time.Time) string) []pipebench.Detection {
 	var out []pipebench.Detection
 	streams := map[string]bool{}
 	for _, name := range []string{"stream_last_seq", "consumer_acked_seq", "consumer_pending"} {
@@ -46,7 +46,7 @@ func dispatchStalled(r *pipebench.Result, byName map[string][]pipebench.Series, 
 	maxAt := func(ss []pipebench.Series, t time.Time) (float64, bool) {
 		m, ok := 0.0, false
 		for _, s := range ss {
-			if v, found := natsPointAt(s.Points, t); found && (!ok || v > m) {
+			if v, found := pipebench.PointAt(s.Points, t); found && (!ok || v > m) {
 				m, ok = v, true
 			}
 		}
@@ -55,13 +55,12 @@ func dispatchStalled(r *pipebench.Result, byName map[string][]pipebench.Series, 
 	sumAt := func(ss []pipebench.Series, t time.Time) float64 {
 		sum := 0.0
 		for _, s := range ss {
-			if v, found := natsPointAt(s.Points, t); found {
+			if v, found := pipebench.PointAt(s.Points, t); found {
 				sum += v
 			}
 		}
 		return sum
 	}
-	paused := byName["consumer_paused"]
 	for _, stream := range names {
 		lastSeq := ofStream("stream_last_seq", stream)
 		acked := ofStream("consumer_acked_seq", stream)
@@ -91,14 +90,14 @@ func dispatchStalled(r *pipebench.Result, byName map[string][]pipebench.Series, 
 				}
 			}
 			for _, n := range byName["node_storage_used_ratio"] {
-				if v, ok := natsPointAt(n.Points, t); ok && v >= o.FullRatio {
+				if v, ok := pipebench.PointAt(n.Points, t); ok && v >= o.FullRatio {
 					return true
 				}
 			}
 			if v, ok := maxAt(ratio, t); ok && v >= o.FullRatio {
 				return true
 			}
-			return plannedPause(r, paused, t)
+			return o.paused(r, t)
 		}
 		// stalled says whether the step from times[i-1] to times[i] took
 		// messages in without any acknowledged.
