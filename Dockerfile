@@ -26,7 +26,7 @@ ARG COMMIT=
 # The tags leave out Prometheus's cloud service discovery, as tools/image
 # does (BuildTags there says why).
 RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false -tags remove_all_sd,enable_kubernetes_sd \
-      -ldflags="-s -w -X main.version=${VERSION} -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommit=${COMMIT}" \
+      -ldflags="-s -w -X github.com/pipebench/pipebench/internal/cli/buildinfo.Version=${VERSION} -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommit=${COMMIT}" \
       -o /out/pipebench ./cmd/pipebench
 
 FROM gcr.io/distroless/static-debian12:nonroot

@@ -151,7 +151,7 @@ func TestScenarioCorpus(t *testing.T) {
 		"../examples":                            true,
 		"testdata/scenarios/valid":               true,
 		"testdata/scenarios/invalid":             false,
-		"../cmd/pipebench/testdata/schema/valid": true,
+		"../command/testdata/schema/valid": true,
 	}))
 }
 

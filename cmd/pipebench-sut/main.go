@@ -13,12 +13,10 @@ import (
 	"github.com/pipebench/pipebench/sut/heavy"
 )
 
-var version = "dev"
-
 func main() {
 	heavy.MaybeRunChild()
 	if len(os.Args) == 2 && os.Args[1] == "version" {
-		fmt.Println(buildinfo.Read(version))
+		fmt.Println(buildinfo.Read(buildinfo.Version))
 		os.Exit(0)
 	}
 	fmt.Fprintln(os.Stderr, "pipebench-sut runs pipebench's embedded systems under test (the OpenTelemetry Collector) as child processes of pipebench; it is not run by hand: run pipebench")

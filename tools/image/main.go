@@ -94,7 +94,7 @@ func main() {
 type Spec struct {
 	// Src is the pipebench module's folder.
 	Src string
-	// Version is the version the binary reports (-X main.version) and
+	// Version is the version the binary reports (-X .../internal/cli/buildinfo.Version) and
 	// the image's version tag; Commit and Created name the commit built
 	// and its time, which is every time in the image.
 	Version, Commit string
@@ -215,7 +215,7 @@ func Build(s Spec) (v1.Image, error) {
 		}
 	}
 	bin := filepath.Join(dir, "pipebench")
-	ld := fmt.Sprintf("-s -w -buildid= -X main.version=%s -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommit=%s -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommitTime=%s",
+	ld := fmt.Sprintf("-s -w -buildid= -X github.com/pipebench/pipebench/internal/cli/buildinfo.Version=%s -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommit=%s -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommitTime=%s",
 		s.Version, s.Commit, s.Created.Format(time.RFC3339))
 	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-tags", BuildTags, "-ldflags", ld, "-o", bin, "./cmd/pipebench")
 	cmd.Dir = src
