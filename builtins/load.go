@@ -18,7 +18,6 @@ import (
 	"github.com/pipebench/pipebench/suite"
 	"github.com/pipebench/pipebench/sut/eventproxy"
 	"github.com/pipebench/pipebench/sut/jetstream"
-	"github.com/pipebench/pipebench/sut/plumbing/docstore"
 )
 
 // Prefix marks a built-in scenario or suite: builtin:NAME.
@@ -28,15 +27,14 @@ const Prefix = "builtin:"
 const DefaultScenario = Prefix + "quickstart"
 
 // MaybeRunChild runs, and then exits, the embedded system under test this
-// process was started to be (a nats-server node, the health-event
-// service's document store, the event publisher proxy), if any; otherwise
+// process was started to be (a nats-server node, the event publisher
+// proxy), if any; otherwise
 // it returns at once. Call it first thing in main, and in TestMain of tests
 // that run scenarios with such a system (internal/testkit/children: with
 // the heavy ones too, which pipebench-sut carries for the pipebench
 // command).
 func MaybeRunChild() {
 	jetstream.MaybeRunChild()
-	docstore.MaybeRunChild()
 	eventproxy.MaybeRunChild()
 }
 

@@ -1,4 +1,4 @@
-package healthevents_test
+package service_test
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/sut/healthevents"
+	"github.com/pipebench/pipebench/sut/healthevents/service"
 )
 
 // storeReading is the test's own reading of the service: the store's
@@ -44,7 +45,7 @@ func TestLedgerHealthEventsMidDrain(t *testing.T) {
 	cfg := healthevents.DefaultConfig()
 	cfg.Listen = "unix://" + filepath.Join(t.TempDir(), "he.sock")
 	cfg.QuarantineWorkers, cfg.EffectRate = 1, 50
-	srv, err := healthevents.New(cfg)
+	srv, err := service.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

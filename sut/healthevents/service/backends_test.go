@@ -1,4 +1,4 @@
-package healthevents
+package service
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package healthevents
+package service
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/pipebench/pipebench/internal/testkit/kubetest"
+	"github.com/pipebench/pipebench/sut/plumbing/kubecp"
 )
 
 // NodeLabel marks the Node objects the service created, so that they (and
@@ -26,7 +26,7 @@ const NodeLabel = "pipebench.dev/health-events-node"
 // kube cordons nodes through a real API server: one the service started
 // (Bin) or a cluster's (Kubeconfig).
 type kube struct {
-	cluster *kubetest.Cluster // when started here
+	cluster *kubecp.Cluster // when started here
 	config  *rest.Config
 	client  kubernetes.Interface
 	owned   bool // the cluster is ours: no need to delete the Nodes
@@ -40,7 +40,7 @@ type kube struct {
 func openKube(ctx context.Context, cfg KubeConfig, dir string) (*kube, error) {
 	k := &kube{created: map[string]bool{}}
 	if cfg.Bin != "" {
-		c, err := kubetest.StartIn(cfg.Bin, dir, kubetest.Options{Controllers: cfg.Controllers})
+		c, err := kubecp.StartIn(cfg.Bin, dir, kubecp.Options{Controllers: cfg.Controllers})
 		if err != nil {
 			return nil, fmt.Errorf("healthevents: start the API server from kube.bin %s: %w", cfg.Bin, err)
 		}

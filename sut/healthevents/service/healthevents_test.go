@@ -1,4 +1,4 @@
-package healthevents
+package service
 
 import (
 	"context"
@@ -19,7 +19,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/sut/plumbing/docstore"
 )
@@ -158,22 +157,6 @@ func TestFullQueueIsResourceExhausted(t *testing.T) {
 	}
 	if status.Code(last) != codes.ResourceExhausted {
 		t.Errorf("a full queue answered %v, want RESOURCE_EXHAUSTED", last)
-	}
-}
-
-func TestFactoryDefaultsToASocketInTheRunDirectory(t *testing.T) {
-	dir := t.TempDir()
-	sut, err := Factory().New(nil, pipebench.Env{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testutil.Start(t, sut.Start, sut.Shutdown)
-	if want := "unix://" + filepath.Join(dir, "healthevents.sock"); sut.Endpoint() != want {
-		t.Errorf("endpoint %q, want %q", sut.Endpoint(), want)
-	}
-	if _, err := Factory().New(&Config{Listen: "somewhere", HTTPListen: "x", EffectRate: -1, QueueSize: 0}, pipebench.Env{}); err == nil ||
-		!strings.Contains(testutil.ErrorText(err), "effect_rate:") || !strings.Contains(testutil.ErrorText(err), "listen:") {
-		t.Errorf("bad config error: %v", err)
 	}
 }
 

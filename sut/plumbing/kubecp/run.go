@@ -1,4 +1,4 @@
-package kubetest
+package kubecp
 
 // StartIn starts a control plane (etcd, kube-apiserver and, with
 // o.Controllers, kube-controller-manager) from the binaries in bin with its

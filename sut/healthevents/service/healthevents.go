@@ -1,4 +1,4 @@
-// Package healthevents is a health-event service run as a system under
+// Package service is the health-event service run as a system under
 // test, shaped like a GPU fleet's fault-quarantine pipeline: it serves the
 // example HealthEventService (examples/healthevents.proto, with server
 // reflection) over gRPC on a Unix domain socket or TCP; a connector stage
@@ -20,10 +20,11 @@
 // names) and the API server's own metrics (/metrics/apiserver, read with
 // the service's credentials), so that one Prometheus scrapes all three.
 //
-// The gRPC service runs inside the pipebench process, so its CPU is shared
-// with the generator's; the store and the API server are processes of
-// their own.
-package healthevents
+// The service runs as a child process of pipebench-sut (MaybeRunChild),
+// which the healthevents system under test starts: its CPU and memory are
+// its own, apart from the generator's; the store and the API server are
+// processes of their own too.
+package service
 
 import (
 	"bytes"
@@ -48,40 +49,12 @@ import (
 	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/examples"
-	"github.com/pipebench/pipebench/internal/format/protoschema"
 	"github.com/pipebench/pipebench/sut/plumbing/docstore"
 )
-
-// Service is the gRPC service the SUT serves, and its methods.
-const (
-	Service      = "pipebench.healthevents.v1.HealthEventService"
-	MethodReport = Service + "/Report"
-	MethodStream = Service + "/ReportStream"
-)
-
-// Effect is one applied event.
-type Effect struct {
-	Seq      uint64    `json:"seq"`
-	Node     string    `json:"node"`
-	Sent     time.Time `json:"sent,omitzero"` // the client's send time (pipebench-sent metadata), if given
-	Received time.Time `json:"received"`
-	Applied  time.Time `json:"applied"`
-}
-
-// EffectsPage is the answer of GET /effects?from=K: the effects applied
-// K, K+1, ... in order, at most limit of them, and the cursor to ask from
-// next.
-type EffectsPage struct {
-	Effects []Effect `json:"effects"`
-	Next    int      `json:"next"`
-	Backlog int      `json:"backlog"`
-}
 
 type event struct {
 	seq      uint64
@@ -137,32 +110,6 @@ var _ pipebench.MultiEndpoint = (*Server)(nil)
 
 // stageBuckets reach from 0.5 ms to about a minute.
 var stageBuckets = prometheus.ExponentialBuckets(0.0005, 2, 18)
-
-// Schema is the service's built-in healthevents.proto (examples/),
-// compiled: its files (what server reflection answers from) and its two
-// methods, MethodReport and MethodStream.
-type Schema struct {
-	Files          *protoregistry.Files
-	Report, Stream protoreflect.MethodDescriptor
-}
-
-// CompileSchema compiles the built-in proto: for the service, and for a
-// test's stand-in for it or a client of it, which encode and decode what
-// it does.
-func CompileSchema() (Schema, error) {
-	files, err := protoschema.Compile(context.Background(), []string{"healthevents.proto"}, nil, examples.FS)
-	if err != nil {
-		return Schema{}, fmt.Errorf("healthevents: the built-in proto does not compile: %w", err)
-	}
-	sc := Schema{Files: files}
-	if sc.Report, err = protoschema.Method(files, MethodReport); err != nil {
-		return Schema{}, err
-	}
-	if sc.Stream, err = protoschema.Method(files, MethodStream); err != nil {
-		return Schema{}, err
-	}
-	return sc, nil
-}
 
 // New returns a service for cfg; it is not started. Zero workers, store
 // names and node count take DefaultConfig's; a zero store type is ferretdb.
@@ -281,6 +228,7 @@ func (s *Server) Start(ctx context.Context) error {
 	mux.HandleFunc("GET /metrics/apiserver", s.serveAPIServerMetrics)
 	mux.HandleFunc("GET /effects", s.serveEffects)
 	mux.HandleFunc("GET /nodes", s.serveNodes)
+	s.serveControl(mux)
 	s.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.grpc.Serve(s.gln) }()
 	go func() { _ = s.httpSrv.Serve(s.hln) }()

@@ -1,4 +1,4 @@
-package healthevents_test
+package service_test
 
 import (
 	"context"
@@ -25,18 +25,19 @@ import (
 	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
 	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/sut/healthevents"
+	"github.com/pipebench/pipebench/sut/healthevents/service"
 )
 
 // started is a system under test the test started itself, so that it can
 // read the store and the API server directly after the run.
-type started struct{ *healthevents.Server }
+type started struct{ *service.Server }
 
 func (started) Start(context.Context) error    { return nil }
 func (started) Shutdown(context.Context) error { return nil }
 
 // apiMetrics reads the API server's own /metrics directly: every request
 // counted, the PATCHes of nodes, and the request-duration buckets.
-func apiMetrics(t *testing.T, srv *healthevents.Server) (total, patches float64, buckets map[float64]float64) {
+func apiMetrics(t *testing.T, srv *service.Server) (total, patches float64, buckets map[float64]float64) {
 	t.Helper()
 	raw, err := srv.KubeClient().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
@@ -116,7 +117,7 @@ func TestThirdPartyKPIsAgainstTheirOwnReadings(t *testing.T) {
 	cfg.Listen = "unix://" + filepath.Join(dir, "he.sock")
 	cfg.QuarantineWorkers = 4
 	cfg.Kube.Bin, cfg.Kube.Nodes = bin, 50
-	srv, err := healthevents.New(cfg)
+	srv, err := service.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
