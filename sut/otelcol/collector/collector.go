@@ -103,7 +103,6 @@ func factories() (otelcolc.Factories, error) {
 	return f, nil
 }
 
-
 // dryRun validates a collector configuration with the embedded collector's
 // own validation.
 func dryRun(data []byte, vars map[string]string) error {
@@ -180,4 +179,3 @@ func envStandIns(vars map[string]string) confmap.ProviderFactory {
 		}}
 	})
 }
-
