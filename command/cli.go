@@ -51,7 +51,7 @@ func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // executeWith is runCLI with the context of a second signal (see signals)
 // and where scenarios' ${VAR} are looked up (nil: the environment).
 func executeWith(ctx, cut context.Context, env func(string) (string, bool), args []string, stdout, stderr io.Writer) int {
-	reg, err := builtins.Registry()
+	reg, err := NewRegistry()
 	if err != nil {
 		fmt.Fprintf(stderr, "pipebench: %v\n", err)
 		return pipebench.ExitFailure
@@ -76,6 +76,11 @@ func executeWith(ctx, cut context.Context, env func(string) (string, bool), args
 	}
 	return code
 }
+
+// NewRegistry builds the registry of the plug-ins the command line knows:
+// builtins.Registry's (no embedded system under test) unless the program's
+// main says otherwise (the pipebench command: sut/all.Registry).
+var NewRegistry = builtins.Registry
 
 // silentExit carries an exit code whose message was already printed.
 type silentExit struct{ code int }
@@ -126,6 +131,7 @@ Exit codes:  0 passed, 1 pipebench failed (or the result could not be kept where
 		a.schemaCommand(), a.reportCommand(), a.suiteCommand())
 	root.AddCommand(a.historyCommands()...)
 	root.AddCommand(a.k8sCommand(), a.versionCommand(), a.fetchCommand())
+	a.extend(root)
 	a.completions(root)
 	nonNegativeDurations(root)
 	return root

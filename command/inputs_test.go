@@ -398,7 +398,7 @@ var kubeconfigs = []string{
 // these files are read while a run starts, or by another process, where a
 // FIFO would hold the run and an endless file exhaust memory.
 func TestEveryScenarioKeyNamingAFile(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "schema", "scenario.json"))
+	data, err := os.ReadFile(filepath.Join("..", "schema", "scenario.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

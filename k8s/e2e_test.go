@@ -25,14 +25,14 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
-	"github.com/pipebench/pipebench/internal/testkit/children"
 	"github.com/pipebench/pipebench/execute"
+	"github.com/pipebench/pipebench/internal/testkit/children"
 	"github.com/pipebench/pipebench/internal/testkit/kubetest"
 	"github.com/pipebench/pipebench/internal/testkit/sinktest"
 	"github.com/pipebench/pipebench/internal/testkit/suitetest"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/kpi"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 // envTestPod tells this test binary, started by the simulated kubelet as
@@ -68,7 +68,7 @@ func testPod(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

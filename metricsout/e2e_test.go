@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
-	"github.com/pipebench/pipebench/internal/testkit/children"
 	"github.com/pipebench/pipebench/execute"
+	"github.com/pipebench/pipebench/internal/testkit/children"
 	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/metricsout"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 func TestMain(m *testing.M) {
@@ -144,7 +144,7 @@ func TestARunInPrometheus(t *testing.T) {
 		scrapeJob{name: "collector", targets: []string{collectorTarget}, honorLabels: true})
 	classic := startPrometheus(t, false, scrapeJob{name: "pipebench", targets: []string{metricsAddr}})
 
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

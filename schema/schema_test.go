@@ -148,9 +148,9 @@ func TestScenarioCorpus(t *testing.T) {
 		return err
 	}
 	check(t, runCorpus(t, s, decode, map[string]bool{
-		"../examples":                            true,
-		"testdata/scenarios/valid":               true,
-		"testdata/scenarios/invalid":             false,
+		"../examples":                      true,
+		"testdata/scenarios/valid":         true,
+		"testdata/scenarios/invalid":       false,
 		"../command/testdata/schema/valid": true,
 	}))
 }

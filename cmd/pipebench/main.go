@@ -8,10 +8,10 @@ package main
 import (
 	"os"
 
-	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/command"
 	"github.com/pipebench/pipebench/internal/proc/residency"
 	"github.com/pipebench/pipebench/internal/proc/tlsroots"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 func main() {
@@ -22,9 +22,10 @@ func main() {
 
 	// The light embedded systems (nats-server nodes, the event proxy) run
 	// as child processes of this same binary; the heavy ones (the
-	// OpenTelemetry Collector) as children of pipebench-sut. Their memory
-	// is a measurement of the system under test, left as it is.
-	builtins.MaybeRunChild()
+	// OpenTelemetry Collector, the health-event service) as children of
+	// pipebench-sut. Their memory is a measurement of the system under
+	// test, left as it is.
+	all.MaybeRunChild()
 
 	// What the initialisation of the binary's packages read stays out of
 	// pipebench's own memory.
@@ -33,5 +34,6 @@ func main() {
 	// by all of it (GOGC, when set, wins).
 	residency.Collector()
 
+	command.NewRegistry = all.Registry
 	os.Exit(command.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

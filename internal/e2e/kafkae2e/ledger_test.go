@@ -11,11 +11,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/internal/testkit/kafkatest"
 	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/runner"
+	"github.com/pipebench/pipebench/sut/all"
 	"github.com/pipebench/pipebench/sut/kafka"
 )
 
@@ -64,7 +64,7 @@ phases:
 // produced or consumed after the last observation moves it).
 func TestLedgerKafkaMidDrain(t *testing.T) {
 	b := startBroker(t, "ledger")
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestLedgerKafkaMidDrain(t *testing.T) {
 // none of them was lost.
 func TestLedgerKafkaBrokerKilled(t *testing.T) {
 	b := startBroker(t, "killed")
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,13 @@
 package children
 
 import (
-	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/sut/all"
 	"github.com/pipebench/pipebench/sut/heavy"
 )
 
 // MaybeRun runs, and then exits, the child this test binary was started to
 // be, if any; otherwise it returns at once.
 func MaybeRun() {
-	builtins.MaybeRunChild()
+	all.MaybeRunChild()
 	heavy.MaybeRunChild()
 }

@@ -1,4 +1,10 @@
-package command
+// Package k8scmd is the Kubernetes launcher's part of the command line:
+// pipebench k8s run, manifests and collect, and the commands the pods run
+// (worker, sink, sut, ready). It links the Kubernetes client, which the
+// pipebench command does not carry: pipebench-k8s adds it to the command
+// line (command.Extensions), and pipebench's own k8s command hands its
+// arguments to pipebench-k8s.
+package k8scmd
 
 import (
 	"context"
@@ -12,9 +18,17 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/command"
 	"github.com/pipebench/pipebench/execute"
+	"github.com/pipebench/pipebench/internal/cli/buildinfo"
 	"github.com/pipebench/pipebench/k8s"
 )
+
+// app is the command line's host, as the k8s commands see it.
+type app struct{ command.Host }
+
+// New returns the k8s command, for command.Extensions.
+func New(h command.Host) *cobra.Command { return app{h}.k8sCommand() }
 
 // k8sFlags are the flags of k8s run, k8s manifests and k8s collect.
 type k8sFlags struct {
@@ -33,7 +47,7 @@ func (f k8sFlags) keepResult() execute.Keep {
 	return execute.Keep{Out: f.out, Store: f.store, NoStore: f.noStore}
 }
 
-func (a *app) k8sCommand() *cobra.Command {
+func (a app) k8sCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "k8s",
 		Short: "Run a scenario's shards as pods on Kubernetes and merge their Results",
@@ -76,7 +90,7 @@ func k8sCommonFlags(cmd *cobra.Command, f *k8sFlags) {
 	fl.IntVar(&s.Shards, "shards", 1, "number of generator pods (an Indexed Job); each runs rate/N")
 	fl.BoolVar(&s.PerNode, "per-node", false, "one generator per node (a DaemonSet) instead of --shards pods")
 	fl.StringVarP(&s.Namespace, "namespace", "n", "", "namespace of the objects (default: the kubeconfig's, else default)")
-	fl.StringVar(&s.Image, "image", k8s.DefaultImage(version), "pipebench image the pods run")
+	fl.StringVar(&s.Image, "image", k8s.DefaultImage(buildinfo.Version), "pipebench image the pods run")
 	fl.StringVar(&s.Name, "name", "", "name of every object (default: the scenario's name and the time, like quickstart-20261126-101500)")
 	fl.DurationVar(&s.Duration, "duration", 0, "scale every phase so the load lasts this long in total")
 	fl.StringSliceVar(&s.EnvFromSecret, "env-from-secret", nil, "Secret whose keys become the pods' environment, for the scenario's ${VAR} credentials (repeatable)")
@@ -96,21 +110,21 @@ func k8sCommonFlags(cmd *cobra.Command, f *k8sFlags) {
 }
 
 // prepare reads the scenario and the flags into a launch.
-func (a *app) k8sPrepare(cmd *cobra.Command, ref string, f *k8sFlags) (*k8s.Prepared, error) {
+func (a app) k8sPrepare(cmd *cobra.Command, ref string, f *k8sFlags) (*k8s.Prepared, error) {
 	s := f.setup
 	s.ShardsSet = cmd.Flags().Changed("shards")
 	s.Wait = f.readyTimeout + f.lead
-	if err := f.pods.Apply(a.ctx, &s.Pods); err != nil {
+	if err := f.pods.Apply(a.Context(), &s.Pods); err != nil {
 		return nil, err
 	}
-	data, file, err := builtins.ScenarioSource(a.ctx, ref)
+	data, file, err := builtins.ScenarioSource(a.Context(), ref)
 	if err != nil {
 		return nil, err
 	}
-	return k8s.Prepare(a.reg, file, data, s, time.Now())
+	return k8s.Prepare(a.Registry(), file, data, s, time.Now())
 }
 
-func (a *app) k8sRunCommand() *cobra.Command {
+func (a app) k8sRunCommand() *cobra.Command {
 	var f k8sFlags
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO.yaml|builtin:NAME",
@@ -136,11 +150,11 @@ func k8sLaunchFlags(cmd *cobra.Command, f *k8sFlags) {
 	fl.DurationVar(&f.lead, "lead", 0, "time between every pod being ready and the start of the load (default: 5s, or 10ms a shard when longer)")
 	fl.StringVarP(&f.out, "out", "o", "", "write the merged Result (JSON) to this file")
 	fl.StringVarP(&f.format, "format", "f", "text", "report printed")
-	storeFlag(cmd, &f.store)
+	command.StoreFlag(cmd, &f.store)
 	fl.BoolVar(&f.noStore, "no-store", false, "do not save the merged run in the results history")
 }
 
-func (a *app) k8sCollectCommand() *cobra.Command {
+func (a app) k8sCollectCommand() *cobra.Command {
 	var f k8sFlags
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -170,7 +184,7 @@ run again).`,
 	return cmd
 }
 
-func (a *app) k8sManifestsCommand() *cobra.Command {
+func (a app) k8sManifestsCommand() *cobra.Command {
 	var f k8sFlags
 	cmd := &cobra.Command{
 		Use:   "manifests SCENARIO.yaml|builtin:NAME",
@@ -206,10 +220,10 @@ reference them as ${VAR} (no default), given to the pods by --env-from-secret.`,
 				if err := obj.WriteKustomize(f.kustomize); err != nil {
 					return err
 				}
-				fmt.Fprintf(a.stderr, "wrote the kustomize base of run %s to %s\n", o.Name, f.kustomize)
+				fmt.Fprintf(a.Stderr(), "wrote the kustomize base of run %s to %s\n", o.Name, f.kustomize)
 				return nil
 			}
-			return obj.WriteYAML(a.stdout)
+			return obj.WriteYAML(a.Stdout())
 		},
 	}
 	k8sCommonFlags(cmd, &f)
@@ -230,8 +244,8 @@ func k8sConnect(f k8sFlags) (*k8s.Conn, dynamic.Interface, error) {
 	return conn, dyn, err
 }
 
-func (a *app) k8sRun(cmd *cobra.Command, ref string, f *k8sFlags) error {
-	rep, err := a.reporter(f.format)
+func (a app) k8sRun(cmd *cobra.Command, ref string, f *k8sFlags) error {
+	rep, err := a.Reporter(f.format)
 	if err != nil {
 		return err
 	}
@@ -239,7 +253,7 @@ func (a *app) k8sRun(cmd *cobra.Command, ref string, f *k8sFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := f.keepResult().Check(a.ctx); err != nil {
+	if err := f.keepResult().Check(a.Context()); err != nil {
 		return err
 	}
 	conn, dyn, err := k8sConnect(*f)
@@ -249,7 +263,7 @@ func (a *app) k8sRun(cmd *cobra.Command, ref string, f *k8sFlags) error {
 	o := &p.Options
 	o.Namespace = conn.Namespace
 	if o.PerNode {
-		if o.Nodes, err = k8s.Nodes(a.ctx, conn.Client, o.Pods); err != nil {
+		if o.Nodes, err = k8s.Nodes(a.Context(), conn.Client, o.Pods); err != nil {
 			return err
 		}
 	}
@@ -260,53 +274,53 @@ func (a *app) k8sRun(cmd *cobra.Command, ref string, f *k8sFlags) error {
 	if f.lead <= 0 {
 		f.lead = k8s.DefaultLead(o.N())
 	}
-	l := k8s.Launch{Client: conn.Client, Dynamic: dyn, Log: a.stderr, ReadyTimeout: f.readyTimeout, Lead: f.lead,
+	l := k8s.Launch{Client: conn.Client, Dynamic: dyn, Log: a.Stderr(), ReadyTimeout: f.readyTimeout, Lead: f.lead,
 		RunTimeout: p.Length + 2*time.Minute, Keep: f.keep}
 	// What the launch creates is deleted after a signal too, and the
 	// shards' Results collected so far are kept.
-	defer execute.Hold(a.ctx)()
-	col, err := l.Run(a.ctx, *o)
+	defer execute.Hold(a.Context())()
+	col, err := l.Run(a.Context(), *o)
 	return a.k8sMerge(col, err, rep, *f)
 }
 
 // k8sMerge merges what a launch collected, after checking it against the
 // in-cluster sink's own count.
-func (a *app) k8sMerge(col *k8s.Collected, err error, rep pipebench.Reporter, f k8sFlags) error {
+func (a app) k8sMerge(col *k8s.Collected, err error, rep pipebench.Reporter, f k8sFlags) error {
 	if err != nil {
-		if errors.Is(err, context.Canceled) && a.ctx.Err() != nil {
+		if errors.Is(err, context.Canceled) && a.Context().Err() != nil {
 			return fmt.Errorf("interrupted before every shard gave its Result: nothing to merge (%w)", err)
 		}
 		return err
 	}
-	col.Check(a.stderr)
-	return a.mergeShards(col.Shards, rep, f.keepResult())
+	col.Check(a.Stderr())
+	return a.MergeShards(col.Shards, rep, f.keepResult())
 }
 
-func (a *app) k8sCollect(name string, f k8sFlags, timeout time.Duration) error {
-	rep, err := a.reporter(f.format)
+func (a app) k8sCollect(name string, f k8sFlags, timeout time.Duration) error {
+	rep, err := a.Reporter(f.format)
 	if err != nil {
 		return err
 	}
-	if err := f.keepResult().Check(a.ctx); err != nil {
+	if err := f.keepResult().Check(a.Context()); err != nil {
 		return err
 	}
 	conn, dyn, err := k8sConnect(f)
 	if err != nil {
 		return err
 	}
-	l := k8s.Launch{Client: conn.Client, Dynamic: dyn, Log: a.stderr, ReadyTimeout: f.readyTimeout, Lead: f.lead, RunTimeout: timeout, Keep: f.keep}
+	l := k8s.Launch{Client: conn.Client, Dynamic: dyn, Log: a.Stderr(), ReadyTimeout: f.readyTimeout, Lead: f.lead, RunTimeout: timeout, Keep: f.keep}
 	if timeout <= 0 {
-		l.RunTimeout = k8s.RunLength(a.ctx, conn.Client, a.reg, conn.Namespace, name) + 2*time.Minute
+		l.RunTimeout = k8s.RunLength(a.Context(), conn.Client, a.Registry(), conn.Namespace, name) + 2*time.Minute
 	}
-	defer execute.Hold(a.ctx)()
-	col, err := l.Collect(a.ctx, conn.Namespace, name)
+	defer execute.Hold(a.Context())()
+	col, err := l.Collect(a.Context(), conn.Namespace, name)
 	return a.k8sMerge(col, err, rep, f)
 }
 
 // podCommand is a hidden command that runs in the pods k8s run creates
 // (pipebench k8s NAME): it finds the API server and its run from the
 // pod's environment, then runs main.
-func (a *app) podCommand(name, short string, main func(k8s.Runtime, context.Context, k8s.Pod) error) *cobra.Command {
+func (a app) podCommand(name, short string, main func(k8s.Runtime, context.Context, k8s.Pod) error) *cobra.Command {
 	return &cobra.Command{
 		Use:    name,
 		Short:  short,
@@ -322,14 +336,14 @@ func (a *app) podCommand(name, short string, main func(k8s.Runtime, context.Cont
 				return err
 			}
 			defer os.RemoveAll(dir)
-			rt := k8s.Runtime{Exec: a.execParams(false, execute.Keep{NoStore: true, Quiet: true}), Log: a.stderr, Dir: dir}
-			defer execute.Hold(a.ctx)() // a pod's shard reports its Result after a signal
-			return main(rt, a.ctx, p)
+			rt := k8s.Runtime{Exec: a.ExecParams(false, execute.Keep{NoStore: true, Quiet: true}), Log: a.Stderr(), Dir: dir}
+			defer execute.Hold(a.Context())() // a pod's shard reports its Result after a signal
+			return main(rt, a.Context(), p)
 		},
 	}
 }
 
-func (a *app) k8sReadyCommand() *cobra.Command {
+func (a app) k8sReadyCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:    "ready",
 		Short:  "Readiness probe of a k8s worker: exit 0 once it waits for the start time",
@@ -337,7 +351,7 @@ func (a *app) k8sReadyCommand() *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := os.Stat(k8s.ReadyFile()); err != nil {
-				return &silentExit{code: 1}
+				return command.Exit(1)
 			}
 			return nil
 		},
