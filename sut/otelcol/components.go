@@ -36,7 +36,7 @@ import (
 const CollectorVersion = "0.161.0"
 
 // factories is the embedded collector's components, all in this one
-// place (the list README.md gives and validate checks a config_file
+// place (the list docs/otlp.md gives and validate checks a config_file
 // against): receivers otlp, prometheus, filelog; processors batch,
 // memory_limiter, resource, attributes, filter, transform, span,
 // tail_sampling; exporters otlp, otlphttp, prometheusremotewrite; the

@@ -66,7 +66,7 @@ const (
 	// Kubernetes' (a pod's own); static, file and HTTP discovery (what
 	// pipebench writes) are always built. The binary is 40 MB smaller, a
 	// process of it starts with about 20 MB less resident and half the
-	// initialisation (README, "The image").
+	// initialisation (docs/kubernetes.md, "The image").
 	BuildTags = "remove_all_sd,enable_kubernetes_sd"
 )
 
