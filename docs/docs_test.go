@@ -70,6 +70,7 @@ func TestLinksResolve(t *testing.T) {
 	if n < 50 {
 		t.Errorf("only %d relative links found: is the parser broken?", n)
 	}
+	t.Logf("%d relative links of %d pages resolve", n, len(ps))
 	linked := map[string]bool{}
 	for _, l := range byName["README.md"].Prose {
 		for _, target := range Links(l.Text) {
