@@ -20,8 +20,8 @@ import (
 // "kind" naming the command and "format": 1; fields are only ever added
 // under format 1. A number that is not finite (an interval that could not
 // be computed) is null. show and plan print the Result and the Plan, as
-// report --format json and plan --json do. README's "Output formats"
-// describes each shape.
+// report --format json and plan --json do. docs/commands.md's "Output
+// formats" describes each shape.
 const jsonFormat = 1
 
 // formatFlag adds --format text|json to a command that prints a table,

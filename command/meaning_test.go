@@ -14,13 +14,14 @@ import (
 	htmlreport "github.com/pipebench/pipebench/report/html"
 )
 
-// The README, `pipebench run --help`, the Prometheus HELP text of the
-// latency histogram and the HTML report say the same thing about latency
-// and about what sent, held_back and missed count: the words of
+// The documentation (docs/numbers.md, "What the numbers mean"),
+// `pipebench run --help`, the Prometheus HELP text of the latency
+// histogram and the HTML report say the same thing about latency and about
+// what sent, held_back and missed count: the words of
 // pipebench.MeaningLatency and MeaningSent, whitespace aside.
 func TestLatencyMeansTheSameEverywhere(t *testing.T) {
 	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
-	readme, err := os.ReadFile("../README.md")
+	numbers, err := os.ReadFile("../docs/numbers.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestLatencyMeansTheSameEverywhere(t *testing.T) {
 	}
 	text := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(page.String(), " ")
 	places := map[string]string{
-		"README":                           string(readme),
+		"docs/numbers.md":                  string(numbers),
 		"run --help":                       help,
 		"the HTML report":                  html.UnescapeString(text),
 		metricsout.MetricLatency + " HELP": metricsout.Help(metricsout.MetricLatency),
@@ -55,15 +56,15 @@ func TestLatencyMeansTheSameEverywhere(t *testing.T) {
 	}
 }
 
-// The README says what the ledger means in the words of
-// pipebench.MeaningLedger.
-func TestLedgerMeansWhatTheREADMESays(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// The documentation (docs/numbers.md, "The ledger") says what the ledger
+// means in the words of pipebench.MeaningLedger.
+func TestLedgerMeansWhatTheDocsSay(t *testing.T) {
+	numbers, err := os.ReadFile("../docs/numbers.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
-	if !strings.Contains(norm(string(readme)), norm(pipebench.MeaningLedger)) {
-		t.Errorf("the README does not say what the ledger means in the words of pipebench.MeaningLedger: %q", pipebench.MeaningLedger)
+	if !strings.Contains(norm(string(numbers)), norm(pipebench.MeaningLedger)) {
+		t.Errorf("docs/numbers.md does not say what the ledger means in the words of pipebench.MeaningLedger: %q", pipebench.MeaningLedger)
 	}
 }

@@ -15,7 +15,7 @@ import (
 const CollectorVersion = "0.161.0"
 
 // Components are the embedded collector's components by kind, the list
-// README.md gives and validate checks a config_file against. The
+// docs/otlp.md gives and validate checks a config_file against. The
 // collector itself (package collector, in pipebench-sut) is built from
 // exactly these: its test holds its factories to this list.
 var Components = map[string][]string{
