@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/kpi"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 // detectionFixture is what the detection did to a recorded Result
@@ -88,7 +88,7 @@ func TestDetectionsAsRecorded(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures: %v", err)
 	}
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func jsonOf(t *testing.T, v any) string {
 // the NATS detectors moved, is set by the nats observer's Detector to
 // the value the real chef-drain run recorded.
 func TestStreamCapAsRecorded(t *testing.T) {
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

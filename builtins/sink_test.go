@@ -13,6 +13,7 @@ import (
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	httpsink "github.com/pipebench/pipebench/sink/http"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 // post sends one event of n items, the first with sequence number seq, to
@@ -54,7 +55,7 @@ func serve(t *testing.T, reg *pipebench.Registry, s builtins.SinkServe) *builtin
 // on that address and path, counting what arrives, injecting the fault
 // flags' faults (every second request refused with 503).
 func TestServeSinkHTTP(t *testing.T) {
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestServeSinkHTTP(t *testing.T) {
 // The remote-write and OTLP sinks, each from the registry, say where they
 // listen as before; the remote-write sink adds its own counts.
 func TestServeSinkRemoteWriteAndOTLP(t *testing.T) {
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestServeSinkRemoteWriteAndOTLP(t *testing.T) {
 // A sink's configuration is the factory's, its keys set from the flags and
 // checked by its Validate, each problem named by its flag.
 func TestServeSinkConfigurationProblemsNameTheFlag(t *testing.T) {
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
