@@ -266,7 +266,9 @@ func adapterSeries(t *testing.T) map[string][]string {
 			t.Fatal(err)
 		}
 		for _, e := range entries {
-			if !e.IsDir() {
+			// observer/internal holds helpers the observers share: it
+			// counts as the code of each adapter that imports it.
+			if !e.IsDir() || e.Name() == "internal" {
 				continue
 			}
 			adapter := top + "/" + e.Name()
@@ -299,7 +301,7 @@ func adapterSeries(t *testing.T) map[string][]string {
 					}
 				}
 				for _, im := range moduleImports(files) {
-					if strings.HasPrefix(im, "internal/") {
+					if strings.HasPrefix(im, "internal/") || strings.Contains(im, "/internal/") {
 						pkgs = append(pkgs, im)
 					}
 				}
