@@ -1,9 +1,13 @@
 package command_test
 
 import (
+	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // goList runs go list in the module's root and returns its lines.
@@ -28,27 +32,35 @@ func goList(t *testing.T, args ...string) []string {
 const module = "github.com/pipebench/pipebench"
 
 // The fence between the two wings, read from what each program links (go
-// list -deps): no program links a test fixture, and none but pipebench-sut
-// links testing; the lean load
+// list -deps): no program links a test fixture, and the lean load
+// generator not even testing; the lean load
 // generator links no embedded system under test (the jar list the fetch
 // command downloads is not one) and no Kubernetes launcher, and stays
 // under 800 packages from outside the module; the pipebench command links
-// none of the heavy systems that pipebench-sut carries, nor the typed
+// none of the heavy systems that pipebench-sut carries (but the core of the
+// collector, which the quickstart runs on), nor the typed
 // Kubernetes clients that pipebench-k8s carries.
 func TestProgramsLinkOnlyTheirWing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("lists the dependencies of every program")
 	}
-	heavy := []string{module + "/sut/heavy", module + "/sut/otelcol/collector", module + "/sut/healthevents/service",
-		"go.opentelemetry.io/collector/otelcol", "github.com/FerretDB/FerretDB"}
+	// The core collector (sut/otelcol/collector) is pipebench's own: the
+	// quickstart runs on it; the rest of the collector's components are
+	// pipebench-sut's.
+	heavy := []string{module + "/sut/heavy", module + "/sut/otelcol/collector/full", module + "/sut/healthevents/service",
+		"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver",
+		"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/filelogreceiver",
+		"github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor",
+		"github.com/FerretDB/FerretDB"}
 	for _, prog := range []string{"pipebench", "pipebench-load", "pipebench-k8s", "pipebench-sut"} {
 		deps := goList(t, "-deps", "./cmd/"+prog)
 		outside := 0
 		for _, d := range deps {
-			// pipebench-sut links testing through the collector's own
-			// modules (its receivertest, exportertest and processortest
-			// packages, Prometheus's tsdb), not through pipebench's.
-			if (d == "testing" && prog != "pipebench-sut") || strings.HasPrefix(d, module+"/internal/testkit") {
+			// The programs that carry the collector link testing through
+			// its own modules (its receivertest, exportertest and
+			// processortest packages, Prometheus's tsdb), never through
+			// pipebench's (TestNoProductionPackageImportsTesting).
+			if (d == "testing" && prog == "pipebench-load") || strings.HasPrefix(d, module+"/internal/testkit") {
 				t.Errorf("%s links %s", prog, d)
 			}
 			if !strings.HasPrefix(d, module) && strings.Contains(strings.Split(d, "/")[0], ".") {
@@ -94,5 +106,42 @@ func TestNoProductionPackageImportsTesting(t *testing.T) {
 			continue
 		}
 		t.Errorf("%s imports testing: move what it does for tests to internal/testkit, or name the package …test", path)
+	}
+}
+
+// The quickstart runs on the pipebench program alone: its collector is the
+// core one pipebench carries, so a machine with no pipebench-sut (here
+// PIPEBENCH_BIN_DIR names an empty folder, where pipebench would look for
+// it first and fail) runs it to the end, with the collector's own
+// numbers.
+func TestQuickstartNeedsNoOtherProgram(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds pipebench and runs the quickstart")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pipebench")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/pipebench")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/pipebench: %v\n%s", err, out)
+	}
+	empty := filepath.Join(dir, "bin")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, bin, "run", "--duration", "6s", "--no-store", "--out", filepath.Join(dir, "result.json"))
+	run.Dir = dir
+	run.Env = append(os.Environ(), "PIPEBENCH_BIN_DIR="+empty, "HOME="+dir, "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
+	out, err := run.CombinedOutput()
+	code := run.ProcessState.ExitCode()
+	// 99: a threshold of the quickstart may fail in a run this short.
+	if (err != nil && code != 99) || !strings.Contains(string(out), `{instance="collector-0"}`) || strings.Contains(string(out), "pipebench-sut") {
+		t.Fatalf("pipebench run (exit %d, %v), without pipebench-sut:\n%s", code, err, out)
+	}
+	res, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil || !strings.Contains(string(res), `"exporter_sent_rate`) {
+		t.Errorf("the Result has no exporter_sent_rate of the collector (%v)", err)
 	}
 }

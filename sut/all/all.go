@@ -14,6 +14,7 @@ import (
 	"github.com/pipebench/pipebench/sut/jetstream"
 	"github.com/pipebench/pipebench/sut/kafka"
 	"github.com/pipebench/pipebench/sut/otelcol"
+	"github.com/pipebench/pipebench/sut/otelcol/collector"
 	"github.com/pipebench/pipebench/sut/promagent"
 	"github.com/pipebench/pipebench/sut/relay"
 )
@@ -53,4 +54,5 @@ func Registry() (*pipebench.Registry, error) {
 func MaybeRunChild() {
 	jetstream.MaybeRunChild()
 	eventproxy.MaybeRunChild()
+	collector.MaybeRunChild()
 }

@@ -9,12 +9,12 @@ package heavy
 
 import (
 	"github.com/pipebench/pipebench/sut/healthevents/service"
-	"github.com/pipebench/pipebench/sut/otelcol/collector"
+	"github.com/pipebench/pipebench/sut/otelcol/collector/full"
 )
 
 // MaybeRunChild runs, and then exits, the heavy child this process was
 // started to be, if any; otherwise it returns at once.
 func MaybeRunChild() {
-	collector.MaybeRunChild()
+	full.MaybeRunChild()
 	service.MaybeRunChild()
 }

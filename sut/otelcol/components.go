@@ -19,11 +19,40 @@ const CollectorVersion = "0.161.0"
 // collector itself (package collector, in pipebench-sut) is built from
 // exactly these: its test holds its factories to this list.
 var Components = map[string][]string{
-	"receivers":  {"filelog", "otlp", "prometheus"},
+	"receivers":  {"file_log", "filelog", "otlp", "prometheus"},
 	"processors": {"attributes", "batch", "filter", "memory_limiter", "resource", "span", "tail_sampling", "transform"},
 	"exporters":  {"otlp", "otlp_grpc", "otlp_http", "otlphttp", "prometheus_remote_write", "prometheusremotewrite"},
 	"extensions": {"file_storage"},
 	"connectors": {},
+}
+
+// CoreComponents are the components of the core collector (package
+// collector), which the pipebench command carries itself: a
+// configuration that uses no other runs on it, any other on the full
+// collector in pipebench-sut.
+var CoreComponents = map[string][]string{
+	"receivers":  {"otlp"},
+	"processors": {"batch", "memory_limiter", "resource"},
+	"exporters":  {"otlp", "otlp_grpc", "otlp_http", "otlphttp"},
+}
+
+// CoreOnly reports whether the collector configuration data declares only
+// CoreComponents (false when it is not YAML: the full collector says why).
+func CoreOnly(data []byte) bool {
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return false
+	}
+	for _, kind := range []string{"receivers", "processors", "exporters", "extensions", "connectors"} {
+		m, _ := doc[kind].(map[string]any)
+		for id := range m {
+			typ, _, _ := strings.Cut(id, "/")
+			if !slices.Contains(CoreComponents[kind], typ) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // checkComponents reads a collector configuration file and names every

@@ -100,29 +100,49 @@ const ChildEnv = "PIPEBENCH_OTELCOL_CONFIG"
 // program exits 0 when the embedded collector takes it, else 1 with why.
 const CheckEnv = "PIPEBENCH_OTELCOL_CHECK"
 
+// CoreChildEnv and CoreCheckEnv are ChildEnv and CheckEnv for the core
+// collector (package collector, linked by the pipebench command itself),
+// which a configuration that uses only CoreComponents runs on.
+const (
+	CoreChildEnv = "PIPEBENCH_OTELCOL_CORE_CONFIG"
+	CoreCheckEnv = "PIPEBENCH_OTELCOL_CORE_CHECK"
+)
+
 // checkSpec is what a check of a configuration in pipebench-sut is given.
 type checkSpec struct {
 	Config []byte            `json:"config"`
 	Vars   map[string]string `json:"vars"`
 }
 
-var checker func(data []byte, vars map[string]string) error
+var checker, coreChecker func(data []byte, vars map[string]string) error
 
-// SetChecker gives this package the embedded collector's own check of a
-// configuration (the collector package's dry run, where it is linked: in
-// pipebench-sut and the test binaries that link it).
+// SetChecker gives this package the full embedded collector's own check
+// of a configuration (package full's dry run, where it is linked: in
+// pipebench-sut and the test binaries that link it); SetCoreChecker the
+// core collector's (package collector's, in the pipebench command too).
 func SetChecker(f func(data []byte, vars map[string]string) error) { checker = f }
+
+// SetCoreChecker: see SetChecker.
+func SetCoreChecker(f func(data []byte, vars map[string]string) error) { coreChecker = f }
 
 // check validates a collector configuration with the embedded collector's
 // own validation: in this process when it links the collector, else in
 // pipebench-sut (found or built as package wing says).
 func check(data []byte, vars map[string]string) error {
-	if checker != nil {
+	core := CoreOnly(data)
+	switch {
+	case core && coreChecker != nil:
+		return coreChecker(data, vars)
+	case checker != nil:
 		return checker(data, vars)
+	}
+	env := CheckEnv
+	if core {
+		env = CoreCheckEnv
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	prog, err := childproc.Program(ctx, CheckEnv)
+	prog, err := childproc.Program(ctx, env)
 	if err != nil {
 		return fmt.Errorf("the embedded collector's own check of it needs pipebench-sut: %w", err)
 	}
@@ -136,7 +156,7 @@ func check(data []byte, vars map[string]string) error {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, prog)
-	cmd.Env = append(os.Environ(), CheckEnv+"="+spec)
+	cmd.Env = append(os.Environ(), env+"="+spec)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(out))

@@ -1,10 +1,13 @@
-// Package collector is the embedded OpenTelemetry Collector: the child
-// process the otelcol system under test starts (otelcol.ChildEnv), built
-// from otelcol.Components, and the collector's own dry run of a
-// config_file (otelcol.CheckEnv). It is linked by pipebench-sut, the
-// program that carries the heavy systems under test, and by the test
-// binaries that start it as their own child; the pipebench command does
-// not link it (its build would take four times as long).
+// Package collector is the embedded OpenTelemetry Collector's core: the
+// child process the otelcol system under test starts for a configuration
+// that uses only the core components (otelcol.CoreComponents: the otlp
+// receiver, the batch, memory_limiter and resource processors, the otlp and
+// otlphttp exporters; otelcol.CoreChildEnv), its dry run of such a
+// configuration (otelcol.CoreCheckEnv), and what the full collector
+// (package full, in pipebench-sut) shares with it. The pipebench command
+// links it, so that the quickstart's collector needs no other program: it
+// adds about half a CPU-minute to a cold build, where the full set of
+// components adds nine.
 package collector
 
 import (
@@ -15,16 +18,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusremotewriteexporter"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/attributesprocessor"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/resourceprocessor"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/spanprocessor"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/tailsamplingprocessor"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/filelogreceiver"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
@@ -32,7 +26,6 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/otlpexporter"
 	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
-	"go.opentelemetry.io/collector/extension"
 	otelcolc "go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/batchprocessor"
@@ -45,23 +38,30 @@ import (
 	"github.com/pipebench/pipebench/sut/otelcol"
 )
 
-func init() { otelcol.SetChecker(dryRun) }
+func init() { otelcol.SetCoreChecker(func(data []byte, vars map[string]string) error { return DryRun(data, vars, Core) }) }
 
-// MaybeRunChild runs the embedded OpenTelemetry Collector and exits, if this
-// process was started as the collector child (otelcol.ChildEnv is set), or
-// checks a configuration and exits (otelcol.CheckEnv); otherwise it returns
-// at once. pipebench-sut's main calls it first thing, and test binaries from
-// TestMain. It is one of the functions outside main that exit the process,
-// because in the child it is the main.
+// Factories makes a collector's set of components.
+type Factories func() (otelcolc.Factories, error)
+
+// MaybeRunChild runs the core collector and exits, if this process was
+// started as it (otelcol.CoreChildEnv is set), or checks a configuration
+// with it and exits (otelcol.CoreCheckEnv); otherwise it returns at once.
+// The pipebench command calls it first thing (through sut/all), so do
+// pipebench-sut and the test binaries. It is one of the functions outside
+// main that exit the process, because in the child it is the main.
 func MaybeRunChild() {
-	childproc.RunIfChild(otelcol.ChildEnv, "embedded collector", runCollector)
-	childproc.RunIfChild(otelcol.CheckEnv, "embedded collector's check", otelcol.RunCheck(dryRun))
+	childproc.RunIfChild(otelcol.CoreChildEnv, "embedded collector", func(path string) error { return Run(path, Core) })
+	childproc.RunIfChild(otelcol.CoreCheckEnv, "embedded collector's check", otelcol.RunCheck(func(data []byte, vars map[string]string) error {
+		return DryRun(data, vars, Core)
+	}))
 }
 
-func runCollector(path string) error {
+// Run runs a collector of the components f makes on the configuration at
+// path until SIGTERM or an interrupt.
+func Run(path string, f Factories) error {
 	col, err := otelcolc.NewCollector(otelcolc.CollectorSettings{
 		BuildInfo: component.BuildInfo{Command: "pipebench-otelcol", Description: "OpenTelemetry Collector embedded in pipebench", Version: otelcol.CollectorVersion},
-		Factories: factories,
+		Factories: f,
 		ConfigProviderSettings: otelcolc.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
 			URIs:              []string{"file:" + path},
 			ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
@@ -76,39 +76,29 @@ func runCollector(path string) error {
 	return col.Run(ctx)
 }
 
-// factories is the embedded collector's components, all in this one
-// place (the list README.md gives and validate checks a config_file
-// against): receivers otlp, prometheus, filelog; processors batch,
-// memory_limiter, resource, attributes, filter, transform, span,
-// tail_sampling; exporters otlp, otlphttp, prometheusremotewrite; the
-// file_storage extension.
-func factories() (otelcolc.Factories, error) {
+// Core makes the core components, otelcol.CoreComponents.
+func Core() (otelcolc.Factories, error) {
 	var f otelcolc.Factories
 	var err error
-	if f.Receivers, err = otelcolc.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory(), prometheusreceiver.NewFactory(), filelogreceiver.NewFactory()); err != nil {
+	if f.Receivers, err = otelcolc.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory()); err != nil {
 		return f, err
 	}
-	if f.Processors, err = otelcolc.MakeFactoryMap[processor.Factory](batchprocessor.NewFactory(), memorylimiterprocessor.NewFactory(), resourceprocessor.NewFactory(),
-		attributesprocessor.NewFactory(), filterprocessor.NewFactory(), transformprocessor.NewFactory(), spanprocessor.NewFactory(),
-		tailsamplingprocessor.NewFactory()); err != nil {
+	if f.Processors, err = otelcolc.MakeFactoryMap[processor.Factory](batchprocessor.NewFactory(), memorylimiterprocessor.NewFactory(), resourceprocessor.NewFactory()); err != nil {
 		return f, err
 	}
-	if f.Exporters, err = otelcolc.MakeFactoryMap[exporter.Factory](otlpexporter.NewFactory(), otlphttpexporter.NewFactory(), prometheusremotewriteexporter.NewFactory()); err != nil {
-		return f, err
-	}
-	if f.Extensions, err = otelcolc.MakeFactoryMap[extension.Factory](filestorage.NewFactory()); err != nil {
+	if f.Exporters, err = otelcolc.MakeFactoryMap[exporter.Factory](otlpexporter.NewFactory(), otlphttpexporter.NewFactory()); err != nil {
 		return f, err
 	}
 	f.Telemetry = otelconftelemetry.NewFactory()
 	return f, nil
 }
 
-// dryRun validates a collector configuration with the embedded collector's
-// own validation.
-func dryRun(data []byte, vars map[string]string) error {
+// DryRun validates a collector configuration with the validation of a
+// collector of the components f makes.
+func DryRun(data []byte, vars map[string]string, f Factories) error {
 	col, err := otelcolc.NewCollector(otelcolc.CollectorSettings{
 		BuildInfo: component.BuildInfo{Command: "pipebench-otelcol", Version: otelcol.CollectorVersion},
-		Factories: factories,
+		Factories: f,
 		ConfigProviderSettings: otelcolc.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
 			URIs:              []string{configScheme + ":config_file"},
 			ProviderFactories: []confmap.ProviderFactory{bytesProvider(data), envStandIns(vars), fileprovider.NewFactory()},
