@@ -38,7 +38,9 @@ import (
 	"github.com/pipebench/pipebench/sut/otelcol"
 )
 
-func init() { otelcol.SetCoreChecker(func(data []byte, vars map[string]string) error { return DryRun(data, vars, Core) }) }
+func init() {
+	otelcol.SetCoreChecker(func(data []byte, vars map[string]string) error { return DryRun(data, vars, Core) })
+}
 
 // Factories makes a collector's set of components.
 type Factories func() (otelcolc.Factories, error)
