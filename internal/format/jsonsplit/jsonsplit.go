@@ -23,11 +23,6 @@ func Array(body []byte, want int, out [][]byte) [][]byte {
 	inner := t[:len(t)-1]
 	depth, start := 0, 1
 	for i := 1; i < len(inner); i++ {
-		k := bytes.IndexAny(inner[i:], "\"{}[],")
-		if k < 0 {
-			break
-		}
-		i += k
 		switch inner[i] {
 		case '"':
 			if i = StringEnd(inner, i+1); i < 0 {

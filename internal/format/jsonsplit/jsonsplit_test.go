@@ -3,6 +3,8 @@ package jsonsplit
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -47,6 +49,33 @@ func TestArray(t *testing.T) {
 	for in, want := range refused {
 		if got := Array([]byte(in), want, nil); got != nil {
 			t.Errorf("%s as %d elements: got %q, want it refused", in, want, got)
+		}
+	}
+}
+
+// BenchmarkArray splits a batch of 1,000 events shaped as the event
+// generator makes them for the nats benchmark (128 bytes each: the
+// sequence number, the send time and padding): under cachegrind,
+// instructions an event, whatever the machine's load.
+func BenchmarkArray(b *testing.B) {
+	body := []byte{'['}
+	for i := 0; i < 1000; i++ {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		start := len(body)
+		body = append(body, `{"pb_seq":`...)
+		body = strconv.AppendInt(body, int64(1000000+i), 10)
+		body = append(body, `,"pb_sent":"1796212345678901234","data":"`...)
+		body = append(body, strings.Repeat("x", 128-(len(body)-start)-2)...)
+		body = append(body, `"}`...)
+	}
+	body = append(body, ']')
+	out := make([][]byte, 0, 1000)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if out = Array(body, 1000, out); len(out) != 1000 {
+			b.Fatalf("%d elements", len(out))
 		}
 	}
 }
