@@ -95,6 +95,11 @@ type eventBuf struct {
 	body []byte
 	vals []byte
 	hdrs [3]pipebench.Header
+	// ends are where each event of an array body ends (the next starts
+	// one byte after, past the comma): Items hands a driver that sends
+	// each event on its own the events without scanning the body for
+	// them. Empty for a body that is not an array of events.
+	ends []int
 }
 
 var eventBufs = sync.Pool{New: func() any { return &eventBuf{body: make([]byte, 0, 1024), vals: make([]byte, 0, 64)} }}
@@ -123,7 +128,27 @@ func (e *eventBuf) stamp(seq uint64, count int, at time.Time, withSeq bool) ([]p
 // batch to be made in; releaseBuf puts it back.
 func getBuf() (*eventBuf, []byte) {
 	e := eventBufs.Get().(*eventBuf)
+	e.ends = e.ends[:0]
 	return e, e.body[:0]
+}
+
+// Items returns the events of b, a batch the event generator made as a
+// JSON array of Count events, as slices of its body (appended to out[:0]),
+// as a driver that sends each event as a message of its own splits it
+// (jsonsplit.Array gives the same slices, scanning for them): nil when
+// the generator did not make b so. The slices are valid while b is.
+func Items(b *pipebench.Batch, out [][]byte) [][]byte {
+	e, ok := b.Data.(*eventBuf)
+	if !ok || len(e.ends) != b.Count || b.Count < 2 || len(e.body) == 0 || len(b.Body) != len(e.body) || &b.Body[0] != &e.body[0] {
+		return nil
+	}
+	out = out[:0]
+	start := 1 // past the '['
+	for _, end := range e.ends {
+		out = append(out, b.Body[start:end])
+		start = end + 1 // past the ','
+	}
+	return out
 }
 
 // releaseBuf implements pipebench.Releaser for the generators that make
@@ -195,6 +220,9 @@ func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 				b = append(b, ',')
 			}
 			b = g.object(b, seq+uint64(i), at, sent, g.inBody)
+			if count > 1 {
+				e.ends = append(e.ends, len(b))
+			}
 		}
 		if count > 1 {
 			b = append(b, ']')

@@ -480,7 +480,11 @@ func (s *send) fill(b *pipebench.Batch) {
 	d := s.d
 	var items [][]byte
 	if d.cfg.Split && b.Count > 1 {
-		items = jsonsplit.Array(b.Body, b.Count, s.items[:0])
+		// The events as the generator recorded them, else as a scan of
+		// the body finds them.
+		if items = payload.Items(b, s.items[:0]); items == nil {
+			items = jsonsplit.Array(b.Body, b.Count, s.items[:0])
+		}
 		if items != nil {
 			s.items = items
 		}

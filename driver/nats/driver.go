@@ -334,7 +334,12 @@ func (d *Driver) eachMessage(b *pipebench.Batch, fn func(hdr, data []byte) error
 	}()
 	var items [][]byte
 	if d.cfg.Split && b.Count > 1 {
-		if items = jsonsplit.Array(b.Body, b.Count, sc.items); items != nil {
+		// The events as the generator recorded them, else as a scan of
+		// the body finds them.
+		if items = payload.Items(b, sc.items); items == nil {
+			items = jsonsplit.Array(b.Body, b.Count, sc.items)
+		}
+		if items != nil {
 			sc.items = items
 		}
 	}
