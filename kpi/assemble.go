@@ -417,7 +417,7 @@ func Validity(ph pipebench.PlanPhase, pr *pipebench.PhaseResult, s SendStats) []
 	if why := saturatedGenerator(pr); why != "" {
 		reasons = append(reasons, fmt.Sprintf("phase %s: %s", ph.Name, why))
 	}
-	if held := s.HeldBackItems(); held > 0 && s.Service != nil && s.Service.TotalCount() > 0 && s.Lag != nil && s.Lag.TotalCount() > 0 {
+	if held := s.HeldForSlots(); held > 0 && s.Service != nil && s.Service.TotalCount() > 0 && s.Lag != nil && s.Lag.TotalCount() > 0 {
 		// A connection or in-flight slot is held from the write to the
 		// answer's arrival by the system; pipebench's own share is how
 		// late it acts: how late it starts what falls due (its lag: its
@@ -431,7 +431,7 @@ func Validity(ph pipebench.PlanPhase, pr *pipebench.PhaseResult, s SendStats) []
 			how += fmt.Sprintf(" and answers waited %.1f ms on average for it to read them", s.ReadLag.Mean()/1000)
 		}
 		if svc := s.Service.Mean() / 1000; own > svc {
-			reasons = append(reasons, fmt.Sprintf("phase %s: pipebench held its connections and in-flight slots longer than the system did: %s, against %.1f ms from the write to the answer's arrival, so the %s items held back are pipebench's slowness%s; lower the rate, add generator CPU, or spread the load over shards",
+			reasons = append(reasons, fmt.Sprintf("phase %s: pipebench held its connections and in-flight slots longer than the system did: %s, against %.1f ms from the write to the answer's arrival, so the %s items held back for busy slots are pipebench's slowness%s; lower the rate, add generator CPU, or spread the load over shards",
 				ph.Name, how, svc, pipebench.FormatCount(float64(held)), evidence))
 		}
 	}
