@@ -1,5 +1,6 @@
-# The pipebench image `pipebench k8s run` starts its pods from: one static
-# binary on a distroless base (no shell, no package manager), running as a
+# The pipebench image `pipebench k8s run` starts its pods from: two static
+# binaries on a distroless base (pipebench, with its Kubernetes launcher, and
+# pipebench-sut beside it; no shell, no package manager), running as a
 # non-root user. The project builds its images without Docker, reproducibly
 # (tools/image: `cd tools/image && go run . build`); this file is for those
 # who build with Docker.
@@ -26,11 +27,11 @@ ARG COMMIT=
 # The tags leave out Prometheus's cloud service discovery, as tools/image
 # does (BuildTags there says why).
 RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false -tags remove_all_sd,enable_kubernetes_sd \
-      -ldflags="-s -w -X main.version=${VERSION} -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommit=${COMMIT}" \
-      -o /out/pipebench ./cmd/pipebench
+      -ldflags="-s -w -X github.com/pipebench/pipebench/internal/cli/buildinfo.Version=${VERSION} -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommit=${COMMIT}" \
+      -o /out/ ./cmd/pipebench-k8s ./cmd/pipebench-sut && mv /out/pipebench-k8s /out/pipebench
 
 FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/pipebench /usr/local/bin/pipebench
+COPY --from=build /out/pipebench /out/pipebench-sut /usr/local/bin/
 # The results history of a run inside a pod is not kept: k8s run merges
 # and saves on the launcher's side.
 ENV PIPEBENCH_HOME=/tmp/pipebench

@@ -1,8 +1,9 @@
 package pipebench
 
 // What pipebench's own numbers mean, said once: the help text of run, the
-// README, the descriptions of the Prometheus and OTLP series and the HTML
-// report quote these words, and a test holds them to it.
+// documentation (docs/numbers.md), the descriptions of the Prometheus and
+// OTLP series and the HTML report quote these words, and a test holds them
+// to it.
 const (
 	// MeaningLatency is what the latency KPI and series measure.
 	MeaningLatency = "latency counts from each send's scheduled time to its answer: pipebench's own lateness in starting it (schedule_lag), its wait for a free connection or window slot (wait) and the service, from the write of the request to the answer's arrival (service_time), each also reported on its own; corrected for coordinated omission, as wrk2 counts; a send never sent has no latency"

@@ -123,6 +123,13 @@ type FaultSetter interface {
 	SetFaults(p FaultPolicy, phaseStart time.Time)
 }
 
+// FaultSeeder is the optional ability of a FaultSetter to start the random
+// draws of its fault decisions (latency) from a seed: `pipebench sink
+// --seed`. Without it, and in a run, the seed is 1.
+type FaultSeeder interface {
+	SeedFaults(seed uint64)
+}
+
 // MetricKind tells how a Point's value behaves over time.
 type MetricKind uint8
 

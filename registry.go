@@ -48,6 +48,9 @@ type Factory[T any] struct {
 	// Driver sends. Empty means any (no check).
 	Produces []Payload
 	Accepts  []Payload
+	// Detector, when set, reads the plug-in's own series in a Result
+	// (WithDetector; see Detector).
+	Detector Detector
 }
 
 // Validator is the optional ability of a configuration to check itself.

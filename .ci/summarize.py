@@ -8,6 +8,7 @@ Exits 1 when a test or a package failed (or the input held no package)."""
 
 import argparse
 import json
+import signal
 import sys
 
 
@@ -20,6 +21,18 @@ def main() -> int:
     failed, skipped = [], []
     pkg_time, pkg_failed = {}, set()
     passed = 0
+    def report(*_):
+        # Also when CI is cut off (SIGTERM, SIGINT, SIGHUP): what was
+        # counted so far, with every failure, before going.
+        code = summarize(args, output, failed, skipped, pkg_time, pkg_failed, passed)
+        if _:
+            print("\n== cut off by a signal before the tests ended: the counts above are partial")
+            sys.stdout.flush()
+            sys.exit(1)
+        return code
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, report)
     for line in sys.stdin:
         try:
             ev = json.loads(line)
@@ -53,7 +66,10 @@ def main() -> int:
             skipped.append((pkg, test, reason))
         elif action == "pass":
             passed += 1
+    return report()
 
+
+def summarize(args, output, failed, skipped, pkg_time, pkg_failed, passed) -> int:
     for pkg, test in failed:
         print(f"\n--- FAIL {pkg} {test}")
         for l in output.get((pkg, test), []):

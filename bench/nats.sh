@@ -40,7 +40,7 @@ for t in jq curl taskset /usr/bin/time; do
 done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pipebench-nats-bench.XXXXXX")
 PB=$WORK/pipebench
-(cd "$ROOT" && go build -o "$PB" ./cmd/pipebench)
+(cd "$ROOT" && go build -o "$PB" ./cmd/pipebench-load) # the lean load generator
 # shellcheck source=lib/binaries.sh
 . "$HERE/lib/binaries.sh"
 copy_binary "$PB" "$PB"

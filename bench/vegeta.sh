@@ -69,7 +69,9 @@ export default function () { http.post(__ENV.URL, body, params); }
 EOF
 
 mkdir -p "$W/bin"
-(cd "$ROOT" && go build -o "$W/bin/pipebench" ./cmd/pipebench)
+# The lean load generator (cmd/pipebench-load: no embedded system under
+# test, no Kubernetes launcher), what a machine that only sends runs.
+(cd "$ROOT" && go build -o "$W/bin/pipebench" ./cmd/pipebench-load)
 # shellcheck source=lib/binaries.sh
 . "$HERE/lib/binaries.sh"
 copy_binary "$W/bin/pipebench" "$W/bin/pipebench" # peak RSS as an installed binary shows it
@@ -79,7 +81,9 @@ gens+=(pipebench)
 if [ -n "${BASE:-}" ]; then
 	mkdir -p "$W/base"
 	(cd "$ROOT" && git archive "$BASE" | tar -x -C "$W/base")
-	(cd "$W/base" && go build -o "$W/bin/pipebench-base" ./cmd/pipebench)
+	main=./cmd/pipebench-load
+	[ -d "$W/base/cmd/pipebench-load" ] || main=./cmd/pipebench # a build before the lean generator
+	(cd "$W/base" && go build -o "$W/bin/pipebench-base" "$main")
 	copy_binary "$W/bin/pipebench-base" "$W/bin/pipebench-base"
 	gens+=(pipebench-base)
 fi

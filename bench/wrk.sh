@@ -124,7 +124,9 @@ end
 EOF
 URL=http://127.0.0.1:$PORT/
 
-(cd "$ROOT" && go build -o "$W/bin/pipebench" ./cmd/pipebench)
+# The lean load generator (cmd/pipebench-load: no embedded system under
+# test, no Kubernetes launcher), what a machine that only sends runs.
+(cd "$ROOT" && go build -o "$W/bin/pipebench" ./cmd/pipebench-load)
 # shellcheck source=lib/binaries.sh
 . "$HERE/lib/binaries.sh"
 copy_binary "$W/bin/pipebench" "$W/bin/pipebench" # peak RSS as an installed binary shows it
@@ -132,7 +134,9 @@ builds=(pipebench)
 if [ -n "${BASE:-}" ]; then
 	mkdir -p "$W/base"
 	(cd "$ROOT" && git archive "$BASE" | tar -x -C "$W/base")
-	(cd "$W/base" && go build -o "$W/bin/pipebench-base" ./cmd/pipebench)
+	main=./cmd/pipebench-load
+	[ -d "$W/base/cmd/pipebench-load" ] || main=./cmd/pipebench # a build before the lean generator
+	(cd "$W/base" && go build -o "$W/bin/pipebench-base" "$main")
 	copy_binary "$W/bin/pipebench-base" "$W/bin/pipebench-base"
 	builds+=(pipebench-base)
 fi

@@ -1,15 +1,18 @@
-// Package builtins is every plug-in pipebench ships, wired into one
-// Registry, and the built-in scenarios and suites (builtin:NAME). A Go
-// program runs a scenario with it in a few lines:
+// Package builtins is every plug-in pipebench ships but the embedded
+// systems under test (generators, drivers, sinks, observers, reporters),
+// wired into one Registry, and the built-in scenarios and suites
+// (builtin:NAME). The embedded systems under test are added by one call
+// (sut/all.Register; sut/all.Registry is both). A Go program runs a
+// scenario with them in a few lines:
 //
-//	reg, _ := builtins.Registry()
+//	reg, _ := all.Registry()
 //	sc, _ := builtins.Scenario("builtin:quickstart", reg)
 //	plan, _ := scenario.Compile(sc)
 //	res, _ := runner.Run(ctx, runner.Params{Plan: plan, Registry: reg})
 //
-// Embedded systems under test that run as child processes of the same
-// binary (the collector, nats-server nodes) need MaybeRunChild called
-// first thing in main (or TestMain).
+// Embedded systems under test that run as child processes need
+// all.MaybeRunChild called first thing in main (the heavy ones run in
+// pipebench-sut; a test binary calls internal/testkit/children.MaybeRun).
 package builtins
 
 import (
@@ -45,13 +48,6 @@ import (
 	natssink "github.com/pipebench/pipebench/sink/nats"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
 	promrwsink "github.com/pipebench/pipebench/sink/promrw"
-	"github.com/pipebench/pipebench/sut/eventproxy"
-	"github.com/pipebench/pipebench/sut/healthevents"
-	"github.com/pipebench/pipebench/sut/jetstream"
-	"github.com/pipebench/pipebench/sut/kafka"
-	"github.com/pipebench/pipebench/sut/otelcol"
-	"github.com/pipebench/pipebench/sut/promagent"
-	"github.com/pipebench/pipebench/sut/relay"
 )
 
 // Registry wires every plug-in pipebench ships into a new Registry. Adding
@@ -84,14 +80,6 @@ func Registry() (*pipebench.Registry, error) {
 		reg.Sinks.Register(natssink.Factory()),
 		reg.Sinks.Register(promrwsink.Factory()),
 		reg.Sinks.Register(kafkasink.Factory()),
-
-		reg.SUTs.Register(relay.Factory()),
-		reg.SUTs.Register(otelcol.Factory()),
-		reg.SUTs.Register(jetstream.Factory()),
-		reg.SUTs.Register(eventproxy.Factory()),
-		reg.SUTs.Register(healthevents.Factory()),
-		reg.SUTs.Register(promagent.Factory()),
-		reg.SUTs.Register(kafka.Factory()),
 
 		reg.Observers.Register(promobs.Factory()),
 		reg.Observers.Register(procobs.Factory()),

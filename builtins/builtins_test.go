@@ -9,6 +9,7 @@ import (
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/internal/testkit/suitetest"
 	"github.com/pipebench/pipebench/runner"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 // TestRunBuiltinScenario runs a built-in scenario the way a Go program
@@ -37,7 +38,7 @@ func TestRunBuiltinScenario(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

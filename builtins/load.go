@@ -16,10 +16,6 @@ import (
 	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/suite"
-	"github.com/pipebench/pipebench/sut/eventproxy"
-	"github.com/pipebench/pipebench/sut/jetstream"
-	"github.com/pipebench/pipebench/sut/otelcol"
-	"github.com/pipebench/pipebench/sut/plumbing/docstore"
 )
 
 // Prefix marks a built-in scenario or suite: builtin:NAME.
@@ -27,18 +23,6 @@ const Prefix = "builtin:"
 
 // DefaultScenario is what `pipebench run` runs with no argument.
 const DefaultScenario = Prefix + "quickstart"
-
-// MaybeRunChild runs, and then exits, the embedded system under test this
-// process was started to be (the collector, a nats-server node, the
-// health-event service's document store, the event publisher proxy), if any;
-// otherwise it returns at once. Call it first thing in main, and in
-// TestMain of tests that run scenarios with such a system.
-func MaybeRunChild() {
-	otelcol.MaybeRunChild()
-	jetstream.MaybeRunChild()
-	docstore.MaybeRunChild()
-	eventproxy.MaybeRunChild()
-}
 
 // Scenario reads a scenario from a file, "-" (stdin) or builtin:NAME,
 // strictly, with the plug-ins of reg.

@@ -4,12 +4,12 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/internal/testkit/children"
 )
 
 func TestMain(m *testing.M) {
 	// The test binary is also the embedded services' child processes
 	// (the health-event service's document store, collectors).
-	builtins.MaybeRunChild()
+	children.MaybeRun()
 	os.Exit(m.Run())
 }

@@ -4,10 +4,10 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/internal/testkit/children"
 )
 
 func TestMain(m *testing.M) {
-	builtins.MaybeRunChild() // the test binary is also the health-event service's document store
+	children.MaybeRun() // the test binary is also the health-event service's document store
 	os.Exit(m.Run())
 }

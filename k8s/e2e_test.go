@@ -25,13 +25,14 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
+	"github.com/pipebench/pipebench/internal/testkit/children"
 	"github.com/pipebench/pipebench/internal/testkit/kubetest"
 	"github.com/pipebench/pipebench/internal/testkit/sinktest"
 	"github.com/pipebench/pipebench/internal/testkit/suitetest"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/kpi"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 // envTestPod tells this test binary, started by the simulated kubelet as
@@ -41,7 +42,7 @@ const envTestPod = "PIPEBENCH_K8S_TEST_POD"
 
 func TestMain(m *testing.M) {
 	// The embedded collector runs as a child process of this binary.
-	builtins.MaybeRunChild()
+	children.MaybeRun()
 	if args := os.Getenv(envTestPod); args != "" {
 		os.Exit(testPod(strings.Fields(args)))
 	}
@@ -67,7 +68,7 @@ func testPod(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -185,7 +186,7 @@ func (e *e2e) launch(t *testing.T, ctx context.Context, ns, scen string, s Setup
 		return nil, col, log, err
 	}
 	col.Check(log)
-	merged, err := kpi.Merge(col.Shards)
+	merged, err := kpi.Merge(col.Shards, e.reg)
 	return merged, col, log, err
 }
 
@@ -355,7 +356,7 @@ thresholds: ["errors == 0", "lost == 0"]
 			if err != nil {
 				t.Fatalf("collect: %v\n%s", err, log)
 			}
-			res, err := kpi.Merge(col.Shards)
+			res, err := kpi.Merge(col.Shards, e.reg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -28,13 +28,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/internal/testkit/kubetest"
 	"github.com/pipebench/pipebench/internal/testkit/sinktest"
 	"github.com/pipebench/pipebench/internal/testkit/suitetest"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/runner"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 // envTestLaunch tells this test binary to be the launcher of a per-node
@@ -117,7 +117,7 @@ func testLaunch(spec string) int {
 		return fail(err)
 	}
 	client, ct := counted(cfg, 50)
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		return fail(err)
 	}
@@ -138,7 +138,7 @@ func testLaunch(spec string) int {
 		return fail(err)
 	}
 	t0 := time.Now()
-	merged, err := kpi.Merge(col.Shards)
+	merged, err := kpi.Merge(col.Shards, reg)
 	if err != nil {
 		return fail(err)
 	}

@@ -42,6 +42,9 @@ type RunRecord struct {
 	// LoadEnded is when the last phase ended; ObservedUntil is the time of
 	// the last observation (after the drain).
 	LoadEnded, ObservedUntil time.Time
+	// Detectors are the plan's plug-ins' own readings of their series
+	// (pipebench.Registry.Detectors), run after the general detectors.
+	Detectors []pipebench.Detector
 }
 
 // Assemble computes the Result of a run: each phase's KPIs with the
@@ -92,7 +95,7 @@ func Assemble(rec RunRecord, m pipebench.Manifest) *pipebench.Result {
 		reasons = append(reasons, Restarts(rec.Series, res.Phases[0].Started, rec.ObservedUntil)...)
 	}
 	res.Thresholds = EvalThresholds(rec.Plan, res.Phases)
-	res.Detections = append(Saturation(res, reasons), DetectAll(res)...)
+	res.Detections = append(Saturation(res, reasons), DetectAll(res, rec.Detectors)...)
 	res.Summary = append(Summary(res), Capacity(res)...)
 
 	failures := rec.Failures
@@ -155,7 +158,6 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result, item stri
 		setHistograms(&t, res.Series, first.Started, until)
 		totals(&t)
 		wholeRunPeaks(&t, res.Series, first.Started, until)
-		capsReached(&t, res.Series, first.Started, until)
 		if !rec.Aborted {
 			effectLedger(&t, res.Series, first.Started, until, item, rec.Partial)
 		}
@@ -167,7 +169,6 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result, item stri
 	setHistograms(&t, res.Series, first.Started, until)
 	totals(&t)
 	wholeRunPeaks(&t, res.Series, first.Started, until)
-	capsReached(&t, res.Series, first.Started, until)
 	if a := rec.Arrivals; a.Lost > 0 || rec.Aborted {
 		// Accepted items never arrived: the backlog did not drain, and
 		// has no drain time; how long the drain waited for it is said.
@@ -385,10 +386,6 @@ const (
 	// process counts as saturated: the system's held-back sends cannot
 	// then be told from pipebench's slowness in reading answers.
 	SaturatedCPU = 0.9
-	// StarvedCPU is the CPU-seconds a second, per CPU it may use, that
-	// pipebench's threads may wait for a CPU other processes hold before
-	// it counts as starved, with the same consequence.
-	StarvedCPU = 0.5
 )
 
 // Validity returns why a phase's numbers describe pipebench rather than
@@ -420,14 +417,22 @@ func Validity(ph pipebench.PlanPhase, pr *pipebench.PhaseResult, s SendStats) []
 	if why := saturatedGenerator(pr); why != "" {
 		reasons = append(reasons, fmt.Sprintf("phase %s: %s", ph.Name, why))
 	}
-	if held := s.HeldBackItems(); held > 0 && s.ReadLag != nil && s.ReadLag.TotalCount() > 0 && s.Service != nil && s.Service.TotalCount() > 0 {
+	if held := s.HeldForSlots(); held > 0 && s.Service != nil && s.Service.TotalCount() > 0 && s.Lag != nil && s.Lag.TotalCount() > 0 {
 		// A connection or in-flight slot is held from the write to the
-		// answer's arrival by the system, and from there until pipebench
-		// read the answer by pipebench: when pipebench held them longer,
-		// its slowness, not the system, kept them busy.
-		if rl, svc := s.ReadLag.Mean()/1000, s.Service.Mean()/1000; rl > svc {
-			reasons = append(reasons, fmt.Sprintf("phase %s: pipebench held its connections and in-flight slots longer than the system did: answers waited %.1f ms on average for pipebench to read them, against %.1f ms from the write to the answer's arrival, so the %s items held back are pipebench's slowness%s; lower the rate, add generator CPU, or spread the load over shards",
-				ph.Name, rl, svc, pipebench.FormatCount(float64(held)), evidence))
+		// answer's arrival by the system; pipebench's own share is how
+		// late it acts: how late it starts what falls due (its lag: its
+		// loops wake on the same scheduler) and, where the driver tells,
+		// how long an answer waits for it to be read. When pipebench's
+		// share is the larger, its slowness, not the system, kept them
+		// busy.
+		own, how := s.Lag.Mean()/1000, fmt.Sprintf("it started sends %.1f ms late on average", s.Lag.Mean()/1000)
+		if s.ReadLag != nil && s.ReadLag.TotalCount() > 0 {
+			own += s.ReadLag.Mean() / 1000
+			how += fmt.Sprintf(" and answers waited %.1f ms on average for it to read them", s.ReadLag.Mean()/1000)
+		}
+		if svc := s.Service.Mean() / 1000; own > svc {
+			reasons = append(reasons, fmt.Sprintf("phase %s: pipebench held its connections and in-flight slots longer than the system did: %s, against %.1f ms from the write to the answer's arrival, so the %s items held back for busy slots are pipebench's slowness%s; lower the rate, add generator CPU, or spread the load over shards",
+				ph.Name, how, svc, pipebench.FormatCount(float64(held)), evidence))
 		}
 	}
 	return reasons
@@ -435,15 +440,16 @@ func Validity(ph pipebench.PlanPhase, pr *pipebench.PhaseResult, s SendStats) []
 
 // saturatedGenerator says why a phase whose sends the system held back
 // cannot be judged: pipebench's own process used SaturatedCPU of its CPUs
-// or more, or waited for a CPU StarvedCPU of the time ("" when it did not,
-// or nothing was held back). Where the driver tells when each answer
-// arrived (read_lag), who held the connections is known from it instead
-// (Validity), and the CPU is not asked.
+// or more ("" when it did not, or nothing was held back). Where the driver
+// tells when each answer arrived (read_lag), who held the connections is
+// known from it instead (Validity), and the CPU is not asked. How long its
+// threads waited for a CPU others held is not a rule (a light run on a
+// loaded machine waits as long as a starved one): it is said beside every
+// reason that names pipebench (generatorEvidence).
 func saturatedGenerator(pr *pipebench.PhaseResult) string {
 	held, _ := pr.Get("held_back")
 	used, ok := pr.Get("generator_cpu_cores")
 	cpus, _ := pr.Get("generator_cpus")
-	wait, _ := pr.Get("generator_cpu_wait")
 	_, timed := pr.Get("read_lag.p99")
 	switch {
 	case !ok || held <= 0 || cpus <= 0 || timed:
@@ -451,9 +457,6 @@ func saturatedGenerator(pr *pipebench.PhaseResult) string {
 	case used >= SaturatedCPU*cpus:
 		return fmt.Sprintf("pipebench's own process used %.2f of its %.0f CPUs while the system under test held back %s items: whether the system or pipebench's reading of its answers held them cannot be told; give pipebench more CPU (fewer, larger sends, shards, another machine)",
 			used, cpus, pipebench.FormatCount(held))
-	case wait >= StarvedCPU*cpus:
-		return fmt.Sprintf("pipebench was starved of CPU: its threads waited %.2f CPU-seconds a second for a CPU that other processes held (it used %.2f of its %.0f CPUs) while the system under test held back %s items: whether the system or pipebench's reading of its answers held them cannot be told; give pipebench a CPU of its own (taskset, fewer processes beside it, another machine)",
-			wait, used, cpus, pipebench.FormatCount(held))
 	}
 	return ""
 }
@@ -669,21 +672,37 @@ func sortedKeys(m map[string]uint64) []string {
 	return keys
 }
 
-// DetectAll runs every detector with its defaults: the general ones and
-// the event-bus ones (which name the eventing reference's classes F1, F2,
-// F3). Where both see a stream filling up, the general storage_fill and
-// storage_full findings are kept and the event-bus duplicates dropped.
-func DetectAll(res *pipebench.Result) []pipebench.Detection {
-	out := append(Detect(res, DetectOptions{}), Drift(res)...)
-	storage := false
-	for _, d := range out {
-		storage = storage || d.Detector == "storage_fill" || d.Detector == "storage_full"
-	}
-	for _, d := range DetectNATS(res, NATSDetectOptions{}) {
-		if storage && (d.Detector == "storage_filling" || d.Detector == "stream_full") {
-			continue
+// DetectAll runs every detector with its defaults: the general ones, which
+// read only the KPI names every plug-in shares (stall, shortfall,
+// backlog_growth, leak, throughput_drop, rate_drop, and the total's
+// memory_slope), then each of detectors (the plan's plug-ins' own, such as
+// the nats observer's storage and dispatch classes, F1 to F3). A stall
+// is not counted while a PauseReporter among detectors says delivery was
+// paused on purpose.
+func DetectAll(res *pipebench.Result, detectors []pipebench.Detector) []pipebench.Detection {
+	var o DetectOptions
+	var pausers []pipebench.PauseReporter
+	for _, d := range detectors {
+		if p, ok := d.(pipebench.PauseReporter); ok {
+			pausers = append(pausers, p)
 		}
-		out = append(out, d)
 	}
+	if len(pausers) > 0 {
+		o.Paused = func(t time.Time) bool {
+			for _, p := range pausers {
+				if p.Paused(res, t) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	out := append(Detect(res, o), Drift(res)...)
+	byName := pipebench.SeriesByName(res.Series)
+	out = append(out, rateDrop(res, byName, func(t time.Time) string { return phaseFrom(res, t) })...)
+	for _, d := range detectors {
+		out = append(out, d.Detect(res)...)
+	}
+	memorySlopes(res, byName)
 	return out
 }

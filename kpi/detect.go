@@ -24,6 +24,9 @@ type DetectOptions struct {
 	// least this long (default 5m, 50 MB/h).
 	LeakMinSpan   time.Duration
 	LeakMBPerHour float64
+	// Paused, when set, says that delivery was paused on purpose at t
+	// (the plug-ins' PauseReporters): nothing delivered then is no stall.
+	Paused func(t time.Time) bool
 }
 
 func (o *DetectOptions) defaults() {
@@ -47,22 +50,15 @@ func (o *DetectOptions) defaults() {
 	}
 }
 
-// seriesByName groups series by name, each name's in their order.
-func seriesByName(series []pipebench.Series) map[string][]pipebench.Series {
-	byName := map[string][]pipebench.Series{}
-	for _, s := range series {
-		byName[s.Name] = append(byName[s.Name], s)
-	}
-	return byName
-}
-
-// Detect finds the named failure patterns in a Result's series: stall,
-// backlog_growth, shortfall, leak, storage_fill and storage_full. Each comes
-// with the time it began and a message in plain words.
+// Detect finds the named failure patterns in a Result's series that read
+// only the KPI names every plug-in shares: stall, backlog_growth,
+// shortfall and leak. Each comes with the time it began and a message in
+// plain words. (What one plug-in's own series show, its Detector finds:
+// DetectAll.)
 func Detect(r *pipebench.Result, o DetectOptions) []pipebench.Detection {
 	o.defaults()
 	var out []pipebench.Detection
-	byName := seriesByName(r.Series)
+	byName := pipebench.SeriesByName(r.Series)
 	one := func(name string) []pipebench.TimeValue {
 		if ss := byName[name]; len(ss) > 0 {
 			return ss[0].Points
@@ -73,10 +69,9 @@ func Detect(r *pipebench.Result, o DetectOptions) []pipebench.Detection {
 	sent, delivered := one("sent_rate"), one("delivered_rate")
 	if len(sent) > 0 && len(delivered) > 0 {
 		run := 0
-		paused := byName["consumer_paused"]
 		for i, p := range delivered {
-			s := valueAt(sent, p.T)
-			if plannedPause(r, paused, p.T) {
+			s := pipebench.ValueAt(sent, p.T)
+			if r.InOutage(p.T) || (o.Paused != nil && o.Paused(p.T)) {
 				// Nothing delivered during a planned outage or pause is
 				// the plan, not a stall.
 				run = 0
@@ -98,13 +93,13 @@ func Detect(r *pipebench.Result, o DetectOptions) []pipebench.Detection {
 	if target := one("target_rate"); len(target) > 0 && len(sent) > 0 {
 		run := 0
 		for i, p := range sent {
-			tg := valueAt(target, p.T)
+			tg := pipebench.ValueAt(target, p.T)
 			if tg > 0 && p.V < o.ShortfallRatio*tg {
 				run++
 				if run == o.ShortfallPoints {
 					began := sent[i-run+1].T
 					whose := "pipebench sent"
-					if held := one("held_back_rate"); len(held) > 0 && valueAt(held, p.T) > 0 {
+					if held := one("held_back_rate"); len(held) > 0 && pipebench.ValueAt(held, p.T) > 0 {
 						whose = "the system under test held sends back: pipebench sent"
 					}
 					out = append(out, pipebench.Detection{Detector: "shortfall", Series: "sent_rate", Phase: phaseAt(r, began), Began: began,
@@ -123,7 +118,7 @@ func Detect(r *pipebench.Result, o DetectOptions) []pipebench.Detection {
 				if len(pts) < 4 {
 					continue
 				}
-				slope := slopePerSecond(pts)
+				slope := pipebench.Slope(pts)
 				growth := pts[len(pts)-1].V - pts[0].V
 				if slope > 0 && growth >= o.BacklogMinGrowth && pts[len(pts)-1].V >= maxV(pts)*0.9 {
 					out = append(out, pipebench.Detection{Detector: "backlog_growth", Series: s.Key(), Phase: ph.Name, Began: firstRise(pts),
@@ -141,36 +136,9 @@ func Detect(r *pipebench.Result, o DetectOptions) []pipebench.Detection {
 		if span < o.LeakMinSpan {
 			continue
 		}
-		if perHour := slopePerSecond(s.Points) * 3600; perHour > o.LeakMBPerHour {
+		if perHour := pipebench.Slope(s.Points) * 3600; perHour > o.LeakMBPerHour {
 			out = append(out, pipebench.Detection{Detector: "leak", Series: s.Key(), Began: s.Points[0].T,
 				Message: fmt.Sprintf("%s rose %.0f MB/h over %s", s.Key(), perHour, span.Round(time.Second)), Value: perHour})
-		}
-	}
-	// Storage filling toward its limit.
-	for _, used := range byName["storage_used_bytes"] {
-		var limit []pipebench.TimeValue
-		for _, l := range byName["storage_limit_bytes"] {
-			if l.Labels["instance"] == used.Labels["instance"] {
-				limit = l.Points
-			}
-		}
-		if len(used.Points) < 3 || len(limit) == 0 {
-			continue
-		}
-		last := used.Points[len(used.Points)-1]
-		lim := limit[len(limit)-1].V
-		if lim <= 0 {
-			continue
-		}
-		if last.V >= 0.98*lim {
-			out = append(out, pipebench.Detection{Detector: "storage_full", Series: used.Key(), Began: firstAbove(used.Points, 0.98*lim),
-				Message: fmt.Sprintf("%s reached %.0f%% of its limit", used.Key(), 100*last.V/lim), Value: last.V / lim})
-			continue
-		}
-		if slope := slopePerSecond(used.Points); slope > 0 {
-			eta := (lim - last.V) / slope
-			out = append(out, pipebench.Detection{Detector: "storage_fill", Series: used.Key(), Began: used.Points[0].T,
-				Message: fmt.Sprintf("%s is filling at %s bytes/s: full in about %s", used.Key(), pipebench.FormatCount(slope), pipebench.FormatDuration((time.Duration(eta) * time.Second).Round(time.Second))), Value: eta})
 		}
 	}
 	return out
@@ -186,18 +154,6 @@ func window(pts []pipebench.TimeValue, from, to time.Time) []pipebench.TimeValue
 	return out
 }
 
-// valueAt is the value of the last point at or before t (or the first).
-func valueAt(pts []pipebench.TimeValue, t time.Time) float64 {
-	v := pts[0].V
-	for _, p := range pts {
-		if p.T.After(t) {
-			break
-		}
-		v = p.V
-	}
-	return v
-}
-
 func phaseAt(r *pipebench.Result, t time.Time) string {
 	for _, p := range r.Phases {
 		if !t.Before(p.Started) && !t.After(p.Ended) {
@@ -205,25 +161,6 @@ func phaseAt(r *pipebench.Result, t time.Time) string {
 		}
 	}
 	return ""
-}
-
-// slopePerSecond is the least-squares slope of the points, per second.
-func slopePerSecond(pts []pipebench.TimeValue) float64 {
-	n := float64(len(pts))
-	t0 := pts[0].T
-	var sx, sy, sxx, sxy float64
-	for _, p := range pts {
-		x := p.T.Sub(t0).Seconds()
-		sx += x
-		sy += p.V
-		sxx += x * x
-		sxy += x * p.V
-	}
-	den := n*sxx - sx*sx
-	if den == 0 {
-		return 0
-	}
-	return (n*sxy - sx*sy) / den
 }
 
 func maxV(pts []pipebench.TimeValue) float64 {
@@ -241,42 +178,4 @@ func firstRise(pts []pipebench.TimeValue) time.Time {
 		}
 	}
 	return pts[0].T
-}
-
-func firstAbove(pts []pipebench.TimeValue, v float64) time.Time {
-	for _, p := range pts {
-		if p.V >= v {
-			return p.T
-		}
-	}
-	return pts[len(pts)-1].T
-}
-
-// plannedPause reports whether t falls in a sink outage the plan asked for
-// (a phase's faults.outages, which also pause a NATS consumer), or up to
-// two observation intervals after one while delivery picks up again, or
-// when a consumer reports itself paused.
-func plannedPause(r *pipebench.Result, paused []pipebench.Series, t time.Time) bool {
-	for _, s := range paused {
-		if v, ok := natsPointAt(s.Points, t); ok && v > 0 {
-			return true
-		}
-	}
-	slack := 2 * r.Plan.Interval.D()
-	for _, ph := range r.Phases {
-		var faults pipebench.FaultPolicy
-		for _, pp := range r.Plan.Phases {
-			if pp.Name == ph.Name {
-				faults = pp.Faults
-				break
-			}
-		}
-		for _, w := range faults.Outages {
-			from := ph.Started.Add(w.Start.D())
-			if !t.Before(from) && t.Before(from.Add(w.Duration.D()+slack)) {
-				return true
-			}
-		}
-	}
-	return false
 }

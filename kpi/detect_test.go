@@ -43,12 +43,10 @@ func TestDetectorsFindPatterns(t *testing.T) {
 			series("delivered_rate", nil, func(i int) float64 { return map[bool]float64{true: 0, false: 1000}[i >= 20 && i < 30] }, 60, time.Second),
 			series("backlog", nil, func(i int) float64 { return float64(i * 100) }, 60, time.Second),
 			series("memory_mb", inst, func(i int) float64 { return 100 + float64(i) }, 60, 10*time.Second),
-			series("storage_used_bytes", inst, func(i int) float64 { return float64(i) * 1e6 }, 60, time.Second),
-			series("storage_limit_bytes", inst, func(int) float64 { return 1e9 }, 60, time.Second),
 		},
 	}
 	got := detectors(Detect(r, DetectOptions{}))
-	for _, name := range []string{"stall", "shortfall", "backlog_growth", "leak", "storage_fill"} {
+	for _, name := range []string{"stall", "shortfall", "backlog_growth", "leak"} {
 		if _, ok := got[name]; !ok {
 			t.Errorf("%s not detected; got %v", name, got)
 		}
@@ -58,10 +56,6 @@ func TestDetectorsFindPatterns(t *testing.T) {
 	}
 	if b := got["shortfall"].Began; !b.Equal(t0.Add(30 * time.Second)) {
 		t.Errorf("shortfall began %v, want t0+30s", b.Sub(t0))
-	}
-	// 1 MB/s used, 1000 MB limit, 59 MB used at the end: ~941 s left.
-	if eta := got["storage_fill"].Value; eta < 930 || eta > 950 {
-		t.Errorf("storage ETA %v s, want about 941", eta)
 	}
 	if l := got["leak"].Value; l < 359 || l > 361 {
 		t.Errorf("leak %v MB/h, want 360", l)
@@ -110,12 +104,47 @@ func TestStallSkipsPlannedOutages(t *testing.T) {
 	if d, ok := detectors(Detect(mk(planned), DetectOptions{}))["stall"]; ok {
 		t.Errorf("a planned outage reported as a stall: %+v", d)
 	}
-	// A consumer that says it is paused is not stalled either.
-	r := mk(nil)
-	r.Series = append(r.Series, series("consumer_paused", map[string]string{"consumer": "c"}, func(i int) float64 {
-		return map[bool]float64{true: 1, false: 0}[i >= 19 && i < 32]
-	}, 60, time.Second))
-	if d, ok := detectors(Detect(r, DetectOptions{}))["stall"]; ok {
+	// Delivery a plug-in says was paused on purpose (a consumer paused:
+	// DetectOptions.Paused, from the PauseReporters) is no stall either.
+	paused := DetectOptions{Paused: func(t time.Time) bool { return !t.Before(at(19)) && t.Before(at(32)) }}
+	if d, ok := detectors(Detect(mk(nil), paused))["stall"]; ok {
 		t.Errorf("a paused consumer reported as a stall: %+v", d)
+	}
+	// Through DetectAll, a Detector that is a PauseReporter says so.
+	var asked int
+	pauser := pauseDetector{paused: func(_ *pipebench.Result, t time.Time) bool { asked++; return paused.Paused(t) }}
+	if d, ok := detectors(DetectAll(mk(nil), []pipebench.Detector{pauser}))["stall"]; ok || asked == 0 {
+		t.Errorf("DetectAll with a PauseReporter: stall %+v (asked %d times)", d, asked)
+	}
+}
+
+// pauseDetector is a Detector that finds nothing and says when delivery
+// was paused.
+type pauseDetector struct {
+	paused func(*pipebench.Result, time.Time) bool
+}
+
+func (pauseDetector) Detect(*pipebench.Result) []pipebench.Detection { return nil }
+func (p pauseDetector) Paused(r *pipebench.Result, t time.Time) bool { return p.paused(r, t) }
+
+// DetectAll runs every Detector it is given after the general ones, once
+// each, and keeps what they found after the general detections.
+func TestDetectAllRunsTheGivenDetectors(t *testing.T) {
+	r := &pipebench.Result{Phases: []pipebench.PhaseResult{{Name: "load", Started: t0, Ended: t0.Add(10 * time.Second)}},
+		Series: []pipebench.Series{
+			series("sent_rate", nil, func(int) float64 { return 1000 }, 10, time.Second),
+			series("delivered_rate", nil, func(int) float64 { return 0 }, 10, time.Second),
+		}}
+	calls := 0
+	own := pipebench.DetectorFunc(func(got *pipebench.Result) []pipebench.Detection {
+		calls++
+		if got != r {
+			t.Error("the Detector was given another Result")
+		}
+		return []pipebench.Detection{{Detector: "own", Began: t0}}
+	})
+	ds := DetectAll(r, []pipebench.Detector{own})
+	if calls != 1 || len(ds) != 2 || ds[0].Detector != "stall" || ds[1].Detector != "own" {
+		t.Errorf("calls %d, detections %+v", calls, ds)
 	}
 }

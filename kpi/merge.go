@@ -40,12 +40,14 @@ func encodeHistograms(in PhaseInput) map[string]string {
 // generator would have recorded: counts added, rates over the shared phase
 // windows, percentiles from the merged histograms, the pipeline's own KPIs
 // from shard 1 (every shard observes the same system), each shard's series
-// labelled with its shard; then thresholds, detectors, validity and the
-// verdict on the merged numbers. Shards of different plans, a slice given
+// labelled with its shard; then thresholds, detectors (the general ones
+// and those of the plan's plug-ins that reg knows: Registry.Detectors; a
+// nil reg, the general ones only), validity and the verdict on the merged
+// numbers. Shards of different plans, a slice given
 // twice, a missing slice, shards of different runs, a shard still running
 // (a checkpoint), counts that are negative or do not add up, or a Result
 // that is no shard are refused, naming them.
-func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
+func Merge(shards []*pipebench.Result, reg *pipebench.Registry) (*pipebench.Result, error) {
 	if len(shards) == 0 {
 		return nil, errors.New("no shard results to merge")
 	}
@@ -174,7 +176,11 @@ func Merge(shards []*pipebench.Result) (*pipebench.Result, error) {
 	mergePending(ordered, res) // the pipeline held its pending items once, not once per shard
 	reasons = append(reasons, reached(totalSends, planned)...)
 	res.Thresholds = EvalThresholds(plan, res.Phases)
-	res.Detections = append(Saturation(res, reasons), DetectAll(res)...)
+	var detectors []pipebench.Detector
+	if reg != nil {
+		detectors = reg.Detectors(plan)
+	}
+	res.Detections = append(Saturation(res, reasons), DetectAll(res, detectors)...)
 	res.Summary = append(Summary(res), Capacity(res)...)
 
 	m := first.Manifest

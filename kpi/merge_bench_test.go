@@ -46,7 +46,7 @@ func BenchmarkMerge64Shards(b *testing.B) {
 	runtime.ReadMemStats(&before)
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := Merge(results); err != nil {
+		if _, err := Merge(results, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

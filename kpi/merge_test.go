@@ -26,7 +26,7 @@ func TestMergeHistogramsAreTheUnion(t *testing.T) {
 			Phases: []pipebench.PlanPhase{{Name: "p", Duration: pipebench.Duration(time.Second), Items: uint64(to - from + 1), Profile: pipebench.Profile{Kind: pipebench.ProfileConstant, Rate: pipebench.Rate(to - from + 1)}}}},
 			Manifest: pipebench.Manifest{RunID: "r" + string(rune('0'+i))}, Phases: []pipebench.PhaseResult{pr}}
 	}
-	m, err := Merge([]*pipebench.Result{shard(1, 1001, 3000), shard(0, 1, 1000)})
+	m, err := Merge([]*pipebench.Result{shard(1, 1001, 3000), shard(0, 1, 1000)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

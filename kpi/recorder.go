@@ -142,6 +142,23 @@ func (s *SendStats) HeldBackItems() uint64 {
 	return n
 }
 
+// slotReasons are the reasons for holding an item back that mean every
+// connection or in-flight slot was busy: who kept them busy, the system
+// answering or pipebench acting late, is a question (Validity). A refused
+// or unreachable connection, a producer's full buffer, are the system's
+// whatever pipebench's pace.
+var slotReasons = []string{HeldMaxInFlight, HeldMaxInFlightBytes, "no free connection", "pipeline full"}
+
+// HeldForSlots returns the items held back because every connection or
+// in-flight slot was busy.
+func (s *SendStats) HeldForSlots() uint64 {
+	var n uint64
+	for _, r := range slotReasons {
+		n += s.HeldBack[r]
+	}
+	return n
+}
+
 // SentItems returns the items whose request left pipebench: every
 // outcome class but dropped, and the sends abandoned in flight.
 func (s *SendStats) SentItems() uint64 {

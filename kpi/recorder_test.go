@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/pipebench/pipebench"
 )
 
@@ -322,6 +324,40 @@ func TestValidityGeneratorLag(t *testing.T) {
 			t.Errorf("%s %v ms: reasons %q, want none", tc.kpi, tc.ms, got)
 		case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
 			t.Errorf("%s %v ms: reasons %q, want one with %q", tc.kpi, tc.ms, got, tc.want)
+		}
+	}
+}
+
+// Items held back because every connection or in-flight slot was busy,
+// while pipebench acted later on average than the system answered, are
+// pipebench's slowness; items held back because the system refused the
+// connection, or its producer buffer was full, are the system's whatever
+// pipebench's pace (a collector killed mid-run refuses every send: the run
+// fails, it is not invalid).
+func TestValiditySlowGeneratorOnlyForBusySlots(t *testing.T) {
+	ph := pipebench.PlanPhase{Name: "p", Items: 1000}
+	hist := func(us int64) *hdrhistogram.Histogram {
+		h := hdrhistogram.New(1, 60_000_000, 3)
+		for range 100 {
+			h.RecordValue(us)
+		}
+		return h
+	}
+	for _, tc := range []struct {
+		reason string
+		want   bool
+	}{
+		{HeldMaxInFlight, true},
+		{"no free connection", true},
+		{"pipeline full", true},
+		{"connection refused", false},
+		{"unreachable", false},
+		{"buffer full", false},
+	} {
+		s := SendStats{HeldBack: map[string]uint64{tc.reason: 400}, Lag: hist(3200), Service: hist(2600)}
+		got := Validity(ph, &pipebench.PhaseResult{}, s)
+		if named := len(got) == 1 && strings.Contains(got[0], "held its connections and in-flight slots longer than the system did"); named != tc.want || (!tc.want && len(got) != 0) {
+			t.Errorf("400 held back for %q, sends 3.2 ms late against 2.6 ms of service: reasons %q, want pipebench's slowness: %v", tc.reason, got, tc.want)
 		}
 	}
 }

@@ -15,16 +15,17 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
+	"github.com/pipebench/pipebench/internal/testkit/children"
 	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/metricsout"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 func TestMain(m *testing.M) {
-	builtins.MaybeRunChild() // the embedded collector runs as a child of the test binary
+	children.MaybeRun() // the embedded collector runs as a child of the test binary
 	os.Exit(m.Run())
 }
 
@@ -143,7 +144,7 @@ func TestARunInPrometheus(t *testing.T) {
 		scrapeJob{name: "collector", targets: []string{collectorTarget}, honorLabels: true})
 	classic := startPrometheus(t, false, scrapeJob{name: "pipebench", targets: []string{metricsAddr}})
 
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/metricsout"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 // httpScenario is a short run with failures (the sink refuses a fifth of
@@ -43,7 +43,7 @@ func TestOTLPOverHTTPAndGRPCArriveAlike(t *testing.T) {
 		t.Skip("runs three short scenarios against a collector")
 	}
 	grpcAddr, httpAddr, metricsURL := startCollectorHTTP(t)
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,11 +17,12 @@ import (
 	"github.com/pipebench/pipebench/runner"
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
 	"github.com/pipebench/pipebench/sut/otelcol"
+	"github.com/pipebench/pipebench/sut/otelcol/collector/full"
 )
 
 // TestMain lets this test binary be the collector child.
 func TestMain(m *testing.M) {
-	otelcol.MaybeRunChild()
+	full.MaybeRunChild()
 	os.Exit(m.Run())
 }
 

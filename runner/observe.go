@@ -152,9 +152,14 @@ func (r *run) observeOnce(ctx context.Context, now time.Time) {
 	r.lastQueue.Store(queue)
 }
 
+// FinalLedgerBound bounds the last reading of the ledger's terms, after the
+// drain, when the interval is shorter.
+const FinalLedgerBound = 10 * time.Second
+
 // ledger asks the system under test and the driver, when they can tell,
 // for the ledger's terms they read from the pipeline's own state
-// (pipebench.LedgerReporter), bounded by the interval.
+// (pipebench.LedgerReporter), bounded by the interval (the last reading by
+// FinalLedgerBound).
 func (r *run) ledger(ctx context.Context, now time.Time) []pipebench.Point {
 	var out []pipebench.Point
 	for _, c := range []struct {
@@ -165,8 +170,17 @@ func (r *run) ledger(ctx context.Context, now time.Time) []pipebench.Point {
 		if !ok || c.x == nil {
 			continue
 		}
-		lctx, cancel := context.WithTimeout(ctx, r.interval())
-		pts, err := lr.Ledger(lctx, now, r.final.Load())
+		final := r.final.Load()
+		bound := r.interval()
+		if final && bound < FinalLedgerBound {
+			// The last reading is what the ledger rests on, and the
+			// drain is over: a pipeline busy with its backlog (a store
+			// counting 200,000 documents) may take longer than an
+			// interval to answer.
+			bound = FinalLedgerBound
+		}
+		lctx, cancel := context.WithTimeout(ctx, bound)
+		pts, err := lr.Ledger(lctx, now, final)
 		cancel()
 		if ctx.Err() != nil {
 			// The run ended during this observation: the last one,

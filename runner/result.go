@@ -63,7 +63,7 @@ func (u *unreached) Error() string { return u.err.Error() }
 // what the scenario says), status error otherwise, with the error.
 func (r *run) notStarted(started time.Time, err error) (*pipebench.Result, error) {
 	now := time.Now()
-	rec := kpi.RunRecord{Plan: r.plan.Redacted(), LoadEnded: now, ObservedUntil: now}
+	rec := kpi.RunRecord{Plan: r.plan.Redacted(), LoadEnded: now, ObservedUntil: now, Detectors: r.p.Registry.Detectors(r.plan)}
 	var u *unreached
 	if errors.As(err, &u) {
 		rec.Invalid = []string{"nothing reached the system under test: " + u.err.Error()}
@@ -99,6 +99,7 @@ func (r *run) assemble(started, loadEnded, lastObs time.Time, aborted, partial b
 	rec := kpi.RunRecord{
 		Plan: r.plan.Redacted(), Messages: r.rec.Messages(), Aborted: aborted, Partial: partial,
 		ObserverErrors: r.obsErrors.Load(), LoadEnded: loadEnded, ObservedUntil: lastObs,
+		Detectors: r.p.Registry.Detectors(r.plan),
 	}
 	for _, e := range r.sutExits {
 		rec.Failures = append(rec.Failures, "the system under test failed: "+e)

@@ -64,7 +64,7 @@ func (s *capacityServer) finishedIn(from, to time.Time) int {
 	return n
 }
 
-// A server of known capacity (8 requests at once, each held 100 ms: 80 a
+// A server of known capacity (8 requests at once, each held 200 ms: 40 a
 // second) driven at twice its capacity, with connections below and above
 // its 8 slots and max_in_flight below and above them. The system's limit
 // is a result, never pipebench's: the run is valid; pipebench's sent
@@ -72,15 +72,16 @@ func (s *capacityServer) finishedIn(from, to time.Time) int {
 // back by the system (target = sent + held back, exactly, nothing missed),
 // for the reason that held it (no free connection, max_in_flight); the
 // server finished, during the phase, what the narrowest of its slots, the
-// connections and max_in_flight lets through (8, 4 or 4 a hold; a slot
-// that max_in_flight frees is used again at the next due send) within 2%,
+// connections and max_in_flight lets through (8, 4 or 4 a hold) within 2%
+// (4% where max_in_flight is the narrowest: a slot it frees is used again
+// at the next due send),
 // and pipebench's own count of answers over the phase agrees with the
 // server's; latency from the scheduled time is at least the hold.
 func TestSaturationIsTheSystemsResult(t *testing.T) {
 	if testing.Short() {
-		t.Skip("four runs of 3 s at a server's capacity")
+		t.Skip("four runs of 4 s at a server's capacity")
 	}
-	const k, hold = 8, 100 * time.Millisecond
+	const k, hold = 8, 200 * time.Millisecond
 	for _, tc := range []struct {
 		name        string
 		conns, maxI int
@@ -95,11 +96,16 @@ func TestSaturationIsTheSystemsResult(t *testing.T) {
 			srv, url := newCapacityServer(t, k, hold)
 			rate := 2 * float64(k) / hold.Seconds()
 			capacity := float64(min(k, tc.conns, tc.maxI)) / hold.Seconds()
+			tolerance := 0.02
 			if tc.maxI < min(k, tc.conns) {
 				// The open model does not queue a send max_in_flight
-				// holds back: a slot freed waits for the next due send,
-				// half a send interval on average, before it is used again.
+				// holds back: a slot freed (once pipebench read the
+				// answer) waits for the next due send, half a send
+				// interval on average, before it is used again; the read
+				// and that wait on a loaded machine add a few ms more
+				// (5 ms measured), so 4%.
 				capacity = float64(tc.maxI) / (hold.Seconds() + 1/(2*rate))
+				tolerance = 0.04
 			}
 			reg := registry(t)
 			plan := compile(t, reg, fmt.Sprintf(`
@@ -109,7 +115,7 @@ workload: {generator: event, size: 64}
 interval: 250ms
 defaults: {max_in_flight: %d}
 phases:
-  - {name: twice, duration: 3s, rate: %g/s}
+  - {name: twice, duration: 4s, rate: %g/s}
 `, url, tc.conns, tc.maxI, rate))
 			res := runWithin(t, reg, plan, time.Minute)
 			if res.Manifest.Status != pipebench.StatusCompleted {
@@ -131,8 +137,8 @@ phases:
 			from, to := ph.Started.Add(hold), ph.Ended
 			span := to.Sub(from).Seconds()
 			served := float64(srv.finishedIn(from, to))
-			if got := served / span; got < 0.98*capacity || got > 1.02*capacity {
-				t.Errorf("the server finished %.1f/s during the phase, want its capacity as seen through %d connections and max_in_flight %d: %.1f/s ± 2%%", got, tc.conns, tc.maxI, capacity)
+			if got := served / span; got < (1-tolerance)*capacity || got > (1+tolerance)*capacity {
+				t.Errorf("the server finished %.1f/s during the phase, want its capacity as seen through %d connections and max_in_flight %d: %.1f/s ± %.0f%%", got, tc.conns, tc.maxI, capacity, 100*tolerance)
 			}
 			// pipebench's own count of the answers over the phase, by
 			// when they came (its accepted_rate series), against the

@@ -44,7 +44,7 @@ func TestShardsMergeToWhatTheSinkReceived(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	merged, err := kpi.Merge(results)
+	merged, err := kpi.Merge(results, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,15 +67,15 @@ func TestShardsMergeToWhatTheSinkReceived(t *testing.T) {
 		t.Errorf("merged latency.p99 %v", p99)
 	}
 	// Refusals: a missing shard, a shard twice, another plan's shard.
-	if _, err := kpi.Merge(results[:3]); err == nil {
+	if _, err := kpi.Merge(results[:3], nil); err == nil {
 		t.Error("three of four shards merged")
 	}
-	if _, err := kpi.Merge([]*pipebench.Result{results[0], results[0], results[2], results[3]}); err == nil {
+	if _, err := kpi.Merge([]*pipebench.Result{results[0], results[0], results[2], results[3]}, nil); err == nil {
 		t.Error("a shard given twice merged")
 	}
 	other := *results[1]
 	other.Plan.Digest = "another"
-	if _, err := kpi.Merge([]*pipebench.Result{results[0], &other, results[2], results[3]}); err == nil {
+	if _, err := kpi.Merge([]*pipebench.Result{results[0], &other, results[2], results[3]}, nil); err == nil {
 		t.Error("a shard of another plan merged")
 	}
 }

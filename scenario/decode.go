@@ -351,6 +351,13 @@ func (d *decoder) plugin(n ast.Node, path, typeKey string, required bool, common
 		if typeField != nil {
 			at = typeField.val
 		}
+		if len(cat.names) == 0 {
+			// The lean load generator (pipebench-load) carries no
+			// embedded system under test at all.
+			d.add(at, join(path, typeKey), "%s %q: this program has no %s plug-in (pipebench-load, the load generator alone, carries no embedded system under test): run the scenario with pipebench, or leave %s out and point the target at a system that runs already",
+				cat.kind, c.Type, cat.kind, path)
+			return c, false
+		}
 		d.add(at, join(path, typeKey), "unknown %s %q%s; valid: %s", cat.kind, c.Type, didYouMean(c.Type, cat.names), strings.Join(cat.names, ", "))
 		return c, false
 	}

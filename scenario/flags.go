@@ -52,6 +52,26 @@ func FaultFlags(p *pipebench.FaultPolicy) []PolicyFlag {
 	return out
 }
 
+// SetKey sets key of the configuration cfg points to (a plug-in's, as a
+// scenario names its keys) from its text form, as the decoder reads a
+// scalar: how `pipebench sink` fills its sink's configuration, made by the
+// sink's factory, from its flags.
+func SetKey(cfg any, key, text string) error {
+	v := reflect.ValueOf(cfg)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("%s: the configuration is a %T, not a pointer to a struct", key, cfg)
+	}
+	for _, k := range keysOf(v.Elem().Type()) {
+		if k.key == key {
+			if err := (&PolicyValue{v: v.Elem().FieldByIndex(k.index)}).Set(text); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: no such key (keys: %s)", key, strings.Join(keyNames(keysOf(v.Elem().Type())), ", "))
+}
+
 // FlagProblems rewrites the problems of a fault policy's Validate
 // ("error_ratio: ..." lines) with the names of the flags they are about
 // ("--error-ratio: ..."), joined by "; ".

@@ -73,3 +73,33 @@ func TestFlagProblemsNameFlags(t *testing.T) {
 		}
 	}
 }
+
+// SetKey sets a plug-in configuration's key from its text as the decoder
+// reads it, and names the key in what it refuses.
+func TestSetKey(t *testing.T) {
+	type cfg struct {
+		Listen  string             `yaml:"listen"`
+		Max     int64              `yaml:"max_body_bytes"`
+		Timeout pipebench.Duration `yaml:"timeout"`
+	}
+	var c cfg
+	for k, v := range map[string]string{"listen": "127.0.0.1:9", "max_body_bytes": "42", "timeout": "3s"} {
+		if err := SetKey(&c, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Listen != "127.0.0.1:9" || c.Max != 42 || c.Timeout.D().Seconds() != 3 {
+		t.Errorf("set %+v", c)
+	}
+	for _, bad := range []struct{ key, text, want string }{
+		{"max_body_bytes", "many", `max_body_bytes: "many" is not a whole number`},
+		{"port", "9", "port: no such key (keys: listen, max_body_bytes, timeout)"},
+	} {
+		if err := SetKey(&c, bad.key, bad.text); err == nil || err.Error() != bad.want {
+			t.Errorf("%s=%s: %v, want %s", bad.key, bad.text, err, bad.want)
+		}
+	}
+	if err := SetKey(c, "listen", "x"); err == nil {
+		t.Error("a configuration that is no pointer was set")
+	}
+}

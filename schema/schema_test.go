@@ -148,10 +148,10 @@ func TestScenarioCorpus(t *testing.T) {
 		return err
 	}
 	check(t, runCorpus(t, s, decode, map[string]bool{
-		"../examples":                            true,
-		"testdata/scenarios/valid":               true,
-		"testdata/scenarios/invalid":             false,
-		"../cmd/pipebench/testdata/schema/valid": true,
+		"../examples":                      true,
+		"testdata/scenarios/valid":         true,
+		"testdata/scenarios/invalid":       false,
+		"../command/testdata/schema/valid": true,
 	}))
 }
 

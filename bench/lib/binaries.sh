@@ -7,8 +7,8 @@
 # state. A file the Go linker has just written sits in the page cache in
 # large folios, and a read fault maps a whole folio: run straight after
 # `go build`, pipebench maps 40-80 MB more of itself than the same
-# executable copied with cp (README, "Why a freshly built binary shows
-# 40-80 MB more"), which a comparison of peak RSS would read as a
+# executable copied with cp (docs/benchmarks.md, "Why a freshly built
+# binary shows 40-80 MB more"), which a comparison of peak RSS would read as a
 # difference between the builds, or against a peer's installed binary.
 copy_binary() {
 	if [ ! -f "$1" ] || [ ! -x "$1" ]; then

@@ -2,16 +2,16 @@
 // limit tests against event and telemetry pipelines and ends each run with a
 // KPI table. `pipebench run` with no argument runs the built-in quickstart.
 //
-// This is the only package that calls os.Exit.
+// This is the only package of the pipebench command that calls os.Exit.
 package main
 
 import (
 	"os"
 
-	"github.com/pipebench/pipebench/builtins"
-	"github.com/pipebench/pipebench/execute"
+	"github.com/pipebench/pipebench/command"
 	"github.com/pipebench/pipebench/internal/proc/residency"
 	"github.com/pipebench/pipebench/internal/proc/tlsroots"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 func main() {
@@ -20,10 +20,12 @@ func main() {
 	// has them.
 	tlsroots.FallbackWhereNone()
 
-	// The embedded OpenTelemetry Collector and nats-server nodes run as
-	// child processes of this same binary. Their memory is a measurement
-	// of the system under test, left as it is.
-	builtins.MaybeRunChild()
+	// The light embedded systems (nats-server nodes, the event proxy) run
+	// as child processes of this same binary; the heavy ones (the
+	// OpenTelemetry Collector, the health-event service) as children of
+	// pipebench-sut. Their memory is a measurement of the system under
+	// test, left as it is.
+	all.MaybeRunChild()
 
 	// What the initialisation of the binary's packages read stays out of
 	// pipebench's own memory.
@@ -32,8 +34,6 @@ func main() {
 	// by all of it (GOGC, when set, wins).
 	residency.Collector()
 
-	ctx, cut, release := execute.Signals(os.Stderr)
-	code := executeWith(ctx, cut, nil, os.Args[1:], os.Stdout, os.Stderr)
-	release()
-	os.Exit(code)
+	command.NewRegistry = all.Registry
+	os.Exit(command.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/payload"
 	"github.com/pipebench/pipebench/sut/healthevents"
+	"github.com/pipebench/pipebench/sut/healthevents/service"
 )
 
 // A blast of N health events over gRPC on a Unix socket to the embedded
@@ -21,7 +22,7 @@ import (
 // poll interval.
 func TestBlastEffectsOverUnixSocket(t *testing.T) {
 	const n, rate, poll = 80, 40.0, 100 * time.Millisecond
-	srv, err := healthevents.New(healthevents.Config{Listen: "unix://" + filepath.Join(t.TempDir(), "he.sock"), HTTPListen: "127.0.0.1:0", EffectRate: rate, QueueSize: 1000, Store: healthevents.StoreConfig{Type: healthevents.StoreNone}})
+	srv, err := service.New(healthevents.Config{Listen: "unix://" + filepath.Join(t.TempDir(), "he.sock"), HTTPListen: "127.0.0.1:0", EffectRate: rate, QueueSize: 1000, Store: healthevents.StoreConfig{Type: healthevents.StoreNone}})
 	if err != nil {
 		t.Fatal(err)
 	}

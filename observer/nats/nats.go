@@ -60,7 +60,8 @@ func Factory() pipebench.Factory[pipebench.Observer] {
 	return pipebench.NewFactory("nats",
 		"nats-server monitoring (/varz, /jsz, /connz): stream bytes and storage against limits, consumer backlog, memory, CPU, connections",
 		func() *Config { return &Config{Timeout: pipebench.Duration(2 * time.Second)} },
-		func(c *Config, env pipebench.Env) (pipebench.Observer, error) { return New(*c, env.Instances) })
+		func(c *Config, env pipebench.Env) (pipebench.Observer, error) { return New(*c, env.Instances) }).
+		WithDetector(Detector{})
 }
 
 type target struct {

@@ -231,7 +231,7 @@ func New(cfg Config, instances []pipebench.Instance) (*Observer, error) {
 				names[i] = in.Name
 			}
 			return nil, pipebench.UsageError(fmt.Sprintf("the prometheus observer has nothing to scrape: no instance of the system under test (%s) serves metrics", strings.Join(names, ", ")),
-				"set its url; an embedded system serves metrics only with what its section of the README says it needs", nil)
+				"set its url; an embedded system serves metrics only with what its page of the documentation (docs/) says it needs", nil)
 		}
 		return nil, pipebench.UsageError("the prometheus observer has nothing to scrape", "set its url, or use it with an embedded sut that serves metrics", nil)
 	}

@@ -78,6 +78,13 @@ func New(seed uint64) *Injector {
 	return &Injector{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
 
+// Reseed starts the random draws (latency) again from seed.
+func (in *Injector) Reseed(seed uint64) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
 // Set replaces the policy; windows are measured from phaseStart, and the
 // rate limiters' buckets start full.
 func (in *Injector) Set(p pipebench.FaultPolicy, phaseStart time.Time) {

@@ -2,6 +2,7 @@ package fault
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +223,28 @@ func TestRefusedRequestTakesNoTokens(t *testing.T) {
 	}
 	if ok != 2 {
 		t.Errorf("%d requests passed a bucket of 2 requests", ok)
+	}
+}
+
+// Reseed starts the latency draws again from a seed: an injector reseeded
+// with 9 draws what one made with 9 draws, another seed draws otherwise.
+func TestReseedRepeatsTheDraws(t *testing.T) {
+	l := pipebench.LatencyDist{Kind: "uniform", Min: pipebench.Duration(time.Millisecond), Max: pipebench.Duration(time.Second)}
+	draws := func(in *Injector) []time.Duration {
+		in.Set(pipebench.FaultPolicy{Latency: &l}, time.Unix(0, 0))
+		var out []time.Duration
+		for i := 0; i < 5; i++ {
+			out = append(out, in.Decide(Request{At: time.Unix(0, 0)}).Delay)
+		}
+		return out
+	}
+	want := draws(New(9))
+	reseeded := New(1)
+	reseeded.Reseed(9)
+	if got := draws(reseeded); !slices.Equal(got, want) {
+		t.Errorf("reseeded with 9: %v, made with 9: %v", got, want)
+	}
+	if other := draws(New(1)); slices.Equal(other, want) {
+		t.Errorf("seeds 1 and 9 drew the same: %v", other)
 	}
 }

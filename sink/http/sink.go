@@ -93,6 +93,7 @@ type Sink struct {
 var (
 	_ pipebench.Sink        = (*Sink)(nil)
 	_ pipebench.FaultSetter = (*Sink)(nil)
+	_ pipebench.FaultSeeder = (*Sink)(nil)
 )
 
 // New returns a sink that is not yet listening.
@@ -159,6 +160,9 @@ func (s *Sink) MetricsURL() string {
 
 // SetFaults implements pipebench.FaultSetter.
 func (s *Sink) SetFaults(p pipebench.FaultPolicy, phaseStart time.Time) { s.inj.Set(p, phaseStart) }
+
+// SeedFaults implements pipebench.FaultSeeder.
+func (s *Sink) SeedFaults(seed uint64) { s.inj.Reseed(seed) }
 
 // Shutdown stops serving and waits for in-flight requests (bounded by ctx).
 func (s *Sink) Shutdown(ctx context.Context) error {

@@ -82,6 +82,7 @@ type Sink struct {
 var (
 	_ pipebench.Sink          = (*Sink)(nil)
 	_ pipebench.FaultSetter   = (*Sink)(nil)
+	_ pipebench.FaultSeeder   = (*Sink)(nil)
 	_ pipebench.MultiEndpoint = (*Sink)(nil)
 )
 
@@ -169,6 +170,9 @@ func (s *Sink) Endpoints() map[string]string {
 
 // SetFaults implements pipebench.FaultSetter.
 func (s *Sink) SetFaults(p pipebench.FaultPolicy, phaseStart time.Time) { s.inj.Set(p, phaseStart) }
+
+// SeedFaults implements pipebench.FaultSeeder.
+func (s *Sink) SeedFaults(seed uint64) { s.inj.Reseed(seed) }
 
 // Shutdown stops both servers.
 func (s *Sink) Shutdown(ctx context.Context) error {

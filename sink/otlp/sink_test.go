@@ -21,7 +21,7 @@ import (
 	"github.com/pipebench/pipebench"
 	otlpdriver "github.com/pipebench/pipebench/driver/otlp"
 	otlpgen "github.com/pipebench/pipebench/payload/otlp"
-	"github.com/pipebench/pipebench/sut/otelcol"
+	"github.com/pipebench/pipebench/sut/otelcol/collector/full"
 )
 
 type arrivals struct {
@@ -112,7 +112,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(serveChild())
 	}
-	otelcol.MaybeRunChild()
+	full.MaybeRunChild()
 	os.Exit(m.Run())
 }
 

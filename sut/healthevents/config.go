@@ -168,7 +168,8 @@ func defaultConfig() *Config {
 		Kube:  KubeConfig{Nodes: 1500}}
 }
 
-// Factory returns the factory of the "healthevents" SUT.
+// Factory returns the factory of the "healthevents" SUT: the service runs
+// as a child process of pipebench-sut (package service), started by SUT.
 func Factory() pipebench.Factory[pipebench.SUT] {
 	return pipebench.NewFactory("healthevents", "health-event gRPC service (Unix socket or TCP): a connector storing each event in a MongoDB-protocol store (FerretDB started for the run, or mongodb_url) and a quarantine stage cordoning its node through a Kubernetes API server",
 		defaultConfig,
@@ -176,11 +177,6 @@ func Factory() pipebench.Factory[pipebench.SUT] {
 			if c.Listen == "" {
 				c.Listen = "unix://" + filepath.Join(env.ScratchDir(), "healthevents.sock")
 			}
-			s, err := New(*c)
-			if err != nil {
-				return nil, err
-			}
-			s.dir = env.Dir // "": Start makes one of its own
-			return s, nil
+			return &SUT{cfg: *c, dir: env.Dir}, nil
 		})
 }

@@ -2,18 +2,17 @@ package otelcol
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
-
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
-	"go.opentelemetry.io/collector/otelcol"
+	"time"
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/format/yamlnode"
+	"github.com/pipebench/pipebench/internal/proc/childproc"
 )
 
 // MaxConfigFile bounds config_file: a collector's configuration is a few
@@ -49,7 +48,7 @@ func (c *Config) checkConfigFile() error {
 	if c.Command != "" {
 		return nil
 	}
-	if err := dryRun(data, c.standIns()); err != nil {
+	if err := check(data, c.standIns()); err != nil {
 		return fmt.Errorf("%s: %w", c.ConfigFile, err)
 	}
 	return nil
@@ -74,83 +73,6 @@ func (c *Config) standIns() map[string]string {
 	return vars
 }
 
-// dryRun validates a collector configuration with the embedded collector's
-// own validation.
-func dryRun(data []byte, vars map[string]string) error {
-	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
-		BuildInfo: component.BuildInfo{Command: "pipebench-otelcol", Version: CollectorVersion},
-		Factories: factories,
-		ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
-			URIs:              []string{configScheme + ":config_file"},
-			ProviderFactories: []confmap.ProviderFactory{bytesProvider(data), envStandIns(vars), fileprovider.NewFactory()},
-			DefaultScheme:     "env",
-		}},
-	})
-	if err != nil {
-		return err
-	}
-	if err := col.DryRun(context.Background()); err != nil {
-		return fmt.Errorf("the embedded collector %s refuses it: %w", CollectorVersion, err)
-	}
-	return nil
-}
-
-// configScheme is the scheme of the configuration handed to the dry run.
-const configScheme = "pipebench"
-
-// staticProvider hands the collector a configuration held in memory, or
-// variables: confmap.Provider.
-type staticProvider struct {
-	scheme string
-	get    func(name string) (string, bool)
-}
-
-func (p staticProvider) Retrieve(_ context.Context, uri string, _ confmap.WatcherFunc) (*confmap.Retrieved, error) {
-	name, ok := strings.CutPrefix(uri, p.scheme+":")
-	if !ok {
-		return nil, fmt.Errorf("%q is not a %s: URI", uri, p.scheme)
-	}
-	def := ""
-	hasDef := false
-	if n, d, found := strings.Cut(name, ":-"); found {
-		name, def, hasDef = n, d, true
-	}
-	v, found := p.get(name)
-	if !found {
-		if !hasDef {
-			return confmap.NewRetrievedFromYAML(nil)
-		}
-		v = def
-	}
-	if v == "" {
-		return confmap.NewRetrieved("")
-	}
-	return confmap.NewRetrievedFromYAML([]byte(v))
-}
-
-func (p staticProvider) Scheme() string { return p.scheme }
-
-func (staticProvider) Shutdown(context.Context) error { return nil }
-
-func bytesProvider(data []byte) confmap.ProviderFactory {
-	return confmap.NewProviderFactory(func(confmap.ProviderSettings) confmap.Provider {
-		return staticProvider{scheme: configScheme, get: func(string) (string, bool) { return string(data), true }}
-	})
-}
-
-// envStandIns is the env: scheme with vars first, then the process's
-// environment.
-func envStandIns(vars map[string]string) confmap.ProviderFactory {
-	return confmap.NewProviderFactory(func(confmap.ProviderSettings) confmap.Provider {
-		return staticProvider{scheme: "env", get: func(k string) (string, bool) {
-			if v, ok := vars[k]; ok {
-				return v, true
-			}
-			return os.LookupEnv(k)
-		}}
-	})
-}
-
 // copyConfigFile writes config_file's text, read again as it was checked,
 // into the run's folder for the collector to read: the file pipebench
 // checked is the one the collector runs, whatever happens to the original
@@ -165,4 +87,96 @@ func (c *Collector) copyConfigFile(sfx string) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// ChildEnv names the environment variable that makes pipebench-sut (or a
+// test binary that links the collector) the embedded collector: its value
+// is the path of the collector's YAML.
+const ChildEnv = "PIPEBENCH_OTELCOL_CONFIG"
+
+// CheckEnv names the variable that makes pipebench-sut check a collector
+// configuration and exit: its value is the path of a JSON spec (the
+// configuration's text and the stand-ins of the variables it reads); the
+// program exits 0 when the embedded collector takes it, else 1 with why.
+const CheckEnv = "PIPEBENCH_OTELCOL_CHECK"
+
+// CoreChildEnv and CoreCheckEnv are ChildEnv and CheckEnv for the core
+// collector (package collector, linked by the pipebench command itself),
+// which a configuration that uses only CoreComponents runs on.
+const (
+	CoreChildEnv = "PIPEBENCH_OTELCOL_CORE_CONFIG"
+	CoreCheckEnv = "PIPEBENCH_OTELCOL_CORE_CHECK"
+)
+
+// checkSpec is what a check of a configuration in pipebench-sut is given.
+type checkSpec struct {
+	Config []byte            `json:"config"`
+	Vars   map[string]string `json:"vars"`
+}
+
+var checker, coreChecker func(data []byte, vars map[string]string) error
+
+// SetChecker gives this package the full embedded collector's own check
+// of a configuration (package full's dry run, where it is linked: in
+// pipebench-sut and the test binaries that link it); SetCoreChecker the
+// core collector's (package collector's, in the pipebench command too).
+func SetChecker(f func(data []byte, vars map[string]string) error) { checker = f }
+
+// SetCoreChecker: see SetChecker.
+func SetCoreChecker(f func(data []byte, vars map[string]string) error) { coreChecker = f }
+
+// check validates a collector configuration with the embedded collector's
+// own validation: in this process when it links the collector, else in
+// pipebench-sut (found or built as package wing says).
+func check(data []byte, vars map[string]string) error {
+	core := CoreOnly(data)
+	switch {
+	case core && coreChecker != nil:
+		return coreChecker(data, vars)
+	case checker != nil:
+		return checker(data, vars)
+	}
+	env := CheckEnv
+	if core {
+		env = CoreCheckEnv
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	prog, err := childproc.Program(ctx, env)
+	if err != nil {
+		return fmt.Errorf("the embedded collector's own check of it needs pipebench-sut: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "pipebench-otelcol-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	spec := filepath.Join(dir, "check.json")
+	if err := childproc.WriteSpec(spec, checkSpec{Config: data, Vars: vars}); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, prog)
+	cmd.Env = append(os.Environ(), env+"="+spec)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		msg = strings.TrimPrefix(msg, "embedded collector's check: ")
+		if msg == "" {
+			msg = err.Error()
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// RunCheck is the body of pipebench-sut's check of a configuration: it
+// reads the spec at path and checks it with dryRun.
+func RunCheck(dryRun func(data []byte, vars map[string]string) error) func(path string) error {
+	return func(path string) error {
+		var s checkSpec
+		if err := childproc.ReadSpec(path, &s); err != nil {
+			return err
+		}
+		return dryRun(s.Config, s.Vars)
+	}
 }

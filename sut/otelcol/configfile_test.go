@@ -14,6 +14,7 @@ import (
 	"github.com/pipebench/pipebench/internal/proc/childproc"
 	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/scenario"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 // selfMetrics is the collector's own metrics, served where pipebench's
@@ -119,7 +120,7 @@ phases:
 		t.Errorf("pipebench sent %v points, the user's collector accepted %v", sent, accepted)
 	}
 	// Without config_file, or naming no program, it says so before running.
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func writeOwn(t *testing.T, collector, scenario string) string {
 // returns its Result, which must be COMPLETED.
 func runFile(t *testing.T, scen string) *pipebench.Result {
 	t.Helper()
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func acceptedTotal(res *pipebench.Result) float64 {
 // file the collector takes passes. What the collector runs is the file
 // as it was checked, copied into the run's folder.
 func TestConfigFileValidatedByTheCollector(t *testing.T) {
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,12 +18,6 @@ import (
 	otlpsink "github.com/pipebench/pipebench/sink/otlp"
 )
 
-// TestMain lets the test binary be the collector child, as pipebench is.
-func TestMain(m *testing.M) {
-	MaybeRunChild()
-	os.Exit(m.Run())
-}
-
 // startOTLPSink starts an OTLP sink with cfg, recording in the Arrivals
 // returned, and shuts it down when the test ends.
 func startOTLPSink(t *testing.T, cfg otlpsink.Config) (*testutil.Arrivals, *otlpsink.Sink) {

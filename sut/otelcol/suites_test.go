@@ -13,6 +13,7 @@ import (
 	"github.com/pipebench/pipebench/internal/testkit/suitetest"
 	"github.com/pipebench/pipebench/report/markdown"
 	"github.com/pipebench/pipebench/scenario"
+	"github.com/pipebench/pipebench/sut/all"
 	"github.com/pipebench/pipebench/sut/otelcol"
 )
 
@@ -31,7 +32,7 @@ func runScaled(t *testing.T, name string, load time.Duration, edits ...string) *
 		}
 		text = strings.ReplaceAll(text, edits[i], edits[i+1])
 	}
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

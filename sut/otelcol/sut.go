@@ -622,15 +622,24 @@ func (c *Collector) start(ctx context.Context, r *replica) error {
 			return err
 		}
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the pipebench binary to run the collector: %w", err)
+	// A configuration of the core components only runs on the core
+	// collector, which pipebench carries itself; any other on the full
+	// one, in pipebench-sut.
+	env := ChildEnv
+	if data, err := os.ReadFile(path); err == nil && CoreOnly(data) {
+		env = CoreChildEnv
 	}
-	cmd := exec.Command(exe)
+	var cmd *exec.Cmd
 	if c.cfg.Command != "" {
 		cmd = exec.Command(c.cfg.Command, "--config", path)
+	} else {
+		exe, err := childproc.Program(ctx, env)
+		if err != nil {
+			return fmt.Errorf("the embedded collector: %w", err)
+		}
+		cmd = exec.Command(exe)
 	}
-	cmd.Env = append(os.Environ(), ChildEnv+"="+path,
+	cmd.Env = append(os.Environ(), env+"="+path,
 		"PIPEBENCH_OTLP_GRPC=127.0.0.1:"+strconv.Itoa(r.grpcPort), "PIPEBENCH_OTLP_HTTP=127.0.0.1:"+strconv.Itoa(r.httpPort),
 		"PIPEBENCH_SINK="+c.sink, "PIPEBENCH_METRICS_PORT="+strconv.Itoa(r.metricsP))
 	cmd.Env = append(cmd.Env, c.cfg.env()...)

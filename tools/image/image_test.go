@@ -116,9 +116,10 @@ func TestImage(t *testing.T) {
 	root := filepath.Join(dir, "rootfs")
 	files := unpack(t, img, root)
 	for name, want := range map[string]string{
-		"usr/local/bin/pipebench": "0755 0:0",
-		"etc/passwd":              "0644 0:0",
-		"tmp":                     "1777 0:0",
+		"usr/local/bin/pipebench":     "0755 0:0",
+		"usr/local/bin/pipebench-sut": "0755 0:0",
+		"etc/passwd":                  "0644 0:0",
+		"tmp":                         "1777 0:0",
 	} {
 		if got := files[name]; got != want {
 			t.Errorf("%s: mode and owner %q, want %q", name, got, want)
@@ -133,7 +134,12 @@ func TestImage(t *testing.T) {
 		t.Fatalf("the image's binary: %v\n%s", err, out)
 	}
 	t.Logf("pipebench version, from the image:\n%s", out)
-	linkedAsTagged(t, filepath.Join(root, Binary))
+	linkedAsTagged(t, filepath.Join(root, Binary), "k8s.io/client-go")
+	linkedAsTagged(t, filepath.Join(root, SUTBinary), "github.com/prometheus/prometheus")
+	sut, err := exec.Command(filepath.Join(root, SUTBinary), "version").CombinedOutput()
+	if err != nil || !strings.Contains(string(sut), "pipebench v0.0.0-imagetest") {
+		t.Errorf("the image's pipebench-sut version: %v\n%s", err, sut)
+	}
 	for _, want := range []string{"pipebench v0.0.0-imagetest", "commit:  " + s.Commit, "go:      go", "linux/"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("no %q in:\n%s", want, out)
@@ -156,10 +162,11 @@ func TestImage(t *testing.T) {
 }
 
 // linkedAsTagged checks, from the build information in the binary at
-// path, that it was built with BuildTags and linked what they keep
-// (Prometheus, its Kubernetes discovery) and not what they leave out (the
+// path, that it was built with BuildTags, linked the modules it must
+// (pipebench the Kubernetes client, pipebench-sut Prometheus, whose
+// Kubernetes discovery the tags keep) and not what they leave out (the
 // cloud providers' discovery and their SDKs).
-func linkedAsTagged(t *testing.T, path string) {
+func linkedAsTagged(t *testing.T, path string, must ...string) {
 	t.Helper()
 	bi, err := buildinfo.ReadFile(path)
 	if err != nil {
@@ -178,7 +185,7 @@ func linkedAsTagged(t *testing.T, path string) {
 	for _, m := range bi.Deps {
 		linked[m.Path] = true
 	}
-	for _, m := range []string{"github.com/prometheus/prometheus", "k8s.io/client-go"} {
+	for _, m := range must {
 		if !linked[m] {
 			t.Errorf("the image's binary does not link %s", m)
 		}

@@ -57,6 +57,9 @@ const (
 	User = "nonroot"
 	// Binary is where the image holds pipebench.
 	Binary = "/usr/local/bin/pipebench"
+	// SUTBinary is where it holds pipebench-sut, beside pipebench, where
+	// pipebench looks for it.
+	SUTBinary = "/usr/local/bin/pipebench-sut"
 	// Repo is where the release workflow pushes the image.
 	Repo = "ghcr.io/pipebench/pipebench"
 	// BuildTags are Prometheus's own build tags: they leave out of the
@@ -66,9 +69,19 @@ const (
 	// Kubernetes' (a pod's own); static, file and HTTP discovery (what
 	// pipebench writes) are always built. The binary is 40 MB smaller, a
 	// process of it starts with about 20 MB less resident and half the
-	// initialisation (README, "The image").
+	// initialisation (docs/kubernetes.md, "The image").
 	BuildTags = "remove_all_sd,enable_kubernetes_sd"
 )
+
+// Programs are what the image holds: pipebench, with the Kubernetes
+// launcher and the shards' roles (cmd/pipebench-k8s: pipebench's every
+// command, and k8s run in-process), and beside it pipebench-sut, the
+// heavy embedded systems under test's child processes (the collector, the
+// health-event service), which pipebench finds beside itself.
+var Programs = []struct{ Package, Path string }{
+	{"./cmd/pipebench-k8s", Binary},
+	{"./cmd/pipebench-sut", SUTBinary},
+}
 
 func main() {
 	if len(os.Args) < 2 {
@@ -94,7 +107,7 @@ func main() {
 type Spec struct {
 	// Src is the pipebench module's folder.
 	Src string
-	// Version is the version the binary reports (-X main.version) and
+	// Version is the version the binary reports (-X .../internal/cli/buildinfo.Version) and
 	// the image's version tag; Commit and Created name the commit built
 	// and its time, which is every time in the image.
 	Version, Commit string
@@ -214,21 +227,30 @@ func Build(s Spec) (v1.Image, error) {
 			return nil, err
 		}
 	}
-	bin := filepath.Join(dir, "pipebench")
-	ld := fmt.Sprintf("-s -w -buildid= -X main.version=%s -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommit=%s -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommitTime=%s",
+	ld := fmt.Sprintf("-s -w -buildid= -X github.com/pipebench/pipebench/internal/cli/buildinfo.Version=%s -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommit=%s -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommitTime=%s",
 		s.Version, s.Commit, s.Created.Format(time.RFC3339))
-	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-tags", BuildTags, "-ldflags", ld, "-o", bin, "./cmd/pipebench")
+	// Both programs in one go build, which compiles what they share once.
+	bins := filepath.Join(dir, "bin")
+	args := []string{"build", "-trimpath", "-buildvcs=false", "-tags", BuildTags, "-ldflags", ld, "-o", bins + string(filepath.Separator)}
+	for _, p := range Programs {
+		args = append(args, p.Package)
+	}
+	cmd := exec.Command("go", args...)
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+s.Arch, "GOFLAGS=-buildvcs=false")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("go build: %w", err)
 	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		return nil, err
+	files := map[string][]byte{}
+	for _, p := range Programs {
+		data, err := os.ReadFile(filepath.Join(bins, filepath.Base(p.Package)))
+		if err != nil {
+			return nil, err
+		}
+		files[p.Path] = data
 	}
-	layerTar, err := rootfs(data, s.Created)
+	layerTar, err := rootfs(files, s.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +262,7 @@ func Build(s Spec) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{
-		Created: v1.Time{Time: s.Created}, CreatedBy: "tools/image: go build -tags " + BuildTags + " ./cmd/pipebench", Comment: "pipebench " + s.Version}})
+		Created: v1.Time{Time: s.Created}, CreatedBy: "tools/image: go build -tags " + BuildTags + " ./cmd/pipebench-k8s ./cmd/pipebench-sut", Comment: "pipebench " + s.Version}})
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +348,7 @@ func checkout(repo, commit, dir string) error {
 // rootfs is the image's one layer, as a tar: every entry owned by root
 // (but /tmp, open to all with the sticky bit), its time the commit's, in
 // a fixed order.
-func rootfs(binary []byte, at time.Time) ([]byte, error) {
+func rootfs(programs map[string][]byte, at time.Time) ([]byte, error) {
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
 	dir := func(name string, mode int64) error {
@@ -351,9 +373,11 @@ func rootfs(binary []byte, at time.Time) ([]byte, error) {
 		dir("usr/", 0o755),
 		dir("usr/local/", 0o755),
 		dir("usr/local/bin/", 0o755),
-		file(strings.TrimPrefix(Binary, "/"), 0o755, binary),
-		tw.Close(),
 	)
+	for _, p := range Programs { // in a fixed order: one commit, one digest
+		err = errors.Join(err, file(strings.TrimPrefix(p.Path, "/"), 0o755, programs[p.Path]))
+	}
+	err = errors.Join(err, tw.Close())
 	return b.Bytes(), err
 }
 

@@ -16,10 +16,15 @@ import (
 // github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommit=SHA".
 var LinkedCommit, LinkedCommitTime string
 
+// Version is the version set at link time, shared by every program of
+// pipebench: -ldflags "-X
+// github.com/pipebench/pipebench/internal/cli/buildinfo.Version=V".
+var Version = "dev"
+
 // Info is what a binary knows of its build.
 type Info struct {
-	// Version is the version set at link time (-ldflags "-X
-	// main.version=V"), else the module's.
+	// Version is the version set at link time (the package's Version),
+	// else the module's.
 	Version string
 	// Module is the main module's path and version as the Go toolchain
 	// stamped them ("(devel)" for a build outside version control).

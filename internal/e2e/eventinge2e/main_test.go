@@ -4,10 +4,10 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pipebench/pipebench/builtins"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 func TestMain(m *testing.M) {
-	builtins.MaybeRunChild() // the test binary is also the nats-server nodes and the event proxy
+	all.MaybeRunChild() // the test binary is also the nats-server nodes and the event proxy
 	os.Exit(m.Run())
 }

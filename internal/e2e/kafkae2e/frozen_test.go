@@ -12,11 +12,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/internal/testkit/kafkatest"
 	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/runner"
+	"github.com/pipebench/pipebench/sut/all"
 	"github.com/pipebench/pipebench/sut/kafka"
 )
 
@@ -44,7 +44,7 @@ func TestFrozenBrokerEndsTheRun(t *testing.T) {
 	if err := kafka.CreateTopics(ctx, c.Bootstrap(), 1, []kafka.Topic{{Name: "frozen", Partitions: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

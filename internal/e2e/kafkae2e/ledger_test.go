@@ -11,11 +11,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/internal/testkit/kafkatest"
 	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	"github.com/pipebench/pipebench/runner"
+	"github.com/pipebench/pipebench/sut/all"
 	"github.com/pipebench/pipebench/sut/kafka"
 )
 
@@ -64,7 +64,7 @@ phases:
 // produced or consumed after the last observation moves it).
 func TestLedgerKafkaMidDrain(t *testing.T) {
 	b := startBroker(t, "ledger")
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,10 +74,7 @@ func TestLedgerKafkaMidDrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lag int64
-	for _, r := range b.DescribeGroup(t, "ledger") {
-		lag += r.Lag
-	}
+	lag, rows := b.GroupLag(t, "ledger", "ledger")
 	tot := res.Total
 	get := func(name string) float64 {
 		v, ok := tot.Get(name)
@@ -89,7 +86,7 @@ func TestLedgerKafkaMidDrain(t *testing.T) {
 	accepted, delivered, missing, pending, lost := get("accepted"), get("delivered"), get("missing"), get("pending_at_end"), get("lost")
 	t.Logf("kafka-consumer-groups --describe: lag %d\n%s", lag, strings.Join(res.Summary, "\n"))
 	if pending == 0 || pending != float64(lag) || get("held_at_end") != float64(lag) {
-		t.Errorf("pending %v (held %v), the group's lag by Kafka's own tool %d: want them equal and not 0", pending, get("held_at_end"), lag)
+		t.Errorf("pending %v (held %v), the group's lag by Kafka's own tool %d (%+v): want them equal and not 0", pending, get("held_at_end"), lag, rows)
 	}
 	if lost != 0 || delivered+pending != accepted || missing != pending {
 		t.Errorf("delivered %v + pending %v + lost %v, accepted %v, missing %v", delivered, pending, lost, accepted, missing)
@@ -103,7 +100,7 @@ func TestLedgerKafkaMidDrain(t *testing.T) {
 // none of them was lost.
 func TestLedgerKafkaBrokerKilled(t *testing.T) {
 	b := startBroker(t, "killed")
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,17 +9,17 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
 	natsobs "github.com/pipebench/pipebench/observer/nats"
 	"github.com/pipebench/pipebench/payload"
 	natssink "github.com/pipebench/pipebench/sink/nats"
+	"github.com/pipebench/pipebench/sut/all"
 	"github.com/pipebench/pipebench/sut/jetstream"
 )
 
 func TestMain(m *testing.M) {
-	builtins.MaybeRunChild() // the test binary is also the nats-server nodes and the event proxy
+	all.MaybeRunChild() // the test binary is also the nats-server nodes and the event proxy
 	os.Exit(m.Run())
 }
 

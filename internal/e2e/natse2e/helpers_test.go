@@ -4,19 +4,19 @@ import (
 	"testing"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/builtins"
 	natsdriver "github.com/pipebench/pipebench/driver/nats"
 	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
 	natsobs "github.com/pipebench/pipebench/observer/nats"
 	"github.com/pipebench/pipebench/payload"
 	natssink "github.com/pipebench/pipebench/sink/nats"
+	"github.com/pipebench/pipebench/sut/all"
 	"github.com/pipebench/pipebench/sut/jetstream"
 )
 
 // registry is every plug-in pipebench ships, as the CLI wires them.
 func registry(t *testing.T) *pipebench.Registry {
 	t.Helper()
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,11 @@
 package childproc
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pipebench/pipebench/internal/proc/wing"
 )
 
 // RunIfChild is the body of an embedded system's MaybeRunChild. When this
@@ -90,4 +94,21 @@ func Listening(addr string) bool {
 	}
 	c.Close()
 	return true
+}
+
+// Progress is where a build of the wing's program for a child is shown
+// (see Program); os.Stderr by default.
+var Progress io.Writer = os.Stderr
+
+// Program returns the program to start as the child that the variable env
+// makes: this program itself when it runs that child (its MaybeRunChild
+// called RunIfChild for env: light children, and every child in a test
+// binary that links them), else pipebench-sut, the program that carries
+// the heavy ones (the OpenTelemetry Collector, the health-event service,
+// the document store), found or built as package wing says.
+func Program(ctx context.Context, env string) (string, error) {
+	if _, ok := handled.Load(env); ok {
+		return os.Executable()
+	}
+	return wing.Path(ctx, wing.SUT, Progress)
 }

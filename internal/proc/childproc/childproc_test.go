@@ -107,8 +107,8 @@ func TestStartRefusesAnUnrecognisedSelf(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), "PIPEBENCH_CHILDPROC_TEST_NOBODY=1")
-	if _, err := Start("the unknown child", cmd, filepath.Join(dir, "unknown.log")); err == nil || !strings.Contains(err.Error(), "builtins.MaybeRunChild()") {
-		t.Fatalf("Start of this test binary with a variable no TestMain handles: %v; want a refusal naming builtins.MaybeRunChild()", err)
+	if _, err := Start("the unknown child", cmd, filepath.Join(dir, "unknown.log")); err == nil || !strings.Contains(err.Error(), "children.MaybeRun()") {
+		t.Fatalf("Start of this test binary with a variable no TestMain handles: %v; want a refusal naming children.MaybeRun()", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "unknown.log")); !os.IsNotExist(err) {
 		t.Fatalf("the refused child's log exists (%v): it was started", err)
@@ -138,8 +138,8 @@ func TestStartRefusesAnUnrecognisedSelfProgram(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "call builtins.MaybeRunChild() first thing in main") {
-		t.Fatalf("the program printed %q; want Start's refusal naming builtins.MaybeRunChild()", out)
+	if !strings.Contains(string(out), "call sut/all's MaybeRunChild() first thing in main") {
+		t.Fatalf("the program printed %q; want Start's refusal naming it", out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "child.log")); !os.IsNotExist(err) {
 		t.Fatalf("the refused child's log exists (%v): it was started", err)

@@ -178,9 +178,9 @@ func unhandledSelf(name string, cmd *exec.Cmd) error {
 	}
 	if flag.Lookup("test.v") != nil {
 		return fmt.Errorf("start %s: this test binary would run as its own child without knowing it (it would run its tests again); "+
-			"give the test package a TestMain that calls builtins.MaybeRunChild() first: "+
-			"func TestMain(m *testing.M) { builtins.MaybeRunChild(); os.Exit(m.Run()) }", name)
+			"give the test package a TestMain that calls children.MaybeRun() (internal/testkit/children) first: "+
+			"func TestMain(m *testing.M) { children.MaybeRun(); os.Exit(m.Run()) }", name)
 	}
 	return fmt.Errorf("start %s: this program runs the embedded systems as child processes of itself, "+
-		"and would not know it was one (it would run its main again): call builtins.MaybeRunChild() first thing in main", name)
+		"and would not know it was one (it would run its main again): call sut/all's MaybeRunChild() first thing in main", name)
 }

@@ -71,3 +71,41 @@ func (b *Broker) Tool(tb testing.TB, class string, args ...string) string {
 	}
 	return string(out)
 }
+
+// GroupLag is a group's lag on topic by Apache Kafka's own tools: the
+// rows of DescribeGroup, and for each partition of the topic the tool does
+// not list (a group without members lists only the partitions it has
+// committed on) its whole log, whose end GetOffsetShell (what
+// kafka-get-offsets.sh runs) reads: the group starts at the earliest
+// offset, and the logs here are never trimmed.
+func (b *Broker) GroupLag(tb testing.TB, group, topic string) (int64, []GroupRow) {
+	tb.Helper()
+	rows := b.DescribeGroup(tb, group)
+	listed := map[int32]bool{}
+	var lag int64
+	for _, r := range rows {
+		if r.Topic == topic {
+			listed[r.Partition] = true
+			lag += r.Lag
+		}
+	}
+	out := b.Tool(tb, "org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server", b.Bootstrap(), "--topic", topic)
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		// topic:partition:offset
+		f := strings.Split(strings.TrimSpace(sc.Text()), ":")
+		if len(f) != 3 || f[0] != topic {
+			continue
+		}
+		p, err1 := strconv.ParseInt(f[1], 10, 32)
+		end, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			tb.Fatalf("kafka-get-offsets printed a line it should not: %q", sc.Text())
+		}
+		if !listed[int32(p)] {
+			rows = append(rows, GroupRow{Topic: topic, Partition: int32(p), CurrentOffset: -1, LogEndOffset: end, Lag: end})
+			lag += end
+		}
+	}
+	return lag, rows
+}

@@ -20,13 +20,14 @@ import (
 	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/scenario"
 	"github.com/pipebench/pipebench/suite"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 // Registry is the registry of every built-in plug-in, as the commands
 // wire them; an error fails the test.
 func Registry(tb testing.TB) *pipebench.Registry {
 	tb.Helper()
-	reg, err := builtins.Registry()
+	reg, err := all.Registry()
 	if err != nil {
 		tb.Fatal(err)
 	}

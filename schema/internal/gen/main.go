@@ -11,9 +11,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/schema"
 	"github.com/pipebench/pipebench/schema/internal/fielddoc"
+	"github.com/pipebench/pipebench/sut/all"
 )
 
 func main() {
@@ -41,7 +41,7 @@ func run(docs, files bool) error {
 		}
 	}
 	if files {
-		reg, err := builtins.Registry()
+		reg, err := all.Registry()
 		if err != nil {
 			return err
 		}
