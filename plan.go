@@ -108,6 +108,9 @@ type PlanPhase struct {
 	// generator's memory for sends awaiting answers); a send due while
 	// the bound is reached is dropped, as for MaxInFlight. 0: no bound.
 	MaxInFlightBytes int64 `json:"max_in_flight_bytes,omitempty"`
+	// Tick is the shortest time between two wake-ups of the pacer (0: its
+	// own floor, 100µs): the sends due within a tick leave together.
+	Tick Duration `json:"tick,omitempty"`
 	// BatchSize is the number of items per send.
 	BatchSize int `json:"batch_size"`
 	// Faults is the fault policy the sink applies during this phase.

@@ -85,14 +85,14 @@ rows() {
 				sub(/\/s$/, "", s); sub(/;$/, "", c)
 				peer = ($3 > 0) ? "wrk -t1 -c32 pipeline " $3 " (max)" : "wrk -t1 -c64 (max)"
 				printf "HTTP/1.1, pipeline %s|%s|%s|%s|req/s|%s|%s|%s|%s|%s\n", $3, peer, w[$3], s, wc[$3], c, wm[$3], m, l}
-			/^same rate as wrk -c[0-9]+[^ ]* .* pipebench / {
-				c = $5; sub(/^-c/, "", c); r = $7; sub(/\/s$/, "", r); f = ""
-				for (i = 1; i <= NF; i++) {if ($i == "wrk" && $(i + 1) + 0 > 0) wu = $(i + 1); if ($i == "pipebench") pu = $(i + 1); if ($i == "sent") s = $(i + 1); if ($i == "=" && f == "") f = $(i + 1)}
+			/^same rate as wrk -c[0-9]+[^ ]* .* pipebench(@tick=[^ ]+)? / {
+				c = $5; sub(/^-c/, "", c); r = $7; sub(/\/s$/, "", r); f = ""; tk = ""
+				for (i = 1; i <= NF; i++) {if ($i == "wrk" && $(i + 1) + 0 > 0) wu = $(i + 1); if ($i ~ /^pipebench(@tick=.*)?$/) {pu = $(i + 1); if ($i ~ /@tick=/) {tk = $i; sub(/^.*@tick=/, "", tk)}}; if ($i == "sent") s = $(i + 1); if ($i == "=" && f == "") f = $(i + 1)}
 				sub(/\/s;$/, "", s)
 				# "64+3ms": 64 connections, each pausing 3 ms between an answer and its next request.
 				peer = "wrk -t1 -c" c " (closed)"
 				if (c ~ /\+/) {split(c, cp, "+"); sub(/ms$/, "", cp[2]); peer = "wrk -t1 -c" cp[1] ", " cp[2] " ms pauses (closed)"}
-				printf "HTTP/1.1 at wrk -c%s'"'"'s rate (%s its max)|%s|%s|%s|req/s|%s|%s|-|-|%s\n", c, f, peer, r, s, wu, pu, l}' "$log"
+				printf "HTTP/1.1 at wrk -c%s'"'"'s rate (%s its max)%s|%s|%s|%s|req/s|%s|%s|-|-|%s\n", c, f, (tk != "" ? ", tick " tk : ""), peer, r, s, wu, pu, l}' "$log"
 		;;
 	vegeta)
 		awk -v l="$l" '

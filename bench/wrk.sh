@@ -7,6 +7,7 @@
 #   SEARCH=0 bench/wrk.sh        # the rounds only, no search
 #   SAME_RATE=0 bench/wrk.sh     # without the same-rate rounds
 #   SAME_RATE="2 64/3" bench/wrk.sh   # same-rate rounds at wrk -c2's rate and at wrk -c64 pausing 3 ms a request
+#   TICK= bench/wrk.sh           # without the same-rate runs at a coarser tick (default TICK=1ms)
 #
 # Target: nginx, one worker pinned to CPU 1, `return 200 'ok'`, on
 # 127.0.0.1:$PORT (default 18091), started here from a config of its own in a
@@ -34,7 +35,12 @@
 # before its next request (wrk's Lua delay(), a closed loop with think
 # time). The defaults span a quarter to about 0.9 of the 64-connection
 # maximum (64/3, 64/2 and 1 about 0.25-0.4 of it, 64/1 about 0.7, 2
-# about 0.85); the summary gives each point's fraction of the maximum. A
+# about 0.85); the summary gives each point's fraction of the maximum.
+# In each same-rate round pipebench also runs with the phase's tick set to
+# TICK (default 1ms, "pipebench@tick=1ms"): its pacer then wakes up once a
+# millisecond, as wrk's timers do (they count whole milliseconds), sending
+# what fell due in that millisecond together, up to 1 ms late; the
+# latencies, from the scheduled time, include that wait. A
 # generator pays more a request when its server idles between arrivals
 # (each write wakes it), closed loop or open model alike, so the rounds
 # above compare an open model below the maximum with a closed loop at it.
@@ -67,6 +73,12 @@ for v in FRACTION PIPE_FRACTION; do
 	fi
 done
 SAME_RATE=${SAME_RATE-64/3 64/2 1 64/1 2}
+TICK=${TICK-1ms}
+case $TICK in '' | [0-9]*s) ;; *)
+	echo "TICK=$TICK: give the pacer's tick of the extra same-rate run as a duration, like 1ms (empty: none)" >&2
+	exit 2
+	;;
+esac
 [ "$SAME_RATE" = 0 ] && SAME_RATE=
 for c in $SAME_RATE; do
 	case $c in
@@ -161,10 +173,11 @@ wrk_run() {
 }
 # pb_run BIN RATE PIPELINE DURATION -> "sent/s p50 p99 cpu-s held µs-per-request sleeps-per-request peak-RSS-MB"
 pb_run() {
-	local bin=$1 rate=$2 pipeline=$3 dur=$4 conns=64
+	local bin=$1 rate=$2 pipeline=$3 dur=$4 conns=64 tick=100us
 	[ "$pipeline" -gt 0 ] && conns=32
+	case $bin in *"@tick="*) tick=${bin#*@tick=} bin=${bin%@tick=*} ;; esac
 	rm -f "$W/r.json"
-	PIPEBENCH_URL=$URL PIPEBENCH_RATE=$rate PIPEBENCH_PIPELINE=$pipeline PIPEBENCH_CONNS=$conns PIPEBENCH_DURATION=$dur \
+	PIPEBENCH_URL=$URL PIPEBENCH_RATE=$rate PIPEBENCH_PIPELINE=$pipeline PIPEBENCH_CONNS=$conns PIPEBENCH_DURATION=$dur PIPEBENCH_TICK=$tick \
 		/usr/bin/time -f '%U %S %w %M' -o "$W/time" "${cpu0[@]}" timeout 120 "$W/bin/$bin" run "$HERE/http-open.yaml" \
 		--no-store --quiet -o "$W/r.json" >"$W/pb.out" 2>&1 || true
 	if [ ! -s "$W/r.json" ]; then
@@ -283,6 +296,8 @@ fi
 if [ -n "$SAME_RATE" ]; then
 	echo
 	echo "same rate: wrk closed loop with fewer connections, then pipebench unpipelined (64 connections) at the rate it reached"
+	same=("${builds[@]}")
+	[ -n "$TICK" ] && same+=("pipebench@tick=$TICK")
 	: >"$W/same.all"
 	for rep in $(seq "$REPS"); do
 		for c in $SAME_RATE; do
@@ -291,7 +306,7 @@ if [ -n "$SAME_RATE" ]; then
 			srv=$(srv_since "$s0")
 			echo "wrk $c $w $wus yes" >>"$W/same.all"
 			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "wrk -t1 -c$(wname "$c") (closed)" max "$w" - - "$wcpu" "$wus" - "$wsl" - "$srv$(full "$srv" "$DURATION")"
-			for b in "${builds[@]}"; do
+			for b in "${same[@]}"; do
 				s0=$(srv_cs)
 				read -r sent p50 p99 cpu held us sl _ < <(pb_run "$b" "$w" 0 "$DURATION")
 				srv=$(srv_since "$s0")
@@ -303,7 +318,7 @@ if [ -n "$SAME_RATE" ]; then
 	for c in $SAME_RATE; do
 		wu=$(awk -v c="$c" '$1 == "wrk" && $2 == c {print $4}' "$W/same.all" | median)
 		wrate=$(awk -v c="$c" '$1 == "wrk" && $2 == c {print $3}' "$W/same.all" | median)
-		for b in "${builds[@]}"; do
+		for b in "${same[@]}"; do
 			u=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c {print $4}' "$W/same.all" | median)
 			sent=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c {print $3}' "$W/same.all" | median)
 			h=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c && $5 == "yes"' "$W/same.all" | wc -l)

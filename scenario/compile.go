@@ -33,7 +33,7 @@ func Compile(s *Scenario) (pipebench.Plan, error) {
 		pp := pipebench.PlanPhase{
 			Name: ph.Name, Profile: ph.Profile, Duration: ph.Duration, Stagger: ph.Stagger,
 			MaxInFlight: ph.MaxInFlight, BatchSize: batch, Faults: ph.Faults,
-			MaxInFlightBytes: ph.MaxInFlightBytes,
+			MaxInFlightBytes: ph.MaxInFlightBytes, Tick: ph.Tick,
 		}
 		if pp.MaxInFlight < 1 {
 			pp.MaxInFlight = DefaultMaxInFlight

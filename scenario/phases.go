@@ -56,7 +56,7 @@ func (d *decoder) phases(body ast.Node, top file, batch int) []Phase {
 			d.report(spec.PhaseSettings.Validate(), n, path)
 		} else {
 			pp := pipebench.PlanPhase{Name: ph.Name, Profile: ph.Profile, Duration: ph.Duration, Stagger: ph.Stagger,
-				MaxInFlight: ph.MaxInFlight, MaxInFlightBytes: ph.MaxInFlightBytes, BatchSize: batch, Faults: ph.Faults}
+				MaxInFlight: ph.MaxInFlight, MaxInFlightBytes: ph.MaxInFlightBytes, Tick: ph.Tick, BatchSize: batch, Faults: ph.Faults}
 			// The settings' own rules see what was written (an explicit
 			// 0), the phase's what it makes; a problem both see is
 			// reported once (Errors.dedupe).
@@ -79,6 +79,9 @@ func resolve(spec pipebench.PhaseSpec, set pipebench.PhaseSettings) Phase {
 	}
 	if set.MaxInFlightBytes != nil {
 		ph.MaxInFlightBytes = int64(*set.MaxInFlightBytes)
+	}
+	if set.Tick != nil {
+		ph.Tick = *set.Tick
 	}
 	if set.Faults != nil {
 		ph.Faults = set.Faults.Defaulted()

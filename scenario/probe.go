@@ -296,7 +296,8 @@ func settingsBase() pipebench.PhaseSettings {
 	stagger := pipebench.Duration(0)
 	inFlight := pipebench.DefaultMaxInFlight
 	bytes := pipebench.ByteSize(pipebench.DefaultMaxInFlightBytes)
-	return pipebench.PhaseSettings{Stagger: &stagger, MaxInFlight: &inFlight, MaxInFlightBytes: &bytes,
+	tick := pipebench.Duration(pipebench.MinTick)
+	return pipebench.PhaseSettings{Stagger: &stagger, MaxInFlight: &inFlight, MaxInFlightBytes: &bytes, Tick: &tick,
 		Faults: &pipebench.FaultPolicy{ErrorRatio: 0.5, ErrorStatus: 503, Latency: &pipebench.LatencyDist{Kind: "fixed", Fixed: pipebench.Duration(1e6)},
 			RateLimit: 100, RequestRateLimit: 100, RateLimitBurst: pipebench.Duration(1e9),
 			Outages: []pipebench.Window{{Start: 0, Duration: pipebench.Duration(1e9)}}}}
@@ -310,7 +311,7 @@ func phaseRules(spec pipebench.PhaseSpec) error {
 	}
 	ph := resolve(spec, spec.PhaseSettings)
 	pp := pipebench.PlanPhase{Name: ph.Name, Profile: ph.Profile, Duration: ph.Duration, Stagger: ph.Stagger,
-		MaxInFlight: ph.MaxInFlight, MaxInFlightBytes: ph.MaxInFlightBytes, BatchSize: 1, Faults: ph.Faults}
+		MaxInFlight: ph.MaxInFlight, MaxInFlightBytes: ph.MaxInFlightBytes, Tick: ph.Tick, BatchSize: 1, Faults: ph.Faults}
 	return errors.Join(spec.PhaseSettings.Validate(), pp.Validate())
 }
 

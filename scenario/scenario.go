@@ -30,7 +30,9 @@ type Phase struct {
 	// MaxInFlightBytes is 0 when the scenario does not set it (the
 	// default applies at compile).
 	MaxInFlightBytes int64
-	Faults           pipebench.FaultPolicy
+	// Tick is 0 when the scenario does not set it (the pacer's floor).
+	Tick   pipebench.Duration
+	Faults pipebench.FaultPolicy
 }
 
 // Scenario is a decoded, validated scenario file.

@@ -308,3 +308,35 @@ phases:
 		t.Errorf("aligned phase %+v", plan.Phases[1])
 	}
 }
+
+// A phase's tick, written on the phase or in defaults, reaches the plan;
+// one outside 100µs..100ms is an error at its line that says what to give.
+func TestPhaseTick(t *testing.T) {
+	sc, err := Parse("tick.yaml", []byte(`name: tick
+target: {driver: http}
+defaults: {tick: 2ms}
+phases:
+  - {name: a, duration: 1s, rate: 100/s, tick: 1ms}
+  - {name: b, duration: 1s, rate: 100/s}
+`), params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Compile(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := plan.Phases[0].Tick.D(), plan.Phases[1].Tick.D(); a != time.Millisecond || b != 2*time.Millisecond {
+		t.Errorf("ticks %v and %v, want 1ms (its own) and 2ms (from defaults)", a, b)
+	}
+	for tick, want := range map[string]string{
+		"50us": "tick.yaml:5:56: phases[0].tick: 50µs is outside 100µs..100ms: give the shortest time between two wake-ups of the pacer, like 1ms",
+		"1s":   "phases[0].tick: 1s is outside 100µs..100ms",
+	} {
+		_, err := Parse("tick.yaml", []byte("name: tick\ntarget: {driver: http}\nphases:\n"+
+			"  - {name: a, duration: 1s, rate: 100/s, tick: "+tick+"}\n"), params())
+		if err == nil || !strings.Contains(err.Error(), want[strings.Index(want, "phases"):]) {
+			t.Errorf("tick %s: %v\nwant %q", tick, err, want)
+		}
+	}
+}

@@ -17,6 +17,9 @@ import (
 // immutable after New and safe for concurrent use.
 type Pacer struct {
 	*pipebench.Curve
+	// tick is the shortest time between two wake-ups (the phase's tick; 0:
+	// MinWake).
+	tick time.Duration
 }
 
 // New builds the pacer of a phase from the plan's parameters.
@@ -25,7 +28,7 @@ func New(ph pipebench.PlanPhase) (*Pacer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Pacer{c}, nil
+	return &Pacer{Curve: c, tick: time.Duration(ph.Tick)}, nil
 }
 
 // Run drives p in real time from start with the Precise clock. It calls
@@ -67,7 +70,7 @@ func run(ctx context.Context, p *Pacer, start, until time.Time, clock Clock, due
 		defer flush()
 	}
 	var n uint64
-	w := newWaiter(clock)
+	w := newWaiter(clock, p.tick)
 	w.begin()
 	defer w.end()
 	over := func() bool { return ctx.Err() != nil || (!until.IsZero() && time.Now().After(until)) }

@@ -297,3 +297,63 @@ func TestRunFlushesEachWakeUp(t *testing.T) {
 		}
 	})
 }
+
+// With a tick, the pacer wakes up at most once a tick and emits the sends
+// due by then together, each with its own scheduled time, never early and
+// at most a tick late (virtual time).
+func TestRunTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ph := constant(10000, time.Second)
+		ph.Tick = pipebench.Duration(time.Millisecond)
+		p := mustNew(t, ph)
+		start := time.Now()
+		var wakeUps int
+		var last time.Time
+		var maxLate time.Duration
+		n := RunWith(context.Background(), p, start, Coarse, func(i uint64, at time.Time) bool {
+			want, _ := p.At(i)
+			if !at.Equal(start.Add(want)) {
+				t.Fatalf("send %d scheduled %v, want %v", i, at.Sub(start), want)
+			}
+			now := time.Now()
+			if now.Before(at) {
+				t.Fatalf("send %d emitted %v early", i, at.Sub(now))
+			}
+			maxLate = max(maxLate, now.Sub(at))
+			if !now.Equal(last) {
+				if !last.IsZero() && now.Sub(last) < time.Millisecond {
+					t.Fatalf("woke up %v after the wake-up before, within the 1ms tick", now.Sub(last))
+				}
+				last = now
+				wakeUps++
+			}
+			return true
+		})
+		if n != 10000 {
+			t.Fatalf("emitted %d, want 10000", n)
+		}
+		if wakeUps > 1001 || wakeUps < 990 {
+			t.Errorf("%d wake-ups in 1 s with a 1ms tick, want about 1,000", wakeUps)
+		}
+		if maxLate >= time.Millisecond {
+			t.Errorf("a send left %v late, want under the 1ms tick", maxLate)
+		}
+	})
+}
+
+// The real clock with a tick: however the machine is loaded, the pacer
+// wakes up no more often than once a tick.
+func TestRunTickPrecise(t *testing.T) {
+	ph := constant(20000, 300*time.Millisecond)
+	ph.Tick = pipebench.Duration(2 * time.Millisecond)
+	p := mustNew(t, ph)
+	var flushes int
+	n := RunFlushed(context.Background(), p, time.Now(), time.Time{}, func(uint64, time.Time) bool { return true }, func() { flushes++ })
+	if n != 6000 {
+		t.Fatalf("emitted %d, want 6000", n)
+	}
+	// One flush a wake-up and one at the end; 300 ms hold 150 ticks.
+	if flushes > 152 {
+		t.Errorf("%d wake-ups in 300 ms with a 2ms tick, want at most 151", flushes)
+	}
+}

@@ -52,14 +52,16 @@ type waiter interface {
 	wait(ctx context.Context, t time.Time) bool
 }
 
-func newWaiter(c Clock) waiter {
+// newWaiter returns the waiter of clock c, waking up at most once a tick
+// (at most once every MinWake on Linux when tick is shorter).
+func newWaiter(c Clock, tick time.Duration) waiter {
 	switch c {
 	case Coarse:
-		return &timerWaiter{}
+		return &timerWaiter{tick: tick}
 	case Sleeper:
-		return newSleepWaiter()
+		return newSleepWaiter(tick)
 	}
-	return newPreciseWaiter()
+	return newPreciseWaiter(tick)
 }
 
 // Sleeper is what Precise was before it waited on a timerfd: on Linux,
@@ -68,10 +70,16 @@ func newWaiter(c Clock) waiter {
 // compare the two (BenchmarkClocks, bench/truth).
 const Sleeper Clock = 100
 
-// timerWaiter waits on one reused Go timer.
-type timerWaiter struct{ t *time.Timer }
+// timerWaiter waits on one reused Go timer, for at least tick after its
+// previous target.
+type timerWaiter struct {
+	t    *time.Timer
+	tick time.Duration
+	last time.Time
+}
 
 func (w *timerWaiter) begin() {
+	w.last = time.Now() // Run's first pass, before its first wait, is a wake-up
 	w.t = time.NewTimer(time.Hour)
 	w.t.Stop()
 }
@@ -79,6 +87,10 @@ func (w *timerWaiter) begin() {
 func (w *timerWaiter) end() { w.t.Stop() }
 
 func (w *timerWaiter) wait(ctx context.Context, t time.Time) bool {
+	if w.tick > 0 && !w.last.IsZero() {
+		t = maxTime(t, w.last.Add(w.tick))
+	}
+	w.last = t
 	d := time.Until(t)
 	if d <= 0 {
 		return ctx.Err() == nil
@@ -91,6 +103,13 @@ func (w *timerWaiter) wait(ctx context.Context, t time.Time) bool {
 	case <-w.t.C:
 		return true
 	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // margin adapts the spin margin: it follows the latest sleep overshoot up

@@ -28,11 +28,16 @@ type preciseWaiter struct {
 
 // newPreciseWaiter is the timerfd waiter (falling back on the sleeper
 // where a timerfd cannot be made).
-func newPreciseWaiter() waiter { return &timerfdWaiter{p: pacing{g: margin{m: SpinMin}}} }
+func newPreciseWaiter(tick time.Duration) waiter {
+	return &timerfdWaiter{p: pacing{g: margin{m: SpinMin}, wake: max(tick, MinWake)}}
+}
 
-func newSleepWaiter() waiter { return &preciseWaiter{p: pacing{g: margin{m: SpinMin}}} }
+func newSleepWaiter(tick time.Duration) waiter {
+	return &preciseWaiter{p: pacing{g: margin{m: SpinMin}, wake: max(tick, MinWake)}}
+}
 
 func (w *preciseWaiter) begin() {
+	w.p.last = time.Now() // Run's first pass, before its first wait, is a wake-up
 	runtime.LockOSThread()
 	s, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prGetTimerSlack, 0, 0)
 	if errno == 0 {
@@ -63,11 +68,12 @@ func (w *preciseWaiter) wait(ctx context.Context, t time.Time) bool {
 type pacing struct {
 	g    margin
 	last time.Time
+	wake time.Duration // the shortest time between two targets: MinWake or the phase's tick
 }
 
 // sleepUntil waits until t. The target is first moved to at least
-// MinWake after the previous one (above 1/MinWake sends a second, each
-// wake-up starts several), and the spin capped at an eighth of the time
+// p.wake (MinWake, or the phase's longer tick) after the previous one
+// (above 1/p.wake sends a second, each wake-up starts several), and the spin capped at an eighth of the time
 // since it (so the spin never takes more than an eighth of a core). A
 // moved target is not spun for: the sends it starts were due before it,
 // so coming back precisely at it buys them nothing, and above 1/MinWake
@@ -82,7 +88,7 @@ type pacing struct {
 func (p *pacing) sleepUntil(ctx context.Context, t time.Time, sleep func(time.Duration) bool) (ok, fell bool, target time.Time) {
 	spinCap := SpinMax
 	if !p.last.IsZero() {
-		if early := p.last.Add(MinWake); t.Before(early) {
+		if early := p.last.Add(p.wake); t.Before(early) {
 			t, spinCap = early, 0
 		}
 		spinCap = min(spinCap, t.Sub(p.last)/8)
@@ -145,6 +151,7 @@ type timerfdWaiter struct {
 }
 
 func (w *timerfdWaiter) begin() {
+	w.p.last = time.Now() // Run's first pass, before its first wait, is a wake-up
 	fd, _, errno := syscall.RawSyscall(syscall.SYS_TIMERFD_CREATE, clockMonotonic, tfdNonblock|tfdCloexec, 0)
 	if errno == 0 {
 		// A non-blocking descriptor: os.NewFile registers it with the
@@ -158,7 +165,7 @@ func (w *timerfdWaiter) begin() {
 		w.f.Close()
 		w.f = nil
 	}
-	w.sleep = newSleepWaiter()
+	w.sleep = newSleepWaiter(w.p.wake)
 	w.sleep.begin()
 }
 
@@ -185,7 +192,7 @@ func (w *timerfdWaiter) wait(ctx context.Context, t time.Time) bool {
 	}
 	ok, fell, t := w.p.sleepUntil(ctx, t, w.sleepFn)
 	if fell {
-		w.sleep = newSleepWaiter()
+		w.sleep = newSleepWaiter(w.p.wake)
 		w.sleep.begin()
 		return w.sleep.wait(ctx, t)
 	}

@@ -10,7 +10,7 @@ import (
 // before the target, keep targets at least MinWake apart, and give up on a
 // cancelled context.
 func TestLinuxWaiters(t *testing.T) {
-	for name, w := range map[string]waiter{"timerfd": newPreciseWaiter(), "nanosleep": newSleepWaiter()} {
+	for name, w := range map[string]waiter{"timerfd": newPreciseWaiter(0), "nanosleep": newSleepWaiter(0)} {
 		t.Run(name, func(t *testing.T) {
 			w.begin()
 			defer w.end()
