@@ -194,7 +194,7 @@ func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 	switch {
 	case g.ce != nil && g.ce.binary && count == 1:
 		hdr = append(hdr, g.ce.headers(seq, sent, at)...)
-		b = g.object(b, seq, at, sent, false)
+		b = g.object(b, seq, at, sent, nil)
 	case g.ce != nil:
 		if count > 1 {
 			batch.ContentType = "application/cloudevents-batch+json"
@@ -206,7 +206,7 @@ func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = g.ce.envelope(b, seq+uint64(i), sent, at, func(b []byte) []byte { return g.object(b, seq+uint64(i), at, sent, false) })
+			b = g.ce.envelope(b, seq+uint64(i), sent, at, func(b []byte) []byte { return g.object(b, seq+uint64(i), at, sent, nil) })
 		}
 		if count > 1 {
 			b = append(b, ']')
@@ -215,11 +215,22 @@ func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 		if count > 1 {
 			b = append(b, '[')
 		}
+		var d decimal
+		if g.inBody {
+			d.set(seq)
+		}
 		for i := 0; i < count; i++ {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = g.object(b, seq+uint64(i), at, sent, g.inBody)
+			var digits []byte
+			if g.inBody {
+				if i > 0 {
+					d.inc()
+				}
+				digits = d.digits()
+			}
+			b = g.object(b, seq+uint64(i), at, sent, digits)
 			if count > 1 {
 				e.ends = append(e.ends, len(b))
 			}
@@ -240,12 +251,12 @@ func (g *jsonGen) Next(seq uint64, count int, at time.Time) pipebench.Batch {
 func (g *jsonGen) Release(b *pipebench.Batch) { releaseBuf(b) }
 
 // object appends one event object, padded to the configured size.
-func (g *jsonGen) object(b []byte, seq uint64, at time.Time, sent string, withSeq bool) []byte {
+func (g *jsonGen) object(b []byte, seq uint64, at time.Time, sent string, seqDigits []byte) []byte {
 	start := len(b)
 	b = append(b, '{')
-	if withSeq {
+	if seqDigits != nil {
 		b = append(b, `"pb_seq":`...)
-		b = strconv.AppendUint(b, seq, 10)
+		b = append(b, seqDigits...)
 		b = append(b, `,"pb_sent":"`...)
 		b = append(b, sent...)
 		b = append(b, `",`...)
@@ -264,6 +275,35 @@ func (g *jsonGen) object(b []byte, seq uint64, at time.Time, sent string, withSe
 		b = append(b, padding[:min(pad, len(padding))]...)
 	}
 	return append(b, `"}`...)
+}
+
+// decimal is a sequence number's decimal digits, counted up in place: the
+// events of a batch have consecutive numbers, and adding one to the digits
+// costs less than formatting each number anew.
+type decimal struct {
+	buf [24]byte
+	at  int // the digits are buf[at:]
+}
+
+func (d *decimal) set(v uint64) {
+	var tmp [20]byte
+	s := strconv.AppendUint(tmp[:0], v, 10)
+	d.at = len(d.buf) - len(s)
+	copy(d.buf[d.at:], s)
+}
+
+func (d *decimal) digits() []byte { return d.buf[d.at:] }
+
+func (d *decimal) inc() {
+	for i := len(d.buf) - 1; i >= d.at; i-- {
+		if d.buf[i] < '9' {
+			d.buf[i]++
+			return
+		}
+		d.buf[i] = '0'
+	}
+	d.at--
+	d.buf[d.at] = '1'
 }
 
 // padding pads events to their size.

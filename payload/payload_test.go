@@ -3,6 +3,7 @@ package payload
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +187,20 @@ func TestTallyAndItemCount(t *testing.T) {
 	items, unmatched = Tally(hdr(map[string]string{"Content-Type": "application/json"}), []byte(`[{"pbseq":"7","pbsent":"1"},{"x":1}]`), func(s uint64, _ time.Time) { seqs = append(seqs, s) })
 	if items != 2 || unmatched != 1 || len(seqs) != 1 || seqs[0] != 7 {
 		t.Errorf("a batch of two, one numbered: %d items, %d unmatched, seqs %v", items, unmatched, seqs)
+	}
+}
+
+// The digits counted up in place are the numbers' own, across every
+// carry.
+func TestDecimalCountsUp(t *testing.T) {
+	for _, start := range []uint64{0, 1, 8, 98, 999, 1_099_999, 9_999_999_999_999_990} {
+		var d decimal
+		d.set(start)
+		for v := start; v < start+25; v++ {
+			if got, want := string(d.digits()), strconv.FormatUint(v, 10); got != want {
+				t.Fatalf("from %d: %q, want %q", start, got, want)
+			}
+			d.inc()
+		}
 	}
 }

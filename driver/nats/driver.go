@@ -314,9 +314,12 @@ func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome
 type scratch struct {
 	items [][]byte
 	hdr   []byte
+	block []byte // the items' header block, made once a batch
 }
 
-var scratchPool = sync.Pool{New: func() any { return &scratch{items: make([][]byte, 0, 1024), hdr: make([]byte, 0, 256)} }}
+var scratchPool = sync.Pool{New: func() any {
+	return &scratch{items: make([][]byte, 0, 1024), hdr: make([]byte, 0, 256), block: make([]byte, 0, 256)}
+}}
 
 // eachMessage calls fn with each message of a batch, its header block (nil
 // for none) and its body: one per item when it splits (a JSON array body
@@ -347,9 +350,18 @@ func (d *Driver) eachMessage(b *pipebench.Batch, fn func(hdr, data []byte) error
 		sc.hdr = headerBlock(sc.hdr[:0], b, false, 0)
 		return fn(blockOrNil(sc.hdr), b.Body)
 	}
+	// The items' header blocks differ in the sequence number only, if
+	// they carry it: the block is made once, with the number written as
+	// 0, and each item's is that block with its own number in place.
+	block, at := headerBlockAt(sc.block[:0], b, true, 0)
+	sc.block = block
+	hdr := blockOrNil(block)
 	for i, it := range items {
-		sc.hdr = headerBlock(sc.hdr[:0], b, true, b.Seq+uint64(i))
-		if err := fn(blockOrNil(sc.hdr), it); err != nil {
+		if at >= 0 {
+			sc.hdr = append(strconv.AppendUint(append(sc.hdr[:0], block[:at]...), b.Seq+uint64(i), 10), block[at+1:]...)
+			hdr = sc.hdr
+		}
+		if err := fn(hdr, it); err != nil {
 			return err
 		}
 	}
@@ -369,6 +381,14 @@ func blockOrNil(h []byte) []byte {
 // for a whole batch a count of 1 is left out. A header the batch names
 // twice travels once, with its last value.
 func headerBlock(buf []byte, b *pipebench.Batch, item bool, seq uint64) []byte {
+	buf, _ = headerBlockAt(buf, b, item, seq)
+	return buf
+}
+
+// headerBlockAt is headerBlock, also saying where in buf the item's
+// sequence number starts (-1: the block has none).
+func headerBlockAt(buf []byte, b *pipebench.Batch, item bool, seq uint64) ([]byte, int) {
+	at := -1
 	n := 0
 	for i, h := range b.Headers {
 		if payload.LeftOut(b.Headers, i, item) {
@@ -381,6 +401,7 @@ func headerBlock(buf []byte, b *pipebench.Batch, item bool, seq uint64) []byte {
 		buf = append(buf, h.Name...)
 		buf = append(buf, ": "...)
 		if item && h.Name == payload.HeaderSeq {
+			at = len(buf)
 			buf = strconv.AppendUint(buf, seq, 10)
 		} else {
 			buf = append(buf, h.Value...)
@@ -390,7 +411,7 @@ func headerBlock(buf []byte, b *pipebench.Batch, item bool, seq uint64) []byte {
 	if n > 0 {
 		buf = append(buf, '\r', '\n')
 	}
-	return buf
+	return buf, at
 }
 
 // ackPrefix starts the reply subjects of JetStream publishes:

@@ -2,6 +2,7 @@ package natsdriver
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -343,5 +344,34 @@ func TestHeaderBlock(t *testing.T) {
 	}
 	if n := len(headerBlock(nil, &pipebench.Batch{Count: 1, Headers: []pipebench.Header{{Name: payload.HeaderCount, Value: "1"}}}, false, 0)); n != 0 {
 		t.Errorf("a count of 1 alone made a %d-byte block", n)
+	}
+}
+
+// Each message of a split batch gets the header block headerBlock makes
+// for it, with its own sequence number, whether or not the batch's headers
+// carry one (the block made once a batch, the number put in place).
+func TestEachMessageHeaderBlocks(t *testing.T) {
+	d := &Driver{cfg: *DefaultConfig()}
+	d.cfg.Split = true
+	for _, hs := range [][]pipebench.Header{
+		{{Name: "X", Value: "a"}, {Name: payload.HeaderSeq, Value: "98"}, {Name: payload.HeaderCount, Value: "3"}, {Name: "Y", Value: "b"}},
+		{{Name: "X", Value: "a"}},
+		nil,
+	} {
+		b := &pipebench.Batch{Seq: 98, Count: 3, Headers: hs, Body: []byte(`[{"a":1},{"a":2},{"a":3}]`)}
+		var i uint64
+		err := d.eachMessage(b, func(hdr, data []byte) error {
+			if got, want := string(hdr), string(headerBlock(nil, b, true, b.Seq+i)); got != want {
+				t.Errorf("headers %v, message %d: block %q, want %q", hs, i, got, want)
+			}
+			if want := fmt.Sprintf(`{"a":%d}`, i+1); string(data) != want {
+				t.Errorf("message %d: %s, want %s", i, data, want)
+			}
+			i++
+			return nil
+		})
+		if err != nil || i != 3 {
+			t.Errorf("headers %v: %d messages, %v", hs, i, err)
+		}
 	}
 }

@@ -121,9 +121,12 @@ type Conn struct {
 	dialing    net.Conn // the connection being handshaken, closed by Close
 	lastErr    error
 	maxPayload int
-	host       string               // the server connected to now, or last
-	avoid      map[string]time.Time // servers in lame duck mode, until when
-	moveNow    bool                 // reconnect without waiting: lame duck
+	// hdrLen and size hold the digits of the last header and message
+	// lengths written: a run's messages mostly have one size.
+	hdrLen, size lenDigits
+	host         string               // the server connected to now, or last
+	avoid        map[string]time.Time // servers in lame duck mode, until when
+	moveNow      bool                 // reconnect without waiting: lame duck
 
 	connected atomic.Bool
 	everUp    atomic.Bool
@@ -266,6 +269,20 @@ func (c *Conn) MaxPayload() int {
 	return c.maxPayload
 }
 
+// lenDigits is a length's decimal digits, kept while it repeats.
+type lenDigits struct {
+	n int
+	k int // len of the digits in d; 0: none yet
+	d [20]byte
+}
+
+func (l *lenDigits) append(w []byte, n int) []byte {
+	if l.k == 0 || n != l.n {
+		l.n, l.k = n, len(strconv.AppendInt(l.d[:0], int64(n), 10))
+	}
+	return append(w, l.d[:l.k]...)
+}
+
 // Publish sends a message: PUB when hdr is nil, else HPUB with hdr (a
 // whole header block, "NATS/1.0\r\n...\r\n\r\n"). reply may be empty. It
 // fails at once when disconnected. It copies the slices before returning.
@@ -300,10 +317,10 @@ func (c *Conn) Publish(subject string, reply, hdr, data []byte) error {
 		w = append(w, ' ')
 	}
 	if hdr != nil {
-		w = strconv.AppendInt(w, int64(len(hdr)), 10)
+		w = c.hdrLen.append(w, len(hdr))
 		w = append(w, ' ')
 	}
-	w = strconv.AppendInt(w, int64(size), 10)
+	w = c.size.append(w, size)
 	w = append(w, '\r', '\n')
 	w = append(w, hdr...)
 	w = append(w, data...)
