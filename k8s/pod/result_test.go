@@ -1,4 +1,4 @@
-package k8s
+package pod
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func TestResultPartsThroughAPIServer(t *testing.T) {
 		}
 		data, _ := json.Marshal(res)
 		idx := i + 1
-		inline, parts, id, err := putResult(ctx, c.Client, "default", "r", idx, owner, data)
+		inline, parts, id, err := putResult(ctx, c.Client.CoreV1(), "default", "r", idx, owner, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestResultPartsThroughAPIServer(t *testing.T) {
 		if parts > 9 {
 			t.Fatalf("%d parts", parts)
 		}
-		got, err := ReadResult(ctx, c.Client, "default", "r", cm)
+		got, err := ReadResult(ctx, c.Client.CoreV1(), "default", "r", cm)
 		if err != nil {
 			t.Fatal(err)
 		}
