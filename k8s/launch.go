@@ -601,7 +601,7 @@ func (l Launch) collect(ctx context.Context, o Options, byShard map[int]*corev1.
 	}
 	sort.Ints(idxs)
 	for _, i := range idxs {
-		r, err := pod.ReadResult(ctx, l.Client.CoreV1(), o.Namespace, o.Name, byShard[i])
+		r, err := pod.ReadResult(ctx, podClient(l.Client), o.Namespace, o.Name, byShard[i])
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: %w", i, err)
 		}

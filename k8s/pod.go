@@ -1,6 +1,10 @@
 package k8s
 
-import "github.com/pipebench/pipebench/k8s/pod"
+import (
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/pipebench/pipebench/k8s/pod"
+)
 
 // What the launcher shares with the pods (package pod, which the pods'
 // program, pipebench-load, links without this package): the labels and
@@ -68,3 +72,8 @@ type (
 func ShardName(run string, i int) string { return pod.ShardName(run, i) }
 func SinkName(run string) string         { return pod.SinkName(run) }
 func SUTName(run string) string          { return pod.SUTName(run) }
+
+// podClient is the pods' client (pod.Client) on the launcher's clientset.
+func podClient(c kubernetes.Interface) pod.Client {
+	return pod.ClientFunc(func(ns string) pod.ConfigMaps { return c.CoreV1().ConfigMaps(ns) })
+}

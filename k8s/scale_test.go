@@ -263,7 +263,7 @@ phases:
 			}
 			var ready atomic.Bool
 			wctx, cancel := context.WithCancel(ctx)
-			w := kpod.Worker{Client: client.CoreV1(), Namespace: ns, Run: name, Pod: pod.Name, Node: pod.Spec.NodeName, Log: io.Discard,
+			w := kpod.Worker{Client: podClient(client), Namespace: ns, Run: name, Pod: pod.Name, Node: pod.Spec.NodeName, Log: io.Discard,
 				Ready: func(kpod.Shard) (func(), error) { ready.Store(true); return func() {}, nil }}
 			w.Check = func(s kpod.Shard) error {
 				_, err := kpod.CompilePlan(reg, s.File, s.Scenario, s.Duration)

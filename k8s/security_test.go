@@ -199,12 +199,12 @@ func TestCulpritNamedByRole(t *testing.T) {
 
 	// A component that failed, started again: the failure stays, and the
 	// new start is told so instead of resetting it.
-	own, ended, err := kpod.OpenOwn(ctx, c.Client.CoreV1(), "default", "r-sut", owner, map[string]string{LabelRun: "r", LabelRole: RoleSUT}, map[string]string{"pipebench.dev/pod": "r-sut-x1"})
+	own, ended, err := kpod.OpenOwn(ctx, podClient(c.Client), "default", "r-sut", owner, map[string]string{LabelRun: "r", LabelRole: RoleSUT}, map[string]string{"pipebench.dev/pod": "r-sut-x1"})
 	if err != nil || ended {
 		t.Fatalf("first open: ended %v, %v", ended, err)
 	}
 	own.Fail(fmt.Errorf("start the relay system under test: address already in use"))
-	own2, ended, err := kpod.OpenOwn(ctx, c.Client.CoreV1(), "default", "r-sut", owner, map[string]string{LabelRun: "r", LabelRole: RoleSUT}, map[string]string{"pipebench.dev/pod": "r-sut-x2"})
+	own2, ended, err := kpod.OpenOwn(ctx, podClient(c.Client), "default", "r-sut", owner, map[string]string{LabelRun: "r", LabelRole: RoleSUT}, map[string]string{"pipebench.dev/pod": "r-sut-x2"})
 	if err != nil || !ended {
 		t.Fatalf("the replacement reset the failure: ended %v, %v", ended, err)
 	}

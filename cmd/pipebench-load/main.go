@@ -3,8 +3,8 @@
 // history, report, merge, sink, producers), every driver, sink, generator,
 // observer and report format, and no embedded system under test and no
 // Kubernetes launcher: of Kubernetes, only the commands the shards' and
-// the in-cluster sink's pods run (k8s worker, sink, ready) and client-go's
-// typed client of the core group they use. It is what a machine that only
+// the in-cluster sink's pods run (k8s worker, sink, ready) and the REST
+// client of ConfigMaps they use. It is what a machine that only
 // generates load runs (a Kubernetes shard, a benchmark against a peer
 // tool): it links a third of what pipebench links and builds in a
 // fraction of its time. A scenario that asks for an embedded system under

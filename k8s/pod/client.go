@@ -1,7 +1,6 @@
 package pod
 
 import (
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -40,15 +39,14 @@ func Config(kubeconfig, namespace string) (*rest.Config, string, error) {
 	return cfg, ns, nil
 }
 
-// Connect connects a pod to the API server (see Config): the pods read and
-// write ConfigMaps alone, through the core group's client, which is all of
-// client-go they link.
-func Connect(namespace string) (corev1client.CoreV1Interface, string, error) {
+// Connect connects a pod to the API server (see Config) with the pods'
+// own client (NewClient), and returns the namespace.
+func Connect(namespace string) (Client, string, error) {
 	cfg, ns, err := Config("", namespace)
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := corev1client.NewForConfig(cfg)
+	c, err := NewClient(cfg)
 	if err != nil {
 		return nil, "", err
 	}

@@ -6,9 +6,11 @@
 // in ConfigMaps (written here, read by the launcher with ReadResult).
 //
 // The pods read and write ConfigMaps alone, so this package talks to the
-// API server through client-go's typed client of the core group
-// (CoreV1Interface), never through the full clientset
-// (k8s.io/client-go/kubernetes, every API group) nor through package k8s:
-// the lean load generator, pipebench-load, links it and runs the shards
-// and the sink (see docs/programs.md).
+// API server through a Client of ConfigMaps: a REST client of its own that
+// knows the core group's types alone (NewClient), or, in the launcher, its
+// clientset's (ClientFunc); never through client-go's clientsets or typed
+// clients (k8s.io/client-go/kubernetes/..., whose scheme holds every API
+// group's types) nor through package k8s: the lean load generator,
+// pipebench-load, links it and runs the shards and the sink (see
+// docs/programs.md).
 package pod

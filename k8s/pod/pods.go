@@ -19,7 +19,7 @@ import (
 	"github.com/pipebench/pipebench/scenario"
 )
 
-// The environment of the pods a launch creates: what `pipebench k8s
+// The environment of the pods a launch creates: what `PROGRAM k8s
 // worker|sink|sut` read to find their run (see FromEnv).
 const (
 	EnvRun       = "PIPEBENCH_K8S_RUN"
@@ -51,7 +51,7 @@ func FromEnv(getenv func(string) string) (Pod, error) {
 	p := Pod{InPod: InPod{Namespace: getenv(EnvNamespace), Run: getenv(EnvRun), Pod: getenv(EnvPod), IP: getenv(EnvIP)},
 		Node: getenv(EnvNode), Sink: getenv(EnvSink), SUT: getenv(EnvSUT)}
 	if p.Run == "" {
-		return p, pipebench.UsageError(EnvRun+" is not set", "pipebench k8s worker, sink and sut run in the pods pipebench k8s run creates", nil)
+		return p, pipebench.UsageError(EnvRun+" is not set", "k8s worker, sink and sut run in the pods pipebench k8s run creates", nil)
 	}
 	if s := getenv(EnvJobIndex); s != "" {
 		i, err := strconv.Atoi(s)
@@ -126,7 +126,7 @@ func RunPlan(reg *pipebench.Registry, run *corev1.ConfigMap) (pipebench.Plan, er
 	return CompilePlan(reg, scenarioFile(run.Data[KeyFile]), []byte(run.Data[KeyScenario]), run.Data[KeyDuration])
 }
 
-// Worker runs one shard in its pod (pipebench k8s worker): it sends to the
+// Worker runs one shard in its pod (pipebench-load k8s worker): it sends to the
 // in-cluster sink and system under test when the run has them, serves the
 // shard's metrics when the run asks, and reports its progress and Result
 // through its ConfigMap.
@@ -278,7 +278,7 @@ func (rt Runtime) quietEnv() pipebench.Env {
 	return pipebench.Env{Dir: rt.Dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
-// Sink runs the scenario's sink in its pod (pipebench k8s sink), shared by
+// Sink runs the scenario's sink in its pod (pipebench-load k8s sink), shared by
 // every shard (see SinkPod).
 func (rt Runtime) Sink(ctx context.Context, p Pod) error {
 	reg := rt.Exec.Registry

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/pipebench/pipebench"
@@ -63,7 +62,7 @@ func gz(data []byte) []byte {
 // done shard whose parts are missing), each a new ConfigMap named with a
 // fresh id. It returns the binary data the shard's ConfigMap carries, or
 // the number of parts and their id.
-func putResult(ctx context.Context, c corev1client.CoreV1Interface, ns, run string, i int, owner metav1.OwnerReference, resultJSON []byte) (inline []byte, parts int, id string, err error) {
+func putResult(ctx context.Context, c Client, ns, run string, i int, owner metav1.OwnerReference, resultJSON []byte) (inline []byte, parts int, id string, err error) {
 	z := gz(resultJSON)
 	if len(z) <= PartSize {
 		return z, 0, "", nil
@@ -98,7 +97,7 @@ func putResult(ctx context.Context, c corev1client.CoreV1Interface, ns, run stri
 
 // ReadResult reads the Result of a done shard from its ConfigMap (and its
 // parts).
-func ReadResult(ctx context.Context, c corev1client.CoreV1Interface, ns, run string, cm *corev1.ConfigMap) (*pipebench.Result, error) {
+func ReadResult(ctx context.Context, c Client, ns, run string, cm *corev1.ConfigMap) (*pipebench.Result, error) {
 	z := cm.BinaryData[KeyResult]
 	if p := cm.Data[KeyParts]; p != "" {
 		parts, err := strconv.Atoi(p)

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -65,7 +64,7 @@ type SinkPod struct {
 // InPod is what an in-cluster component (the sink, the system under
 // test) knows of its pod and its run.
 type InPod struct {
-	Client    corev1client.CoreV1Interface
+	Client    Client
 	Namespace string
 	Run       string
 	Pod       string
@@ -203,7 +202,7 @@ func (p SinkPod) Main(ctx context.Context) error {
 // system under test) reports through: its state, where it receives, why
 // it failed.
 type Own struct {
-	client   corev1client.CoreV1Interface
+	client   Client
 	ns, name string
 
 	mu  sync.Mutex
@@ -288,7 +287,7 @@ func (o *Own) Fail(err error) error {
 // as it is and ended is true, so that the launcher reads the first
 // failure, and names its culprit, whenever it looks. Otherwise it starts
 // over (the shards then see the component's new address).
-func OpenOwn(ctx context.Context, c corev1client.CoreV1Interface, ns, name string, owner metav1.OwnerReference, labels, annotations map[string]string) (own *Own, ended bool, err error) {
+func OpenOwn(ctx context.Context, c Client, ns, name string, owner metav1.OwnerReference, labels, annotations map[string]string) (own *Own, ended bool, err error) {
 	own = &Own{client: c, ns: ns, name: name}
 	labels["app.kubernetes.io/managed-by"] = "pipebench"
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
@@ -322,7 +321,7 @@ func OpenOwn(ctx context.Context, c corev1client.CoreV1Interface, ns, name strin
 // waitReadyConfigMap waits until the in-cluster component (what) whose
 // ConfigMap is ns/name says it is ready, and returns that ConfigMap; a
 // component that failed ends the wait with its message.
-func waitReadyConfigMap(ctx context.Context, c corev1client.CoreV1Interface, ns, name, what string, timeout time.Duration) (*corev1.ConfigMap, error) {
+func waitReadyConfigMap(ctx context.Context, c Client, ns, name, what string, timeout time.Duration) (*corev1.ConfigMap, error) {
 	cm, err := awaitConfigMap(ctx, c, ns, name, timeout, func(got *corev1.ConfigMap) (bool, error) {
 		switch got.Data[KeyState] {
 		case StateFailed:
@@ -341,7 +340,7 @@ func waitReadyConfigMap(ctx context.Context, c corev1client.CoreV1Interface, ns,
 // SinkEndpoints waits until the in-cluster sink of run is ready and
 // returns its endpoints with host (its Service's name) in place of its
 // pod's address, and the feed's URL.
-func SinkEndpoints(ctx context.Context, c corev1client.CoreV1Interface, ns, run, host string, timeout time.Duration) (target string, targets map[string]string, feed string, err error) {
+func SinkEndpoints(ctx context.Context, c Client, ns, run, host string, timeout time.Duration) (target string, targets map[string]string, feed string, err error) {
 	cm, err := waitReadyConfigMap(ctx, c, ns, SinkName(run), "sink", timeout)
 	if err != nil {
 		return "", nil, "", err

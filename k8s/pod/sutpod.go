@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/pipebench/pipebench"
 )
@@ -109,7 +108,7 @@ func (p SUTPod) Main(ctx context.Context) error {
 // ready and returns its endpoints and instances with host (its Service's
 // name) in place of its pod's address. Each instance has no PID: its
 // process is in another pod.
-func SUTEndpoints(ctx context.Context, c corev1client.CoreV1Interface, ns, run, host string, timeout time.Duration) (target string, targets map[string]string, instances []pipebench.Instance, err error) {
+func SUTEndpoints(ctx context.Context, c Client, ns, run, host string, timeout time.Duration) (target string, targets map[string]string, instances []pipebench.Instance, err error) {
 	cm, err := waitReadyConfigMap(ctx, c, ns, SUTName(run), "system under test", timeout)
 	if err != nil {
 		return "", nil, nil, err

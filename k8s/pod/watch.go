@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 )
@@ -28,7 +27,7 @@ var errGone = errors.New("deleted")
 // a read every poll (1,500 pods polling the run's ConfigMap 4 times a
 // second would be 6,000 requests a second). A deleted ConfigMap ends the
 // wait with errGone.
-func awaitConfigMap(parent context.Context, c corev1client.CoreV1Interface, ns, name string, timeout time.Duration, cond func(*corev1.ConfigMap) (bool, error)) (*corev1.ConfigMap, error) {
+func awaitConfigMap(parent context.Context, c Client, ns, name string, timeout time.Duration, cond func(*corev1.ConfigMap) (bool, error)) (*corev1.ConfigMap, error) {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()

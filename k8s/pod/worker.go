@@ -12,11 +12,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // ReadyFile is the file a worker creates once it waits for the start time;
-// `pipebench k8s ready` (the readiness probe) checks it. It is in the
+// `pipebench-load k8s ready` (the readiness probe) checks it. It is in the
 // container's temporary directory.
 func ReadyFile() string { return filepath.Join(os.TempDir(), "pipebench-ready") }
 
@@ -58,7 +57,7 @@ type Progress struct {
 
 // Worker is one pod's side of a launch.
 type Worker struct {
-	Client    corev1client.CoreV1Interface
+	Client    Client
 	Namespace string
 	Run       string // the run's name (PIPEBENCH_K8S_RUN)
 	Pod       string
