@@ -74,6 +74,11 @@ func (a *app) extend(root *cobra.Command) {
 	}
 }
 
+// K8sHandOff returns pipebench's own k8s command, which hands its
+// arguments to pipebench-k8s: an extension of a program that carries the
+// pods' commands alone (pipebench-load) adds them to it.
+func K8sHandOff(h Host) *cobra.Command { return h.a.k8sCommand() }
+
 // k8sCommand is pipebench's own k8s command: it hands its arguments to
 // pipebench-k8s (found or built as package wing says), which carries the
 // Kubernetes client, and exits as it does.

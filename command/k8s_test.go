@@ -28,9 +28,9 @@ import (
 // sink and system under test, per-node runs, failures, Ctrl-C, GitOps
 // collection, placement, deadlines).
 // No kubelet or scheduler runs here: kubetest.Kubelet binds the pods to
-// two Node objects and runs each pod's command (pipebench k8s worker, and
-// the readiness probe pipebench k8s ready) as a local process of this test
-// binary, with the pod's environment, a private TMPDIR and a kubeconfig
+// two Node objects and runs each pod's command (pipebench-load k8s worker,
+// and the readiness probe pipebench-load k8s ready) as a local process of
+// this test binary playing that program, with the pod's environment, a private TMPDIR and a kubeconfig
 // holding a token issued for the pod's service account, and reports the
 // pods' status through the API (see internal/testkit/kubetest/kubelet.go). The
 // launcher itself runs as a child process, as a user runs it.
@@ -40,12 +40,13 @@ func TestK8sLauncher(t *testing.T) {
 	}
 	c := kubetest.Start(t, kubetest.Options{Controllers: []string{"job", "garbagecollector"}})
 	kl := c.StartKubelet(t, []string{"node-a", "node-b"}, func(_ *corev1.Pod, argv, env []string) *exec.Cmd {
-		// The image's entry point is this test binary playing pipebench.
-		if len(argv) == 0 || argv[0] != "pipebench" {
+		// The image's programs are this test binary playing pipebench or
+		// pipebench-load.
+		if len(argv) == 0 || (argv[0] != "pipebench" && argv[0] != "pipebench-load") {
 			return exec.Command("/bin/false")
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCLI$")
-		cmd.Env = append(env, "PIPEBENCH_HELPER_ARGS="+strings.Join(argv[1:], "\x1f"))
+		cmd.Env = append(env, "PIPEBENCH_HELPER_ARGS="+strings.Join(argv[1:], "\x1f"), "PIPEBENCH_HELPER_PROGRAM="+argv[0]) // see extension_test.go
 		return cmd
 	})
 	dir := t.TempDir()
@@ -120,6 +121,11 @@ func TestK8sLauncher(t *testing.T) {
 		}
 		if *job.Spec.Completions != 3 || *job.Spec.CompletionMode != "Indexed" || *job.Spec.BackoffLimit != 0 {
 			t.Errorf("job spec %+v", job.Spec)
+		}
+		// The shards run the lean load generator, the probe too.
+		if ctr := job.Spec.Template.Spec.Containers[0]; strings.Join(ctr.Command, " ") != "pipebench-load k8s worker" ||
+			ctr.ReadinessProbe == nil || ctr.ReadinessProbe.Exec == nil || strings.Join(ctr.ReadinessProbe.Exec.Command, " ") != "pipebench-load k8s ready" {
+			t.Errorf("the shards run %q (readiness probe %+v), want pipebench-load k8s worker and ready", ctr.Command, ctr.ReadinessProbe)
 		}
 		for _, get := range []func() error{
 			func() error {

@@ -10,10 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/k8s/pod"
 )
 
 // Conn is a connection to a cluster's API server.
@@ -30,28 +29,9 @@ type Conn struct {
 // if set, overrides the configuration's. The client keeps to 50 requests
 // a second (bursts of 100).
 func Connect(kubeconfig, namespace string) (*Conn, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	if kubeconfig != "" {
-		// client-go reads it whole: a regular file, bounded, checked
-		// first.
-		if err := pipebench.CheckFile("--kubeconfig", kubeconfig, 0); err != nil {
-			return nil, err
-		}
-	}
-	over := &clientcmd.ConfigOverrides{}
-	if namespace != "" {
-		over.Context.Namespace = namespace
-	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, over)
-	cfg, err := cc.ClientConfig()
+	cfg, ns, err := pod.Config(kubeconfig, namespace)
 	if err != nil {
-		return nil, pipebench.UsageError("no Kubernetes cluster to talk to", "give --kubeconfig FILE or set KUBECONFIG", err)
-	}
-	cfg.QPS, cfg.Burst = 50, 100
-	ns, _, err := cc.Namespace()
-	if err != nil || ns == "" {
-		ns = "default"
+		return nil, err
 	}
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

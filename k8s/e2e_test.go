@@ -25,20 +25,26 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/internal/testkit/children"
 	"github.com/pipebench/pipebench/internal/testkit/kubetest"
 	"github.com/pipebench/pipebench/internal/testkit/sinktest"
 	"github.com/pipebench/pipebench/internal/testkit/suitetest"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
+	kpod "github.com/pipebench/pipebench/k8s/pod"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/sut/all"
 )
 
 // envTestPod tells this test binary, started by the simulated kubelet as
 // a pod's container, to play the pipebench image: its value is the
-// container's arguments after "pipebench".
-const envTestPod = "PIPEBENCH_K8S_TEST_POD"
+// container's arguments after the program's name, which envTestProgram
+// holds (pipebench or pipebench-load).
+const (
+	envTestPod     = "PIPEBENCH_K8S_TEST_POD"
+	envTestProgram = "PIPEBENCH_K8S_TEST_PROGRAM"
+)
 
 func TestMain(m *testing.M) {
 	// The embedded collector runs as a child process of this binary.
@@ -53,34 +59,45 @@ func TestMain(m *testing.M) {
 }
 
 // testPod is what the pipebench image runs in a pod: pipebench k8s
-// worker|sink|sut|ready, as cmd/pipebench wires them (k8s.Runtime), with
+// worker|sink|sut|ready, as cmd/pipebench-k8s wires them (pod.Runtime),
+// or pipebench-load k8s worker|sink|ready, with the lean program's
+// registry (no system under test), as cmd/pipebench-load wires them; with
 // SIGTERM (a pod's deletion) as its end.
 func testPod(args []string) int {
+	lean := os.Getenv(envTestProgram) == ProgramLoad
 	if len(args) != 2 || args[0] != "k8s" {
 		fmt.Fprintf(os.Stderr, "not a pod command: %q\n", args)
 		return 2
 	}
 	if args[1] == "ready" {
-		if _, err := os.Stat(ReadyFile()); err != nil {
+		if _, err := os.Stat(kpod.ReadyFile()); err != nil {
 			return 1
 		}
 		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	reg, err := all.Registry()
+	newRegistry := all.Registry
+	if lean {
+		newRegistry = builtins.Registry
+		if args[1] == "sut" {
+			fmt.Fprintln(os.Stderr, "pipebench-load has no k8s sut command")
+			return 2
+		}
+	}
+	reg, err := newRegistry()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	p, err := PodFromEnv(os.Getenv)
+	p, err := kpod.FromEnv(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	dir, _ := os.MkdirTemp("", "pod-")
 	defer os.RemoveAll(dir)
-	rt := Runtime{Exec: execute.Params{Registry: reg, ToolVersion: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, Log: os.Stderr, Dir: dir}
+	rt := kpod.Runtime{Exec: execute.Params{Registry: reg, ToolVersion: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, Log: os.Stderr, Dir: dir}
 	switch args[1] {
 	case "worker":
 		err = rt.Worker(ctx, p)
@@ -115,11 +132,11 @@ func startE2E(t *testing.T) *e2e {
 	c := kubetest.Start(t, kubetest.Options{Controllers: []string{"job", "daemonset", "ttl-after-finished", "garbagecollector"}})
 	ctx := context.Background()
 	kl := c.StartKubelet(t, []string{"node-a", "node-b"}, func(_ *corev1.Pod, argv, env []string) *exec.Cmd {
-		if len(argv) == 0 || argv[0] != "pipebench" {
+		if len(argv) == 0 || (argv[0] != ProgramFull && argv[0] != ProgramLoad) {
 			return exec.Command("/bin/false")
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(env, envTestPod+"="+strings.Join(argv[1:], " "))
+		cmd.Env = append(env, envTestPod+"="+strings.Join(argv[1:], " "), envTestProgram+"="+argv[0])
 		return cmd
 	})
 	for name, pool := range map[string]string{"node-a": "load", "node-b": "sut"} {

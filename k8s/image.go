@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/k8s/pod"
 )
 
 var release = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
@@ -38,7 +39,7 @@ func RunLength(ctx context.Context, c kubernetes.Interface, reg *pipebench.Regis
 	if err != nil {
 		return time.Hour
 	}
-	plan, err := runPlan(reg, run)
+	plan, err := pod.RunPlan(reg, run)
 	if err != nil {
 		return time.Hour
 	}

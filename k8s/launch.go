@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/k8s/pod"
 )
 
 // Launch tunes a launch's waits.
@@ -511,7 +512,7 @@ func (l Launch) follow(ctx context.Context, o Options, tr *tracker, start time.T
 			case StateRun:
 				running++
 			}
-			p := readProgress(cm.Data)
+			p := pod.ReadProgress(cm.Data)
 			sum.Sent += p.Sent
 			sum.Failed += p.Failed
 			if cm.Data[KeyState] == StateRun {
@@ -600,7 +601,7 @@ func (l Launch) collect(ctx context.Context, o Options, byShard map[int]*corev1.
 	}
 	sort.Ints(idxs)
 	for _, i := range idxs {
-		r, err := ReadResult(ctx, l.Client, o.Namespace, o.Name, byShard[i])
+		r, err := pod.ReadResult(ctx, podClient(l.Client), o.Namespace, o.Name, byShard[i])
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: %w", i, err)
 		}
@@ -754,4 +755,26 @@ func (l Launch) logw() io.Writer {
 		return io.Discard
 	}
 	return l.Log
+}
+
+// poll calls cond every interval until it is done, fails, ctx ends or the
+// timeout passes.
+func poll(ctx context.Context, every, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return errors.New("timed out")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }

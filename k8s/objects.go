@@ -1,7 +1,7 @@
 // Package k8s runs a scenario's shards on Kubernetes: `pipebench k8s run`
 // creates the scenario as a ConfigMap, a ServiceAccount with a Role for
 // the workers, and an Indexed Job of N pods (or a DaemonSet, one generator
-// per node) running `pipebench k8s worker`; it waits until every pod is
+// per node) running `pipebench-load k8s worker`; it waits until every pod is
 // ready, releases them together at a start time written into the
 // ConfigMap, follows their progress, collects each shard's Result through
 // the API server (gzip'd JSON in ConfigMaps the workers create, split in
@@ -60,52 +60,18 @@ import (
 	"github.com/pipebench/pipebench"
 )
 
-// Labels and keys shared by the launcher and the workers.
+// The programs of the image (tools/image) that the pods run.
 const (
-	LabelRun   = "pipebench.dev/run"
-	LabelShard = "pipebench.dev/shard"
-	LabelPart  = "pipebench.dev/part"
-	// LabelRole tells the shards' pods (shard) from the in-cluster
-	// sink's (sink).
-	LabelRole = "pipebench.dev/role"
-	RoleShard = "shard"
-	RoleSink  = "sink"
-	RoleSUT   = "sut"
+	// ProgramLoad, the load generator alone, runs the shards and the
+	// in-cluster sink: they map only what generating load needs.
+	ProgramLoad = "pipebench-load"
+	// ProgramFull (pipebench-k8s, named pipebench in the image) runs the
+	// system under test's pod, and every pod of a scenario that embeds a
+	// system under test (sut:), which pipebench-load cannot read.
+	ProgramFull = "pipebench"
+)
 
-	KeyScenario = "scenario.yaml"
-	KeyShards   = "shards"
-	KeyDuration = "duration"
-	KeyNodes    = "nodes"
-	KeyFile     = "file"
-	KeyStartAt  = "start-at"
-	// KeyProgressEvery is how often the shards write their progress.
-	KeyProgressEvery = "progress-every"
-	// KeyMetricsPort is the port the shards serve their metrics on.
-	KeyMetricsPort = "metrics-port"
-	// KeyMetricsLinger is how long a shard waits, its run over, for its
-	// final metrics to be scraped before it reports its Result.
-	KeyMetricsLinger = "metrics-linger"
-	// KeyEnded is written by the launcher once it collected every shard:
-	// the in-cluster sink then writes its counts into its ConfigMap.
-	KeyEnded = "ended-at"
-
-	// EnvSink names, in a shard's pod, the in-cluster sink's host (its
-	// Service's DNS name).
-	EnvSink = "PIPEBENCH_K8S_SINK"
-	// EnvSUT names, in a shard's pod, the in-cluster system under test's
-	// host (its headless Service's DNS name).
-	EnvSUT = "PIPEBENCH_K8S_SUT"
-
-	KeyState    = "state"
-	KeyMessage  = "message"
-	KeySent     = "sent"
-	KeyParts    = "parts"
-	KeyResult   = "result.json.gz"
-	StateWait   = "waiting"
-	StateRun    = "running"
-	StateDone   = "done"
-	StateFailed = "failed"
-
+const (
 	// ImageRepository is where the release workflow pushes the image of
 	// each tagged version (.github/workflows/release.yml).
 	ImageRepository = "ghcr.io/pipebench/pipebench"
@@ -134,7 +100,7 @@ type Options struct {
 	// written into the objects.
 	EnvFromSecret []string
 	// Sink, if set, runs the scenario's sink in the cluster: a Deployment
-	// NAME-sink of one pod (pipebench k8s sink) behind a ClusterIP Service
+	// NAME-sink of one pod (pipebench-load k8s sink) behind a ClusterIP Service
 	// NAME-sink, which the shards send to (the scenario's system under
 	// test, if embedded, exports to it) and which feeds the arrivals back
 	// to the shards (FeedPort).
@@ -144,6 +110,10 @@ type Options struct {
 	// headless Service NAME-sut, which every shard sends to and observes,
 	// instead of one system per shard.
 	SUT *SUTSpec
+	// EmbedsSUT tells that the scenario embeds a system under test (sut:),
+	// in its own pod (SUT) or in each shard's: every pod then runs
+	// ProgramFull, which carries it.
+	EmbedsSUT bool
 	// Pods shape every pod for the cluster: resources, placement, a
 	// patch, the shards' metrics port.
 	Pods PodSettings
@@ -196,27 +166,8 @@ type SUTSpec struct {
 	Type string // the scenario's sut type, for the pod's labels
 }
 
-// SinkSpec describes the in-cluster sink: the ports it receives on.
-type SinkSpec struct {
-	Type  string // the scenario's sink type, for the pod's labels
-	Ports []SinkPort
-}
-
-// SinkPort is one port of the in-cluster sink.
-type SinkPort struct {
-	Name string // an IANA service name: http, grpc, ...
-	Port int32
-}
-
-// SinkName names the in-cluster sink's Deployment, Service and ConfigMap.
-func SinkName(run string) string { return run + "-sink" }
-
 // SinkHost is the in-cluster sink's Service DNS name.
 func SinkHost(run, namespace string) string { return SinkName(run) + "." + namespace + ".svc" }
-
-// SUTName names the in-cluster system under test's Deployment, Service
-// and ConfigMap.
-func SUTName(run string) string { return run + "-sut" }
 
 // SUTHost is the in-cluster system under test's Service DNS name.
 func SUTHost(run, namespace string) string { return SUTName(run) + "." + namespace + ".svc" }
@@ -361,11 +312,11 @@ func Build(o Options) (*Objects, error) {
 	for _, s := range o.EnvFromSecret {
 		envFrom = append(envFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: s}}})
 	}
-	tmpl := o.template(RoleShard, o.Name, "worker", env, envFrom, o.Pods.Requests, o.Pods.Limits)
+	tmpl := o.template(RoleShard, o.Name, o.program(), "worker", env, envFrom, o.Pods.Requests, o.Pods.Limits)
 	// Ready once the worker has read and compiled its shard of the
 	// scenario and waits for the start time.
 	tmpl.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
-		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"pipebench", "k8s", "ready"}}},
+		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{o.program(), "k8s", "ready"}}},
 		PeriodSeconds: 1, FailureThreshold: 1,
 	}
 	if p := o.Pods.MetricsPort; p > 0 {
@@ -479,10 +430,20 @@ func podEnv(run string, ip bool) []corev1.EnvVar {
 	return env
 }
 
-// template is the pod template of one role: pipebench k8s COMMAND with
-// its own service account, the placement and security settings every pod
+// program is the program of the image that runs the shards and the
+// in-cluster sink: ProgramLoad, or ProgramFull for a scenario that embeds
+// a system under test.
+func (o *Options) program() string {
+	if o.EmbedsSUT {
+		return ProgramFull
+	}
+	return ProgramLoad
+}
+
+// template is the pod template of one role: PROGRAM k8s COMMAND with its
+// own service account, the placement and security settings every pod
 // shares, and the resources given.
-func (o *Options) template(role, account, command string, env []corev1.EnvVar, envFrom []corev1.EnvFromSource, req, lim corev1.ResourceList) corev1.PodTemplateSpec {
+func (o *Options) template(role, account, program, command string, env []corev1.EnvVar, envFrom []corev1.EnvFromSource, req, lim corev1.ResourceList) corev1.PodTemplateSpec {
 	labels := o.labels()
 	labels[LabelRole] = role
 	grace := int64(15)
@@ -506,7 +467,7 @@ func (o *Options) template(role, account, command string, env []corev1.EnvVar, e
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				// A pod that fails says why on its last lines.
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				Command:                  []string{"pipebench", "k8s", command},
+				Command:                  []string{program, "k8s", command},
 				Env:                      env,
 				EnvFrom:                  envFrom,
 				Resources:                corev1.ResourceRequirements{Requests: req, Limits: lim},
@@ -566,7 +527,7 @@ func patchTemplate(t corev1.PodTemplateSpec, patch []byte) (corev1.PodTemplateSp
 }
 
 // sinkObjects returns the in-cluster sink's Service and Job: one pod
-// running pipebench k8s sink, ready once it listens, done once it wrote
+// running pipebench-load k8s sink, ready once it listens, done once it wrote
 // its counts after the run.
 func sinkObjects(o Options, envFrom []corev1.EnvFromSource) (*corev1.Service, *batchv1.Job, error) {
 	var sports []corev1.ServicePort
@@ -609,12 +570,17 @@ func componentService(o Options, role, name string, spec corev1.ServiceSpec) *co
 }
 
 // componentJob returns the Job of an in-cluster component: one pod
-// running pipebench k8s ROLE under its own service account, with the
+// running PROGRAM k8s ROLE under its own service account (the system
+// under test's pod ProgramFull, the sink's the shards' program), with the
 // placement and security settings of the shards, its pod's address in
 // POD_IP. A pod that fails is not replaced: one component holds the run's
 // account, and its failure is the run's.
 func componentJob(o Options, role, name, typ string, envFrom []corev1.EnvFromSource, env []corev1.EnvVar) (*batchv1.Job, error) {
-	tmpl := o.template(role, name, role, append(podEnv(o.Name, true), env...), envFrom, o.Pods.SinkRequests, o.Pods.SinkLimits)
+	prog := o.program()
+	if role == RoleSUT {
+		prog = ProgramFull
+	}
+	tmpl := o.template(role, name, prog, role, append(podEnv(o.Name, true), env...), envFrom, o.Pods.SinkRequests, o.Pods.SinkLimits)
 	if typ != "" {
 		tmpl.Labels["pipebench.dev/"+role] = typ
 	}

@@ -36,7 +36,7 @@ func TestManifestsGolden(t *testing.T) {
 		{"sink.yaml", Options{Name: "run3", Namespace: "load", Image: "pipebench:test", Shards: 2, Scenario: []byte(testScenario),
 			Sink: &SinkSpec{Type: "otlp", Ports: []SinkPort{{Name: "otlp-grpc", Port: 4317}, {Name: "otlp-http", Port: 4318}}}}},
 		{"sut.yaml", Options{Name: "run4", Namespace: "load", Image: "pipebench:test", Shards: 2, Scenario: []byte(testScenario),
-			Sink: &SinkSpec{Type: "http", Ports: []SinkPort{{Name: "http", Port: 8080}}}, SUT: &SUTSpec{Type: "otelcol"}}},
+			Sink: &SinkSpec{Type: "http", Ports: []SinkPort{{Name: "http", Port: 8080}}}, SUT: &SUTSpec{Type: "otelcol"}, EmbedsSUT: true}},
 	} {
 		obj, err := Build(tc.o)
 		if err != nil {
@@ -70,6 +70,18 @@ func TestManifestsGolden(t *testing.T) {
 			}
 			if strings.Count(buf.String(), "value: run4-sink.load.svc") != 2 {
 				t.Errorf("%s: the shards and the system under test are not both given the sink's Service name", tc.file)
+			}
+		}
+		// The shards and the in-cluster sink run the lean load
+		// generator, unless the scenario embeds a system under test,
+		// which only pipebench carries: then every pod runs pipebench.
+		prog := "pipebench-load"
+		if tc.o.EmbedsSUT {
+			prog = "pipebench"
+		}
+		for _, s := range []string{"- " + prog + "\n        - k8s\n        - worker\n", "- " + prog + "\n            - k8s\n            - ready\n"} {
+			if !strings.Contains(buf.String(), s) {
+				t.Errorf("%s: the shards do not run %s (no %q)", tc.file, prog, s)
 			}
 		}
 		if len(docs) != len(want) {

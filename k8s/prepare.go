@@ -16,6 +16,7 @@ import (
 
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/internal/format/yamlnode"
+	"github.com/pipebench/pipebench/k8s/pod"
 )
 
 // Setup is what a person chooses for a launch besides the scenario: the
@@ -73,7 +74,7 @@ func Prepare(reg *pipebench.Registry, file string, data []byte, s Setup, now tim
 	if s.Duration > 0 {
 		dur = s.Duration.String()
 	}
-	plan, err := compilePlan(reg, file, data, dur)
+	plan, err := pod.CompilePlan(reg, file, data, dur)
 	if err != nil {
 		return nil, err
 	}
@@ -91,9 +92,9 @@ func Prepare(reg *pipebench.Registry, file string, data []byte, s Setup, now tim
 	}
 	o := Options{Name: name, Namespace: s.Namespace, Image: s.Image, Shards: s.Shards, PerNode: s.PerNode,
 		Scenario: data, ScenarioFile: filepath.Base(file), EnvFromSecret: s.EnvFromSecret, Duration: dur,
-		Pods: s.Pods, TTL: s.TTL, PodMonitor: s.PodMonitor}
+		Pods: s.Pods, TTL: s.TTL, PodMonitor: s.PodMonitor, EmbedsSUT: plan.SUT != nil}
 	if !s.SinkPerShard {
-		o.Sink, _ = SharedSink(reg, plan.Sink, "")
+		o.Sink, _ = pod.SharedSink(reg, plan.Sink, "")
 	}
 	if o.SUT, err = sharedSUT(&plan, o.Sink, s.SUTPerShard); err != nil {
 		return nil, err

@@ -32,6 +32,7 @@ import (
 	"github.com/pipebench/pipebench/internal/testkit/kubetest"
 	"github.com/pipebench/pipebench/internal/testkit/sinktest"
 	"github.com/pipebench/pipebench/internal/testkit/suitetest"
+	kpod "github.com/pipebench/pipebench/k8s/pod"
 	"github.com/pipebench/pipebench/kpi"
 	"github.com/pipebench/pipebench/runner"
 	"github.com/pipebench/pipebench/sut/all"
@@ -248,7 +249,7 @@ phases:
 		Nodes: names,
 		Command: func(_ *corev1.Pod, argv, env []string) *exec.Cmd {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(env, envTestPod+"="+strings.Join(argv[1:], " "))
+			cmd.Env = append(env, envTestPod+"="+strings.Join(argv[1:], " "), envTestProgram+"="+argv[0])
 			return cmd
 		},
 		Standin: func(pod *corev1.Pod, ip string) (func() bool, func()) {
@@ -262,17 +263,17 @@ phases:
 			}
 			var ready atomic.Bool
 			wctx, cancel := context.WithCancel(ctx)
-			w := Worker{Client: client, Namespace: ns, Run: name, Pod: pod.Name, Node: pod.Spec.NodeName, Log: io.Discard,
-				Ready: func(Shard) (func(), error) { ready.Store(true); return func() {}, nil }}
-			w.Check = func(s Shard) error {
-				_, err := compilePlan(reg, s.File, s.Scenario, s.Duration)
+			w := kpod.Worker{Client: podClient(client), Namespace: ns, Run: name, Pod: pod.Name, Node: pod.Spec.NodeName, Log: io.Discard,
+				Ready: func(kpod.Shard) (func(), error) { ready.Store(true); return func() {}, nil }}
+			w.Check = func(s kpod.Shard) error {
+				_, err := kpod.CompilePlan(reg, s.File, s.Scenario, s.Duration)
 				return err
 			}
-			w.Exec = func(ctx context.Context, s Shard, start time.Time, progress func(Progress)) ([]byte, error) {
+			w.Exec = func(ctx context.Context, s kpod.Shard, start time.Time, progress func(Progress)) ([]byte, error) {
 				mu.Lock()
 				learned = append(learned, time.Now())
 				mu.Unlock()
-				plan, err := s.plan(reg, start)
+				plan, err := s.Plan(reg, start)
 				if err != nil {
 					return nil, err
 				}
@@ -280,7 +281,7 @@ phases:
 				// others record what it recorded, under their own slice.
 				tmplOnce.Do(func() {
 					out := execute.Run(ctx, plan, execute.Params{Registry: reg, ToolVersion: "bench", Keep: execute.Keep{NoStore: true, Quiet: true},
-						Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Progress: func(pr runner.Progress) { progress(progressOf(pr)) }})
+						Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Progress: func(pr runner.Progress) { progress(kpod.ProgressOf(pr)) }})
 					if out.Result == nil {
 						tmplErr = fmt.Errorf("the played shards' run: %v", out.Err)
 						return

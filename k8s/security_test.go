@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pipebench/pipebench/internal/testkit/kubetest"
+	kpod "github.com/pipebench/pipebench/k8s/pod"
 )
 
 // Each kind of pod may do, through the API server's own RBAC authorizer,
@@ -198,17 +199,17 @@ func TestCulpritNamedByRole(t *testing.T) {
 
 	// A component that failed, started again: the failure stays, and the
 	// new start is told so instead of resetting it.
-	own, ended, err := openOwn(ctx, c.Client, "default", "r-sut", owner, map[string]string{LabelRun: "r", LabelRole: RoleSUT}, map[string]string{"pipebench.dev/pod": "r-sut-x1"})
+	own, ended, err := kpod.OpenOwn(ctx, podClient(c.Client), "default", "r-sut", owner, map[string]string{LabelRun: "r", LabelRole: RoleSUT}, map[string]string{"pipebench.dev/pod": "r-sut-x1"})
 	if err != nil || ended {
 		t.Fatalf("first open: ended %v, %v", ended, err)
 	}
-	own.fail(fmt.Errorf("start the relay system under test: address already in use"))
-	own2, ended, err := openOwn(ctx, c.Client, "default", "r-sut", owner, map[string]string{LabelRun: "r", LabelRole: RoleSUT}, map[string]string{"pipebench.dev/pod": "r-sut-x2"})
+	own.Fail(fmt.Errorf("start the relay system under test: address already in use"))
+	own2, ended, err := kpod.OpenOwn(ctx, podClient(c.Client), "default", "r-sut", owner, map[string]string{LabelRun: "r", LabelRole: RoleSUT}, map[string]string{"pipebench.dev/pod": "r-sut-x2"})
 	if err != nil || !ended {
 		t.Fatalf("the replacement reset the failure: ended %v, %v", ended, err)
 	}
 	got, _ := c.Client.CoreV1().ConfigMaps("default").Get(ctx, "r-sut", metav1.GetOptions{})
-	if got.Data[KeyState] != StateFailed || got.Annotations["pipebench.dev/pod"] != "r-sut-x1" || !strings.Contains(own2.ended(ctx).Error(), "address already in use") {
+	if got.Data[KeyState] != StateFailed || got.Annotations["pipebench.dev/pod"] != "r-sut-x1" || !strings.Contains(own2.Ended(ctx).Error(), "address already in use") {
 		t.Errorf("after a replacement: %v %v", got.Data, got.Annotations)
 	}
 	tr, err := l.track(ctx, o)

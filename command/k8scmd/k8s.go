@@ -1,16 +1,15 @@
 // Package k8scmd is the Kubernetes launcher's part of the command line:
 // pipebench k8s run, manifests and collect, and the commands the pods run
-// (worker, sink, sut, ready). It links the Kubernetes client, which the
-// pipebench command does not carry: pipebench-k8s adds it to the command
-// line (command.Extensions), and pipebench's own k8s command hands its
-// arguments to pipebench-k8s.
+// (worker, sink, sut, ready: package k8spod). It links the Kubernetes
+// client, which the pipebench command does not carry: pipebench-k8s adds
+// it to the command line (command.Extensions), and pipebench's own k8s
+// command hands its arguments to pipebench-k8s.
 package k8scmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +18,7 @@ import (
 	"github.com/pipebench/pipebench"
 	"github.com/pipebench/pipebench/builtins"
 	"github.com/pipebench/pipebench/command"
+	"github.com/pipebench/pipebench/command/k8spod"
 	"github.com/pipebench/pipebench/execute"
 	"github.com/pipebench/pipebench/internal/cli/buildinfo"
 	"github.com/pipebench/pipebench/k8s"
@@ -76,11 +76,8 @@ template), Jobs ended at --active-deadline and deleted --ttl after they finish, 
 the run's metrics on --metrics-port with prometheus.io/scrape annotations (--pod-monitor: a
 PodMonitor too), names from the scenario and the time.`,
 	}
-	cmd.AddCommand(a.k8sRunCommand(), a.k8sManifestsCommand(), a.k8sCollectCommand(),
-		a.podCommand("worker", "Run one shard inside a pod of k8s run (reads its run from the environment)", k8s.Runtime.Worker),
-		a.podCommand("sink", "Run the scenario's sink inside the cluster for k8s run (reads its run from the environment)", k8s.Runtime.Sink),
-		a.podCommand("sut", "Run the scenario's system under test inside the cluster for k8s run (reads its run from the environment)", k8s.Runtime.SUT),
-		a.k8sReadyCommand())
+	cmd.AddCommand(a.k8sRunCommand(), a.k8sManifestsCommand(), a.k8sCollectCommand())
+	cmd.AddCommand(k8spod.Commands(a.Host, true)...)
 	return cmd
 }
 
@@ -315,45 +312,4 @@ func (a app) k8sCollect(name string, f k8sFlags, timeout time.Duration) error {
 	defer execute.Hold(a.Context())()
 	col, err := l.Collect(a.Context(), conn.Namespace, name)
 	return a.k8sMerge(col, err, rep, f)
-}
-
-// podCommand is a hidden command that runs in the pods k8s run creates
-// (pipebench k8s NAME): it finds the API server and its run from the
-// pod's environment, then runs main.
-func (a app) podCommand(name, short string, main func(k8s.Runtime, context.Context, k8s.Pod) error) *cobra.Command {
-	return &cobra.Command{
-		Use:    name,
-		Short:  short,
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := k8s.PodFromEnv(os.Getenv)
-			if err != nil {
-				return err
-			}
-			dir, err := os.MkdirTemp("", "pipebench-"+name+"-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			rt := k8s.Runtime{Exec: a.ExecParams(false, execute.Keep{NoStore: true, Quiet: true}), Log: a.Stderr(), Dir: dir}
-			defer execute.Hold(a.Context())() // a pod's shard reports its Result after a signal
-			return main(rt, a.Context(), p)
-		},
-	}
-}
-
-func (a app) k8sReadyCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:    "ready",
-		Short:  "Readiness probe of a k8s worker: exit 0 once it waits for the start time",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := os.Stat(k8s.ReadyFile()); err != nil {
-				return command.Exit(1)
-			}
-			return nil
-		},
-	}
 }

@@ -116,10 +116,11 @@ func TestImage(t *testing.T) {
 	root := filepath.Join(dir, "rootfs")
 	files := unpack(t, img, root)
 	for name, want := range map[string]string{
-		"usr/local/bin/pipebench":     "0755 0:0",
-		"usr/local/bin/pipebench-sut": "0755 0:0",
-		"etc/passwd":                  "0644 0:0",
-		"tmp":                         "1777 0:0",
+		"usr/local/bin/pipebench":      "0755 0:0",
+		"usr/local/bin/pipebench-sut":  "0755 0:0",
+		"usr/local/bin/pipebench-load": "0755 0:0",
+		"etc/passwd":                   "0644 0:0",
+		"tmp":                          "1777 0:0",
 	} {
 		if got := files[name]; got != want {
 			t.Errorf("%s: mode and owner %q, want %q", name, got, want)
@@ -139,6 +140,17 @@ func TestImage(t *testing.T) {
 	sut, err := exec.Command(filepath.Join(root, SUTBinary), "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(sut), "pipebench v0.0.0-imagetest") {
 		t.Errorf("the image's pipebench-sut version: %v\n%s", err, sut)
+	}
+	// pipebench-load, the shards' program: its version, and the
+	// readiness probe, which fails outside a ready shard's pod.
+	load, err := exec.Command(filepath.Join(root, LoadBinary), "version").CombinedOutput()
+	if err != nil || !strings.Contains(string(load), "pipebench v0.0.0-imagetest") {
+		t.Errorf("the image's pipebench-load version: %v\n%s", err, load)
+	}
+	probe := exec.Command(filepath.Join(root, LoadBinary), "k8s", "ready")
+	probe.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	if out, err := probe.CombinedOutput(); probe.ProcessState == nil || probe.ProcessState.ExitCode() != 1 {
+		t.Errorf("pipebench-load k8s ready, no shard waiting: %v (want exit 1)\n%s", err, out)
 	}
 	for _, want := range []string{"pipebench v0.0.0-imagetest", "commit:  " + s.Commit, "go:      go", "linux/"} {
 		if !strings.Contains(string(out), want) {

@@ -1,5 +1,5 @@
 // Command image builds pipebench's container image without Docker: Go's
-// own build of the static binary, from the commit's files (git archive:
+// own build of the static binaries, from the commit's files (git archive:
 // not the working tree's uncommitted changes), then an OCI image of one
 // layer written with go-containerregistry, reproducibly (the same commit,
 // toolchain and version give the same digest: every time in it is the
@@ -19,7 +19,9 @@
 // workflow's).
 //
 // The image: /usr/local/bin/pipebench (the entry point; PATH has it, so
-// the pods' command `pipebench k8s worker` finds it), /etc/passwd and
+// the system under test's pod's command `pipebench k8s sut` finds it),
+// pipebench-sut and pipebench-load beside it (the shards' `pipebench-load
+// k8s worker`, the in-cluster sink's `pipebench-load k8s sink`), /etc/passwd and
 // /etc/group naming the non-root user nonroot (65532) it runs as, and a
 // /tmp writable by it. No shell, no package manager. TLS roots: the
 // binary's own (internal/proc/tlsroots), since the image has none.
@@ -60,6 +62,9 @@ const (
 	// SUTBinary is where it holds pipebench-sut, beside pipebench, where
 	// pipebench looks for it.
 	SUTBinary = "/usr/local/bin/pipebench-sut"
+	// LoadBinary is where it holds pipebench-load, the load generator
+	// alone, which the shards and the in-cluster sink run.
+	LoadBinary = "/usr/local/bin/pipebench-load"
 	// Repo is where the release workflow pushes the image.
 	Repo = "ghcr.io/pipebench/pipebench"
 	// BuildTags are Prometheus's own build tags: they leave out of the
@@ -74,13 +79,17 @@ const (
 )
 
 // Programs are what the image holds: pipebench, with the Kubernetes
-// launcher and the shards' roles (cmd/pipebench-k8s: pipebench's every
-// command, and k8s run in-process), and beside it pipebench-sut, the
-// heavy embedded systems under test's child processes (the collector, the
-// health-event service), which pipebench finds beside itself.
+// launcher and every pod's command (cmd/pipebench-k8s: pipebench's every
+// command, and k8s run in-process), which the system under test's pod
+// runs; beside it pipebench-sut, the heavy embedded systems under test's
+// child processes (the collector, the health-event service), which
+// pipebench finds beside itself; and pipebench-load, the load generator
+// alone, which the shards and the in-cluster sink run (a scenario that
+// embeds a system under test aside).
 var Programs = []struct{ Package, Path string }{
 	{"./cmd/pipebench-k8s", Binary},
 	{"./cmd/pipebench-sut", SUTBinary},
+	{"./cmd/pipebench-load", LoadBinary},
 }
 
 func main() {
@@ -229,7 +238,7 @@ func Build(s Spec) (v1.Image, error) {
 	}
 	ld := fmt.Sprintf("-s -w -buildid= -X github.com/pipebench/pipebench/internal/cli/buildinfo.Version=%s -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommit=%s -X github.com/pipebench/pipebench/internal/cli/buildinfo.LinkedCommitTime=%s",
 		s.Version, s.Commit, s.Created.Format(time.RFC3339))
-	// Both programs in one go build, which compiles what they share once.
+	// Every program in one go build, which compiles what they share once.
 	bins := filepath.Join(dir, "bin")
 	args := []string{"build", "-trimpath", "-buildvcs=false", "-tags", BuildTags, "-ldflags", ld, "-o", bins + string(filepath.Separator)}
 	for _, p := range Programs {
@@ -262,7 +271,7 @@ func Build(s Spec) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{
-		Created: v1.Time{Time: s.Created}, CreatedBy: "tools/image: go build -tags " + BuildTags + " ./cmd/pipebench-k8s ./cmd/pipebench-sut", Comment: "pipebench " + s.Version}})
+		Created: v1.Time{Time: s.Created}, CreatedBy: "tools/image: go build -tags " + BuildTags + " ./cmd/pipebench-k8s ./cmd/pipebench-sut ./cmd/pipebench-load", Comment: "pipebench " + s.Version}})
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package k8s
+package pod
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -65,7 +64,7 @@ type SinkPod struct {
 // InPod is what an in-cluster component (the sink, the system under
 // test) knows of its pod and its run.
 type InPod struct {
-	Client    kubernetes.Interface
+	Client    Client
 	Namespace string
 	Run       string
 	Pod       string
@@ -92,8 +91,8 @@ func (p *InPod) defaults(what string) error {
 
 // open fills the defaults (what says what the pod's address is for),
 // waits for the run's ConfigMap and creates the component's own; ended is
-// true when that one already holds an outcome (see openOwn).
-func (p *InPod) open(ctx context.Context, what, name, role string) (run *corev1.ConfigMap, own *ownConfigMap, ended bool, err error) {
+// true when that one already holds an outcome (see OpenOwn).
+func (p *InPod) open(ctx context.Context, what, name, role string) (run *corev1.ConfigMap, own *Own, ended bool, err error) {
 	if err := p.defaults(what); err != nil {
 		return nil, nil, false, err
 	}
@@ -102,7 +101,7 @@ func (p *InPod) open(ctx context.Context, what, name, role string) (run *corev1.
 		return nil, nil, false, fmt.Errorf("read ConfigMap %s/%s: %w", p.Namespace, p.Run, err)
 	}
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: run.Name, UID: run.UID}
-	own, ended, err = openOwn(ctx, p.Client, p.Namespace, name, owner,
+	own, ended, err = OpenOwn(ctx, p.Client, p.Namespace, name, owner,
 		map[string]string{LabelRun: p.Run, LabelRole: role}, map[string]string{"pipebench.dev/pod": p.Pod})
 	return run, own, ended, err
 }
@@ -112,24 +111,24 @@ func (p *InPod) open(ctx context.Context, what, name, role string) (run *corev1.
 // Main has nothing more to do: the ConfigMap already held an outcome (err
 // is the failure it recorded, if any), or opening or starting failed (a
 // failure to start is recorded as the component's).
-func startInPod[S any](ctx context.Context, p *InPod, what, name, role string, start func(context.Context, *corev1.ConfigMap) (*S, error)) (st *S, own *ownConfigMap, stop bool, err error) {
+func startInPod[S any](ctx context.Context, p *InPod, what, name, role string, start func(context.Context, *corev1.ConfigMap) (*S, error)) (st *S, own *Own, stop bool, err error) {
 	run, own, ended, err := p.open(ctx, what, name, role)
 	if err != nil {
 		return nil, nil, true, err
 	}
 	if ended {
-		return nil, own, true, own.ended(ctx)
+		return nil, own, true, own.Ended(ctx)
 	}
 	if st, err = start(ctx, run); err != nil {
-		return nil, own, true, own.fail(err)
+		return nil, own, true, own.Fail(err)
 	}
 	return st, own, false, nil
 }
 
-// ended is the error of a component started again after it ended: the
+// Ended is the error of a component started again after it ended: the
 // outcome recorded stands.
-func (o *ownConfigMap) ended(ctx context.Context) error {
-	cm, err := o.client.CoreV1().ConfigMaps(o.ns).Get(ctx, o.name, metav1.GetOptions{})
+func (o *Own) Ended(ctx context.Context) error {
+	cm, err := o.client.ConfigMaps(o.ns).Get(ctx, o.name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -148,7 +147,7 @@ func (p SinkPod) Main(ctx context.Context) error {
 	if stop {
 		return err
 	}
-	fail := mine.fail
+	fail := mine.Fail
 	ln, err := net.Listen("tcp", net.JoinHostPort(p.IP, strconv.Itoa(FeedPort)))
 	if err != nil {
 		return fail(fmt.Errorf("the arrivals feed: %w", err))
@@ -199,11 +198,11 @@ func (p SinkPod) Main(ctx context.Context) error {
 	return nil
 }
 
-// ownConfigMap is the ConfigMap an in-cluster component (the sink, the
+// Own is the ConfigMap a pod (a shard, the sink, the
 // system under test) reports through: its state, where it receives, why
 // it failed.
-type ownConfigMap struct {
-	client   kubernetes.Interface
+type Own struct {
+	client   Client
 	ns, name string
 
 	mu  sync.Mutex
@@ -224,10 +223,10 @@ func retriable(err error) bool {
 // set applies change to the ConfigMap as this pod last wrote it, reading
 // it again only after a conflict: one request a change, not two. Refusals
 // for the moment are retried (apiBackoff).
-func (o *ownConfigMap) set(ctx context.Context, change func(*corev1.ConfigMap)) error {
+func (o *Own) set(ctx context.Context, change func(*corev1.ConfigMap)) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	cms := o.client.CoreV1().ConfigMaps(o.ns)
+	cms := o.client.ConfigMaps(o.ns)
 	return retry.OnError(apiBackoff, retriable, func() error {
 		if o.cur == nil {
 			got, err := cms.Get(ctx, o.name, metav1.GetOptions{})
@@ -257,7 +256,7 @@ func (o *ownConfigMap) set(ctx context.Context, change func(*corev1.ConfigMap)) 
 // writes there (where it receives), then creates the ready file holding
 // who (markReady) and returns what removes it; failing to create the file
 // fails the component.
-func (o *ownConfigMap) ready(ctx context.Context, who string, publish func(*corev1.ConfigMap)) (unready func(), err error) {
+func (o *Own) ready(ctx context.Context, who string, publish func(*corev1.ConfigMap)) (unready func(), err error) {
 	if err := o.set(ctx, func(cm *corev1.ConfigMap) {
 		cm.Data[KeyState] = StateReady
 		publish(cm)
@@ -265,14 +264,14 @@ func (o *ownConfigMap) ready(ctx context.Context, who string, publish func(*core
 		return nil, err
 	}
 	if unready, err = markReady(who); err != nil {
-		return nil, o.fail(err)
+		return nil, o.Fail(err)
 	}
 	return unready, nil
 }
 
-// fail records err as the component's failure (the launcher reports it)
+// Fail records err as the component's failure (the launcher reports it)
 // and returns it.
-func (o *ownConfigMap) fail(err error) error {
+func (o *Own) Fail(err error) error {
 	msg := err.Error()
 	if len(msg) > 4000 {
 		msg = msg[:4000] + "…"
@@ -281,15 +280,15 @@ func (o *ownConfigMap) fail(err error) error {
 	return err
 }
 
-// openOwn creates a pod's own ConfigMap (name), owned by the run's
+// OpenOwn creates a pod's own ConfigMap (name), owned by the run's
 // ConfigMap so that it goes with the run, in state waiting. A pod that
 // finds it there already (a restarted or replacement pod) takes it over
 // but never erases an outcome: a ConfigMap that says failed or done stays
 // as it is and ended is true, so that the launcher reads the first
 // failure, and names its culprit, whenever it looks. Otherwise it starts
 // over (the shards then see the component's new address).
-func openOwn(ctx context.Context, c kubernetes.Interface, ns, name string, owner metav1.OwnerReference, labels, annotations map[string]string) (own *ownConfigMap, ended bool, err error) {
-	own = &ownConfigMap{client: c, ns: ns, name: name}
+func OpenOwn(ctx context.Context, c Client, ns, name string, owner metav1.OwnerReference, labels, annotations map[string]string) (own *Own, ended bool, err error) {
+	own = &Own{client: c, ns: ns, name: name}
 	labels["app.kubernetes.io/managed-by"] = "pipebench"
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: ns, Labels: labels, Annotations: annotations,
@@ -297,7 +296,7 @@ func openOwn(ctx context.Context, c kubernetes.Interface, ns, name string, owner
 	}, Data: map[string]string{KeyState: StateWait}}
 	var created *corev1.ConfigMap
 	err = retry.OnError(apiBackoff, retriable, func() (err error) {
-		created, err = c.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+		created, err = c.ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
 		return err
 	})
 	if err == nil {
@@ -322,7 +321,7 @@ func openOwn(ctx context.Context, c kubernetes.Interface, ns, name string, owner
 // waitReadyConfigMap waits until the in-cluster component (what) whose
 // ConfigMap is ns/name says it is ready, and returns that ConfigMap; a
 // component that failed ends the wait with its message.
-func waitReadyConfigMap(ctx context.Context, c kubernetes.Interface, ns, name, what string, timeout time.Duration) (*corev1.ConfigMap, error) {
+func waitReadyConfigMap(ctx context.Context, c Client, ns, name, what string, timeout time.Duration) (*corev1.ConfigMap, error) {
 	cm, err := awaitConfigMap(ctx, c, ns, name, timeout, func(got *corev1.ConfigMap) (bool, error) {
 		switch got.Data[KeyState] {
 		case StateFailed:
@@ -341,7 +340,7 @@ func waitReadyConfigMap(ctx context.Context, c kubernetes.Interface, ns, name, w
 // SinkEndpoints waits until the in-cluster sink of run is ready and
 // returns its endpoints with host (its Service's name) in place of its
 // pod's address, and the feed's URL.
-func SinkEndpoints(ctx context.Context, c kubernetes.Interface, ns, run, host string, timeout time.Duration) (target string, targets map[string]string, feed string, err error) {
+func SinkEndpoints(ctx context.Context, c Client, ns, run, host string, timeout time.Duration) (target string, targets map[string]string, feed string, err error) {
 	cm, err := waitReadyConfigMap(ctx, c, ns, SinkName(run), "sink", timeout)
 	if err != nil {
 		return "", nil, "", err

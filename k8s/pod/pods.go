@@ -1,4 +1,4 @@
-package k8s
+package pod
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 	"github.com/pipebench/pipebench/scenario"
 )
 
-// The environment of the pods a launch creates: what `pipebench k8s
-// worker|sink|sut` read to find their run (see PodFromEnv).
+// The environment of the pods a launch creates: what `PROGRAM k8s
+// worker|sink|sut` read to find their run (see FromEnv).
 const (
 	EnvRun       = "PIPEBENCH_K8S_RUN"
 	EnvNamespace = "POD_NAMESPACE"
@@ -44,14 +44,14 @@ type Pod struct {
 	Sink, SUT string
 }
 
-// PodFromEnv reads the pod's side of a run from its environment (getenv:
+// FromEnv reads the pod's side of a run from its environment (getenv:
 // os.Getenv) and connects to the API server with the pod's service
 // account (or $KUBECONFIG).
-func PodFromEnv(getenv func(string) string) (Pod, error) {
+func FromEnv(getenv func(string) string) (Pod, error) {
 	p := Pod{InPod: InPod{Namespace: getenv(EnvNamespace), Run: getenv(EnvRun), Pod: getenv(EnvPod), IP: getenv(EnvIP)},
 		Node: getenv(EnvNode), Sink: getenv(EnvSink), SUT: getenv(EnvSUT)}
 	if p.Run == "" {
-		return p, pipebench.UsageError(EnvRun+" is not set", "pipebench k8s worker, sink and sut run in the pods pipebench k8s run creates", nil)
+		return p, pipebench.UsageError(EnvRun+" is not set", "k8s worker, sink and sut run in the pods pipebench k8s run creates", nil)
 	}
 	if s := getenv(EnvJobIndex); s != "" {
 		i, err := strconv.Atoi(s)
@@ -60,11 +60,11 @@ func PodFromEnv(getenv func(string) string) (Pod, error) {
 		}
 		p.Index = i + 1
 	}
-	conn, err := Connect("", p.Namespace)
+	c, ns, err := Connect(p.Namespace)
 	if err != nil {
 		return p, err
 	}
-	p.Client, p.Namespace = conn.Client, conn.Namespace
+	p.Client, p.Namespace = c, ns
 	return p, nil
 }
 
@@ -87,10 +87,10 @@ func (rt Runtime) log() io.Writer {
 	return rt.Log
 }
 
-// compilePlan compiles the whole plan of a run from its scenario text,
+// CompilePlan compiles the whole plan of a run from its scenario text,
 // under its own file name (every pod's plan names the same file, so the
 // shards' plans are one), scaled to duration if set.
-func compilePlan(reg *pipebench.Registry, file string, data []byte, duration string) (pipebench.Plan, error) {
+func CompilePlan(reg *pipebench.Registry, file string, data []byte, duration string) (pipebench.Plan, error) {
 	sc, err := scenario.Parse(file, data, scenario.Params{Registry: reg})
 	if err != nil {
 		return pipebench.Plan{}, err
@@ -121,12 +121,12 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// runPlan compiles the whole plan of the run whose ConfigMap is run.
-func runPlan(reg *pipebench.Registry, run *corev1.ConfigMap) (pipebench.Plan, error) {
-	return compilePlan(reg, scenarioFile(run.Data[KeyFile]), []byte(run.Data[KeyScenario]), run.Data[KeyDuration])
+// RunPlan compiles the whole plan of the run whose ConfigMap is run.
+func RunPlan(reg *pipebench.Registry, run *corev1.ConfigMap) (pipebench.Plan, error) {
+	return CompilePlan(reg, scenarioFile(run.Data[KeyFile]), []byte(run.Data[KeyScenario]), run.Data[KeyDuration])
 }
 
-// Worker runs one shard in its pod (pipebench k8s worker): it sends to the
+// Worker runs one shard in its pod (pipebench-load k8s worker): it sends to the
 // in-cluster sink and system under test when the run has them, serves the
 // shard's metrics when the run asks, and reports its progress and Result
 // through its ConfigMap.
@@ -136,7 +136,7 @@ func (rt Runtime) Worker(ctx context.Context, p Pod) error {
 	var live *execute.Live
 	defer func() { live.Stop() }()
 	w.Check = func(s Shard) error {
-		whole, err := compilePlan(reg, s.File, s.Scenario, s.Duration)
+		whole, err := CompilePlan(reg, s.File, s.Scenario, s.Duration)
 		if err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func (rt Runtime) Worker(ctx context.Context, p Pod) error {
 		return nil
 	}
 	w.Exec = func(ctx context.Context, s Shard, start time.Time, progress func(Progress)) ([]byte, error) {
-		plan, err := s.plan(reg, start)
+		plan, err := s.Plan(reg, start)
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +198,7 @@ func (rt Runtime) Worker(ctx context.Context, p Pod) error {
 		var last Progress
 		ep.Progress = func(pr runner.Progress) {
 			live.Update(pr)
-			last = progressOf(pr)
+			last = ProgressOf(pr)
 			progress(last)
 		}
 		out := execute.Run(ctx, plan, ep)
@@ -224,15 +224,15 @@ func (rt Runtime) Worker(ctx context.Context, p Pod) error {
 	return w.Main(ctx)
 }
 
-// progressOf is what a shard reports of the runner's progress.
-func progressOf(pr runner.Progress) Progress {
+// ProgressOf is what a shard reports of the runner's progress.
+func ProgressOf(pr runner.Progress) Progress {
 	return Progress{Sent: pr.TotalSent, Failed: pr.Failed, Phase: pr.Phase, Rate: pr.SentRate}
 }
 
-// plan compiles the shard's slice of the run's plan with the plug-ins of
+// Plan compiles the shard's slice of the run's plan with the plug-ins of
 // reg, starting at start.
-func (s Shard) plan(reg *pipebench.Registry, start time.Time) (pipebench.Plan, error) {
-	whole, err := compilePlan(reg, s.File, s.Scenario, s.Duration)
+func (s Shard) Plan(reg *pipebench.Registry, start time.Time) (pipebench.Plan, error) {
+	whole, err := CompilePlan(reg, s.File, s.Scenario, s.Duration)
 	if err != nil {
 		return whole, err
 	}
@@ -278,7 +278,7 @@ func (rt Runtime) quietEnv() pipebench.Env {
 	return pipebench.Env{Dir: rt.Dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
-// Sink runs the scenario's sink in its pod (pipebench k8s sink), shared by
+// Sink runs the scenario's sink in its pod (pipebench-load k8s sink), shared by
 // every shard (see SinkPod).
 func (rt Runtime) Sink(ctx context.Context, p Pod) error {
 	reg := rt.Exec.Registry
@@ -286,7 +286,7 @@ func (rt Runtime) Sink(ctx context.Context, p Pod) error {
 	sp.Log = rt.log()
 	var sink pipebench.Sink
 	sp.Start = func(ctx context.Context, run *corev1.ConfigMap) (*SinkStarted, error) {
-		plan, err := runPlan(reg, run)
+		plan, err := RunPlan(reg, run)
 		if err != nil {
 			return nil, err
 		}
@@ -357,7 +357,7 @@ func (rt Runtime) SUT(ctx context.Context, p Pod) error {
 	sp.Log = rt.log()
 	var sut pipebench.SUT
 	sp.Start = func(ctx context.Context, run *corev1.ConfigMap) (*SUTStarted, error) {
-		plan, err := runPlan(reg, run)
+		plan, err := RunPlan(reg, run)
 		if err != nil {
 			return nil, err
 		}

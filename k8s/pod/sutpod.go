@@ -1,4 +1,4 @@
-package k8s
+package pod
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/pipebench/pipebench"
 )
@@ -51,7 +50,7 @@ func (p SUTPod) Main(ctx context.Context) error {
 	if stop {
 		return err
 	}
-	fail := mine.fail
+	fail := mine.Fail
 	fw := &forwarders{ip: p.IP, by: map[string]string{}}
 	defer fw.close()
 	pub := func(endpoint string) (string, error) {
@@ -109,7 +108,7 @@ func (p SUTPod) Main(ctx context.Context) error {
 // ready and returns its endpoints and instances with host (its Service's
 // name) in place of its pod's address. Each instance has no PID: its
 // process is in another pod.
-func SUTEndpoints(ctx context.Context, c kubernetes.Interface, ns, run, host string, timeout time.Duration) (target string, targets map[string]string, instances []pipebench.Instance, err error) {
+func SUTEndpoints(ctx context.Context, c Client, ns, run, host string, timeout time.Duration) (target string, targets map[string]string, instances []pipebench.Instance, err error) {
 	cm, err := waitReadyConfigMap(ctx, c, ns, SUTName(run), "system under test", timeout)
 	if err != nil {
 		return "", nil, nil, err

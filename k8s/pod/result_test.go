@@ -1,4 +1,4 @@
-package k8s
+package pod
 
 import (
 	"context"
@@ -29,6 +29,11 @@ func TestResultPartsThroughAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The pods' own client (NewClient), as a shard writes its Result.
+	cc, err := NewClient(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: run.Name, UID: run.UID}
 	for i, size := range []int{10, 2000} {
 		res := &pipebench.Result{Schema: pipebench.ResultSchema, Manifest: pipebench.Manifest{RunID: "x", Scenario: "s"}}
@@ -39,7 +44,7 @@ func TestResultPartsThroughAPIServer(t *testing.T) {
 		}
 		data, _ := json.Marshal(res)
 		idx := i + 1
-		inline, parts, id, err := putResult(ctx, c.Client, "default", "r", idx, owner, data)
+		inline, parts, id, err := putResult(ctx, cc, "default", "r", idx, owner, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +62,7 @@ func TestResultPartsThroughAPIServer(t *testing.T) {
 		if parts > 9 {
 			t.Fatalf("%d parts", parts)
 		}
-		got, err := ReadResult(ctx, c.Client, "default", "r", cm)
+		got, err := ReadResult(ctx, cc, "default", "r", cm)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package k8s
+package pod
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/pipebench/pipebench"
@@ -63,7 +62,7 @@ func gz(data []byte) []byte {
 // done shard whose parts are missing), each a new ConfigMap named with a
 // fresh id. It returns the binary data the shard's ConfigMap carries, or
 // the number of parts and their id.
-func putResult(ctx context.Context, c kubernetes.Interface, ns, run string, i int, owner metav1.OwnerReference, resultJSON []byte) (inline []byte, parts int, id string, err error) {
+func putResult(ctx context.Context, c Client, ns, run string, i int, owner metav1.OwnerReference, resultJSON []byte) (inline []byte, parts int, id string, err error) {
 	z := gz(resultJSON)
 	if len(z) <= PartSize {
 		return z, 0, "", nil
@@ -71,7 +70,7 @@ func putResult(ctx context.Context, c kubernetes.Interface, ns, run string, i in
 	b := make([]byte, 4)
 	rand.Read(b)
 	id = hex.EncodeToString(b)
-	cms := c.CoreV1().ConfigMaps(ns)
+	cms := c.ConfigMaps(ns)
 	for k := 0; k*PartSize < len(z); k++ {
 		chunk := z[k*PartSize : min((k+1)*PartSize, len(z))]
 		cm := &corev1.ConfigMap{
@@ -98,7 +97,7 @@ func putResult(ctx context.Context, c kubernetes.Interface, ns, run string, i in
 
 // ReadResult reads the Result of a done shard from its ConfigMap (and its
 // parts).
-func ReadResult(ctx context.Context, c kubernetes.Interface, ns, run string, cm *corev1.ConfigMap) (*pipebench.Result, error) {
+func ReadResult(ctx context.Context, c Client, ns, run string, cm *corev1.ConfigMap) (*pipebench.Result, error) {
 	z := cm.BinaryData[KeyResult]
 	if p := cm.Data[KeyParts]; p != "" {
 		parts, err := strconv.Atoi(p)
@@ -107,7 +106,7 @@ func ReadResult(ctx context.Context, c kubernetes.Interface, ns, run string, cm 
 		}
 		i, _ := strconv.Atoi(cm.Labels[LabelShard])
 		for k := 1; k <= parts; k++ {
-			part, err := c.CoreV1().ConfigMaps(ns).Get(ctx, partName(run, i, k, cm.Data[KeyPartsID]), metav1.GetOptions{})
+			part, err := c.ConfigMaps(ns).Get(ctx, partName(run, i, k, cm.Data[KeyPartsID]), metav1.GetOptions{})
 			if err != nil {
 				return nil, fmt.Errorf("part %d of %d of the Result: %w", k, parts, err)
 			}

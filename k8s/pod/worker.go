@@ -1,8 +1,7 @@
-package k8s
+package pod
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,11 +12,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // ReadyFile is the file a worker creates once it waits for the start time;
-// `pipebench k8s ready` (the readiness probe) checks it. It is in the
+// `pipebench-load k8s ready` (the readiness probe) checks it. It is in the
 // container's temporary directory.
 func ReadyFile() string { return filepath.Join(os.TempDir(), "pipebench-ready") }
 
@@ -59,7 +57,7 @@ type Progress struct {
 
 // Worker is one pod's side of a launch.
 type Worker struct {
-	Client    kubernetes.Interface
+	Client    Client
 	Namespace string
 	Run       string // the run's name (PIPEBENCH_K8S_RUN)
 	Pod       string
@@ -121,7 +119,7 @@ func (w Worker) Main(ctx context.Context) error {
 		return fmt.Errorf("shard %d is not within 1..%d: is %s set?", idx, n, EnvJobIndex)
 	}
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: run.Name, UID: run.UID}
-	own, ended, err := openOwn(ctx, w.Client, w.Namespace, ShardName(w.Run, idx), owner,
+	own, ended, err := OpenOwn(ctx, w.Client, w.Namespace, ShardName(w.Run, idx), owner,
 		map[string]string{LabelRun: w.Run, LabelShard: strconv.Itoa(idx)},
 		map[string]string{"pipebench.dev/pod": w.Pod, "pipebench.dev/node": w.Node})
 	if err != nil {
@@ -136,7 +134,7 @@ func (w Worker) Main(ctx context.Context) error {
 	shard.MetricsPort, _ = strconv.Atoi(run.Data[KeyMetricsPort])
 	shard.MetricsLinger, _ = time.ParseDuration(run.Data[KeyMetricsLinger])
 	if err := w.Check(shard); err != nil {
-		return own.fail(err)
+		return own.Fail(err)
 	}
 	ready := w.Ready
 	if ready == nil {
@@ -144,7 +142,7 @@ func (w Worker) Main(ctx context.Context) error {
 	}
 	unready, err := ready(shard)
 	if err != nil {
-		return own.fail(err)
+		return own.Fail(err)
 	}
 	defer unready()
 	fmt.Fprintf(w.Log, "shard %s ready; waiting for the start time\n", shard.Shard)
@@ -159,7 +157,7 @@ func (w Worker) Main(ctx context.Context) error {
 		return true, err
 	})
 	if err != nil {
-		return own.fail(fmt.Errorf("start time: %w", err))
+		return own.Fail(fmt.Errorf("start time: %w", err))
 	}
 	// A shard that learned the start time after it says so: the start
 	// barrier did not hold for it (the launcher warns: --lead).
@@ -183,11 +181,11 @@ func (w Worker) Main(ctx context.Context) error {
 	}
 	result, err := w.Exec(ctx, shard, start, progress)
 	if err != nil && len(result) == 0 {
-		return own.fail(err)
+		return own.Fail(err)
 	}
 	inline, parts, partsID, perr := putResult(ctx, w.Client, w.Namespace, w.Run, idx, owner, result)
 	if perr != nil {
-		return own.fail(perr)
+		return own.Fail(perr)
 	}
 	err = own.set(ctx, func(cm *corev1.ConfigMap) {
 		cm.Data[KeyState] = StateDone
@@ -253,7 +251,8 @@ func writeProgress(d map[string]string, p Progress) {
 	d[KeyProgress] = time.Now().UTC().Format(time.RFC3339Nano)
 }
 
-func readProgress(d map[string]string) Progress {
+// ReadProgress reads a shard's progress from its ConfigMap's data.
+func ReadProgress(d map[string]string) Progress {
 	var p Progress
 	p.Sent, _ = strconv.ParseUint(d[KeySent], 10, 64)
 	p.Failed, _ = strconv.ParseUint(d[KeyFailed], 10, 64)
@@ -272,26 +271,4 @@ func nodeIndex(lines, node string) int {
 		}
 	}
 	return 0
-}
-
-// poll calls cond every interval until it is done, fails, ctx ends or the
-// timeout passes.
-func poll(ctx context.Context, every, timeout time.Duration, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return errors.New("timed out")
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }

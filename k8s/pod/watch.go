@@ -1,4 +1,4 @@
-package k8s
+package pod
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 )
@@ -28,11 +27,11 @@ var errGone = errors.New("deleted")
 // a read every poll (1,500 pods polling the run's ConfigMap 4 times a
 // second would be 6,000 requests a second). A deleted ConfigMap ends the
 // wait with errGone.
-func awaitConfigMap(parent context.Context, c kubernetes.Interface, ns, name string, timeout time.Duration, cond func(*corev1.ConfigMap) (bool, error)) (*corev1.ConfigMap, error) {
+func awaitConfigMap(parent context.Context, c Client, ns, name string, timeout time.Duration, cond func(*corev1.ConfigMap) (bool, error)) (*corev1.ConfigMap, error) {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	cms := c.CoreV1().ConfigMaps(ns)
+	cms := c.ConfigMaps(ns)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
