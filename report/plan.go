@@ -30,7 +30,11 @@ func WritePlan(w io.Writer, plan pipebench.Plan) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PHASE\tPROFILE\tDURATION\tITEMS\tMAX IN FLIGHT\tSINK FAULTS")
 	for _, ph := range plan.Phases {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", ph.Name, Profile(ph), ph.Duration,
+		prof := Profile(ph)
+		if ph.Tick > 0 {
+			prof += ", tick " + ph.Tick.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", ph.Name, prof, ph.Duration,
 			Group(float64(ph.Items)), ph.MaxInFlight, ph.Faults.String())
 	}
 	tw.Flush()

@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -54,5 +55,22 @@ func TestProfileProducers(t *testing.T) {
 		Profile: pipebench.Profile{Kind: pipebench.ProfileProducers, Count: 18000, Every: pipebench.Duration(30 * time.Second), Align: pipebench.AlignStaggered}}
 	if got := report.Profile(services); got != "18,000 producers every 30s (staggered) = 600/s" {
 		t.Errorf("producers read %q", got)
+	}
+}
+
+// The plan shows a phase's tick beside its profile when the scenario sets
+// one, and nothing of it otherwise.
+func TestWritePlanShowsTheTick(t *testing.T) {
+	ph := pipebench.PlanPhase{Name: "a", Duration: pipebench.Duration(time.Second), MaxInFlight: 10, BatchSize: 1, Items: 100,
+		Profile: pipebench.Profile{Kind: pipebench.ProfileConstant, Rate: 100}}
+	var plain, ticked strings.Builder
+	report.WritePlan(&plain, pipebench.Plan{Phases: []pipebench.PlanPhase{ph}})
+	ph.Tick = pipebench.Duration(time.Millisecond)
+	report.WritePlan(&ticked, pipebench.Plan{Phases: []pipebench.PlanPhase{ph}})
+	if strings.Contains(plain.String(), "tick") {
+		t.Errorf("no tick set, yet the plan reads\n%s", plain.String())
+	}
+	if !strings.Contains(ticked.String(), "constant 100/s, tick 1ms") {
+		t.Errorf("tick 1ms not shown beside the profile:\n%s", ticked.String())
 	}
 }
