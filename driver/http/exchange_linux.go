@@ -11,15 +11,16 @@ import (
 	"unsafe"
 
 	"github.com/pipebench/pipebench/internal/conn/conncount"
+	"github.com/pipebench/pipebench/internal/conn/rxstamp"
 )
 
-// recvOnce reads into p once, with recvStamped when stamped, again on
+// recvOnce reads into p once, with rxstamp.Recv when stamped, again on
 // EINTR; again is true when there was nothing to read yet (EAGAIN).
 func recvOnce(fd int, p []byte, stamped bool) (n int, rx int64, again bool, err error) {
 	for {
 		var e error
 		if stamped {
-			n, rx, e = recvStamped(fd, p)
+			n, rx, e = rxstamp.Recv(fd, p)
 		} else {
 			n, e = readFD(fd, p)
 		}
@@ -35,17 +36,6 @@ func recvOnce(fd int, p []byte, stamped bool) (n int, rx int64, again bool, err 
 	}
 }
 
-// stampReceived asks the kernel to stamp what the socket receives with the
-// time it arrived (SO_TIMESTAMPNS), read back by recvStamped. It reports
-// whether the socket does.
-func stampReceived(raw syscall.RawConn) bool {
-	ok := false
-	raw.Control(func(fd uintptr) {
-		ok = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1) == nil
-	})
-	return ok
-}
-
 // readFD is read(2) on a non-blocking descriptor: a raw system call (it
 // never blocks, so the runtime need not hand the processor on meanwhile).
 func readFD(fd int, p []byte) (int, error) {
@@ -57,64 +47,6 @@ func readFD(fd int, p []byte) (int, error) {
 		return 0, e
 	}
 	return int(r), nil
-}
-
-// recvStamped is read(2) through recvmsg(2), returning with the bytes when
-// the kernel received the last of them (Unix nanoseconds, 0 when it did not
-// say). It allocates nothing. The descriptor is non-blocking: a raw system
-// call, like readFD.
-func recvStamped(fd int, p []byte) (n int, rx int64, err error) {
-	if len(p) == 0 {
-		return 0, 0, nil
-	}
-	var oob [64]byte // room for one control message: a timespec
-	iov := syscall.Iovec{Base: &p[0]}
-	iov.SetLen(len(p))
-	msg := syscall.Msghdr{Iov: &iov, Iovlen: 1, Control: &oob[0]}
-	msg.SetControllen(len(oob))
-	r, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), 0)
-	if e != 0 {
-		return 0, 0, e
-	}
-	return int(r), stampIn(oob[:msg.Controllen]), nil
-}
-
-// stampIn finds the SCM_TIMESTAMPNS message among the control messages in
-// oob and returns its time in Unix nanoseconds, or 0.
-func stampIn(oob []byte) int64 {
-	const hdr = syscall.SizeofCmsghdr
-	for len(oob) >= hdr {
-		h := (*syscall.Cmsghdr)(unsafe.Pointer(&oob[0]))
-		l := int(h.Len)
-		if l < hdr || l > len(oob) {
-			return 0
-		}
-		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS && l >= hdr+int(unsafe.Sizeof(syscall.Timespec{})) {
-			ts := (*syscall.Timespec)(unsafe.Pointer(&oob[hdr]))
-			return ts.Nano()
-		}
-		l = (l + int(unsafe.Sizeof(uintptr(0))) - 1) &^ (int(unsafe.Sizeof(uintptr(0))) - 1)
-		if l >= len(oob) {
-			return 0
-		}
-		oob = oob[l:]
-	}
-	return 0
-}
-
-// arrived turns a kernel receive time (Unix nanoseconds) into a time on the
-// process's monotonic clock: now less how long ago the kernel received it.
-// It is zero when rx is 0 or not within the last 10 seconds (the wall clock
-// was stepped meanwhile).
-func arrived(rx int64, now time.Time) time.Time {
-	if rx == 0 {
-		return time.Time{}
-	}
-	ago := now.UnixNano() - rx
-	if ago < 0 || ago > int64(10*time.Second) {
-		return time.Time{}
-	}
-	return now.Add(-time.Duration(ago))
 }
 
 // stampedReader reads a plain TCP connection with recvStamped, keeping when
@@ -137,7 +69,7 @@ type stampedReader struct {
 func newStampedReader(netc net.Conn) *stampedReader {
 	netc = conncount.Unwrap(netc) // a TLS connection stays one: not stamped
 	raw := rawConn(netc)
-	if _, ok := netc.(*net.TCPConn); !ok || raw == nil || !stampReceived(raw) {
+	if _, ok := netc.(*net.TCPConn); !ok || raw == nil || !rxstamp.Enable(raw) {
 		return nil
 	}
 	r := &stampedReader{raw: raw}
@@ -160,7 +92,7 @@ func (r *stampedReader) Read(p []byte) (int, error) {
 	case r.n == 0:
 		return 0, io.EOF
 	}
-	r.last = arrived(r.rx, time.Now())
+	r.last = rxstamp.Arrived(r.rx, time.Now())
 	return r.n, nil
 }
 

@@ -11,16 +11,17 @@ import (
 	"time"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/conn/rxstamp"
 	"github.com/pipebench/pipebench/internal/testkit/testutil"
 )
 
-// An answer read late is stamped with when it arrived: recvStamped gives
+// An answer read late is stamped with when it arrived: rxstamp.Recv gives
 // the kernel's receive time, and arrived puts it on the monotonic clock,
 // before the read by the time it waited.
 func TestRecvStampedTellsWhenDataArrived(t *testing.T) {
 	c, peer := testutil.ConnPair(t, "tcp", "127.0.0.1:0")
 	raw := rawConn(c)
-	if !stampReceived(raw) {
+	if !rxstamp.Enable(raw) {
 		t.Fatal("the socket refused SO_TIMESTAMPNS")
 	}
 	// The kernel turns receive timestamps on a moment after the first
@@ -35,7 +36,7 @@ func TestRecvStampedTellsWhenDataArrived(t *testing.T) {
 		var rx int64
 		var rerr error
 		raw.Read(func(fd uintptr) bool {
-			_, rx, rerr = recvStamped(int(fd), buf[:])
+			_, rx, rerr = rxstamp.Recv(int(fd), buf[:])
 			return rerr != syscall.EAGAIN
 		})
 		if rerr != nil {
@@ -62,14 +63,14 @@ func TestRecvStampedTellsWhenDataArrived(t *testing.T) {
 	var rx int64
 	var rerr error
 	raw.Read(func(fd uintptr) bool {
-		n, rx, rerr = recvStamped(int(fd), buf[:])
+		n, rx, rerr = rxstamp.Recv(int(fd), buf[:])
 		return true
 	})
 	read := time.Now()
 	if rerr != nil || n != 4 {
 		t.Fatalf("read %d bytes: %v", n, rerr)
 	}
-	at := arrived(rx, read)
+	at := rxstamp.Arrived(rx, read)
 	if at.IsZero() {
 		t.Fatalf("no receive timestamp (rx %d)", rx)
 	}

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/conn/rxstamp"
 )
 
 // Event loops: on Linux, a pool of HTTP/1.1 connections over plain TCP runs
@@ -244,7 +245,7 @@ func (p *h1Pool) attach(c *h1Conn, netc net.Conn, fresh bool) error {
 	if derr != nil {
 		return derr
 	}
-	stamped := p.stamp && stampFD(fd)
+	stamped := p.stamp && rxstamp.EnableFD(fd)
 	if !stamped {
 		c.lp.unstamped.Store(true)
 	}
@@ -266,12 +267,6 @@ func (c *h1Conn) closeFD() {
 		c.fd = -1
 	}
 	c.out, c.outBody = nil, nil
-}
-
-// stampFD asks the kernel to stamp what the socket fd receives
-// (SO_TIMESTAMPNS); it reports whether it will.
-func stampFD(fd int) bool {
-	return syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1) == nil
 }
 
 // sendAsync hands b over: written now on the connection idle longest, or
@@ -690,7 +685,7 @@ func (l *evloop) recv(c *h1Conn) (n int, rx int64, ok bool, err error) {
 func (l *evloop) complete(c *h1Conn, now time.Time, rx int64, closeAfter bool) {
 	at := sendTimes{written: c.written}
 	if rx != 0 {
-		at.answered = arrived(rx, now)
+		at.answered = rxstamp.Arrived(rx, now)
 	}
 	f := finished{c: c, j: c.job, started: c.started, out: outcome(c.rp.status, at, nil)}
 	c.busy, c.job, c.used, c.fresh = false, h1Job{}, now, false

@@ -5,7 +5,6 @@ package httpdriver
 import (
 	"context"
 	"net"
-	"syscall"
 	"time"
 
 	"github.com/pipebench/pipebench"
@@ -31,11 +30,6 @@ func (p *h1Pool) sendAsync(context.Context, *pipebench.Batch, func(time.Time, pi
 func (p *h1Pool) send(context.Context, *pipebench.Batch) pipebench.Outcome {
 	panic("event loops are Linux only")
 }
-
-// stampReceived: kernel receive times are read on Linux only.
-func stampReceived(syscall.RawConn) bool { return false }
-
-func arrived(int64, time.Time) time.Time { return time.Time{} }
 
 // stampedReader is Linux only: newStampedReader returns nil elsewhere.
 type stampedReader struct{ last time.Time }

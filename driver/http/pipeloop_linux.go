@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/pipebench/pipebench/internal/conn/rxstamp"
 )
 
 // Pipelined on the event loops: over plain TCP on Linux, `pipeline: N`
@@ -386,7 +388,7 @@ func (l *evloop) answered(c *h1Conn, now time.Time, rx int64) {
 	c.head++
 	at := sendTimes{written: k.written}
 	if rx != 0 {
-		at.answered = arrived(rx, now)
+		at.answered = rxstamp.Arrived(rx, now)
 	}
 	l.done = append(l.done, finished{c: c, j: k.job, started: k.started, out: outcome(c.rp.status, at, nil)})
 	c.used = now

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/pipebench/pipebench/internal/conn/netclass"
+	"github.com/pipebench/pipebench/internal/conn/rxstamp"
 )
 
 // A connection's states.
@@ -178,7 +179,7 @@ func (c *conn) dial(ctx context.Context) error {
 		l.raw = rawConn(nc)
 	}
 	if l.raw != nil {
-		l.stamped = stampReceived(l.raw)
+		l.stamped = rxstamp.Enable(l.raw)
 		l.read, l.write = l.rawRead, l.rawWrite
 	}
 	hello := append([]byte(preface), appendSettings(nil,
@@ -667,7 +668,7 @@ func (l *link) rawRead(fd uintptr) bool {
 		}
 		full := l.rhave+n == len(l.rbuf)
 		l.rhave += n
-		if !l.c.handle(l, l.rbuf, &l.rhave, &l.rdone, arrived(rx)) {
+		if !l.c.handle(l, l.rbuf, &l.rhave, &l.rdone, rxstamp.Arrived(rx, time.Now())) {
 			if l.rerr == nil {
 				l.rerr = errLinkGone
 			}
@@ -739,20 +740,6 @@ func (c *conn) handle(l *link, buf []byte, have *int, done *[]*Call, at time.Tim
 	}
 	c.closeIfDrained()
 	return true
-}
-
-// arrived is the receive time rx (Unix nanoseconds) as a time, zero when
-// the socket did not give one or it is implausible.
-func arrived(rx int64) time.Time {
-	if rx == 0 {
-		return time.Time{}
-	}
-	now := time.Now()
-	ago := now.UnixNano() - rx
-	if ago < 0 || ago > int64(10*time.Second) {
-		return time.Time{}
-	}
-	return now.Add(-time.Duration(ago))
 }
 
 // frame handles one frame from the server; calls that ended go to out.
