@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -57,6 +58,29 @@ type Driver interface {
 type AsyncSender interface {
 	SendAsync(ctx context.Context, b *Batch, done func(started time.Time, o Outcome))
 }
+
+// Await is Send for a driver whose sends are asynchronous: handOver hands
+// one send over with done as its callback (SendAsync, and a Flush after it
+// when the driver holds sends), and Await returns the outcome done gets.
+func Await(handOver func(done func(started time.Time, o Outcome))) Outcome {
+	w := awaiters.Get().(*awaiter)
+	handOver(w.fn)
+	out := <-w.ch
+	awaiters.Put(w)
+	return out
+}
+
+// awaiter is what Await waits on; fn is bound once.
+type awaiter struct {
+	ch chan Outcome
+	fn func(time.Time, Outcome)
+}
+
+var awaiters = sync.Pool{New: func() any {
+	w := &awaiter{ch: make(chan Outcome, 1)}
+	w.fn = func(_ time.Time, o Outcome) { w.ch <- o }
+	return w
+}}
 
 // Flusher is the optional ability of an AsyncSender to write the sends
 // handed over back to back together, as a closed loop writes a pipeline's

@@ -414,25 +414,11 @@ func (d *Driver) put(k *call) {
 
 // Send implements pipebench.Driver: SendAsync, waiting for the outcome.
 func (d *Driver) Send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
-	w := waiters.Get().(*waiter)
-	d.SendAsync(ctx, b, w.fn)
-	d.Flush()
-	out := <-w.ch
-	waiters.Put(w)
-	return out
+	return pipebench.Await(func(done func(time.Time, pipebench.Outcome)) {
+		d.SendAsync(ctx, b, done)
+		d.Flush()
+	})
 }
-
-// waiter is what Send waits on; fn is bound once.
-type waiter struct {
-	ch chan pipebench.Outcome
-	fn func(time.Time, pipebench.Outcome)
-}
-
-var waiters = sync.Pool{New: func() any {
-	w := &waiter{ch: make(chan pipebench.Outcome, 1)}
-	w.fn = func(_ time.Time, o pipebench.Outcome) { w.ch <- o }
-	return w
-}}
 
 // Flush implements pipebench.Flusher: the calls handed over since the last
 // Flush leave, one write a connection.

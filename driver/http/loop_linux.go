@@ -307,24 +307,8 @@ func (p *h1Pool) queue(j h1Job) {
 
 // send is Send: sendAsync, waiting for the outcome.
 func (p *h1Pool) send(ctx context.Context, b *pipebench.Batch) pipebench.Outcome {
-	w := waiters.Get().(*waiter)
-	p.sendAsync(ctx, b, w.fn, false)
-	out := <-w.ch
-	waiters.Put(w)
-	return out
+	return pipebench.Await(func(done func(time.Time, pipebench.Outcome)) { p.sendAsync(ctx, b, done, false) })
 }
-
-// waiter is what send waits on; fn is bound once.
-type waiter struct {
-	ch chan pipebench.Outcome
-	fn func(time.Time, pipebench.Outcome)
-}
-
-var waiters = sync.Pool{New: func() any {
-	w := &waiter{ch: make(chan pipebench.Outcome, 1)}
-	w.fn = func(_ time.Time, o pipebench.Outcome) { w.ch <- o }
-	return w
-}}
 
 // admit puts a connection that start (or the background opener) opened
 // to use: to the send waiting longest, if any, else among the idle ones.
