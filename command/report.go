@@ -93,6 +93,10 @@ func (a *app) loadResult(storeRef, arg string) (*pipebench.Result, error) {
 
 // writeCharts writes each chart of the results as ID.svg and ID.png.
 func writeCharts(stdout io.Writer, dir string, results []*pipebench.Result) error {
+	if !chart.HasPNG {
+		return pipebench.UsageError("--charts: this build draws no PNG (built with the tag pipebench_nopng, as the Kubernetes shards' image is)",
+			"write the charts with pipebench, or with pipebench-load built without the tag (go install ./cmd/pipebench-load)", nil)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return pipebench.UsageError(fmt.Sprintf("cannot create --charts folder %s", dir), "", err)
 	}

@@ -12,8 +12,6 @@ import (
 	"strings"
 
 	"github.com/pipebench/pipebench"
-	"github.com/pipebench/pipebench/store/postgres"
-	"github.com/pipebench/pipebench/store/sqlite"
 	"github.com/pipebench/pipebench/store/sqlstore"
 )
 
@@ -41,7 +39,7 @@ func Open(ctx context.Context, ref string) (pipebench.Store, error) {
 		ref = DefaultPath()
 	}
 	if strings.HasPrefix(ref, "postgres://") || strings.HasPrefix(ref, "postgresql://") {
-		return postgres.Open(ctx, ref)
+		return openPostgres(ctx, ref)
 	}
 	path := strings.TrimPrefix(ref, "sqlite://")
 	if fi, err := os.Stat(strings.SplitN(path, "?", 2)[0]); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
@@ -50,7 +48,7 @@ func Open(ctx context.Context, ref string) (pipebench.Store, error) {
 		return nil, pipebench.UsageError(fmt.Sprintf("the results history %s is not a regular file (%s)", path, fi.Mode().Type()),
 			"give --store a SQLite file, or a postgres:// URL", nil)
 	}
-	return sqlite.Open(ctx, path)
+	return openSQLite(ctx, path)
 }
 
 // Check opens the store at ref, applies its migrations and proves that a

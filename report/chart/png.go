@@ -1,3 +1,5 @@
+//go:build !pipebench_nopng
+
 package chart
 
 import (
@@ -10,6 +12,11 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
+
+// HasPNG tells that this build draws PNG images: a build with the tag
+// pipebench_nopng (the Kubernetes shards' image, where gonum/plot and
+// its fonts are a sixth of the program) leaves the renderer out.
+const HasPNG = true
 
 // PNG writes the chart as a PNG image (drawn with gonum/plot), for docs
 // and slides where an SVG will not do.
