@@ -173,6 +173,93 @@ func TestImage(t *testing.T) {
 	}
 }
 
+// The load generator's image (build -load): pipebench-load alone, its
+// entry point, built with LoadBuildTags, under 20 MB compressed (what a
+// node pulls for every shard); it runs `version` and the readiness probe
+// from its filesystem, links neither the PNG renderer nor SQLite,
+// and says so when asked for the results history.
+func TestLoadImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles pipebench-load for the image")
+	}
+	s, err := SpecFromGit("../..", "v0.0.0-imagetest")
+	if err != nil {
+		t.Skip(err)
+	}
+	s.Flavor, s.Repo = Load, LoadRepo
+	img, err := Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tags := s.Tags(); !strings.HasPrefix(tags[0], LoadRepo+":v0.0.0-imagetest") {
+		t.Errorf("tags %v: want %s's", tags, LoadRepo)
+	}
+	layers, _ := img.Layers()
+	var compressed int64
+	for _, l := range layers {
+		n, err := l.Size()
+		if err != nil {
+			t.Fatal(err)
+		}
+		compressed += n
+	}
+	t.Logf("the load generator's image: %d layer(s), %.1f MB compressed", len(layers), float64(compressed)/1e6)
+	if compressed >= 20e6 {
+		t.Errorf("the load generator's image is %.1f MB compressed: want under 20 MB", float64(compressed)/1e6)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep := cf.Config.Entrypoint; len(ep) != 1 || ep[0] != LoadBinary || cf.Config.User != "65532:65532" {
+		t.Errorf("entry point %v, user %q: want %s as 65532", ep, cf.Config.User, LoadBinary)
+	}
+	root := filepath.Join(t.TempDir(), "rootfs")
+	files := unpack(t, img, root)
+	if files["usr/local/bin/pipebench-load"] != "0755 0:0" {
+		t.Errorf("usr/local/bin/pipebench-load: %q", files["usr/local/bin/pipebench-load"])
+	}
+	for _, other := range []string{"usr/local/bin/pipebench", "usr/local/bin/pipebench-sut"} {
+		if _, ok := files[other]; ok {
+			t.Errorf("the load generator's image holds %s", other)
+		}
+	}
+	bin := filepath.Join(root, LoadBinary)
+	bi, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := map[string]bool{}
+	for _, m := range bi.Deps {
+		linked[m.Path] = true
+	}
+	// (PostgreSQL's client stays: the effect observer reads a table.)
+	for _, m := range []string{"gonum.org/v1/plot", "modernc.org/sqlite"} {
+		if linked[m] {
+			t.Errorf("the load generator's image links %s, which %s leaves out", m, LoadBuildTags)
+		}
+	}
+	for _, st := range bi.Settings {
+		if st.Key == "-tags" && st.Value != LoadBuildTags {
+			t.Errorf("built with tags %q, want %q", st.Value, LoadBuildTags)
+		}
+	}
+	if out, err := exec.Command(bin, "version").CombinedOutput(); err != nil || !strings.Contains(string(out), "pipebench v0.0.0-imagetest") {
+		t.Errorf("pipebench-load version: %v\n%s", err, out)
+	}
+	probe := exec.Command(bin, "k8s", "ready")
+	probe.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	if out, err := probe.CombinedOutput(); probe.ProcessState == nil || probe.ProcessState.ExitCode() != 1 {
+		t.Errorf("pipebench-load k8s ready, no shard waiting: %v (want exit 1)\n%s", err, out)
+	}
+	hist := exec.Command(bin, "history")
+	hist.Env = append(os.Environ(), "PIPEBENCH_HOME="+t.TempDir())
+	out, _ := hist.CombinedOutput()
+	if hist.ProcessState == nil || hist.ProcessState.ExitCode() == 0 || !strings.Contains(string(out), "pipebench_nosqlstore") {
+		t.Errorf("pipebench-load history in the load generator's image: exit %v, want non-zero naming the tag:\n%s", hist.ProcessState, out)
+	}
+}
+
 // linkedAsTagged checks, from the build information in the binary at
 // path, that it was built with BuildTags, linked the modules it must
 // (pipebench the Kubernetes client, pipebench-sut Prometheus, whose

@@ -6,7 +6,7 @@
 // commit's, every file's owner and mode fixed, the layer's files in one
 // order).
 //
-//	go run . build [-src ../..] [-version V] [-o pipebench-image.tar] [-layout DIR]
+//	go run . build [-load] [-src ../..] [-version V] [-o pipebench-image.tar] [-layout DIR]
 //	go run . push -image pipebench-image.tar REPO:TAG...
 //
 // build writes a tarball (docker-archive: manifest.json, config, layer)
@@ -25,6 +25,13 @@
 // /etc/group naming the non-root user nonroot (65532) it runs as, and a
 // /tmp writable by it. No shell, no package manager. TLS roots: the
 // binary's own (internal/proc/tlsroots), since the image has none.
+//
+// build -load makes the load generator's image instead: pipebench-load
+// alone (the entry point), built without the PNG renderer and the SQL
+// results history (the tags pipebench_nopng and pipebench_nosqlstore:
+// a shard and the in-cluster sink hand their results to the launcher and
+// draw nothing), tagged ghcr.io/pipebench/pipebench-load:VERSION; the
+// launcher's --load-image runs the shards and the sink from it.
 package main
 
 import (
@@ -67,6 +74,14 @@ const (
 	LoadBinary = "/usr/local/bin/pipebench-load"
 	// Repo is where the release workflow pushes the image.
 	Repo = "ghcr.io/pipebench/pipebench"
+	// LoadRepo is where it pushes the load generator's image.
+	LoadRepo = "ghcr.io/pipebench/pipebench-load"
+	// LoadBuildTags leave out of the load generator's image what a
+	// shard and the in-cluster sink never use and that is a third of the
+	// program: the PNG renderer (gonum/plot and its twelve fonts) and the
+	// SQL results history (SQLite and PostgreSQL); what asks for them
+	// there fails, saying so.
+	LoadBuildTags = "pipebench_nopng,pipebench_nosqlstore"
 	// BuildTags are Prometheus's own build tags: they leave out of the
 	// image's binary the service discovery of cloud providers (AWS,
 	// EC2, OCI, Hetzner, Linode and the others), which the embedded
@@ -78,6 +93,26 @@ const (
 	BuildTags = "remove_all_sd,enable_kubernetes_sd"
 )
 
+// Program is a program of an image: the package built and where the
+// image holds it.
+type Program struct{ Package, Path string }
+
+// Flavor is one of the images tools/image builds.
+type Flavor struct {
+	// Name names it in messages and the image's history.
+	Name string
+	// Programs are what it holds, the first its entry point.
+	Programs []Program
+	// Tags are their build tags; Repo names the image's tags by default.
+	Tags, Repo string
+}
+
+// Full is the image of Programs; Load the load generator's alone.
+var (
+	Full = Flavor{Name: "pipebench", Programs: Programs, Tags: BuildTags, Repo: Repo}
+	Load = Flavor{Name: "pipebench-load", Programs: []Program{{"./cmd/pipebench-load", LoadBinary}}, Tags: LoadBuildTags, Repo: LoadRepo}
+)
+
 // Programs are what the image holds: pipebench, with the Kubernetes
 // launcher and every pod's command (cmd/pipebench-k8s: pipebench's every
 // command, and k8s run in-process), which the system under test's pod
@@ -86,7 +121,7 @@ const (
 // pipebench finds beside itself; and pipebench-load, the load generator
 // alone, which the shards and the in-cluster sink run (a scenario that
 // embeds a system under test aside).
-var Programs = []struct{ Package, Path string }{
+var Programs = []Program{
 	{"./cmd/pipebench-k8s", Binary},
 	{"./cmd/pipebench-sut", SUTBinary},
 	{"./cmd/pipebench-load", LoadBinary},
@@ -123,8 +158,17 @@ type Spec struct {
 	Created         time.Time
 	// Arch is the GOARCH (default amd64).
 	Arch string
-	// Repo names the tags (default Repo).
+	// Repo names the tags (default the flavor's).
 	Repo string
+	// Flavor is the image built (default Full).
+	Flavor Flavor
+}
+
+func (s Spec) flavor() Flavor {
+	if s.Flavor.Name == "" {
+		return Full
+	}
+	return s.Flavor
 }
 
 // Tags are the image's tags: REPO:VERSION and REPO:sha-COMMIT (the
@@ -153,7 +197,8 @@ func buildCmd(args []string) error {
 	out := fl.String("o", "pipebench-image.tar", "the image tarball (docker load, podman load, kind load image-archive)")
 	lay := fl.String("layout", "", "also write an OCI image layout into this folder")
 	arch := fl.String("arch", "amd64", "GOARCH")
-	repo := fl.String("repo", Repo, "repository of the tags")
+	repo := fl.String("repo", "", "repository of the tags (default "+Repo+", with -load "+LoadRepo+")")
+	load := fl.Bool("load", false, "build the load generator's image (pipebench-load alone, which the shards and the in-cluster sink run) instead")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -161,7 +206,13 @@ func buildCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *load {
+		s.Flavor = Load
+	}
 	s.Arch, s.Repo = *arch, *repo
+	if s.Repo == "" {
+		s.Repo = s.flavor().Repo
+	}
 	img, err := Build(s)
 	if err != nil {
 		return err
@@ -214,13 +265,14 @@ func SpecFromGit(src, version string) (Spec, error) {
 	return s, nil
 }
 
-// Build compiles pipebench for linux/Arch and makes its image.
+// Build compiles the flavor's programs for linux/Arch and makes its image.
 func Build(s Spec) (v1.Image, error) {
+	fv := s.flavor()
 	if s.Arch == "" {
 		s.Arch = "amd64"
 	}
 	if s.Repo == "" {
-		s.Repo = Repo
+		s.Repo = fv.Repo
 	}
 	dir, err := os.MkdirTemp("", "pipebench-image-")
 	if err != nil {
@@ -240,10 +292,12 @@ func Build(s Spec) (v1.Image, error) {
 		s.Version, s.Commit, s.Created.Format(time.RFC3339))
 	// Every program in one go build, which compiles what they share once.
 	bins := filepath.Join(dir, "bin")
-	args := []string{"build", "-trimpath", "-buildvcs=false", "-tags", BuildTags, "-ldflags", ld, "-o", bins + string(filepath.Separator)}
-	for _, p := range Programs {
-		args = append(args, p.Package)
+	args := []string{"build", "-trimpath", "-buildvcs=false", "-tags", fv.Tags, "-ldflags", ld, "-o", bins + string(filepath.Separator)}
+	var pkgs []string
+	for _, p := range fv.Programs {
+		pkgs = append(pkgs, p.Package)
 	}
+	args = append(args, pkgs...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+s.Arch, "GOFLAGS=-buildvcs=false")
@@ -252,14 +306,14 @@ func Build(s Spec) (v1.Image, error) {
 		return nil, fmt.Errorf("go build: %w", err)
 	}
 	files := map[string][]byte{}
-	for _, p := range Programs {
+	for _, p := range fv.Programs {
 		data, err := os.ReadFile(filepath.Join(bins, filepath.Base(p.Package)))
 		if err != nil {
 			return nil, err
 		}
 		files[p.Path] = data
 	}
-	layerTar, err := rootfs(files, s.Created)
+	layerTar, err := rootfs(fv.Programs, files, s.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +325,7 @@ func Build(s Spec) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{
-		Created: v1.Time{Time: s.Created}, CreatedBy: "tools/image: go build -tags " + BuildTags + " ./cmd/pipebench-k8s ./cmd/pipebench-sut ./cmd/pipebench-load", Comment: "pipebench " + s.Version}})
+		Created: v1.Time{Time: s.Created}, CreatedBy: "tools/image: go build -tags " + fv.Tags + " " + strings.Join(pkgs, " "), Comment: fv.Name + " " + s.Version}})
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +339,7 @@ func Build(s Spec) (v1.Image, error) {
 	cf.Author = "pipebench"
 	cf.Config = v1.Config{
 		User:       fmt.Sprintf("%d:%d", UID, UID),
-		Entrypoint: []string{Binary},
+		Entrypoint: []string{fv.Programs[0].Path},
 		Cmd:        []string{"--help"},
 		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin",
 			// The results history of a run inside a pod is not kept:
@@ -293,7 +347,7 @@ func Build(s Spec) (v1.Image, error) {
 			"PIPEBENCH_HOME=/tmp/pipebench", "TMPDIR=/tmp"},
 		WorkingDir: "/tmp",
 		Labels: map[string]string{
-			"org.opencontainers.image.title":    "pipebench",
+			"org.opencontainers.image.title":    fv.Name,
 			"org.opencontainers.image.version":  s.Version,
 			"org.opencontainers.image.revision": s.Commit,
 			"org.opencontainers.image.created":  s.Created.Format(time.RFC3339),
@@ -357,7 +411,7 @@ func checkout(repo, commit, dir string) error {
 // rootfs is the image's one layer, as a tar: every entry owned by root
 // (but /tmp, open to all with the sticky bit), its time the commit's, in
 // a fixed order.
-func rootfs(programs map[string][]byte, at time.Time) ([]byte, error) {
+func rootfs(list []Program, programs map[string][]byte, at time.Time) ([]byte, error) {
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
 	dir := func(name string, mode int64) error {
@@ -383,7 +437,7 @@ func rootfs(programs map[string][]byte, at time.Time) ([]byte, error) {
 		dir("usr/local/", 0o755),
 		dir("usr/local/bin/", 0o755),
 	)
-	for _, p := range Programs { // in a fixed order: one commit, one digest
+	for _, p := range list { // in a fixed order: one commit, one digest
 		err = errors.Join(err, file(strings.TrimPrefix(p.Path, "/"), 0o755, programs[p.Path]))
 	}
 	err = errors.Join(err, tw.Close())
