@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pipebench/pipebench"
+	"github.com/pipebench/pipebench/internal/cli/buildinfo"
 	"github.com/pipebench/pipebench/internal/testkit/kubetest"
 	"github.com/pipebench/pipebench/internal/testkit/scenariotest"
 	"github.com/pipebench/pipebench/internal/testkit/sinktest"
@@ -199,6 +200,20 @@ phases:
 		if !strings.Contains(stdout, want) {
 			t.Errorf("no %q in:\n%s", want, stdout)
 		}
+	}
+	// The shards run the load generator's image when the image is not
+	// chosen, or the one --load-image names; --image alone runs every
+	// pod from it (it holds pipebench-load too).
+	if strings.Contains(stdout, "pipebench-load:") {
+		t.Errorf("--image alone: a pod runs another image:\n%s", stdout)
+	}
+	stdout, _, code = cli(t, "k8s", "manifests", scen, "--name", "m3")
+	if code != 0 || !strings.Contains(stdout, "image: "+k8s.DefaultLoadImage(buildinfo.Version)+"\n") {
+		t.Errorf("no image chosen: exit %d, want the shards on %s:\n%s", code, k8s.DefaultLoadImage(buildinfo.Version), stdout)
+	}
+	stdout, _, code = cli(t, "k8s", "manifests", scen, "--name", "m4", "--image", "full:1", "--load-image", "lean:1")
+	if code != 0 || !strings.Contains(stdout, "image: lean:1\n") || strings.Contains(stdout, "image: full:1\n") {
+		t.Errorf("--load-image lean:1: exit %d, want the shards on it:\n%s", code, stdout)
 	}
 	stdout, _, code = cli(t, "k8s", "manifests", scen, "--per-node", "--nodes", "a,b", "--name", "m2")
 	if code != 0 || !strings.Contains(stdout, "kind: DaemonSet") || !strings.Contains(stdout, "a=1") {

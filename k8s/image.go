@@ -31,6 +31,16 @@ func DefaultImage(version string) string {
 	return ImageRepository + ":latest"
 }
 
+// DefaultLoadImage is the image the shards and the in-cluster sink run
+// when neither --image nor --load-image is given: the load generator's
+// image (pipebench-load alone) of the version DefaultImage names.
+func DefaultLoadImage(version string) string {
+	if release.MatchString(version) {
+		return LoadImageRepository + ":" + version
+	}
+	return LoadImageRepository + ":latest"
+}
+
 // RunLength is the length of the load and drain of the run whose
 // ConfigMap is ns/name, compiled from its scenario; an hour when it
 // cannot be compiled here (its ${VAR}s may be the pods' only).

@@ -75,6 +75,9 @@ const (
 	// ImageRepository is where the release workflow pushes the image of
 	// each tagged version (.github/workflows/release.yml).
 	ImageRepository = "ghcr.io/pipebench/pipebench"
+	// LoadImageRepository is where it pushes the load generator's image
+	// (pipebench-load alone: tools/image build -load).
+	LoadImageRepository = "ghcr.io/pipebench/pipebench-load"
 )
 
 // Options describe one launch.
@@ -82,7 +85,11 @@ type Options struct {
 	// Name names every object (a DNS label, at most 40 characters).
 	Name      string
 	Namespace string
-	Image     string
+	// Image is the image of the pods that run ProgramFull; LoadImage, if
+	// set, the image of those that run ProgramLoad (the shards and the
+	// in-cluster sink, unless the scenario embeds a system under test),
+	// else they run from Image, which holds pipebench-load too.
+	Image, LoadImage string
 	// Shards is the number of pods of the Indexed Job; with PerNode it is
 	// the number of nodes (set by the launcher from Nodes).
 	Shards  int
@@ -440,6 +447,14 @@ func (o *Options) program() string {
 	return ProgramLoad
 }
 
+// image is the image a pod running program starts from.
+func (o *Options) image(program string) string {
+	if program == ProgramLoad && o.LoadImage != "" {
+		return o.LoadImage
+	}
+	return o.Image
+}
+
 // template is the pod template of one role: PROGRAM k8s COMMAND with its
 // own service account, the placement and security settings every pod
 // shares, and the resources given.
@@ -463,7 +478,7 @@ func (o *Options) template(role, account, program, command string, env []corev1.
 			},
 			Containers: []corev1.Container{{
 				Name:            role,
-				Image:           o.Image,
+				Image:           o.image(program),
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				// A pod that fails says why on its last lines.
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,

@@ -250,3 +250,38 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// With LoadImage, the pods that run pipebench-load (the shards and the
+// in-cluster sink) start from it and the system under test's from Image;
+// a scenario that embeds a system under test runs every pod from Image,
+// since only pipebench carries it.
+func TestLoadImage(t *testing.T) {
+	sink := &SinkSpec{Type: "http", Ports: []SinkPort{{Name: "http", Port: 8080}}}
+	images := func(o Options) (shard, sinkImg, sut string) {
+		t.Helper()
+		obj, err := Build(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shard, sinkImg = obj.Job.Spec.Template.Spec.Containers[0].Image, obj.SinkJob.Spec.Template.Spec.Containers[0].Image
+		if obj.SUTJob != nil {
+			sut = obj.SUTJob.Spec.Template.Spec.Containers[0].Image
+		}
+		return shard, sinkImg, sut
+	}
+	o := Options{Name: "li", Namespace: "load", Image: "full:1", LoadImage: "lean:1", Shards: 2, Scenario: []byte(testScenario), Sink: sink}
+	if shard, s, _ := images(o); shard != "lean:1" || s != "lean:1" {
+		t.Errorf("shards %s, sink %s: want the load image lean:1", shard, s)
+	}
+	o.SUT, o.EmbedsSUT = &SUTSpec{Type: "otelcol"}, true
+	if shard, s, sut := images(o); shard != "full:1" || s != "full:1" || sut != "full:1" {
+		t.Errorf("a scenario embedding a system under test: shards %s, sink %s, system under test %s: want full:1 for all", shard, s, sut)
+	}
+	o.SUT, o.EmbedsSUT, o.LoadImage = nil, false, ""
+	if shard, s, _ := images(o); shard != "full:1" || s != "full:1" {
+		t.Errorf("no load image: shards %s, sink %s: want full:1", shard, s)
+	}
+	if DefaultLoadImage("v1.2.3") != LoadImageRepository+":v1.2.3" || DefaultLoadImage("cbd2dbd-dirty") != LoadImageRepository+":latest" {
+		t.Errorf("DefaultLoadImage: %s, %s", DefaultLoadImage("v1.2.3"), DefaultLoadImage("cbd2dbd-dirty"))
+	}
+}

@@ -26,7 +26,8 @@ type Setup struct {
 	// the time (DefaultName).
 	Name      string
 	Namespace string
-	Image     string
+	// Image and LoadImage are Options'.
+	Image, LoadImage string
 	// Shards is the number of generator pods; ShardsSet says the person
 	// gave it (it goes against PerNode).
 	Shards    int
@@ -90,7 +91,7 @@ func Prepare(reg *pipebench.Registry, file string, data []byte, s Setup, now tim
 	if name == "" {
 		name = DefaultName(plan.Scenario, now)
 	}
-	o := Options{Name: name, Namespace: s.Namespace, Image: s.Image, Shards: s.Shards, PerNode: s.PerNode,
+	o := Options{Name: name, Namespace: s.Namespace, Image: s.Image, LoadImage: s.LoadImage, Shards: s.Shards, PerNode: s.PerNode,
 		Scenario: data, ScenarioFile: filepath.Base(file), EnvFromSecret: s.EnvFromSecret, Duration: dur,
 		Pods: s.Pods, TTL: s.TTL, PodMonitor: s.PodMonitor, EmbedsSUT: plan.SUT != nil}
 	if !s.SinkPerShard {

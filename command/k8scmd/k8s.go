@@ -88,6 +88,7 @@ func k8sCommonFlags(cmd *cobra.Command, f *k8sFlags) {
 	fl.BoolVar(&s.PerNode, "per-node", false, "one generator per node (a DaemonSet) instead of --shards pods")
 	fl.StringVarP(&s.Namespace, "namespace", "n", "", "namespace of the objects (default: the kubeconfig's, else default)")
 	fl.StringVar(&s.Image, "image", k8s.DefaultImage(buildinfo.Version), "pipebench image the pods run")
+	fl.StringVar(&s.LoadImage, "load-image", "", "image the shards and the in-cluster sink run, pipebench-load alone (tools/image build -load) (default: "+k8s.DefaultLoadImage(buildinfo.Version)+" when --image is not given, else --image, which holds pipebench-load too)")
 	fl.StringVar(&s.Name, "name", "", "name of every object (default: the scenario's name and the time, like quickstart-20261126-101500)")
 	fl.DurationVar(&s.Duration, "duration", 0, "scale every phase so the load lasts this long in total")
 	fl.StringSliceVar(&s.EnvFromSecret, "env-from-secret", nil, "Secret whose keys become the pods' environment, for the scenario's ${VAR} credentials (repeatable)")
@@ -110,6 +111,9 @@ func k8sCommonFlags(cmd *cobra.Command, f *k8sFlags) {
 func (a app) k8sPrepare(cmd *cobra.Command, ref string, f *k8sFlags) (*k8s.Prepared, error) {
 	s := f.setup
 	s.ShardsSet = cmd.Flags().Changed("shards")
+	if !cmd.Flags().Changed("load-image") && !cmd.Flags().Changed("image") {
+		s.LoadImage = k8s.DefaultLoadImage(buildinfo.Version)
+	}
 	s.Wait = f.readyTimeout + f.lead
 	if err := f.pods.Apply(a.Context(), &s.Pods); err != nil {
 		return nil, err
