@@ -7,7 +7,7 @@
 #   SEARCH=0 bench/wrk.sh        # the rounds only, no search
 #   SAME_RATE=0 bench/wrk.sh     # without the same-rate rounds
 #   SAME_RATE="2 64/3" bench/wrk.sh   # same-rate rounds at wrk -c2's rate and at wrk -c64 pausing 3 ms a request
-#   TICK= bench/wrk.sh           # without the same-rate runs at a coarser tick (default TICK=1ms)
+#   TICK= bench/wrk.sh           # without the runs at a coarser tick (default TICK=1ms)
 #
 # Target: nginx, one worker pinned to CPU 1, `return 200 'ok'`, on
 # 127.0.0.1:$PORT (default 18091), started here from a config of its own in a
@@ -152,6 +152,11 @@ if [ -n "${BASE:-}" ]; then
 	copy_binary "$W/bin/pipebench-base" "$W/bin/pipebench-base"
 	builds+=(pipebench-base)
 fi
+# The rounds also run pipebench with the phase's tick at TICK (unless
+# empty): pipelined, a coarser tick puts the sends of a millisecond in one
+# write a connection, as wrk fills its window before it writes.
+rounds=("${builds[@]}")
+[ -n "$TICK" ] && rounds+=("pipebench@tick=$TICK")
 
 # wrk_run PIPELINE [CONNS[/PAUSE]] -> "req/s CPU-s µs-per-request sleeps-per-request peak-RSS-MB"
 # (PIPELINE 0: CONNS (64) connections, one request at a time, each
@@ -232,7 +237,7 @@ for rep in $(seq "$REPS"); do
 		[ "$pl" -gt 0 ] && name="wrk -t1 -c32 pipeline $pl"
 		printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$name" max "$w" - - "$wcpu" "$wus" - "$wsl" "$wrss" "$srv$(full "$srv" "$DURATION")"
 	done
-	for b in "${builds[@]}"; do
+	for b in "${rounds[@]}"; do
 		for pl in 0 "$PIPELINE_DEPTH"; do
 			f=$FRACTION
 			[ "$pl" -gt 0 ] && f=$PIPE_FRACTION
@@ -257,7 +262,7 @@ for pl in 0 "$PIPELINE_DEPTH"; do
 	[ "$pl" -gt 0 ] && name="wrk pipeline $pl median:"
 	echo "$name ${wm[$pl]} req/s, $(wcol "$pl" 3) CPU-µs a request (its process only: softirq work may be charged elsewhere), $(wcol "$pl" 4) sleeps a request, peak RSS $(wcol "$pl" 5) MB"
 done
-for b in "${builds[@]}"; do
+for b in "${rounds[@]}"; do
 	for pl in 0 "$PIPELINE_DEPTH"; do
 		s=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $3}' "$W/pb.all" | median)
 		u=$(awk -v b="$b" -v p="$pl" '$1 == b && $2 == p {print $6}' "$W/pb.all" | median)
