@@ -8,6 +8,7 @@
 #   SAME_RATE=0 bench/wrk.sh     # without the same-rate rounds
 #   SAME_RATE="2 64/3" bench/wrk.sh   # same-rate rounds at wrk -c2's rate and at wrk -c64 pausing 3 ms a request
 #   TICK= bench/wrk.sh           # without the runs at a coarser tick (default TICK=1ms)
+#   PIPE_SAME_RATE="40" bench/wrk.sh  # pipelined same-rate rounds at wrk pausing 40 ms after each window (0: none)
 #
 # Target: nginx, one worker pinned to CPU 1, `return 200 'ok'`, on
 # 127.0.0.1:$PORT (default 18091), started here from a config of its own in a
@@ -36,6 +37,14 @@
 # time). The defaults span a quarter to about 0.9 of the 64-connection
 # maximum (64/3, 64/2 and 1 about 0.25-0.4 of it, 64/1 about 0.7, 2
 # about 0.85); the summary gives each point's fraction of the maximum.
+# Pipelined same-rate rounds (PIPE_SAME_RATE, default "40 30"; 0 skips
+# them): wrk's pipelined closed loop below its maximum, each of its 32
+# connections pausing D ms after the answers of a window of
+# PIPELINE_DEPTH (wrk's Lua delay(), which wrk calls once a window), then
+# pipebench pipelined (32 connections, `pipeline: PIPELINE_DEPTH`) at the
+# rate that wrk run reached, at the default tick and at TICK: pipelining's
+# CPU a request at one rate, one operating point of the server (40 and 30
+# ms give about 0.5 and 0.65 of wrk's pipelined maximum here).
 # In each same-rate round pipebench also runs with the phase's tick set to
 # TICK (default 1ms, "pipebench@tick=1ms"): its pacer then wakes up once a
 # millisecond, as wrk's timers do (they count whole milliseconds), sending
@@ -80,6 +89,16 @@ case $TICK in '' | [0-9]*s) ;; *)
 	;;
 esac
 [ "$SAME_RATE" = 0 ] && SAME_RATE=
+PIPE_SAME_RATE=${PIPE_SAME_RATE-40 30}
+[ "$PIPE_SAME_RATE" = 0 ] && PIPE_SAME_RATE=
+for d in $PIPE_SAME_RATE; do
+	case $d in
+	*[!0-9]* | 0*)
+		echo "PIPE_SAME_RATE=$PIPE_SAME_RATE: give wrk's pauses after each pipelined window in whole ms, like \"40 30\" (0 for none)" >&2
+		exit 2
+		;;
+	esac
+done
 for c in $SAME_RATE; do
 	case $c in
 	'' | *[!0-9/]* | 0 | /* | */ | */*/* | 0/*)
@@ -134,6 +153,23 @@ request = function()
 	return req
 end
 EOF
+cat >"$W/pipe-pause.lua" <<'EOF'
+init = function(args)
+	local depth = tonumber(args[1]) or 1
+	pause = tonumber(args[2]) or 0
+	local r = {}
+	for i = 1, depth do
+		r[i] = wrk.format("POST", nil, {["Content-Type"] = "application/octet-stream"}, string.rep("x", 64))
+	end
+	req = table.concat(r)
+end
+request = function()
+	return req
+end
+delay = function()
+	return pause
+end
+EOF
 URL=http://127.0.0.1:$PORT/
 
 # The lean load generator (cmd/pipebench-load: no embedded system under
@@ -161,7 +197,8 @@ rounds=("${builds[@]}")
 # wrk_run PIPELINE [CONNS[/PAUSE]] -> "req/s CPU-s µs-per-request sleeps-per-request peak-RSS-MB"
 # (PIPELINE 0: CONNS (64) connections, one request at a time, each
 # pausing PAUSE ms after an answer when given; else 32 connections,
-# PIPELINE requests a write)
+# PIPELINE requests a write, each pausing PAUSE ms after a window's
+# answers when given)
 wrk_run() {
 	local conns=${2:-64} pause=
 	case $conns in */*) pause=${conns#*/} conns=${conns%/*} ;; esac
@@ -170,7 +207,10 @@ wrk_run() {
 		sed "s/@PAUSE@/$pause/" "$W/pause.lua" >"$W/pause-$pause.lua"
 		args=(-c"$conns" -s "$W/pause-$pause.lua" "$URL")
 	fi
-	[ "$1" -gt 0 ] && args=(-c32 -s "$W/pipe.lua" "$URL" -- "$1")
+	if [ "$1" -gt 0 ]; then
+		args=(-c32 -s "$W/pipe.lua" "$URL" -- "$1")
+		[ -n "$pause" ] && args=(-c"$conns" -s "$W/pipe-pause.lua" "$URL" -- "$1" "$pause")
+	fi
 	/usr/bin/time -f '%U %S %w %M' -o "$W/time" "${cpu0[@]}" timeout 60 "$WRK" -t1 -d"$DURATION" "${args[@]}" >"$W/wrk.out" 2>&1
 	read -r user sys vcs rss < <(tail -n 1 "$W/time")
 	awk -v c="$(echo "$user + $sys" | bc)" -v w="$vcs" -v m="$rss" '/requests in/ {n = $1} /^Requests\/sec:/ {r = $2}
@@ -329,6 +369,39 @@ if [ -n "$SAME_RATE" ]; then
 			h=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c && $5 == "yes"' "$W/same.all" | wc -l)
 			awk -v b="$b" -v c="$(wname "$c")" -v wr="$wrate" -v wu="$wu" -v u="$u" -v s="$sent" -v h="$h" -v n="$REPS" -v m="${wm[0]}" \
 				'BEGIN {printf "same rate as wrk -c%-3s (median %6.0f/s = %.2fx its -c64 median): wrk %.1f CPU-µs a request, %-16s %.1f = %.2fx; sent %.0f/s; held in %d of %d\n", c, wr, wr / m, wu, b, u, (wu > 0 ? u / wu : 0), s, h, n}'
+		done
+	done
+fi
+
+if [ -n "$PIPE_SAME_RATE" ]; then
+	echo
+	echo "same rate, pipelined: wrk -c32 pipeline $PIPELINE_DEPTH pausing after each window, then pipebench pipelined (32 connections) at the rate it reached"
+	: >"$W/psame.all"
+	for rep in $(seq "$REPS"); do
+		for d in $PIPE_SAME_RATE; do
+			s0=$(srv_cs)
+			read -r w wcpu wus wsl _ < <(wrk_run "$PIPELINE_DEPTH" "32/$d")
+			srv=$(srv_since "$s0")
+			echo "wrk $d $w $wus yes" >>"$W/psame.all"
+			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "wrk -c32 pipeline $PIPELINE_DEPTH +${d}ms" max "$w" - - "$wcpu" "$wus" - "$wsl" - "$srv$(full "$srv" "$DURATION")"
+			for b in "${rounds[@]}"; do
+				s0=$(srv_cs)
+				read -r sent p50 p99 cpu held us sl _ < <(pb_run "$b" "$w" "$PIPELINE_DEPTH" "$DURATION")
+				srv=$(srv_since "$s0")
+				echo "$b $d $sent $us $held" >>"$W/psame.all"
+				printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$b pipeline $PIPELINE_DEPTH (wrk +${d}ms)" "$w" "$sent" "$p50" "$p99" "$cpu" "$us" "$held" "$sl" - "$srv$(full "$srv" "$DURATION")"
+			done
+		done
+	done
+	for d in $PIPE_SAME_RATE; do
+		wu=$(awk -v d="$d" '$1 == "wrk" && $2 == d {print $4}' "$W/psame.all" | median)
+		wrate=$(awk -v d="$d" '$1 == "wrk" && $2 == d {print $3}' "$W/psame.all" | median)
+		for b in "${rounds[@]}"; do
+			u=$(awk -v b="$b" -v d="$d" '$1 == b && $2 == d {print $4}' "$W/psame.all" | median)
+			sent=$(awk -v b="$b" -v d="$d" '$1 == b && $2 == d {print $3}' "$W/psame.all" | median)
+			h=$(awk -v b="$b" -v d="$d" '$1 == b && $2 == d && $5 == "yes"' "$W/psame.all" | wc -l)
+			awk -v b="$b" -v d="$d" -v wr="$wrate" -v wu="$wu" -v u="$u" -v s="$sent" -v h="$h" -v n="$REPS" -v m="${wm[$PIPELINE_DEPTH]}" -v pl="$PIPELINE_DEPTH" \
+				'BEGIN {printf "same rate as wrk pipeline %s +%sms (median %6.0f/s = %.2fx its pipelined median): wrk %.1f CPU-µs a request, %-16s %.1f = %.2fx; sent %.0f/s; held in %d of %d\n", pl, d, wr, wr / m, wu, b, u, (wu > 0 ? u / wu : 0), s, h, n}'
 		done
 	done
 fi
