@@ -16,7 +16,9 @@
 #          of 1,000 outstanding acks, 1 worker) on a file stream.
 # Each line gives the rate the tool reports and the rate the server saw
 # (messages it counted / the generator's wall time, start-up included), the
-# generator's CPU-seconds and peak RSS; the ratio lines are pipebench/nats
+# generator's CPU-seconds and peak RSS, and how busy the server's core was
+# over the run (its CPU-seconds / the run's wall time; 95% or more marked
+# *: the server, not the generator, set the rate); the ratio lines are pipebench/nats
 # bench on the medians of the tools' own rates. BASELINE=PATH adds another
 # pipebench binary (an earlier build) to the same pass, for before/after.
 # Then a SYSCALLS line a kind: the system calls a message costs pipebench
@@ -61,7 +63,10 @@ nats stream add PBJS --subjects 'pbjs.>' --storage file --max-bytes 4GB --defaul
 inmsgs() { curl -sf "http://127.0.0.1:$MPORT/varz" | jq '.in_msgs'; }
 streammsgs() { curl -sf "http://127.0.0.1:$MPORT/jsz?streams=true" | jq --arg s "$1" '[.account_details[]?.stream_detail[]? | select(.name == $s) | .state.messages] | add // 0'; }
 
-printf '%-22s %14s %14s %10s %9s\n' run tool-msgs/s server-msgs/s gen-CPU-s peak-RSS
+HZ=$(getconf CLK_TCK)
+# srv_ticks: the CPU time the server used so far, in clock ticks.
+srv_ticks() { awk '{print $14 + $15}' "/proc/$SERVER/stat"; }
+printf '%-22s %14s %14s %10s %9s %9s\n' run tool-msgs/s server-msgs/s gen-CPU-s peak-RSS srv-busy
 RESULTS=$WORK/results
 : >"$RESULTS"
 # measure NAME KIND TOOLRATE-CMD -- CMD...: runs CMD pinned to CPU 0 and prints its line.
@@ -72,6 +77,8 @@ measure() {
 	core) before=$(inmsgs) ;;
 	js-pb) nats stream purge PBJS -f >/dev/null ;;
 	esac
+	local t0
+	t0=$(srv_ticks)
 	/usr/bin/time -f '%U %S %M %e' -o "$WORK/$name.time" taskset -c 0 timeout 120 "$@" >"$WORK/$name.out" 2>&1 || {
 		echo "$name failed: see $WORK/$name.out" >&2
 		return 1
@@ -86,8 +93,8 @@ measure() {
 	*) rate=$(grep -o 'stats: [0-9,]* msgs/sec' "$WORK/$name.out" | tr -dc '0-9') ;;
 	esac
 	read -r user sys rss wall <"$WORK/$name.time"
-	awk -v n="$name" -v r="$rate" -v s="$n" -v u="$user" -v y="$sys" -v m="$rss" -v w="$wall" \
-		'BEGIN {printf "%-22s %14.0f %14.0f %10.2f %6d MB\n", n, r, s / w, u + y, m / 1024}'
+	awk -v n="$name" -v r="$rate" -v s="$n" -v u="$user" -v y="$sys" -v m="$rss" -v w="$wall" -v t="$(($(srv_ticks) - t0))" -v hz="$HZ" \
+		'BEGIN {b = (w > 0 ? t / hz / w : 0); printf "%-22s %14.0f %14.0f %10.2f %6d MB %7.0f%%%s\n", n, r, s / w, u + y, m / 1024, b * 100, (b >= 0.95 ? "*" : "")}'
 	echo "${name%-r*} $rate" >>"$RESULTS"
 }
 
