@@ -75,3 +75,18 @@ func TestError(t *testing.T) {
 		}
 	}
 }
+
+// A subcommand's hint names its whole path, as the user types it.
+func TestErrorNamesTheCommandPath(t *testing.T) {
+	root := &cobra.Command{Use: "pipebench-load"}
+	k8s := &cobra.Command{Use: "k8s"}
+	manifests := &cobra.Command{Use: "manifests"}
+	manifests.Flags().String("load-image", "", "")
+	root.AddCommand(k8s)
+	k8s.AddCommand(manifests)
+	perr := manifests.ParseFlags([]string{"--load-imag=x"})
+	var pe *pipebench.Error
+	if err := Error(manifests, perr); !errors.As(err, &pe) || pe.Hint != "see pipebench-load k8s manifests --help" || !strings.Contains(pe.Msg, "did you mean --load-image?") {
+		t.Errorf("%#v", err)
+	}
+}

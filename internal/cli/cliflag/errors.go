@@ -16,7 +16,10 @@ import (
 // cobra.Command's flag error function.
 func Error(cmd *cobra.Command, err error) error {
 	msg := err.Error()
-	hint := "see pipebench " + cmd.Name() + " --help"
+	hint := "see " + cmd.CommandPath() + " --help" // pipebench k8s manifests, pipebench-load run
+	if !cmd.HasParent() {
+		hint = "see pipebench " + cmd.Name() + " --help"
+	}
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
 		var names []string
 		cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
