@@ -169,9 +169,11 @@ func buildTotal(rec RunRecord, sends SendStats, res *pipebench.Result, item stri
 	setHistograms(&t, res.Series, first.Started, until)
 	totals(&t)
 	wholeRunPeaks(&t, res.Series, first.Started, until)
-	if a := rec.Arrivals; a.Lost > 0 || rec.Aborted {
+	if a := rec.Arrivals; a.Lost > 0 {
 		// Accepted items never arrived: the backlog did not drain, and
 		// has no drain time; how long the drain waited for it is said.
+		// (A run stopped by a signal whose items all arrived did drain:
+		// its drain time is measured like any other's.)
 		t.Set(pipebench.KPI{Name: "drain_waited", Value: math.Max(0, until.Sub(last.Ended).Seconds()), Unit: pipebench.UnitSeconds})
 	} else {
 		drain := 0.0

@@ -328,6 +328,14 @@ drain: 2s
 	if tr := get(t, res.Total, "target_rate"); tr < 190 || tr > 210 {
 		t.Errorf("total target_rate = %v, want 200", tr)
 	}
+	// The drain is said not to have drained exactly when items it
+	// waited for never came (abandoned); else it has its drain time.
+	_, waited := res.Total.Get("drain_waited")
+	_, timed := res.Total.Get("drain_time")
+	abandoned, _ := res.Total.Get("abandoned_queued")
+	if waited != (abandoned > 0) || timed == waited {
+		t.Errorf("drain_waited %v, drain_time %v, with %v abandoned: %v", waited, timed, abandoned, res.Total.KPIs)
+	}
 }
 
 // A closed-model phase sends exactly its count with its worker pool, every
