@@ -338,72 +338,64 @@ if syscalls_ok; then
 	done
 fi
 
+# same_rate_rounds PIPELINE ENTRY...: wrk's closed loop below its maximum,
+# then each pipebench run at the rate that wrk run reached, REPS rounds;
+# then a line an entry and run with the medians. Unpipelined (PIPELINE 0)
+# an entry is SAME_RATE's (C or C/PAUSE); pipelined it is a pause in ms
+# after each window, on 32 connections.
+same_rate_rounds() {
+	local pl=$1 all=$W/same-$1.all e w wcpu wus wsl s0 srv sent p50 p99 cpu held us sl
+	shift
+	: >"$all"
+	for rep in $(seq "$REPS"); do
+		for e in "$@"; do
+			local warg=$e wlabel="wrk -t1 -c$(wname "$e") (closed)" plabel="pipeline 0 (wrk -c$(wname "$e"))"
+			if [ "$pl" -gt 0 ]; then
+				warg=32/$e wlabel="wrk -c32 pipeline $pl +${e}ms" plabel="pipeline $pl (wrk +${e}ms)"
+			fi
+			s0=$(srv_cs)
+			read -r w wcpu wus wsl _ < <(wrk_run "$pl" "$warg")
+			srv=$(srv_since "$s0")
+			echo "wrk $e $w $wus yes" >>"$all"
+			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$wlabel" max "$w" - - "$wcpu" "$wus" - "$wsl" - "$srv$(full "$srv" "$DURATION")"
+			for b in "${rounds[@]}"; do
+				s0=$(srv_cs)
+				read -r sent p50 p99 cpu held us sl _ < <(pb_run "$b" "$w" "$pl" "$DURATION")
+				srv=$(srv_since "$s0")
+				echo "$b $e $sent $us $held" >>"$all"
+				printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$b $plabel" "$w" "$sent" "$p50" "$p99" "$cpu" "$us" "$held" "$sl" - "$srv$(full "$srv" "$DURATION")"
+			done
+		done
+	done
+	for e in "$@"; do
+		local wu wrate u h what of m
+		wu=$(awk -v e="$e" '$1 == "wrk" && $2 == e {print $4}' "$all" | median)
+		wrate=$(awk -v e="$e" '$1 == "wrk" && $2 == e {print $3}' "$all" | median)
+		what="-c$(printf '%-3s' "$(wname "$e")")" of="its -c64 median" m=${wm[0]}
+		if [ "$pl" -gt 0 ]; then
+			what="pipeline $pl +${e}ms" of="its pipelined median" m=${wm[$pl]}
+		fi
+		for b in "${rounds[@]}"; do
+			u=$(awk -v b="$b" -v e="$e" '$1 == b && $2 == e {print $4}' "$all" | median)
+			sent=$(awk -v b="$b" -v e="$e" '$1 == b && $2 == e {print $3}' "$all" | median)
+			h=$(awk -v b="$b" -v e="$e" '$1 == b && $2 == e && $5 == "yes"' "$all" | wc -l)
+			awk -v b="$b" -v what="$what" -v of="$of" -v wr="$wrate" -v wu="$wu" -v u="$u" -v s="$sent" -v h="$h" -v n="$REPS" -v m="$m" \
+				'BEGIN {printf "same rate as wrk %s (median %6.0f/s = %.2fx %s): wrk %.1f CPU-µs a request, %-16s %.1f = %.2fx; sent %.0f/s; held in %d of %d\n", what, wr, wr / m, of, wu, b, u, (wu > 0 ? u / wu : 0), s, h, n}'
+		done
+	done
+}
+
 if [ -n "$SAME_RATE" ]; then
 	echo
 	echo "same rate: wrk closed loop with fewer connections, then pipebench unpipelined (64 connections) at the rate it reached"
-	same=("${builds[@]}")
-	[ -n "$TICK" ] && same+=("pipebench@tick=$TICK")
-	: >"$W/same.all"
-	for rep in $(seq "$REPS"); do
-		for c in $SAME_RATE; do
-			s0=$(srv_cs)
-			read -r w wcpu wus wsl _ < <(wrk_run 0 "$c")
-			srv=$(srv_since "$s0")
-			echo "wrk $c $w $wus yes" >>"$W/same.all"
-			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "wrk -t1 -c$(wname "$c") (closed)" max "$w" - - "$wcpu" "$wus" - "$wsl" - "$srv$(full "$srv" "$DURATION")"
-			for b in "${same[@]}"; do
-				s0=$(srv_cs)
-				read -r sent p50 p99 cpu held us sl _ < <(pb_run "$b" "$w" 0 "$DURATION")
-				srv=$(srv_since "$s0")
-				echo "$b $c $sent $us $held" >>"$W/same.all"
-				printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$b pipeline 0 (wrk -c$(wname "$c"))" "$w" "$sent" "$p50" "$p99" "$cpu" "$us" "$held" "$sl" - "$srv$(full "$srv" "$DURATION")"
-			done
-		done
-	done
-	for c in $SAME_RATE; do
-		wu=$(awk -v c="$c" '$1 == "wrk" && $2 == c {print $4}' "$W/same.all" | median)
-		wrate=$(awk -v c="$c" '$1 == "wrk" && $2 == c {print $3}' "$W/same.all" | median)
-		for b in "${same[@]}"; do
-			u=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c {print $4}' "$W/same.all" | median)
-			sent=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c {print $3}' "$W/same.all" | median)
-			h=$(awk -v b="$b" -v c="$c" '$1 == b && $2 == c && $5 == "yes"' "$W/same.all" | wc -l)
-			awk -v b="$b" -v c="$(wname "$c")" -v wr="$wrate" -v wu="$wu" -v u="$u" -v s="$sent" -v h="$h" -v n="$REPS" -v m="${wm[0]}" \
-				'BEGIN {printf "same rate as wrk -c%-3s (median %6.0f/s = %.2fx its -c64 median): wrk %.1f CPU-µs a request, %-16s %.1f = %.2fx; sent %.0f/s; held in %d of %d\n", c, wr, wr / m, wu, b, u, (wu > 0 ? u / wu : 0), s, h, n}'
-		done
-	done
+	# shellcheck disable=SC2086 # the entries are words
+	same_rate_rounds 0 $SAME_RATE
 fi
-
 if [ -n "$PIPE_SAME_RATE" ]; then
 	echo
 	echo "same rate, pipelined: wrk -c32 pipeline $PIPELINE_DEPTH pausing after each window, then pipebench pipelined (32 connections) at the rate it reached"
-	: >"$W/psame.all"
-	for rep in $(seq "$REPS"); do
-		for d in $PIPE_SAME_RATE; do
-			s0=$(srv_cs)
-			read -r w wcpu wus wsl _ < <(wrk_run "$PIPELINE_DEPTH" "32/$d")
-			srv=$(srv_since "$s0")
-			echo "wrk $d $w $wus yes" >>"$W/psame.all"
-			printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "wrk -c32 pipeline $PIPELINE_DEPTH +${d}ms" max "$w" - - "$wcpu" "$wus" - "$wsl" - "$srv$(full "$srv" "$DURATION")"
-			for b in "${rounds[@]}"; do
-				s0=$(srv_cs)
-				read -r sent p50 p99 cpu held us sl _ < <(pb_run "$b" "$w" "$PIPELINE_DEPTH" "$DURATION")
-				srv=$(srv_since "$s0")
-				echo "$b $d $sent $us $held" >>"$W/psame.all"
-				printf '%-5s %-30s %9s %9s %9s %9s %7s %8s %5s %10s %7s %7s\n' "$rep" "$b pipeline $PIPELINE_DEPTH (wrk +${d}ms)" "$w" "$sent" "$p50" "$p99" "$cpu" "$us" "$held" "$sl" - "$srv$(full "$srv" "$DURATION")"
-			done
-		done
-	done
-	for d in $PIPE_SAME_RATE; do
-		wu=$(awk -v d="$d" '$1 == "wrk" && $2 == d {print $4}' "$W/psame.all" | median)
-		wrate=$(awk -v d="$d" '$1 == "wrk" && $2 == d {print $3}' "$W/psame.all" | median)
-		for b in "${rounds[@]}"; do
-			u=$(awk -v b="$b" -v d="$d" '$1 == b && $2 == d {print $4}' "$W/psame.all" | median)
-			sent=$(awk -v b="$b" -v d="$d" '$1 == b && $2 == d {print $3}' "$W/psame.all" | median)
-			h=$(awk -v b="$b" -v d="$d" '$1 == b && $2 == d && $5 == "yes"' "$W/psame.all" | wc -l)
-			awk -v b="$b" -v d="$d" -v wr="$wrate" -v wu="$wu" -v u="$u" -v s="$sent" -v h="$h" -v n="$REPS" -v m="${wm[$PIPELINE_DEPTH]}" -v pl="$PIPELINE_DEPTH" \
-				'BEGIN {printf "same rate as wrk pipeline %s +%sms (median %6.0f/s = %.2fx its pipelined median): wrk %.1f CPU-µs a request, %-16s %.1f = %.2fx; sent %.0f/s; held in %d of %d\n", pl, d, wr, wr / m, wu, b, u, (wu > 0 ? u / wu : 0), s, h, n}'
-		done
-	done
+	# shellcheck disable=SC2086
+	same_rate_rounds "$PIPELINE_DEPTH" $PIPE_SAME_RATE
 fi
 
 [ "${SEARCH:-1}" = 0 ] && exit 0
