@@ -135,8 +135,8 @@ func TestImage(t *testing.T) {
 		t.Fatalf("the image's binary: %v\n%s", err, out)
 	}
 	t.Logf("pipebench version, from the image:\n%s", out)
-	linkedAsTagged(t, filepath.Join(root, Binary), "k8s.io/client-go")
-	linkedAsTagged(t, filepath.Join(root, SUTBinary), "github.com/prometheus/prometheus")
+	linkedAsTagged(t, filepath.Join(root, Binary), BuildTags, cloudSDKs, "k8s.io/client-go")
+	linkedAsTagged(t, filepath.Join(root, SUTBinary), BuildTags, cloudSDKs, "github.com/prometheus/prometheus")
 	sut, err := exec.Command(filepath.Join(root, SUTBinary), "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(sut), "pipebench v0.0.0-imagetest") {
 		t.Errorf("the image's pipebench-sut version: %v\n%s", err, sut)
@@ -225,25 +225,8 @@ func TestLoadImage(t *testing.T) {
 		}
 	}
 	bin := filepath.Join(root, LoadBinary)
-	bi, err := buildinfo.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	linked := map[string]bool{}
-	for _, m := range bi.Deps {
-		linked[m.Path] = true
-	}
 	// (PostgreSQL's client stays: the effect observer reads a table.)
-	for _, m := range []string{"gonum.org/v1/plot", "modernc.org/sqlite"} {
-		if linked[m] {
-			t.Errorf("the load generator's image links %s, which %s leaves out", m, LoadBuildTags)
-		}
-	}
-	for _, st := range bi.Settings {
-		if st.Key == "-tags" && st.Value != LoadBuildTags {
-			t.Errorf("built with tags %q, want %q", st.Value, LoadBuildTags)
-		}
-	}
+	linkedAsTagged(t, bin, LoadBuildTags, []string{"gonum.org/v1/plot", "modernc.org/sqlite"})
 	if out, err := exec.Command(bin, "version").CombinedOutput(); err != nil || !strings.Contains(string(out), "pipebench v0.0.0-imagetest") {
 		t.Errorf("pipebench-load version: %v\n%s", err, out)
 	}
@@ -260,25 +243,29 @@ func TestLoadImage(t *testing.T) {
 	}
 }
 
+// cloudSDKs are modules of the cloud providers' service discovery, which
+// BuildTags leave out.
+var cloudSDKs = []string{"github.com/aws/aws-sdk-go", "github.com/aws/aws-sdk-go-v2/service/ec2", "github.com/hetznercloud/hcloud-go/v2", "github.com/oracle/oci-go-sdk/v65"}
+
 // linkedAsTagged checks, from the build information in the binary at
-// path, that it was built with BuildTags, linked the modules it must
-// (pipebench the Kubernetes client, pipebench-sut Prometheus, whose
-// Kubernetes discovery the tags keep) and not what they leave out (the
-// cloud providers' discovery and their SDKs).
-func linkedAsTagged(t *testing.T, path string, must ...string) {
+// path (an independent reading of what was linked), that it was built
+// with tags, links the modules it must (pipebench the Kubernetes client,
+// pipebench-sut Prometheus, whose Kubernetes discovery the tags keep) and
+// none of those the tags leave out.
+func linkedAsTagged(t *testing.T, path, tags string, leftOut []string, must ...string) {
 	t.Helper()
 	bi, err := buildinfo.ReadFile(path)
 	if err != nil {
 		t.Fatalf("the image's binary: %v", err)
 	}
-	tags := ""
+	got := ""
 	for _, s := range bi.Settings {
 		if s.Key == "-tags" {
-			tags = s.Value
+			got = s.Value
 		}
 	}
-	if tags != BuildTags {
-		t.Errorf("the image's binary was built with tags %q, want %q", tags, BuildTags)
+	if got != tags {
+		t.Errorf("%s was built with tags %q, want %q", filepath.Base(path), got, tags)
 	}
 	linked := map[string]bool{}
 	for _, m := range bi.Deps {
@@ -286,12 +273,12 @@ func linkedAsTagged(t *testing.T, path string, must ...string) {
 	}
 	for _, m := range must {
 		if !linked[m] {
-			t.Errorf("the image's binary does not link %s", m)
+			t.Errorf("%s does not link %s", filepath.Base(path), m)
 		}
 	}
-	for _, m := range []string{"github.com/aws/aws-sdk-go", "github.com/aws/aws-sdk-go-v2/service/ec2", "github.com/hetznercloud/hcloud-go/v2", "github.com/oracle/oci-go-sdk/v65"} {
+	for _, m := range leftOut {
 		if linked[m] {
-			t.Errorf("the image's binary links %s, which %s leaves out", m, BuildTags)
+			t.Errorf("%s links %s, which %s leaves out", filepath.Base(path), m, tags)
 		}
 	}
 }
