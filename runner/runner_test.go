@@ -336,6 +336,17 @@ drain: 2s
 	if waited != (abandoned > 0) || timed == waited {
 		t.Errorf("drain_waited %v, drain_time %v, with %v abandoned: %v", waited, timed, abandoned, res.Total.KPIs)
 	}
+	t.Logf("stopped run: drain_time %v, drain_waited %v, %v abandoned", timed, waited, abandoned)
+	if timed {
+		// Drained: the sink counted every item the target accepted, and
+		// the drain lasted no longer than the run went on after its load.
+		if d, a := get(t, res.Total, "delivered"), get(t, res.Total, "accepted"); d != a {
+			t.Errorf("a drain time with %v delivered of %v accepted", d, a)
+		}
+		if dt, after := get(t, res.Total, "drain_time"), res.Manifest.Ended.Sub(res.Phases[0].Ended).Seconds(); dt > after {
+			t.Errorf("drain_time %.3f s, but the run ended %.3f s after its load", dt, after)
+		}
+	}
 }
 
 // A closed-model phase sends exactly its count with its worker pool, every
